@@ -1,0 +1,98 @@
+"""``twin build``: compile a spec and write its artifacts atomically with a manifest.
+
+Everything is rendered in memory first; then the files go to a temporary sibling folder that replaces
+the previous output with two renames. A failed build therefore leaves the old output untouched, and a
+reader never sees a half-written folder (except for the instant between the two renames).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from . import __version__
+from .design import Design
+from .emit import emit_all
+from .emit.design_json import dumps
+from .pipeline import compile_design
+
+MANIFEST = "manifest.json"
+
+
+class OutputError(Exception):
+    """The output folder cannot be written safely (e.g. it holds something that is not twin output)."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    design: Design
+    out_dir: Path
+    files: dict[str, str]  # relative path -> sha256
+
+
+def manifest(design: Design, files: dict[str, bytes]) -> bytes:
+    spec = design.spec
+    return dumps({
+        "tool": "twin",
+        "version": __version__,
+        "site": spec.name,
+        "spec": Path(spec.source_path).name,
+        "spec_sha256": spec.source_sha256,
+        "artifacts": [
+            {"path": p, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+            for p, data in sorted(files.items())
+        ],
+    })
+
+
+def build(spec_path: str | Path, out: str | Path | None = None, progress: Callable[[str], None] | None = None) -> BuildResult:
+    design = compile_design(spec_path, progress=progress)
+    out_dir = Path(out) if out is not None else Path("generated") / design.name
+    if progress:
+        progress("emit")
+    files = emit_all(design)
+    for rel in files:
+        _check_relative(rel)
+    files[MANIFEST] = manifest(design, files)
+    if progress:
+        progress("write")
+    write_atomically(out_dir, files)
+    return BuildResult(design, out_dir, {p: hashlib.sha256(b).hexdigest() for p, b in sorted(files.items())})
+
+
+def _check_relative(rel: str) -> None:
+    """Artifact names derive from user-chosen names: they must stay inside the output folder."""
+    p = PurePosixPath(rel)
+    if p.is_absolute() or ".." in p.parts or not p.parts or "\\" in rel or "\x00" in rel:
+        raise OutputError(f"refusing to write artifact outside the output folder: {rel!r}")
+
+
+def write_atomically(out_dir: Path, files: dict[str, bytes]) -> None:
+    out_dir = out_dir.resolve() if out_dir.exists() else out_dir.absolute()
+    if out_dir.exists():
+        if not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / MANIFEST).is_file()):
+            raise OutputError(f"{out_dir} exists and is not a twin output folder (no {MANIFEST}); not replacing it")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        for rel, data in sorted(files.items()):
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        os.chmod(tmp, 0o755)
+        if out_dir.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+            os.rmdir(old)
+            os.rename(out_dir, old)
+            os.rename(tmp, out_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

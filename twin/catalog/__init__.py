@@ -1,0 +1,32 @@
+"""The built-in hardware catalog and its merge with a site's own entries.
+
+Site entries override built-in entries of the same name: a user who knows the real power of their
+switch writes it once in the site and every pass uses it.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from ..spec.models import Catalog
+
+BUILTIN_PATH = Path(__file__).with_name("builtin.yaml")
+
+
+@lru_cache(maxsize=1)
+def builtin() -> Catalog:
+    with BUILTIN_PATH.open(encoding="utf-8") as f:
+        return Catalog.model_validate(yaml.safe_load(f))
+
+
+def merged(site_catalog: Catalog) -> Catalog:
+    """Built-in catalog with the site's entries laid over it (site wins on a name clash)."""
+    base = builtin()
+    return Catalog(
+        chassis={**base.chassis, **site_catalog.chassis},
+        switches={**base.switches, **site_catalog.switches},
+        media={**base.media, **site_catalog.media},
+    )

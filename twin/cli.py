@@ -1,0 +1,187 @@
+"""The ``twin`` command: one sub-command per verb.
+
+Exit codes: 0 success, 1 a valid design that cannot be built as stated (infeasible), 2 invalid input.
+Errors are printed as ``FILE:LINE:COL: field.path: message (expected ...)`` and never as tracebacks.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from . import __version__
+from .spec.diagnostics import Diagnostic, InfeasibleError, Severity, SpecError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="twin: a declarative design compiler and digital twin for AI training clusters.",
+)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
+
+EXIT_INFEASIBLE = 1
+EXIT_INVALID = 2
+
+
+def _print_diags(diags: list[Diagnostic]) -> None:
+    for d in diags:
+        style = "red" if d.severity is Severity.ERROR else "yellow"
+        err.print(d.format(), style=style, markup=False)
+
+
+def _emit_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, indent=1, sort_keys=True) + "\n")
+
+
+@app.callback(invoke_without_command=True)
+def _root(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
+    if version:
+        out.print(f"twin {__version__}")
+        raise typer.Exit(0)
+
+
+@app.command()
+def validate(
+    specs: list[Path] = typer.Argument(..., help="Site spec files (YAML)."),
+    as_json: bool = typer.Option(False, "--json", help="Print diagnostics as JSON."),
+) -> None:
+    """Check site specs and report every error and warning with FILE:LINE:COL.
+
+    Example: twin validate sites/meta-24k-roce.yaml sites/lab-2zone.yaml
+    """
+    from . import feasibility
+    from .spec.validate import validate_file
+
+    worst = 0
+    results = []
+    for path in specs:
+        spec, diags = validate_file(path)
+        problems: list[str] = []
+        if spec is not None:
+            budget = feasibility.check(spec)
+            problems = budget.problems
+        status = "invalid" if spec is None else ("infeasible" if problems else "ok")
+        worst = max(worst, {"ok": 0, "infeasible": EXIT_INFEASIBLE, "invalid": EXIT_INVALID}[status])
+        results.append({"spec": str(path), "status": status, "diagnostics": [d.to_json() for d in diags], "infeasible": problems})
+        if not as_json:
+            _print_diags(diags)
+            for p in problems:
+                err.print(f"{path}: infeasible: {p}", style="red", markup=False)
+            if spec is not None:
+                nerr = sum(d.severity is Severity.ERROR for d in diags)
+                nwarn = len(diags) - nerr
+                tag = "[green]ok[/green]" if not problems else "[red]infeasible[/red]"
+                out.print(f"{path}: {tag}: {spec.gpus:,} GPUs in {spec.racks:,} racks, {nwarn} warning(s)")
+            else:
+                nerr = sum(d.severity is Severity.ERROR for d in diags)
+                err.print(f"{path}: {nerr} error(s)", style="red", markup=False)
+    if as_json:
+        _emit_json({"results": results})
+    raise typer.Exit(worst)
+
+
+@app.command()
+def build(
+    spec: Path = typer.Argument(..., help="Site spec file (YAML)."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Output folder (default: generated/<site>)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result (artifacts and hashes) as JSON."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress or warnings."),
+) -> None:
+    """Compile a site spec into generated/<site>/ (design.json, report.md, manifest.json, ...).
+
+    The previous output is replaced only when the whole build succeeds.
+
+    Example: twin build sites/meta-24k-roce.yaml -o /tmp/out
+    """
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from .build import OutputError, build as do_build
+
+    show = not (as_json or quiet)
+    try:
+        if show:
+            with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True) as prog:
+                task = prog.add_task("validate", total=None)
+                result = do_build(spec, output, progress=lambda name: prog.update(task, description=name))
+        else:
+            result = do_build(spec, output)
+    except SpecError as e:
+        if as_json:
+            _emit_json({"status": "invalid", "diagnostics": [d.to_json() for d in e.diagnostics]})
+        else:
+            _print_diags(e.diagnostics)
+            err.print(f"{spec}: build failed: {sum(d.severity is Severity.ERROR for d in e.diagnostics)} error(s); output left untouched", style="red", markup=False)
+        raise typer.Exit(EXIT_INVALID) from None
+    except InfeasibleError as e:
+        if as_json:
+            _emit_json({"status": "infeasible", "diagnosis": e.diagnosis})
+        else:
+            err.print(f"{spec}: the design does not fit:", style="red", markup=False)
+            for line in e.diagnosis:
+                err.print(f"  - {line}", markup=False)
+            err.print("output left untouched", markup=False)
+        raise typer.Exit(EXIT_INFEASIBLE) from None
+    except OutputError as e:
+        err.print(f"{spec}: {e}", style="red", markup=False)
+        raise typer.Exit(EXIT_INVALID) from None
+    d = result.design
+    if as_json:
+        _emit_json({
+            "status": "ok",
+            "site": d.name,
+            "output": str(result.out_dir),
+            "gpus": d.spec.gpus,
+            "racks": d.spec.racks,
+            "warnings": [w.to_json() for w in d.warnings],
+            "artifacts": result.files,
+        })
+        return
+    if not quiet:
+        _print_diags(list(d.warnings))
+        out.print(
+            f"[green]built[/green] {d.name}: {d.spec.gpus:,} GPUs, {d.spec.racks:,} racks, "
+            f"{len(result.files)} artifacts -> {result.out_dir}"
+        )
+
+
+@app.command()
+def schema(
+    output: Path = typer.Option(Path("schemas/twin-site.schema.json"), "-o", "--output", help="Where to write the schema."),
+    check: bool = typer.Option(False, "--check", help="Exit 1 if the file on disk is stale instead of writing it."),
+) -> None:
+    """Write the JSON Schema of the site language (for editor completion and validation).
+
+    Example: twin schema            # writes schemas/twin-site.schema.json
+    """
+    from .schema import schema_text
+
+    text = schema_text()
+    if check:
+        current = output.read_text(encoding="utf-8") if output.exists() else ""
+        if current != text:
+            err.print(f"{output} is stale; run `twin schema`", style="red", markup=False)
+            raise typer.Exit(1)
+        out.print(f"{output} is up to date")
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    out.print(f"wrote {output}")
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted", style="red")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

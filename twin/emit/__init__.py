@@ -1,0 +1,26 @@
+"""Artifact writers. Each emitter maps a Design to ``{relative path: bytes}``; the build writes them.
+
+Emitters are pure (no file system access), so the build can hash, index and write everything
+atomically, and a test can call one emitter alone. Later work registers its emitters in EMITTERS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..design import Design
+from . import design_json, report
+
+Emitter = Callable[[Design], dict[str, bytes]]
+
+EMITTERS: list[Emitter] = [design_json.emit, report.emit]
+
+
+def emit_all(design: Design) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for emitter in EMITTERS:
+        for path, data in emitter(design).items():
+            if path in files:
+                raise RuntimeError(f"two emitters write {path}")
+            files[path] = data
+    return files

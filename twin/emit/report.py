@@ -1,0 +1,159 @@
+"""report.md: the design review a reviewer reads first.
+
+The report is a list of sections; each is a function of the Design returning Markdown (or None to
+skip it). Passes added later register their own sections in SECTIONS, so the report grows with the
+pipeline without one module knowing every pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ..design import Design
+from ..feasibility import hall_capacity
+from ..fabric.sizing import ctsw_ports, fat_tree_switches, fat_tree_tiers
+from ..spec.models import Family
+from ..spec.units import kw
+from .markdown import pct, table
+
+Section = Callable[[Design], str | None]
+
+
+def summary(d: Design) -> str:
+    s = d.spec
+    f = s.fabric
+    rows = [
+        ["GPUs", f"{s.gpus:,}"],
+        ["GPU servers", f"{s.racks * s.rack_type.servers:,} x {s.rack_type.chassis}"],
+        ["GPU racks", f"{s.racks:,} x {s.rack_type_name} ({s.rack.gpus} GPUs each)"],
+        ["Fabric", f"{f.technology.value}, {f.family.value}"],
+        ["AI zones", f"{s.zones} x {s.racks_per_zone} racks" if f.family == Family.AI_ZONE else "-"],
+        ["NIC speed", f"{s.nic_speed / 1e9:g} Gbit/s x {s.rack.nics // s.rack_type.servers} per server"],
+        ["IT power", kw(d.budget.it_power)],
+        ["Facility power", f"{kw(d.budget.facility_power)} (PUE {s.site.power.pue:g})"],
+        ["Halls", ", ".join(h.name for h in s.site.halls)],
+    ]
+    head = f"# {s.name}: design report\n\n"
+    if s.site.description:
+        head += s.site.description + "\n\n"
+    head += f"Spec `{Path(s.source_path).name}` (sha256 `{s.source_sha256[:16]}`).\n\n"
+    return head + "## Summary\n\n" + table(["", ""], rows, "ll")
+
+
+def rack_section(d: Design) -> str:
+    s = d.spec
+    r = s.rack
+    c = s.chassis
+    rows = [
+        [f"{s.rack_type.servers} x {s.rack_type.chassis}", f"{c.gpus} GPUs at {r.gpu_power_cap:g} W cap (TDP {c.gpu_tdp:g} W)", kw(s.rack_type.servers * r.server_power)],
+    ]
+    if s.rtsw_model:
+        rows.append([f"{s.rack_type.rtsw_count} x {s.rack_type.rtsw}", "rack switch", kw(r.rtsw_power)])
+    if s.rack_type.other_power:
+        rows.append(["other", "fans, management", kw(s.rack_type.other_power)])
+    rows.append(["**rack total**", f"power shelf {kw(s.rack_type.power_shelf)} ({pct(r.power / s.rack_type.power_shelf)} used)", f"**{kw(r.power)}**"])
+    return "## Rack\n\n" + table(["contents", "notes", "power"], rows, "llr")
+
+
+def power_section(d: Design) -> str:
+    s = d.spec
+    b = d.budget
+    out = ["## Power and cooling budget\n"]
+    out.append(
+        "Racks fill halls zone by zone in order (the placement pass refines this per row and busway). "
+        "Distribution capacity is what remains after the worst single failure: with 2N, one busway of "
+        "each row carries the row; with N+1, one UPS block is lost. Every rating is derated.\n"
+    )
+    rows = []
+    for h, hb in zip(s.site.halls, b.halls):
+        rows.append([
+            h.name,
+            hb.gpu_racks,
+            hb.positions,
+            kw(hb.it_power),
+            f"{kw(hb.distribution)} ({pct(hb.it_power / hb.distribution) if hb.distribution else '-'})",
+            f"{kw(hb.facility_power)} / {kw(hb.utility)} ({pct(hb.facility_power / hb.utility)})",
+            f"{kw(hb.cooling)} ({pct(hb.it_power / hb.cooling) if hb.cooling else '-'})",
+            h.power.redundancy.value,
+        ])
+    out.append(table(["hall", "GPU racks", "GPU positions", "IT load", "distribution (used)", "facility / utility", "cooling (used)", "redundancy"], rows, "lrrrrrrl"))
+    out.append("\n" + table(
+        ["level", "load", "capacity", "used"],
+        [
+            ["rack", kw(b.rack_power), kw(s.rack_type.power_shelf), pct(b.rack_power / s.rack_type.power_shelf)],
+            ["site IT (GPU racks + network)", kw(b.it_power), "", ""],
+            ["network switches outside racks", kw(b.network_power), "", ""],
+            [f"site facility (x PUE {s.site.power.pue:g})", kw(b.facility_power), kw(b.utility), pct(b.facility_power / b.utility)],
+        ],
+        "lrrr",
+    ))
+    worst_row = []
+    for h in s.site.halls:
+        dist, cool = hall_capacity(h)
+        per_row_cap = dist / h.rows
+        per_row_cool = cool / h.rows
+        gpu_slots = s.positions[h.name] / h.rows
+        worst_row.append([h.name, f"{gpu_slots:g}", kw(gpu_slots * b.rack_power), kw(per_row_cap), kw(per_row_cool)])
+    out.append("\nA full row (every GPU position filled) against its per-row limits:\n\n")
+    out.append(table(["hall", "GPU positions / row", "full-row load", "row power limit", "row cooling"], worst_row, "lrrrr"))
+    return "\n".join(out)
+
+
+def fabric_section(d: Design) -> str:
+    s = d.spec
+    f = s.fabric
+    out = ["## Fabric shape\n"]
+    if f.family == Family.AI_ZONE:
+        down = s.rack.nics // max(1, s.rack_type.rtsw_count)
+        up = f.rtsw.uplinks if f.rtsw and f.rtsw.uplinks is not None else down
+        over = (f.atsw.oversubscription or 1.0) if f.atsw and s.zones > 1 else None
+        cdown, cup = ctsw_ports(s.racks_per_zone, up, f.ctsw.count, over)
+        rows = [
+            ["RTSW", s.rack_type.rtsw, f"{s.racks * s.rack_type.rtsw_count:,}", f"{down} down + {up} up of {s.rtsw_model.ports}", f"{down}:{up}"],
+            ["CTSW", f.ctsw.model, f"{s.zones} x {f.ctsw.count}", f"{cdown} down + {cup} up of {s.switch(f.ctsw.model).ports}", f"{cdown}:{cup}" if cup else "-"],
+        ]
+        if f.atsw and s.zones > 1:
+            total = s.zones * f.ctsw.count * cup
+            rows.append(["ATSW", f.atsw.model, f"{f.atsw.count}", f"{-(-total // f.atsw.count)} down of {s.switch(f.atsw.model).ports}", f"{over:g}:1 stated"])
+        out.append(table(["tier", "model", "count", "ports per switch", "down:up"], rows, "llrll"))
+    else:
+        sw = s.switch(f.switch)
+        endpoints = s.gpus * s.chassis.nics // max(1, s.chassis.gpus)
+        if f.family == Family.RAIL_ONLY:
+            per = endpoints // f.hb_domain
+            tiers = f.tiers or fat_tree_tiers(per, sw.ports)
+            n = f.hb_domain * fat_tree_switches(per, sw.ports, tiers)
+            out.append(f"{f.hb_domain} rails of {per:,} endpoints, each a {tiers}-tier fat-tree of {f.switch}: {n:,} switches.\n")
+        else:
+            tiers = f.tiers or fat_tree_tiers(endpoints, sw.ports)
+            n = fat_tree_switches(endpoints, sw.ports, tiers)
+            out.append(f"{endpoints:,} endpoints on a {tiers}-tier fat-tree of {sw.ports}-port {f.switch}: {n:,} switches (textbook (2L-1)N/k).\n")
+    return "\n".join(out)
+
+
+def workloads_section(d: Design) -> str | None:
+    jobs = d.spec.site.workloads
+    if not jobs:
+        return None
+    rows = [[j.name, f"{j.parameters / 1e9:g}B", f"TP{j.tp} CP{j.cp} PP{j.pp} DP{j.dp}", f"{j.gpus:,}", j.sequence_length, j.global_batch, j.tflops_per_gpu or (f"MFU {j.mfu:g}" if j.mfu else "-")] for j in jobs]
+    return "## Workloads\n\n" + table(["job", "params", "parallelism", "GPUs", "seq len", "global batch", "TFLOPs/GPU"], rows, "llrrrrl")
+
+
+def warnings_section(d: Design) -> str | None:
+    if not d.warnings:
+        return None
+    return "## Warnings\n\n" + "".join(f"- line {w.line}: `{w.dotted}`: {w.message}" + (f" (expected {w.expected})" if w.expected else "") + "\n" for w in d.warnings)
+
+
+SECTIONS: list[Section] = [summary, rack_section, power_section, fabric_section, workloads_section]
+TRAILING: list[Section] = [warnings_section]
+
+
+def render(d: Design) -> str:
+    parts = [p for sec in SECTIONS + TRAILING if (p := sec(d))]
+    return "\n".join(p.rstrip("\n") + "\n" for p in parts)
+
+
+def emit(d: Design) -> dict[str, bytes]:
+    return {"report.md": render(d).encode("utf-8")}

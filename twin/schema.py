@@ -1,0 +1,17 @@
+"""JSON Schema of the site language, generated from the pydantic models (editor completion)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .spec.models import Site
+
+SCHEMA_PATH = Path("schemas") / "twin-site.schema.json"
+
+
+def schema_text() -> str:
+    schema = Site.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "twin-site.schema.json"
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -1,0 +1,422 @@
+"""The input language: pydantic models for a site spec.
+
+These models are the single source of truth for the YAML language: validation, the JSON Schema in
+``schemas/`` (editor completion) and the reference in the README all come from them. Structural rules
+(types, ranges, units, enumerations) live here; rules that relate several parts of a spec (references,
+port budgets, power) live in :mod:`twin.spec.checks`, so that all of them are reported together.
+
+Every physical value is a float in a canonical SI unit after validation (see :mod:`twin.spec.units`).
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from .units import ArealLoad, DataRate, DataSize, Length, Mass, Power, Temperature, Time
+
+SLUG = r"^[a-z0-9][a-z0-9-]{0,62}$"
+Slug = Annotated[str, Field(pattern=SLUG, description="lower-case letters, digits and '-', at most 63")]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+# ---------------------------------------------------------------- small parsed types
+
+
+def _parse_ratio(v: Any) -> Any:
+    """'1:7', '7:1' or 7 -> 7.0: an oversubscription factor is always >= 1 (the larger side first)."""
+    if isinstance(v, str):
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*", v)
+        if not m:
+            raise ValueError(f"'{v}' is not a ratio; expected e.g. '1:7' or 7")
+        a, b = float(m.group(1)), float(m.group(2))
+        if a <= 0 or b <= 0:
+            raise ValueError("ratio terms must be positive")
+        return max(a, b) / min(a, b)
+    return v
+
+
+Ratio = Annotated[float, BeforeValidator(_parse_ratio), Field(ge=1.0, le=1000.0)]
+
+
+def _parse_ranges(v: Any) -> Any:
+    """'1-4, 7' -> [1, 2, 3, 4, 7]; lists of ints pass through. Rows and positions count from 1."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return [v]
+    if isinstance(v, str):
+        out: list[int] = []
+        for part in v.split(","):
+            part = part.strip()
+            m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
+            if not m:
+                raise ValueError(f"'{part}' is not a number or range like '3-7'")
+            a = int(m.group(1))
+            b = int(m.group(2) or a)
+            if b < a or b - a > 100_000:
+                raise ValueError(f"range '{part}' is empty or too large")
+            out.extend(range(a, b + 1))
+        return out
+    return v
+
+
+IndexList = Annotated[list[Annotated[int, Field(ge=1)]], BeforeValidator(_parse_ranges)]
+
+
+def _parse_count(v: Any) -> Any:
+    """'405B', '70B', '8M' -> numbers: model sizes are written the way people say them."""
+    if isinstance(v, str):
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMBT]?)\s*", v)
+        if not m:
+            raise ValueError(f"'{v}' is not a count; expected e.g. 405B or 405e9")
+        return float(m.group(1)) * {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}[m.group(2)]
+    return v
+
+
+Count = Annotated[float, BeforeValidator(_parse_count), Field(gt=0)]
+
+
+# ---------------------------------------------------------------- catalog
+
+
+class Chassis(Model):
+    """A GPU server (e.g. Grand Teton): what a rack is filled with."""
+
+    description: str = ""
+    gpus: int = Field(ge=0, le=256)
+    gpu_model: str = "H100-SXM"
+    gpu_tdp: Power
+    gpu_min_power: Power | None = Field(None, description="lowest settable GPU power cap")
+    max_power: Power = Field(description="server input power at full load with GPUs at TDP")
+    nics: int = Field(ge=0, le=64, description="backend (GPU fabric) NICs")
+    nic_speed: DataRate
+    nvlink_bandwidth: DataRate | None = Field(None, description="per-GPU NVLink bandwidth, one direction")
+    gpu_peak_tflops: float = Field(989.0, gt=0, description="dense BF16 peak per GPU")
+    perf_vs_power: list[tuple[float, float]] = Field(
+        default_factory=list,
+        description="GPU throughput (fraction of TDP throughput) at power cap (fraction of TDP); concave",
+    )
+    height_u: int = Field(ge=1, le=60)
+    weight: Mass
+    source: str = Field(min_length=1, description="where the figures come from, or 'assumed'")
+
+
+class SwitchModel(Model):
+    """A switch model: radix, speed and the physical figures placement and the BOM need."""
+
+    description: str = ""
+    vendor: str
+    technology: Literal["ethernet", "infiniband"] = "ethernet"
+    asic: str = ""
+    ports: int = Field(ge=1, le=4096, description="logical ports at port_speed")
+    port_speed: DataRate
+    ports_per_cage: int = Field(1, ge=1, le=8, description="e.g. 2 for an 800G OSFP cage split 2x400G")
+    breakouts: list[str] = Field(default_factory=list, description="e.g. ['2x200G', '4x100G']")
+    port_name: str = Field(
+        "Ethernet{n}",
+        description="port naming: {n} 1-based port, {n0} 0-based, {cage} 1-based cage, {sub} 1-based lane",
+    )
+    power: Power = Field(description="typical power with optics excluded")
+    max_power: Power | None = None
+    buffer_class: Literal["shallow", "deep"] = "shallow"
+    buffer: DataSize | None = None
+    latency: Time = Field(description="port-to-port forwarding latency")
+    height_u: int = Field(ge=1, le=60)
+    weight: Mass
+    modular: bool = False
+    source: str = Field(min_length=1)
+
+    @field_validator("port_name")
+    @classmethod
+    def _port_name_placeholders(cls, v: str) -> str:
+        bad = set(re.findall(r"\{([^}]*)\}", v)) - {"n", "n0", "cage", "sub"}
+        if bad:
+            raise ValueError(f"unknown placeholder(s) {sorted(bad)}; allowed: n, n0, cage, sub")
+        if "{" in re.sub(r"\{(n|n0|cage|sub)\}", "", v) or "}" in re.sub(r"\{(n|n0|cage|sub)\}", "", v):
+            raise ValueError("unbalanced braces")
+        return v
+
+    @model_validator(mode="after")
+    def _cages(self) -> "SwitchModel":
+        if self.ports % self.ports_per_cage:
+            raise ValueError(f"ports ({self.ports}) must be a multiple of ports_per_cage ({self.ports_per_cage})")
+        return self
+
+
+class Medium(Model):
+    """A cable or optic: reach decides where it can be used, power and count go to the BOM."""
+
+    description: str = ""
+    kind: Literal["dac", "aec", "aoc", "optic"]
+    speed: DataRate
+    reach: Length
+    min_length: Length = 0.0
+    power_per_end: Power = 0.0
+    fiber: Literal["copper", "mmf", "smf"]
+    connector: str = ""
+    stock_lengths: list[Length] = Field(min_length=1)
+    weight_per_metre: Mass = Field(description="cable mass per metre of length")
+    source: str = Field(min_length=1)
+
+    @property
+    def pluggable(self) -> bool:
+        """Optics are two transceivers plus a fiber; DAC/AEC/AOC are one assembly with fixed ends."""
+        return self.kind == "optic"
+
+
+class Catalog(Model):
+    """Hardware entries; a site's catalog adds to (and may override) the built-in one."""
+
+    chassis: dict[Slug, Chassis] = Field(default_factory=dict)
+    switches: dict[Slug, SwitchModel] = Field(default_factory=dict)
+    media: dict[Slug, Medium] = Field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- facility
+
+
+class Reservation(Model):
+    rows: IndexList
+    positions: IndexList
+    purpose: Literal["network", "other"] = "network"
+
+
+class Redundancy(str, Enum):
+    TWO_N = "2N"
+    N_PLUS_1 = "N+1"
+
+
+class HallPower(Model):
+    """Power distribution of a hall: an A and a B busway over each row, fed from UPS blocks."""
+
+    utility: Power = Field(description="utility power available to this hall (facility, incl. cooling)")
+    busway_rating: Power = Field(description="rating of one busway; each row has one on feed A and one on B")
+    redundancy: Redundancy = Redundancy.TWO_N
+    blocks: int = Field(
+        4, ge=2, le=64, description="N+1: UPS blocks incl. the redundant one; rows are fed round-robin"
+    )
+    block_rating: Power | None = Field(None, description="N+1: rating of one UPS block")
+    derating: float = Field(0.8, gt=0, le=1.0, description="continuous-load factor applied to every rating")
+
+
+class CoolingZone(Model):
+    name: Slug
+    rows: IndexList
+    capacity: Power
+
+
+class HallCooling(Model):
+    medium: Literal["air", "liquid"] = "air"
+    capacity_per_row: Power | None = None
+    zones: list[CoolingZone] = Field(default_factory=list)
+    inlet_temperature: Temperature = Field(27.0, description="design supply (inlet) temperature")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> "HallCooling":
+        if self.capacity_per_row is None and not self.zones:
+            raise ValueError("give capacity_per_row or zones")
+        return self
+
+
+class Hall(Model):
+    """A data hall: rows of rack positions on a grid, with the tray routes that cables follow."""
+
+    name: Slug
+    rows: int = Field(ge=1, le=500)
+    positions_per_row: int = Field(ge=1, le=500)
+    slot_width: Length = Field(0.6, gt=0)
+    rack_depth: Length = Field(1.2, gt=0)
+    row_pitch: Length = Field(3.0, gt=0, description="distance between the centres of adjacent rows")
+    cross_aisle_every: int | None = Field(None, ge=1, description="positions between cross-aisles")
+    cross_aisle_width: Length = Field(1.2, ge=0)
+    origin: tuple[Length, Length] = Field((0.0, 0.0), description="hall corner in site coordinates")
+    tray_height: Length = Field(3.0, gt=0, description="overhead cable tray height above the floor")
+    floor_load_limit: ArealLoad | None = None
+    reserved: list[Reservation] = Field(default_factory=list)
+    power: HallPower
+    cooling: HallCooling
+
+
+class SitePower(Model):
+    utility_capacity: Power = Field(description="utility supply of the whole site")
+    pue: float = Field(1.3, ge=1.0, le=3.0)
+
+
+# ---------------------------------------------------------------- racks
+
+
+class RackType(Model):
+    chassis: str = Field(description="catalog chassis model")
+    servers: int = Field(ge=1, le=64)
+    rtsw: str | None = Field(None, description="catalog switch model of the rack switch, if any")
+    rtsw_count: int = Field(1, ge=0, le=8)
+    gpu_power_cap: Power | None = Field(None, description="GPU power cap; default: the GPU TDP")
+    power_shelf: Power = Field(33_000.0, description="rack power shelf capacity (ORv3: 33 kW)")
+    other_power: Power = Field(0.0, description="fans, management switch, etc.")
+    height_u: int = Field(48, ge=1, le=60)
+    weight: Mass = Field(150.0, description="empty rack with power shelf")
+
+
+# ---------------------------------------------------------------- fabric
+
+
+class Technology(str, Enum):
+    ROCE = "roce"
+    INFINIBAND = "infiniband"
+
+
+class Family(str, Enum):
+    AI_ZONE = "ai-zone-clos"
+    FAT_TREE = "fat-tree"
+    RAIL_OPTIMIZED = "rail-optimized"
+    RAIL_ONLY = "rail-only"
+
+
+class Tier(Model):
+    model: str | None = Field(None, description="catalog switch model (RTSW: default the rack type's)")
+    count: int | None = Field(None, ge=1, le=100_000, description="CTSW: per zone; ATSW / spines: in total")
+    uplinks: int | None = Field(None, ge=0, le=1024, description="RTSW: uplinks per rack switch")
+    oversubscription: Ratio | None = Field(None, description="down:up at this tier, e.g. '1:7'")
+
+
+class AsnPool(Model):
+    first: int = Field(ge=1, le=4_294_967_294)
+    last: int = Field(ge=1, le=4_294_967_294)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "AsnPool":
+        if self.last < self.first:
+            raise ValueError("last must not be below first")
+        return self
+
+
+def _default_pools() -> dict[str, AsnPool]:
+    # RFC 6996 4-byte private range 4200000000-4294967294
+    return {
+        "rtsw": AsnPool(first=4_200_000_000, last=4_200_999_999),
+        "ctsw": AsnPool(first=4_201_000_000, last=4_201_000_999),
+        "atsw": AsnPool(first=4_201_001_000, last=4_201_001_999),
+    }
+
+
+HashField = Literal["src-ip", "dst-ip", "protocol", "src-port", "dst-port", "flow-label", "roce-dst-qp"]
+
+
+class Routing(Model):
+    asn_pools: dict[Literal["rtsw", "ctsw", "atsw"], AsnPool] = Field(default_factory=_default_pools)
+    unnumbered: bool = Field(False, description="BGP unnumbered (IPv6 link-local) instead of /31s")
+    loopback_pool: str = "10.255.0.0/16"
+    p2p_pool: str = "10.252.0.0/15"
+    rack_pool: str = "10.0.0.0/12"
+    ipv6: bool = False
+    ecmp_width: int | None = Field(None, ge=1, le=1024, description="default: the fabric's real width")
+    hash_fields: list[HashField] = Field(
+        default_factory=lambda: ["src-ip", "dst-ip", "protocol", "src-port", "dst-port", "roce-dst-qp"]
+    )
+    qps_per_gpu_pair: int = Field(16, ge=1, le=32, description="Meta: 16 for LLM jobs")
+    bfd: bool = True
+
+
+class Ecn(Model):
+    min_threshold: DataSize = Field(150_000.0)
+    max_threshold: DataSize = Field(1_500_000.0)
+    max_probability: float = Field(0.1, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Ecn":
+        if self.max_threshold <= self.min_threshold:
+            raise ValueError("max_threshold must exceed min_threshold")
+        return self
+
+
+class Qos(Model):
+    pfc_priority: int = Field(3, ge=0, le=7)
+    lossless_dscp: list[Annotated[int, Field(ge=0, le=63)]] = Field(default_factory=lambda: [26])
+    control_dscp: int = Field(48, ge=0, le=63, description="CTS/ACK of receiver-driven admission")
+    ecn: Ecn | None = Field(default_factory=Ecn)
+    dcqcn: bool = False
+    pfc_watchdog: Time | None = Field(0.2, description="Meta: 200 ms")
+    mtu: int = Field(9216, ge=1500, le=9216)
+
+
+class Partition(Model):
+    name: Slug
+    pkey: int = Field(ge=1, le=0x7FFF)
+    members: Literal["all"] | list[int] = "all"
+
+
+class Infiniband(Model):
+    routing_engine: Literal["ftree", "updn", "minhop", "dor", "lash"] = "ftree"
+    lmc: int = Field(0, ge=0, le=7)
+    sm_priority: int = Field(15, ge=0, le=15)
+    partitions: list[Partition] = Field(default_factory=lambda: [Partition(name="default", pkey=0x7FFF)])
+
+
+class Fabric(Model):
+    technology: Technology
+    family: Family
+    rack_type: str = Field(description="rack type filled with GPU servers")
+    gpus: int | None = Field(None, ge=1, le=10_000_000, description="default: zones x racks x GPUs per rack")
+    zones: int | None = Field(None, ge=1, le=1024, description="AI zones (pods)")
+    racks_per_zone: int | None = Field(None, ge=1, le=100_000)
+    zones_per_hall: int = Field(1, ge=1, le=64, description="an AI zone is kept within one hall")
+    nic_speed: DataRate | None = Field(None, description="default: the chassis NIC speed")
+    rtsw: Tier | None = Field(None, description="rack / leaf switches")
+    ctsw: Tier | None = Field(None, description="cluster / spine switches (per zone)")
+    atsw: Tier | None = Field(None, description="aggregation / core switches across zones")
+    switch: str | None = Field(None, description="fat-tree / rail families: the switch model of every tier")
+    tiers: int | None = Field(None, ge=1, le=5, description="fat-tree tiers; default: the minimum for N")
+    hb_domain: int = Field(8, ge=1, le=4096, description="rail families: GPUs per NVLink domain (rails)")
+    routing: Routing = Field(default_factory=Routing)
+    qos: Qos = Field(default_factory=Qos)
+    infiniband: Infiniband = Field(default_factory=Infiniband)
+
+
+# ---------------------------------------------------------------- workloads
+
+
+class TrainingJob(Model):
+    name: Slug
+    kind: Literal["training"] = "training"
+    parameters: Count
+    layers: int = Field(ge=1, le=10_000)
+    hidden_size: int = Field(ge=1)
+    ffn_hidden_size: int | None = Field(None, ge=1)
+    heads: int | None = Field(None, ge=1)
+    sequence_length: int = Field(ge=1)
+    global_batch: int = Field(ge=1, description="sequences per optimizer step")
+    tp: int = Field(1, ge=1)
+    cp: int = Field(1, ge=1)
+    pp: int = Field(1, ge=1)
+    dp: int = Field(1, ge=1)
+    tflops_per_gpu: float | None = Field(None, gt=0, description="achieved BF16 TFLOPs per GPU")
+    mfu: float | None = Field(None, gt=0, le=1)
+    bytes_per_param: int = Field(2, ge=1, le=8)
+    source: str = ""
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.cp * self.pp * self.dp
+
+
+# ---------------------------------------------------------------- site
+
+
+class Site(Model):
+    """A site: its halls, power, cooling, hardware, the GPU fabric and the jobs it runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, title="twin site")
+
+    name: Slug = Field(description="the site name; also the output folder generated/<name>/")
+    description: str = ""
+    power: SitePower
+    halls: list[Hall] = Field(min_length=1)
+    catalog: Catalog = Field(default_factory=Catalog)
+    rack_types: dict[Slug, RackType] = Field(min_length=1)
+    fabric: Fabric
+    workloads: list[TrainingJob] = Field(default_factory=list)

@@ -1,0 +1,154 @@
+"""Physical quantities at the spec boundary.
+
+Users write quantities with units in YAML (``700 W``, ``1.2 m``, ``400 Gbit/s``). We parse them with
+pint once, check the dimension, and keep a plain float in one canonical SI unit per kind from then on:
+the passes and the twin do arithmetic on floats (fast, hashable, deterministic), and the canonical unit
+of every field is recorded in its JSON Schema and restored when the design is written out.
+
+Why not keep pint objects inside the models: they are slow in hot loops, not hashable, and their repr
+is not stable enough to put in byte-identical artifacts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Annotated, Any
+
+import pint
+from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
+
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+
+
+@lru_cache(maxsize=1)
+def registry() -> pint.UnitRegistry:
+    """The one unit registry of the process (pint registries are expensive to build)."""
+    ureg = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
+    return ureg
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A physical kind: its pint dimensionality, canonical unit and an example for messages."""
+
+    name: str
+    canonical: str
+    example: str
+    dimensionality: str  # a unit whose dimensionality is the expected one
+    must_mention: tuple[str, ...] = ()  # pint treats bit as dimensionless: insist the unit names bit/byte
+
+
+POWER = Kind("power", "W", "700 W", "W")
+LENGTH = Kind("length", "m", "1.2 m", "m")
+MASS = Kind("mass", "kg", "35 kg", "kg")
+AREAL_LOAD = Kind("floor load", "kg/m^2", "1500 kg/m^2", "kg/m^2")
+DATA_RATE = Kind("data rate", "bit/s", "400 Gbit/s", "1/s", ("bit", "byte"))
+DATA_SIZE = Kind("data size", "byte", "64 MiB", "dimensionless", ("bit", "byte"))
+TIME = Kind("time", "s", "22 us", "s")
+TEMPERATURE = Kind("temperature", "degC", "27 degC", "K")
+ENERGY = Kind("energy", "J", "1 kWh", "J")
+
+
+class QuantityError(ValueError):
+    """A value that is not a quantity of the expected kind; the message says what was expected."""
+
+
+def parse(value: Any, kind: Kind) -> float:
+    """Parse ``value`` (``"700 W"``) as a quantity of ``kind`` and return it in the canonical unit.
+
+    >>> parse("30 kW", POWER)
+    30000.0
+    >>> parse("400 Gbit/s", DATA_RATE)
+    400000000000.0
+    """
+    if isinstance(value, bool) or value is None:
+        raise QuantityError(f"expected a {kind.name} with a unit, e.g. '{kind.example}'")
+    if isinstance(value, (int, float)):
+        if value == 0:
+            return 0.0
+        raise QuantityError(
+            f"a bare number {value!r} has no unit; expected a {kind.name} such as '{kind.example}'"
+        )
+    if not isinstance(value, str):
+        raise QuantityError(f"expected a {kind.name} such as '{kind.example}', got {type(value).__name__}")
+    m = _NUMBER.match(value)
+    if not m or not m.group(2):
+        raise QuantityError(f"'{value}' is not a number with a unit; expected a {kind.name} such as '{kind.example}'")
+    number, unit = float(m.group(1)), m.group(2)
+    if len(unit) > 40:
+        raise QuantityError(f"unit '{unit[:40]}...' is too long")
+    ureg = registry()
+    try:
+        q = ureg.Quantity(number, ureg.parse_units(unit))
+    except Exception:  # pint raises several unrelated types for bad units
+        raise QuantityError(f"unknown unit '{unit}'; expected a {kind.name} such as '{kind.example}'") from None
+    expected = ureg.parse_units(kind.dimensionality).dimensionality
+    if q.dimensionality != expected:
+        raise QuantityError(
+            f"'{value}' is a {_describe(q)}, expected a {kind.name} such as '{kind.example}'"
+        )
+    if kind.must_mention:
+        if not any(w in str(q.units) for w in kind.must_mention):
+            raise QuantityError(f"'{value}' is not a {kind.name}; expected e.g. '{kind.example}'")
+    out = float(q.to(kind.canonical).magnitude)
+    if not math.isfinite(out):
+        raise QuantityError(f"'{value}' is not finite")
+    return out
+
+
+def _describe(q: pint.Quantity) -> str:
+    dim = str(q.dimensionality) or "dimensionless number"
+    for k in (POWER, LENGTH, MASS, AREAL_LOAD, TIME, TEMPERATURE, ENERGY):
+        if q.dimensionality == registry().parse_units(k.dimensionality).dimensionality:
+            return k.name
+    return f"quantity of dimension {dim}"
+
+
+def fmt(value: float, kind: Kind) -> str:
+    """Format a canonical float back to the YAML form (``"700 W"``); stable across runs."""
+    return f"{_g(value)} {kind.canonical}"
+
+
+def _g(x: float) -> str:
+    if x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    return repr(round(x, 9))
+
+
+def _annotated(kind: Kind):
+    def validate(v: Any) -> float:
+        return parse(v, kind)
+
+    return Annotated[
+        float,
+        BeforeValidator(validate),
+        PlainSerializer(lambda v: fmt(v, kind), return_type=str, when_used="json"),
+        WithJsonSchema(
+            {
+                "type": "string",
+                "pattern": r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*\S.*$",
+                "description": f"{kind.name} with a unit, e.g. '{kind.example}' (stored in {kind.canonical})",
+                "examples": [kind.example],
+            }
+        ),
+    ]
+
+
+Power = _annotated(POWER)
+Length = _annotated(LENGTH)
+Mass = _annotated(MASS)
+ArealLoad = _annotated(AREAL_LOAD)
+DataRate = _annotated(DATA_RATE)
+DataSize = _annotated(DATA_SIZE)
+Time = _annotated(TIME)
+Temperature = _annotated(TEMPERATURE)
+
+
+def kw(watts: float) -> str:
+    """Human figure for reports: watts as kW or MW with sensible precision."""
+    if abs(watts) >= 1e6:
+        return f"{watts / 1e6:,.2f} MW"
+    return f"{watts / 1e3:,.1f} kW"

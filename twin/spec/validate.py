@@ -1,0 +1,208 @@
+"""Spec validation: YAML -> :class:`~twin.spec.resolve.Spec`, or every problem at once.
+
+Three stages, each only when the previous one is clean (later checks read what earlier ones guarantee):
+structure (pydantic: types, units, ranges), references (catalog and rack-type names), then design
+checks (arithmetic, port budgets, facility definitions, routing and workloads), which also give warnings.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .. import catalog as catalog_mod
+from . import checks
+from .diagnostics import Diagnostic, Severity, SpecError
+from .loader import LoadError, Source, load_file, load_text
+from .models import Site
+from .resolve import Spec, derive_counts, rack_figures
+
+
+def validate_file(path: str | Path) -> tuple[Spec | None, list[Diagnostic]]:
+    try:
+        src = load_file(path)
+    except LoadError as e:
+        return None, e.diagnostics
+    return validate_source(src)
+
+
+def validate_text(text: str, path: str = "<string>") -> tuple[Spec | None, list[Diagnostic]]:
+    try:
+        src = load_text(text, path)
+    except LoadError as e:
+        return None, e.diagnostics
+    return validate_source(src)
+
+
+def load_spec(path: str | Path) -> Spec:
+    """The API entry: a checked :class:`Spec`, or :class:`SpecError` carrying every diagnostic."""
+    spec, diags = validate_file(path)
+    if spec is None:
+        raise SpecError(diags)
+    return spec
+
+
+def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
+    if not isinstance(src.data, dict):
+        return None, [_diag(src, Severity.ERROR, (), "a site must be a mapping of fields", "name:, power:, halls:, ...")]
+    try:
+        site = Site.model_validate(src.data)
+    except ValidationError as e:
+        return None, sorted(_pydantic_diags(src, e), key=_order)
+    cat = catalog_mod.merged(site.catalog)
+    diags = [_diag(src, *f) for f in checks.references(site, cat)]
+    diags += [_diag(src, *f) for f in checks.family_shape(site)]
+    diags += [_diag(src, *f) for f in checks.facility(site)]
+    if any(d.severity is Severity.ERROR for d in diags):
+        return None, sorted(diags, key=_order)
+    spec = _resolve(src, site, cat)
+    for check in (checks.arithmetic, checks.routing, checks.workloads):
+        diags += [_diag(src, *f) for f in check(spec)]
+    diags = sorted(set(diags), key=_order)
+    if any(d.severity is Severity.ERROR for d in diags):
+        return None, diags
+    return spec, diags
+
+
+def _resolve(src: Source, site: Site, cat) -> Spec:
+    f = site.fabric
+    rt = site.rack_types[f.rack_type]
+    chassis = cat.chassis[rt.chassis]
+    rtsw_name = rt.rtsw or (f.rtsw.model if f.rtsw else None)
+    rtsw = cat.switches.get(rtsw_name) if rtsw_name else None
+    rack = rack_figures(rt, chassis, rtsw)
+    gpus, racks, zones, rpz = derive_counts(site, rack.gpus)
+    positions = {}
+    for h in site.halls:
+        reserved = {(r, p) for res in h.reserved for r in res.rows for p in res.positions}
+        positions[h.name] = h.rows * h.positions_per_row - len(reserved)
+    return Spec(
+        site=site,
+        catalog=cat,
+        source_path=src.path,
+        source_sha256=hashlib.sha256(src.text.encode("utf-8")).hexdigest(),
+        rack_type_name=f.rack_type,
+        rack_type=rt,
+        chassis=chassis,
+        rtsw_model=rtsw,
+        rack=rack,
+        gpus=gpus,
+        racks=racks,
+        zones=zones,
+        racks_per_zone=rpz,
+        nic_speed=f.nic_speed or chassis.nic_speed,
+        positions=positions,
+    )
+
+
+def _order(d: Diagnostic):
+    return (d.file, d.line, d.col, d.severity != Severity.ERROR, d.message)
+
+
+def _diag(src: Source, severity: Severity, path: tuple, message: str, expected: str = "") -> Diagnostic:
+    line, col = src.locate(path)
+    return Diagnostic(severity, src.path, line, col, tuple(path), message, expected)
+
+
+_FRIENDLY = {
+    "missing": "missing required field",
+    "extra_forbidden": "unknown field",
+}
+
+
+def _pydantic_diags(src: Source, exc: ValidationError) -> list[Diagnostic]:
+    out = []
+    for err in exc.errors(include_url=False):
+        loc = _clean_loc(src, tuple(err["loc"]))
+        typ = err["type"]
+        msg = err["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+        expected = ""
+        if typ == "missing":
+            msg = f"missing required field '{loc[-1]}'"
+        elif typ == "extra_forbidden":
+            msg = f"unknown field '{loc[-1]}'"
+            parent = loc[:-1]
+            known = _known_fields(parent)
+            close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+            expected = f"did you mean '{close[0]}'?" if close else ("one of: " + ", ".join(known[:12]) if known else "")
+        elif typ in ("literal_error", "enum"):
+            expected = msg.replace("Input should be ", "")
+            msg = f"'{_short(err.get('input'))}' is not allowed"
+        elif typ.endswith("_type") or typ.endswith("_parsing"):
+            expected = msg.replace("Input should be ", "").replace("a valid ", "")
+            msg = f"wrong type: got {_short(err.get('input'))!r}"
+        elif typ in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "too_short", "too_long", "string_pattern_mismatch"):
+            expected = msg.replace("Input should ", "").replace("String should ", "")
+            msg = f"{_short(err.get('input'))!r} is out of range" if "than" in typ else f"{_short(err.get('input'))!r} is not valid"
+        out.append(_diag(src, Severity.ERROR, loc, msg, expected))
+    return list(dict.fromkeys(out))
+
+
+def _clean_loc(src: Source, loc: tuple) -> tuple:
+    """Drop the union-member tags pydantic puts in locations (``literal['all']``, ``function-after[...]``)
+    while keeping real keys, which are recognised by being present in the YAML."""
+    kept: tuple = ()
+    for p in loc:
+        if kept + (p,) in src.positions:
+            kept += (p,)
+        elif isinstance(p, str) and ("[" in p or p.startswith("function-")):
+            continue
+        else:
+            kept += (p,)
+    return kept
+
+
+def _short(v) -> str:
+    s = str(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _known_fields(parent: tuple) -> list[str]:
+    """Field names allowed at ``parent`` (for 'did you mean'); walks the models along the path."""
+    from typing import get_args, get_origin
+
+    from pydantic import BaseModel
+
+    model: object = Site
+    for p in parent:
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            if isinstance(p, str) and p in model.model_fields:
+                model = model.model_fields[p].annotation
+            else:
+                return []
+        else:
+            model = _unwrap(model, p)
+            if model is None:
+                return []
+        model = _strip_optional(model)
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return sorted(model.model_fields)
+    return []
+
+
+def _strip_optional(t):
+    from typing import Union, get_args, get_origin
+    import types
+
+    if get_origin(t) in (Union, types.UnionType):
+        args = [a for a in get_args(t) if a is not type(None)]
+        if len(args) == 1:
+            return _strip_optional(args[0])
+    return t
+
+
+def _unwrap(t, key):
+    from typing import get_args, get_origin
+
+    origin = get_origin(t)
+    args = get_args(t)
+    if origin is list and args:
+        return _strip_optional(args[0])
+    if origin is dict and len(args) == 2:
+        return _strip_optional(args[1])
+    return None
