@@ -1,0 +1,115 @@
+"""The naive fill: racks go to positions in reading order (row by row, slot by slot).
+
+This is what a spreadsheet does, and the baseline the optimiser is compared against. Zones go to the
+halls chosen by the feasibility budget (a zone never spans halls); network racks take the positions
+reserved for the network first, then free positions after the GPU racks.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..design import Design
+from ..fabric.sizing import fat_tree_switches, fat_tree_tiers
+from ..spec.diagnostics import InfeasibleError
+from ..spec.models import Family
+from .model import NETWORK_RACK_U, PlacedRack, Placement, Position, network_racks_needed
+
+
+def network_rack_plan(design: Design) -> list[tuple[str, int | None, int, int, float]]:
+    """Network racks to place: (role, zone, hall index, switches in rack, power) in a stable order."""
+    spec = design.spec
+    f = spec.fabric
+    plan: list[tuple[str, int | None, int, int, float]] = []
+    zone_hall = {z: i for i, hb in enumerate(design.budget.halls) for z in hb.zones}
+    if f.family == Family.AI_ZONE:
+        ctsw = spec.switch(f.ctsw.model)
+        per = max(1, NETWORK_RACK_U // ctsw.height_u)
+        for z in range(spec.zones):
+            left = f.ctsw.count
+            for _ in range(network_racks_needed(f.ctsw.count, ctsw.height_u)):
+                n = min(per, left)
+                left -= n
+                plan.append(("ctsw", z, zone_hall[z], n, n * ctsw.power))
+        if f.atsw and f.atsw.count and spec.zones > 1:
+            atsw = spec.switch(f.atsw.model)
+            per = max(1, NETWORK_RACK_U // atsw.height_u)
+            halls = sorted(set(zone_hall.values()))
+            left = f.atsw.count
+            for k in range(network_racks_needed(f.atsw.count, atsw.height_u)):
+                n = min(per, left)
+                left -= n
+                plan.append(("atsw", None, halls[k % len(halls)], n, n * atsw.power))
+        return plan
+    sw = spec.switch(f.switch)
+    endpoints = spec.gpus * spec.chassis.nics // max(1, spec.chassis.gpus)
+    if f.family == Family.RAIL_ONLY:
+        per_rail = endpoints // f.hb_domain
+        total = f.hb_domain * fat_tree_switches(per_rail, sw.ports, f.tiers or fat_tree_tiers(per_rail, sw.ports))
+    else:
+        total = fat_tree_switches(endpoints, sw.ports, f.tiers or fat_tree_tiers(endpoints, sw.ports))
+    per = max(1, NETWORK_RACK_U // sw.height_u)
+    racks = math.ceil(total / per)
+    weights = [hb.gpu_racks for hb in design.budget.halls]
+    share = _apportion(racks, weights)
+    left = total
+    for hall_index, n_racks in enumerate(share):
+        for _ in range(n_racks):
+            n = min(per, left)
+            left -= n
+            plan.append(("fabric", None, hall_index, n, n * sw.power))
+    return plan
+
+
+def _apportion(total: int, weights: list[int]) -> list[int]:
+    """Split ``total`` in proportion to ``weights`` (largest remainder; ties to the first)."""
+    s = sum(weights)
+    if s == 0:
+        return [total] + [0] * (len(weights) - 1)
+    raw = [total * w / s for w in weights]
+    out = [math.floor(r) for r in raw]
+    order = sorted(range(len(weights)), key=lambda i: (-(raw[i] - out[i]), i))
+    for i in order[: total - sum(out)]:
+        out[i] += 1
+    return out
+
+
+def place(design: Design) -> Placement:
+    spec = design.spec
+    halls = spec.site.halls
+    racks: list[PlacedRack] = []
+    free: dict[int, list[Position]] = {}
+    reserved: dict[int, list[Position]] = {}
+    for i, h in enumerate(halls):
+        net = {(r, p) for res in h.reserved if res.purpose == "network" for r in res.rows for p in res.positions}
+        other = {(r, p) for res in h.reserved if res.purpose != "network" for r in res.rows for p in res.positions}
+        grid = [(r, p) for r in range(1, h.rows + 1) for p in range(1, h.positions_per_row + 1)]
+        free[i] = [Position(h.name, r, p) for r, p in grid if (r, p) not in net and (r, p) not in other]
+        reserved[i] = [Position(h.name, r, p) for r, p in grid if (r, p) in net]
+    zoned = spec.fabric.family == Family.AI_ZONE
+    gpu_index = 0
+    for i, hb in enumerate(design.budget.halls):
+        if zoned:
+            for z in hb.zones:
+                for k in range(spec.racks_per_zone):
+                    pos = free[i].pop(0)
+                    racks.append(PlacedRack(f"{pos.hall}-z{z + 1}-r{k + 1:03d}", "gpu", pos, z, k, spec.rack.power))
+        else:
+            for _ in range(hb.gpu_racks):
+                z = gpu_index // spec.racks_per_zone
+                k = gpu_index % spec.racks_per_zone
+                pos = free[i].pop(0)
+                racks.append(PlacedRack(f"{pos.hall}-r{gpu_index + 1:04d}", "gpu", pos, z, k, spec.rack.power))
+                gpu_index += 1
+    counters: dict[tuple[str, int | None], int] = {}
+    for role, zone, hall_index, _n, power in network_rack_plan(design):
+        pool = reserved[hall_index] or free[hall_index]
+        if not pool:
+            raise InfeasibleError([f"hall {halls[hall_index].name}: no position left for a {role} network rack"])
+        pos = pool.pop(0)
+        idx = counters.get((role, zone), 0)
+        counters[(role, zone)] = idx + 1
+        rid = f"{pos.hall}-z{zone + 1}-{role}-n{idx + 1:02d}" if zone is not None else f"{pos.hall}-{role}-n{idx + 1:02d}"
+        racks.append(PlacedRack(rid, "network", pos, zone, idx, power, role))
+    racks.sort(key=lambda r: (r.position.hall, r.position.row, r.position.slot))
+    return Placement(tuple(racks), "naive-fill")
