@@ -1,0 +1,34 @@
+"""Shared fixtures: paths to the repo and the example sites; designs compiled once per session."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SITES = ROOT / "sites"
+
+
+@lru_cache(maxsize=None)
+def compiled(name: str):
+    """The Design of sites/<name>.yaml, compiled once per test session (designs are frozen)."""
+    import twin
+
+    return twin.load(SITES / f"{name}.yaml")
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def lab():
+    return compiled("lab-2zone")
+
+
+@pytest.fixture(scope="session")
+def meta24k():
+    return compiled("meta-24k-roce")
