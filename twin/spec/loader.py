@@ -25,6 +25,7 @@ PathT = tuple[str | int, ...]
 MAX_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_NODES = 2_000_000
+_PLAIN_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:omap"}
 
 
 @dataclass
@@ -107,6 +108,9 @@ def _convert(
     src.positions.setdefault(loc, pos)
     if depth > MAX_DEPTH:
         errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, "nesting deeper than 64 levels"))
+        return None
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_TAGS:
+        errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, f"YAML tag '{node.tag}' is not allowed", "plain YAML"))
         return None
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}

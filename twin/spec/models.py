@@ -14,7 +14,7 @@ import re
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from .units import ArealLoad, DataRate, DataSize, Length, Mass, Power, Temperature, Time
 
@@ -42,7 +42,14 @@ def _parse_ratio(v: Any) -> Any:
     return v
 
 
-Ratio = Annotated[float, BeforeValidator(_parse_ratio), Field(ge=1.0, le=1000.0)]
+_RATIO_RE = r"^\s*\d+(\.\d+)?\s*:\s*\d+(\.\d+)?\s*$"
+Ratio = Annotated[
+    float,
+    Field(ge=1.0, le=1000.0),
+    BeforeValidator(_parse_ratio),
+    WithJsonSchema({"anyOf": [{"type": "number", "minimum": 1}, {"type": "string", "pattern": _RATIO_RE}],
+                    "description": "a ratio such as '1:7' or a factor such as 7"}),
+]
 
 
 def _parse_ranges(v: Any) -> Any:
@@ -65,7 +72,15 @@ def _parse_ranges(v: Any) -> Any:
     return v
 
 
-IndexList = Annotated[list[Annotated[int, Field(ge=1)]], BeforeValidator(_parse_ranges)]
+IndexList = Annotated[
+    list[Annotated[int, Field(ge=1)]],
+    BeforeValidator(_parse_ranges),
+    WithJsonSchema({"anyOf": [
+        {"type": "integer", "minimum": 1},
+        {"type": "string", "pattern": r"^\s*\d+(\s*-\s*\d+)?(\s*,\s*\d+(\s*-\s*\d+)?)*\s*$"},
+        {"type": "array", "items": {"type": "integer", "minimum": 1}},
+    ], "description": "numbers from 1: 3, '1-4, 7' or [1, 2]"}),
+]
 
 
 def _parse_count(v: Any) -> Any:
@@ -78,7 +93,14 @@ def _parse_count(v: Any) -> Any:
     return v
 
 
-Count = Annotated[float, BeforeValidator(_parse_count), Field(gt=0)]
+Count = Annotated[
+    float,
+    Field(gt=0),
+    BeforeValidator(_parse_count),
+    WithJsonSchema({"anyOf": [{"type": "number", "exclusiveMinimum": 0},
+                              {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*[KMBT]?\s*$"}],
+                    "description": "a count such as 405e9 or '405B'"}),
+]
 
 
 # ---------------------------------------------------------------- catalog

@@ -1,0 +1,145 @@
+"""`twin build`: every example builds; output is atomic, deterministic and indexed by the manifest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from twin.build import OutputError, build
+
+ROOT = Path(__file__).resolve().parents[1]
+SITES = sorted((ROOT / "sites").glob("*.yaml"))
+
+
+def twin_cli(*args, cwd=ROOT, env=None):
+    return subprocess.run([sys.executable, "-m", "twin", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
+
+
+def tree_hashes(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("site", SITES, ids=lambda p: p.stem)
+def test_every_example_builds(site, tmp_path):
+    res = build(site, tmp_path / "out")
+    out = res.out_dir
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["site"] == site.stem and manifest["tool"] == "twin"
+    assert manifest["spec_sha256"] == hashlib.sha256(site.read_bytes()).hexdigest()
+    on_disk = tree_hashes(out)
+    listed = {a["path"]: a["sha256"] for a in manifest["artifacts"]}
+    assert set(on_disk) - {"manifest.json"} == set(listed)
+    assert all(on_disk[p] == h for p, h in listed.items())
+    design = json.loads((out / "design.json").read_text())
+    assert design["derived"]["gpus"] == res.design.spec.gpus
+    # every default is filled in: a field the YAML never mentions appears with its default
+    assert design["site"]["fabric"]["qos"]["mtu"] == 9216
+    assert "## Summary" in (out / "report.md").read_text()
+
+
+def test_meta_24k_figures(meta24k):
+    s = meta24k.spec
+    assert (s.gpus, s.racks, s.zones, s.racks_per_zone) == (24_576, 1_536, 8, 192)
+    assert s.rack.power == pytest.approx(2 * 10_200 + 1_500 + 300)
+    assert meta24k.budget.it_power == pytest.approx(1_536 * 22_200 + 8 * 16 * 14_000 + 16 * 14_000)
+
+
+def test_byte_identical_across_hash_seeds(tmp_path):
+    outs = []
+    for seed in ("0", "12345"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        out = tmp_path / f"o{seed}"
+        r = twin_cli("build", "sites/lab-2zone.yaml", "-o", str(out), "-q", env=env)
+        assert r.returncode == 0, r.stderr
+        outs.append(tree_hashes(out))
+    assert outs[0] == outs[1]
+
+
+def test_committed_lab_output_is_current(tmp_path):
+    """generated/lab-2zone in git is the reviewable example: a rebuild must reproduce it byte for byte."""
+    build(ROOT / "sites" / "lab-2zone.yaml", tmp_path / "lab")
+    assert tree_hashes(tmp_path / "lab") == tree_hashes(ROOT / "generated" / "lab-2zone"), (
+        "generated/lab-2zone is stale: run `twin build sites/lab-2zone.yaml`"
+    )
+
+
+def test_failed_build_leaves_previous_output(tmp_path):
+    out = tmp_path / "out"
+    build(ROOT / "sites" / "lab-2zone.yaml", out)
+    before = tree_hashes(out)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((ROOT / "sites" / "lab-2zone.yaml").read_text().replace("pue: 1.3", "pue: lots"))
+    r = twin_cli("build", str(bad), "-o", str(out))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "power.pue" in r.stderr and "output left untouched" in r.stderr
+    infeasible = tmp_path / "infeasible.yaml"
+    infeasible.write_text((ROOT / "sites" / "lab-2zone.yaml").read_text().replace("utility_capacity: 500 kW", "utility_capacity: 200 kW"))
+    r = twin_cli("build", str(infeasible), "-o", str(out))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "site utility" in r.stderr and "short" in r.stderr and "largest configuration that fits" in r.stderr
+    assert tree_hashes(out) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "temporary folders left behind"
+
+
+def test_refuses_to_replace_a_foreign_folder(tmp_path):
+    foreign = tmp_path / "precious"
+    foreign.mkdir()
+    (foreign / "thesis.tex").write_text("do not delete")
+    with pytest.raises(OutputError):
+        build(ROOT / "sites" / "lab-2zone.yaml", foreign)
+    assert (foreign / "thesis.tex").read_text() == "do not delete"
+
+
+def test_infeasible_diagnosis_names_binding_limit(tmp_path):
+    text = (ROOT / "sites" / "lab-2zone.yaml").read_text().replace("capacity_per_row: 180 kW", "capacity_per_row: 80 kW")
+    p = tmp_path / "hot.yaml"
+    p.write_text(text)
+    r = twin_cli("build", str(p), "-o", str(tmp_path / "o"), "--json")
+    assert r.returncode == 1
+    doc = json.loads(r.stdout)
+    assert doc["status"] == "infeasible"
+    cooling = [l for l in doc["diagnosis"] if "cooling" in l]
+    # 8 racks x 22.2 kW + 15 kW network = 192.6 kW of heat, have 2 rows x 80 kW
+    assert cooling and "have 160.0 kW" in cooling[0] and "short" in cooling[0]
+    # largest fit: 200 kW of cooling / (22.2 kW + network share per rack) -> 8 racks do not fit, 7 or fewer do
+    largest = [l for l in doc["diagnosis"] if l.startswith("largest configuration")][0]
+    n = int(largest.split(":")[1].split("GPU racks")[0].replace(",", ""))
+    assert n == 6  # floor(160 kW / (22.2 kW + 15 kW / 8 racks))
+
+
+def test_validate_cli_exit_codes(tmp_path):
+    r = twin_cli("validate", *[str(s) for s in SITES], "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert {x["status"] for x in json.loads(r.stdout)["results"]} == {"ok"}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: [\n")
+    r = twin_cli("validate", str(bad))
+    assert r.returncode == 2 and "bad.yaml:" in r.stderr and "Traceback" not in r.stderr
+    r = twin_cli("validate", str(tmp_path / "missing.yaml"))
+    assert r.returncode == 2 and "cannot read" in r.stderr
+
+
+def test_schema_is_current(root):
+    from twin.schema import schema_text
+
+    committed = (root / "schemas" / "twin-site.schema.json").read_text()
+    assert committed == schema_text(), "schemas/twin-site.schema.json is stale: run `twin schema`"
+    schema = json.loads(committed)
+    assert "fabric" in schema["required"] and schema["properties"]["name"]["pattern"]
+    for site in SITES:
+        assert site.read_text().startswith("# yaml-language-server: $schema=../schemas/twin-site.schema.json")
+
+
+def test_examples_validate_against_json_schema(root):
+    jsonschema = pytest.importorskip("jsonschema")
+    import yaml
+
+    schema = json.loads((root / "schemas" / "twin-site.schema.json").read_text())
+    for site in SITES:
+        jsonschema.validate(yaml.safe_load(site.read_text()), schema)
