@@ -1,0 +1,98 @@
+"""Property: any mutation of a valid spec ends in a clean error or a success, never a traceback."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from twin.pipeline import compile_design
+from twin.spec import InfeasibleError, Severity, SpecError, validate_text
+
+LAB_TEXT = (Path(__file__).resolve().parents[1] / "sites" / "lab-2zone.yaml").read_text()
+LAB = yaml.safe_load(LAB_TEXT)
+
+
+def _paths(node, prefix=()):
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, prefix + (i,))
+
+
+PATHS = [p for p in _paths(LAB) if p]
+
+junk = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**12), max_value=10**12),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.sampled_from(["700 W", "-5 kW", "1e400 W", "0 m", "3 m", "400 Gbit/s", "1:7", "0:0", "1-3", "9-2", "nan W",
+                     "inf m", "405B", "2N", "N+1", "roce", "fat-tree", "", " ", "../x", "1e9 degC", "-300 degC"]),
+    st.lists(st.integers(min_value=-3, max_value=300), max_size=4),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
+)
+
+
+def _set(doc, path, value):
+    node = doc
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = value
+
+
+def _delete(doc, path):
+    node = doc
+    for p in path[:-1]:
+        node = node[p]
+    del node[path[-1]]
+
+
+def check_text(text: str, tmp_path: Path):
+    spec, diags = validate_text(text, "fuzz.yaml")
+    for d in diags:
+        assert d.line >= 0 and d.col >= 0 and d.message
+        d.format()
+    if spec is None:
+        assert any(d.severity is Severity.ERROR for d in diags)
+        return
+    p = tmp_path / "fuzz.yaml"
+    p.write_text(text)
+    try:
+        compile_design(p)
+    except (SpecError, InfeasibleError) as e:
+        assert str(e)
+
+
+ops = st.lists(
+    st.tuples(st.sampled_from(["set", "delete"]), st.sampled_from(PATHS), junk), min_size=1, max_size=3
+)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops)
+def test_structural_mutations(tmp_path, mutations):
+    doc = copy.deepcopy(LAB)
+    for op, path, value in mutations:
+        try:
+            if op == "set":
+                _set(doc, path, value)
+            else:
+                _delete(doc, path)
+        except (KeyError, IndexError, TypeError):
+            continue  # an earlier mutation removed or replaced the parent
+    check_text(yaml.safe_dump(doc, sort_keys=False), tmp_path)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(min_value=0, max_value=len(LAB_TEXT) - 1), st.integers(min_value=0, max_value=8),
+       st.text(alphabet=" \t\n:-[]{}&*!|>'\"#%@`,?0123456789abcWkm", max_size=6))
+def test_textual_mutations(tmp_path, at, cut, insert):
+    check_text(LAB_TEXT[:at] + insert + LAB_TEXT[at + cut:], tmp_path)
