@@ -1,0 +1,300 @@
+"""Real OpenSM routing a simulated InfiniBand fabric (ibsim), checked from the forwarding tables.
+
+Why each precaution: OpenSM exits 0 and silently falls back to min-hop routing when the configured
+engine cannot route (bad root-GUID file, unknown name), so the log must say "<engine> tables
+configured on all switches"; a libibumad client pointed at a simulator that is not running hangs and
+ignores SIGTERM, so every client call runs under ``timeout -k``; simulators of parallel runs would
+talk to each other through the default socket name, so each run gets its own ``IBSIM_SOCKNAME``.
+Nothing here needs root.
+
+Example::
+
+    result = route_fabric(Path("generated/lab-ib"))
+    assert result.ok, result.problems
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+BINARIES = ["ibsim", "opensm", "ibnetdiscover", "dump_fts", "timeout", UMAD2SIM]
+
+
+class IbError(RuntimeError):
+    pass
+
+
+@dataclass
+class IbResult:
+    engine: str
+    engine_in_use: bool
+    hcas: int
+    switches: int
+    pairs_checked: int
+    unrouted: int
+    loops: int
+    max_hops: int
+    route_seconds: float
+    total_seconds: float
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict:
+        return {**{k: v for k, v in self.__dict__.items()}, "ok": self.ok}
+
+
+def missing_binaries() -> str | None:
+    for b in BINARIES:
+        if not (shutil.which(b) or Path(b).is_file()):
+            return f"{b} not installed"
+    return None
+
+
+def _rewrite_conf(conf: str, roots: Path | None, partitions: Path | None) -> tuple[str, str]:
+    """Point the generated opensm.conf's file options at the run's copies; return (conf, engine)."""
+    engine = "minhop"
+    out = []
+    for line in conf.splitlines():
+        key = line.split()[0] if line.split() and not line.startswith("#") else ""
+        if key == "routing_engine":
+            engine = line.split()[1]
+        if key == "root_guid_file" and roots is not None:
+            line = f"root_guid_file {roots}"
+        elif key == "partition_config_file" and partitions is not None:
+            line = f"partition_config_file {partitions}"
+        out.append(line)
+    return "\n".join(out) + "\n", engine
+
+
+def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> IbResult:
+    """Load ``topology`` (ibnetdiscover format) into ibsim, run OpenSM once with the generated
+    ``opensm.conf`` (+ root GUIDs and partitions beside it) and check every HCA pair's route."""
+    t0 = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="twin-ib-"))
+    sock = f"twin-ibsim-{os.getpid()}-{secrets.token_hex(3)}"
+    env = {**os.environ, "IBSIM_SOCKNAME": sock, "OSM_CACHE_DIR": str(work), "OSM_TMP_DIR": str(work)}
+    sim: subprocess.Popen | None = None
+    try:
+        net = work / "fabric.net"
+        shutil.copy(topology, net)
+        text = net.read_text()
+        n_sw = text.count("\nSwitch\t") + text.startswith("Switch\t")
+        n_ca = text.count("\nHca\t") + text.startswith("Hca\t")
+        first_ca = re.search(r'^Hca\t\d+ "([^"]+)"', text, re.M)
+        if not first_ca:
+            raise IbError(f"{topology}: no Hca in the topology")
+        roots = opensm_dir / "root_guids.conf"
+        parts = opensm_dir / "partitions.conf"
+        wroots = work / "root_guids.conf"
+        wparts = work / "partitions.conf"
+        if roots.exists():
+            shutil.copy(roots, wroots)
+        if parts.exists():
+            shutil.copy(parts, wparts)
+        conf, engine = _rewrite_conf((opensm_dir / "opensm.conf").read_text(), wroots if roots.exists() else None, wparts if parts.exists() else None)
+        (work / "opensm.conf").write_text(conf)
+
+        # ibsim's console reads stdin: keep a pipe open so it stays up until we stop it.
+        sim = subprocess.Popen(
+            ["ibsim", "-s", "-N", str(max(2048, n_ca + n_sw + 16)), "-S", str(max(256, n_sw + 8)), str(net)],
+            stdin=subprocess.PIPE, stdout=open(work / "ibsim.log", "w"), stderr=subprocess.STDOUT, env=env,
+            start_new_session=True,
+        )
+        client_env = {**env, "LD_PRELOAD": UMAD2SIM, "SIM_HOST": first_ca.group(1)}
+        _wait_sim(sim, client_env, work)
+
+        log = work / "osm.log"
+        t1 = time.monotonic()
+        p = _client(["opensm", "--once", "-F", str(work / "opensm.conf"), "-f", str(log)], client_env, timeout)
+        route_s = time.monotonic() - t1
+        osm_log = log.read_text(errors="replace") if log.exists() else ""
+        problems: list[str] = []
+        if p.returncode != 0:
+            problems.append(f"opensm exited {p.returncode}: {(p.stdout + p.stderr)[-500:]}")
+        in_use = f"{engine} tables configured on all switches" in osm_log
+        if not in_use:
+            fallback = re.findall(r"^.*(?:fall(?:ing)? back|failed|ERR).*$", osm_log, re.M)[:5]
+            problems.append(f"OpenSM did not configure all switches with '{engine}'" + (": " + " | ".join(fallback) if fallback else ""))
+
+        disc = _client(["ibnetdiscover"], client_env, 120)
+        fts = _client(["dump_fts"], client_env, 300)
+        nodes, ports = parse_ibnetdiscover(disc.stdout)
+        lfts = parse_dump_fts(fts.stdout)
+        check = check_routes(nodes, ports, lfts)
+        problems += check["problems"]
+        if check["hcas"] != n_ca:
+            problems.append(f"ibnetdiscover found {check['hcas']} HCAs, topology has {n_ca}")
+        if len(lfts) != n_sw:
+            problems.append(f"dump_fts returned {len(lfts)} switch tables, topology has {n_sw}")
+        return IbResult(
+            engine=engine, engine_in_use=in_use, hcas=check["hcas"], switches=len(lfts),
+            pairs_checked=check["pairs"], unrouted=check["unrouted"], loops=check["loops"], max_hops=check["max_hops"],
+            route_seconds=round(route_s, 3), total_seconds=round(time.monotonic() - t0, 3), problems=problems,
+        )
+    finally:
+        if sim is not None and sim.poll() is None:
+            try:
+                os.killpg(sim.pid, signal.SIGTERM)
+                sim.wait(timeout=5)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(sim.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                sim.wait(timeout=5)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _client(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
+    """A libibumad client under ``timeout -k``: a hung client ignores SIGTERM."""
+    return subprocess.run(["timeout", "-k", "5", str(int(timeout))] + cmd, capture_output=True, text=True, env=env, timeout=timeout + 30)
+
+
+def _wait_sim(sim: subprocess.Popen, env: dict, work: Path, timeout: float = 30) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if sim.poll() is not None:
+            raise IbError(f"ibsim exited {sim.returncode}: {(work / 'ibsim.log').read_text()[-1000:]}")
+        log = (work / "ibsim.log").read_text(errors="replace")
+        if "simulator ready" in log:
+            return
+        # ibsim's stdout may be block-buffered: fall back to asking the simulator itself.
+        if _client(["ibstat", "-l"], env, 5).returncode == 0 and _client(["smpquery", "nodeinfo", "-D", "0"], env, 5).returncode == 0:
+            return
+        time.sleep(0.2)
+    raise IbError("ibsim did not come up")
+
+
+LINE_NODE = re.compile(r'^(Switch|Ca|Hca)\s+(\d+)\s+"([^"]+)"\s*#\s*"([^"]*)"(?:.*?\blid (\d+))?')
+LINE_PORT = re.compile(r'^\[(\d+)\](?:\(([0-9a-fx]+)\))?\s+"([^"]+)"\[(\d+)\](?:\(([0-9a-fx]+)\))?\s*#\s*(?:lid \d+ lmc \d+ )?"([^"]*)"\s+lid (\d+)')
+
+
+def parse_ibnetdiscover(text: str) -> tuple[dict[str, dict], dict[tuple[str, int], str]]:
+    """(node id -> {kind, desc, lid}, (switch id, port) -> neighbour node id) from ibnetdiscover."""
+    nodes: dict[str, dict] = {}
+    ports: dict[tuple[str, int], str] = {}
+    cur: str | None = None
+    for line in text.splitlines():
+        m = LINE_NODE.match(line)
+        if m:
+            kind, _n, nid, desc, lid = m.groups()
+            cur = nid
+            nodes.setdefault(nid, {})
+            nodes[nid].update(kind="switch" if kind == "Switch" else "hca", desc=desc)
+            if lid:
+                nodes[nid]["lid"] = int(lid)
+            continue
+        m = LINE_PORT.match(line)
+        if m and cur:
+            port, _pg, rid, _rport, _rpg, rdesc, rlid = m.groups()
+            ports[(cur, int(port))] = rid
+            nodes.setdefault(rid, {"desc": rdesc})
+            if nodes[cur].get("kind") == "switch":
+                nodes[rid].setdefault("lid", int(rlid))  # an HCA's lid is on the switch's port line
+    return nodes, ports
+
+
+LFT_HEAD = re.compile(r"^Unicast lids .* guid 0x([0-9a-f]+) \((.*)\):")
+LFT_LINE = re.compile(r"^0x([0-9a-f]+) (\d+) :")
+
+
+def parse_dump_fts(text: str) -> dict[str, dict[int, int]]:
+    """switch node id ("S-<guid>") -> {destination lid: output port} from dump_fts."""
+    tables: dict[str, dict[int, int]] = {}
+    cur: dict[int, int] | None = None
+    for line in text.splitlines():
+        m = LFT_HEAD.match(line)
+        if m:
+            cur = tables.setdefault(f"S-{m.group(1)}", {})
+            continue
+        m = LFT_LINE.match(line)
+        if m and cur is not None:
+            cur[int(m.group(1), 16)] = int(m.group(2))
+    return tables
+
+
+def check_routes(nodes: dict[str, dict], ports: dict[tuple[str, int], str], lfts: dict[str, dict[int, int]]) -> dict:
+    """Follow the forwarding tables from every HCA's switch to every HCA's LID.
+
+    Per destination, each switch is resolved once (memoised), so the check is O(switches x HCAs)
+    and still proves every pair: a pair is routed iff its source switch's chain ends at the
+    destination HCA. A chain that revisits a switch is a loop.
+    """
+    hcas = {nid: n for nid, n in nodes.items() if n.get("kind") == "hca" or nid.startswith("H-")}
+    attach: dict[str, str] = {}  # hca -> switch
+    for (sw, _port), nb in ports.items():
+        if nb in hcas and nodes.get(sw, {}).get("kind") == "switch":
+            attach.setdefault(nb, sw)
+    problems: list[str] = []
+    unrouted = loops = max_hops = pairs = 0
+    for dst, dn in sorted(hcas.items()):
+        lid = dn.get("lid")
+        if lid is None:
+            problems.append(f"{dn.get('desc', dst)}: no LID")
+            continue
+        memo: dict[str, int] = {}  # switch -> hops to dst (-1 unrouted, -2 loop)
+
+        def resolve(sw: str) -> int:
+            path: list[str] = []
+            seen: set[str] = set()
+            cur = sw
+            result = -1
+            while True:
+                if cur in memo:
+                    result = memo[cur]
+                    break
+                if cur in seen:
+                    result = -2
+                    break
+                seen.add(cur)
+                path.append(cur)
+                port = lfts.get(cur, {}).get(lid)
+                if port is None or port == 0:
+                    result = -1
+                    break
+                nb = ports.get((cur, port))
+                if nb == dst:
+                    memo[cur] = 1
+                    path.pop()
+                    result = 1
+                    break
+                if nb is None or nb not in lfts:
+                    result = -1
+                    break
+                cur = nb
+            for i, s in enumerate(reversed(path)):
+                memo[s] = result + i + 1 if result > 0 else result
+            return memo.get(sw, result)
+
+        for src, sw in attach.items():
+            if src == dst:
+                continue
+            pairs += 1
+            h = resolve(sw)
+            if h == -2:
+                loops += 1
+            elif h < 0:
+                unrouted += 1
+            else:
+                max_hops = max(max_hops, h)
+    if unrouted:
+        problems.append(f"{unrouted} HCA pairs have no route")
+    if loops:
+        problems.append(f"{loops} HCA pairs are routed in a loop")
+    missing = sorted(set(hcas) - set(attach))
+    if missing:
+        problems.append(f"{len(missing)} HCAs are not attached to a switch (e.g. {missing[0]})")
+    return {"hcas": len(hcas), "pairs": pairs, "unrouted": unrouted, "loops": loops, "max_hops": max_hops, "problems": problems}
