@@ -154,25 +154,28 @@ def build(
 @app.command()
 def schema(
     output: Path = typer.Option(Path("schemas/twin-site.schema.json"), "-o", "--output", help="Where to write the schema."),
-    check: bool = typer.Option(False, "--check", help="Exit 1 if the file on disk is stale instead of writing it."),
+    check: bool = typer.Option(False, "--check", help="Exit 1 if the files on disk are stale instead of writing them."),
 ) -> None:
-    """Write the JSON Schema of the site language (for editor completion and validation).
+    """Write the JSON Schema of the site language and its Markdown reference (reference.md beside it).
 
-    Example: twin schema            # writes schemas/twin-site.schema.json
+    Example: twin schema            # writes schemas/twin-site.schema.json and schemas/reference.md
     """
     from .schema import schema_text
+    from .spec.reference import render
 
-    text = schema_text()
+    files = {output: schema_text(), output.with_name("reference.md"): render()}
     if check:
-        current = output.read_text(encoding="utf-8") if output.exists() else ""
-        if current != text:
-            err.print(f"{output} is stale; run `twin schema`", style="red", markup=False)
+        stale = [p for p, text in files.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
+        for p in stale:
+            err.print(f"{p} is stale; run `twin schema`", style="red", markup=False)
+        if stale:
             raise typer.Exit(1)
-        out.print(f"{output} is up to date")
+        out.print("schema and reference are up to date")
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
-    out.print(f"wrote {output}")
+    for p, text in files.items():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+        out.print(f"wrote {p}")
 
 
 def main() -> None:
