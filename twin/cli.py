@@ -178,6 +178,57 @@ def schema(
         out.print(f"wrote {p}")
 
 
+@app.command()
+def diff(
+    spec: Path = typer.Argument(..., help="Site spec file (YAML), usually edited since the last build."),
+    against: Optional[Path] = typer.Option(None, "--against", help="A build folder (default: generated/<site>)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the difference as JSON."),
+) -> None:
+    """Show which artifacts a spec change would change, without writing anything.
+
+    Exit 0 when nothing changes, 1 when something does (like `diff`), 2 on invalid input.
+
+    Example: twin diff sites/lab-2zone.yaml --against generated/lab-2zone
+    """
+    from .diff import diff as do_diff
+    from .spec.validate import validate_file
+
+    if against is None:
+        parsed, diags = validate_file(spec)
+        if parsed is None:
+            _print_diags(diags)
+            raise typer.Exit(EXIT_INVALID)
+        against = Path("generated") / parsed.name
+    if not (against / "manifest.json").is_file():
+        err.print(f"{against}: no manifest.json (build it first with `twin build`)", style="red", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    try:
+        res = do_diff(spec, against)
+    except SpecError as e:
+        _print_diags(e.diagnostics)
+        raise typer.Exit(EXIT_INVALID) from None
+    except InfeasibleError as e:
+        for line in e.diagnosis:
+            err.print(f"infeasible: {line}", markup=False)
+        raise typer.Exit(EXIT_INVALID) from None
+    if as_json:
+        _emit_json(res.to_json())
+    else:
+        for p in res.added:
+            out.print(f"[green]+ {p}[/green]")
+        for p in res.removed:
+            out.print(f"[red]- {p}[/red]")
+        for p, (a, r) in res.changed.items():
+            out.print(f"[yellow]~ {p}[/yellow] (+{a} -{r} lines)")
+        for f in res.design_fields[:50]:
+            out.print(f"    design.json: {f}", markup=False)
+        if len(res.design_fields) > 50:
+            out.print(f"    ... and {len(res.design_fields) - 50} more fields")
+        if res.empty:
+            out.print("no change")
+    raise typer.Exit(0 if res.empty else 1)
+
+
 def main() -> None:
     try:
         app()
