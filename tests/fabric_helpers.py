@@ -1,0 +1,44 @@
+"""Helpers shared by the fabric, BOM and cabling tests: spec variants and graph invariants."""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from pathlib import Path
+
+import networkx as nx
+import yaml
+
+SITES = Path(__file__).resolve().parents[1] / "sites"
+
+
+def variant(tmp_path: Path, base: str, name: str, **fabric) -> Path:
+    """A copy of sites/<base>.yaml with fields of ``fabric`` replaced (None deletes a field)."""
+    doc = yaml.safe_load((SITES / f"{base}.yaml").read_text())
+    doc = copy.deepcopy(doc)
+    doc["name"] = name
+    for k, v in fabric.items():
+        if v is None:
+            doc["fabric"].pop(k, None)
+        else:
+            doc["fabric"][k] = v
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def port_uses(g: nx.MultiGraph) -> Counter:
+    """How often each (device, port) appears as a link end."""
+    c: Counter = Counter()
+    for _, _, d in g.edges(data=True):
+        c[(d["a"], d["a_port"])] += 1
+        c[(d["b"], d["b_port"])] += 1
+    return c
+
+
+def link_subgraph(g: nx.MultiGraph) -> nx.MultiGraph:
+    return g.edge_subgraph((u, v, k) for u, v, k, kind in g.edges(keys=True, data="kind") if kind == "link")
+
+
+def role_nodes(g: nx.MultiGraph, role: str) -> list[str]:
+    return [n for n, r in g.nodes(data="role") if r == role]

@@ -1,0 +1,108 @@
+"""The fat-tree families on the graph: plain fat-tree, rail-optimized and rail-only.
+
+All three are the same folded Clos (:mod:`twin.fabric.fat_tree`); they differ only in which leaf a NIC
+lands on and in how many trees there are:
+
+- fat-tree: NICs in site order, h = k/2 per leaf;
+- rail-optimized: servers in groups of h; leaf ``group * g + i`` takes NIC i of every server in the
+  group (g NICs per server), so a leaf is one rail of a group and same-rank GPUs talk in one hop;
+- rail-only: K = hb_domain rails; rail r (the NICs whose GPU has rank r in its NVLink domain) is its
+  own fat-tree, named ``rail<r+1>-leaf-0001``..., with no switch joining two rails (cross-rail
+  traffic is forwarded over NVLink inside the domain).
+
+Switches hang on the placement's "fabric" network racks in build order (leaves, then upper tiers).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..design import Design
+from ..spec.models import Family
+from .fat_tree import TreeShape, boundary, role_names, shape
+from .graph import Builder, Fabric
+from .hosts import add_hosts
+from .mount import Mounter
+
+
+def _site_nics(b: Builder, design: Design, speed: float, hb_domain: int | None) -> list[str]:
+    """Every NIC of the site in (rack, server, gpu) order; the last rack may be part-filled."""
+    spec = design.spec
+    servers_left = math.ceil(spec.gpus / spec.chassis.gpus) if spec.chassis.gpus else 0
+    nics: list[str] = []
+    first = 0
+    for rack in sorted(design.get("placement").gpu_racks(), key=lambda r: (r.zone, r.index)):
+        n = min(spec.rack_type.servers, servers_left)
+        if n <= 0:
+            break
+        nics.extend(add_hosts(b, spec, rack, speed, servers=n, first_server=first, hb_domain=hb_domain))
+        servers_left -= n
+        first += n
+    return nics
+
+
+def add_tree(b: Builder, ts: TreeShape, attach: list[tuple[str, int]], design: Design, mounter: Mounter,
+             speed: float, prefix: str = "", rail: int | None = None, leaf_rails: int | None = None) -> None:
+    """Switches of one tree, NIC links (``attach`` = (nic, leaf index)) and the tier boundaries."""
+    f = design.spec.fabric
+    model = design.spec.switch(f.switch)
+    roles = role_names(ts.tiers)
+    ids: list[list[str]] = []
+    for t, count in enumerate(ts.switches):
+        w = max(4, len(str(count)))
+        tier = []
+        for i in range(count):
+            sid = f"{prefix}{roles[t]}-{i + 1:0{w}d}"
+            rack, u = mounter.mount(sid, model)
+            r = rail if rail is not None else (i % leaf_rails if leaf_rails and t == 0 else None)
+            extra = {"rail": r} if r is not None else {}
+            b.switch(sid, f.switch, model, role=roles[t], level=t + 1, hall=rack.position.hall, zone=None, rack=rack.id, u=u, **extra)
+            tier.append(sid)
+        ids.append(tier)
+    leaf_tier = f"nic-{roles[0]}"
+    for nic, leaf in attach:
+        lid = ids[0][leaf]
+        b.link(nic, "port1", lid, b.port(lid), speed, leaf_tier)
+    for t in range(1, ts.tiers):
+        lower, upper, tier = ids[t - 1], ids[t], f"{roles[t - 1]}-{roles[t]}"
+        for lo, hi in boundary(ts, t):
+            b.uplink(lower[lo], upper[hi], model.port_speed, tier)
+
+
+def synthesize(design: Design) -> Fabric:
+    spec = design.spec
+    f = spec.fabric
+    model = spec.switch(f.switch)
+    k = model.ports
+    h = max(1, k // 2)
+    speed = min(spec.nic_speed, model.port_speed)
+    b = Builder()
+    mounter = Mounter(design.get("placement"), "fabric", None)
+    if f.family == Family.RAIL_ONLY:
+        K = f.hb_domain
+        nics = _site_nics(b, design, speed, K)
+        per_rail = len(nics) // K
+        ts = shape(per_rail, k, f.tiers)
+        for r in range(K):
+            members = nics[r::K]
+            attach = [(nic, e // (k if ts.tiers == 1 else h)) for e, nic in enumerate(members)]
+            add_tree(b, ts, attach, design, mounter, speed, prefix=f"rail{r + 1}-", rail=r)
+    elif f.family == Family.RAIL_OPTIMIZED:
+        g = spec.chassis.nics
+        nics = _site_nics(b, design, speed, None)
+        servers = len(nics) // g
+        groups = math.ceil(servers / h)
+        ts = shape(len(nics), k, f.tiers, leaves=groups * g)
+        if ts.tiers == 1:
+            attach = [(nic, 0) for nic in nics]
+        else:
+            attach = [(nic, (e // g // h) * g + e % g) for e, nic in enumerate(nics)]
+        add_tree(b, ts, attach, design, mounter, speed, leaf_rails=g if ts.tiers > 1 else None)
+    else:
+        nics = _site_nics(b, design, speed, None)
+        ts = shape(len(nics), k, f.tiers)
+        attach = [(nic, e // (k if ts.tiers == 1 else h)) for e, nic in enumerate(nics)]
+        add_tree(b, ts, attach, design, mounter, speed)
+    roles = role_names(ts.tiers)
+    tiers = (f"nic-{roles[0]}",) + tuple(f"{roles[t - 1]}-{roles[t]}" for t in range(1, ts.tiers))
+    return b.build(f.family.value, f.technology.value, tiers, roles)
