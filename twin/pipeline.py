@@ -10,14 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import fabric, feasibility
+from . import address, fabric, feasibility
 from .design import Design
 from .place import naive
 from .spec.diagnostics import InfeasibleError, Severity, SpecError
 from .spec.validate import validate_file
 
 # (name, function(design_so_far) -> result). Order matters: later passes read earlier results.
-PASSES: list[tuple[str, Callable[[Design], Any]]] = [("placement", naive.place), ("fabric", fabric.synthesize)]
+PASSES: list[tuple[str, Callable[[Design], Any]]] = [("placement", naive.place), ("fabric", fabric.synthesize), ("addressing", address.plan)]
 
 
 def compile_design(path: str | Path, progress: Callable[[str], None] | None = None) -> Design:

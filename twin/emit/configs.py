@@ -1,0 +1,62 @@
+"""Switch configurations: FRR per switch, SONiC config_db.json, Arista EOS, and the verify topology.
+
+Which targets a switch gets: every routed switch gets an FRR config (the routing stack of SONiC and the
+model that ``twin verify`` runs); switches of an Arista model get an EOS config, every other Ethernet
+switch a SONiC config_db.json. ``configs/frr/topology.json`` lists the links, host attachments and
+the design's predictions' inputs (ASNs, ECMP width) so that ``twin verify`` needs nothing but the
+generated folder.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+
+from ..config.intent import Intent, build_intent
+from ..config.render import render
+from ..design import Design
+
+FRR_TEMPLATE = {"rtsw": "frr/rtsw.conf.j2", "ctsw": "frr/ctsw.conf.j2", "atsw": "frr/atsw.conf.j2"}
+
+
+def _host_ip(gateway: str) -> str:
+    iface = ipaddress.ip_interface(gateway)
+    return f"{iface.ip + 1}/{iface.network.prefixlen}"
+
+
+def topology(intent: Intent) -> dict:
+    """The lab a verify run builds: one entry per switch, link and rack (sorted, deterministic)."""
+    switches, links, hosts = [], [], []
+    for name, sw in sorted(intent.switches.items()):
+        switches.append({
+            "name": name, "role": sw["role"], "level": sw["level"], "zone": sw["zone"], "asn": sw["asn"],
+            "maximum_paths": sw["maximum_paths"], "originate": sw["originate"], "loopback": sw["loopback"],
+            "config": f"{name}.conf",
+        })
+        for nb in sw["neighbors"]:
+            if name < nb["peer"] or (name == nb["peer"] and nb["port"] < nb["peer_port"]):
+                peer_if = next(p["ifname"] for p in intent.switches[nb["peer"]]["neighbors"] if p["link"] == nb["link"])
+                links.append({"id": nb["link"], "a": name, "a_if": nb["ifname"], "b": nb["peer"], "b_if": peer_if})
+        if sw["host"]:
+            h = sw["host"]
+            hosts.append({
+                "switch": name, "ifname": h["ifname"], "subnet": h["subnet"], "gateway": h["gateway"].split("/")[0],
+                "host_ip": _host_ip(h["gateway"]),
+                "subnet6": h["subnet6"], "gateway6": h["gateway6"].split("/")[0] if h["gateway6"] else None,
+                "host_ip6": _host_ip(h["gateway6"]) if h["gateway6"] else None,
+            })
+    links.sort(key=lambda lk: lk["id"])
+    return {"site": intent.site["name"], "unnumbered": intent.site["unnumbered"], "ipv6": intent.site["ipv6"],
+            "bfd": intent.site["bfd"], "switches": switches, "links": links, "hosts": hosts}
+
+
+def emit(design: Design) -> dict[str, bytes]:
+    if design.get("addressing") is None:
+        return {}
+    intent = build_intent(design)
+    site = intent.site
+    files: dict[str, bytes] = {}
+    for name, sw in intent.switches.items():
+        files[f"configs/frr/{name}.conf"] = render(FRR_TEMPLATE[sw["role"]], sw=sw, site=site).encode()
+    files["configs/frr/topology.json"] = (json.dumps(topology(intent), indent=1, sort_keys=True) + "\n").encode()
+    return files
