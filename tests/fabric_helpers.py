@@ -42,3 +42,20 @@ def link_subgraph(g: nx.MultiGraph) -> nx.MultiGraph:
 
 def role_nodes(g: nx.MultiGraph, role: str) -> list[str]:
     return [n for n, r in g.nodes(data="role") if r == role]
+
+
+def compile_naive(path):
+    """Compile a spec through placement (the naive fill), fabric and cabling only.
+
+    The fabric and cabling read whatever placement they are given; pinning the naive fill keeps these
+    tests about the fabric, independent of the placement optimiser's run time and choices.
+    """
+    from unittest import mock
+
+    from twin import pipeline
+    from twin.fabric import cabling, synthesize
+    from twin.place import naive
+
+    passes = [("placement", naive.place), ("fabric", synthesize), ("cabling", cabling.plan)]
+    with mock.patch.object(pipeline, "PASSES", passes):
+        return pipeline.compile_design(path)

@@ -17,7 +17,7 @@ from .spec.diagnostics import InfeasibleError, Severity, SpecError
 from .spec.validate import validate_file
 
 # (name, function(design_so_far) -> result). Order matters: later passes read earlier results.
-PASSES: list[tuple[str, Callable[[Design], Any]]] = [("placement", naive.place), ("fabric", fabric.synthesize), ("addressing", address.plan)]
+PASSES: list[tuple[str, Callable[[Design], Any]]] = [("placement", naive.place), ("fabric", fabric.synthesize), ("cabling", cabling.plan), ("addressing", address.plan)]
 
 
 def compile_design(path: str | Path, progress: Callable[[str], None] | None = None) -> Design:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from ..design import Design
 from ..feasibility import hall_capacity
-from ..fabric.sizing import ctsw_ports, fat_tree_switches, fat_tree_tiers
 from ..spec.models import Family
 from ..spec.units import kw
+from . import bom, fabric_report
 from .markdown import pct, table
 
 Section = Callable[[Design], str | None]
@@ -100,38 +100,6 @@ def power_section(d: Design) -> str:
     return "\n".join(out)
 
 
-def fabric_section(d: Design) -> str:
-    s = d.spec
-    f = s.fabric
-    out = ["## Fabric shape\n"]
-    if f.family == Family.AI_ZONE:
-        down = s.rack.nics // max(1, s.rack_type.rtsw_count)
-        up = f.rtsw.uplinks if f.rtsw and f.rtsw.uplinks is not None else down
-        over = (f.atsw.oversubscription or 1.0) if f.atsw and s.zones > 1 else None
-        cdown, cup = ctsw_ports(s.racks_per_zone, up, f.ctsw.count, over)
-        rows = [
-            ["RTSW", s.rack_type.rtsw, f"{s.racks * s.rack_type.rtsw_count:,}", f"{down} down + {up} up of {s.rtsw_model.ports}", f"{down}:{up}"],
-            ["CTSW", f.ctsw.model, f"{s.zones} x {f.ctsw.count}", f"{cdown} down + {cup} up of {s.switch(f.ctsw.model).ports}", f"{cdown}:{cup}" if cup else "-"],
-        ]
-        if f.atsw and s.zones > 1:
-            total = s.zones * f.ctsw.count * cup
-            rows.append(["ATSW", f.atsw.model, f"{f.atsw.count}", f"{-(-total // f.atsw.count)} down of {s.switch(f.atsw.model).ports}", f"{over:g}:1 stated"])
-        out.append(table(["tier", "model", "count", "ports per switch", "down:up"], rows, "llrll"))
-    else:
-        sw = s.switch(f.switch)
-        endpoints = s.gpus * s.chassis.nics // max(1, s.chassis.gpus)
-        if f.family == Family.RAIL_ONLY:
-            per = endpoints // f.hb_domain
-            tiers = f.tiers or fat_tree_tiers(per, sw.ports)
-            n = f.hb_domain * fat_tree_switches(per, sw.ports, tiers)
-            out.append(f"{f.hb_domain} rails of {per:,} endpoints, each a {tiers}-tier fat-tree of {f.switch}: {n:,} switches.\n")
-        else:
-            tiers = f.tiers or fat_tree_tiers(endpoints, sw.ports)
-            n = fat_tree_switches(endpoints, sw.ports, tiers)
-            out.append(f"{endpoints:,} endpoints on a {tiers}-tier fat-tree of {sw.ports}-port {f.switch}: {n:,} switches (textbook (2L-1)N/k).\n")
-    return "\n".join(out)
-
-
 def workloads_section(d: Design) -> str | None:
     jobs = d.spec.site.workloads
     if not jobs:
@@ -146,7 +114,7 @@ def warnings_section(d: Design) -> str | None:
     return "## Warnings\n\n" + "".join(f"- line {w.line}: `{w.dotted}`: {w.message}" + (f" (expected {w.expected})" if w.expected else "") + "\n" for w in d.warnings)
 
 
-SECTIONS: list[Section] = [summary, rack_section, power_section, fabric_section, workloads_section]
+SECTIONS: list[Section] = [summary, rack_section, power_section, fabric_report.fabric_section, bom.section, fabric_report.cabling_section, workloads_section]
 TRAILING: list[Section] = [warnings_section]
 
 

@@ -6,12 +6,16 @@ for the spec's family; every emitter and the twin read who-connects-to-whom from
 
 from __future__ import annotations
 
-from ..design import Design
+from typing import TYPE_CHECKING
+
 from ..spec.diagnostics import InfeasibleError
 from ..spec.models import Family
 from . import ai_zone, trees
 from .graph import Fabric, Link
 from .ports import PortsExhausted
+
+if TYPE_CHECKING:
+    from ..design import Design
 
 __all__ = ["Fabric", "Link", "synthesize"]
 

@@ -14,13 +14,17 @@ Wiring rules (SIGCOMM 2024, Llama 3 s3.3):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 
-from ..design import Design
 from ..spec.resolve import Spec
 from .graph import Builder, Fabric
 from .hosts import add_hosts
 from .mount import Mounter, rtsw_u
+
+if TYPE_CHECKING:
+    from ..design import Design
 
 TIERS = ("nic-rtsw", "rtsw-ctsw", "ctsw-atsw")
 ROLES = ("rtsw", "ctsw", "atsw")

@@ -8,9 +8,12 @@ Wiring (k-ary L-tree, folded at the top). Between tiers t and t+1 (t+1 < L) the 
 blocks of ``B = h^t`` consecutive indices (a pod at t = 1); switch at offset o of a block of s
 switches sends uplink u to offset ``(o + u * h^(t-1)) mod s`` of the same block. In a full block this
 is the canonical "same position, every digit" pattern; in the last, partial block it still gives
-every upper switch exactly h downlinks. Into the top tier, uplink u of switch i goes to
-``((i + u * h^(L-2)) mod m) mod ceil(m/2)``: two canonical top switches of h ports folded into one
-of k ports. For a 2-tier tree of k leaves this connects every leaf to every spine once.
+every upper switch exactly h downlinks. Into the top tier, tier L-1 switch i = j * h^(L-2) + r (pod
+j, position r) owns a class of ``pods/2`` top switches per position r and sends uplink u to top
+``r * pods/2 + (j * h + u) mod (pods/2)``: every top gets exactly k links and every switch reaches
+min(h, pods/2) distinct tops (all h in a full tree: the canonical core groups). When the pods do not
+split evenly, uplink u goes to ``((i + u * h^(L-2)) mod m) mod ceil(m/2)`` (two h-port canonical tops
+folded into one k-port switch), which keeps the port counts exact.
 """
 
 from __future__ import annotations
@@ -62,6 +65,14 @@ def boundary(ts: TreeShape, t: int) -> list[tuple[int, int]]:
         return out
     top = ts.switches[-1]
     step = h ** (ts.tiers - 2)
+    pods, rest = divmod(m, step)
+    if rest == 0 and pods % 2 == 0:
+        # class r (position in pod) owns tops r*pods/2 ...; each pod spreads over min(h, pods/2) of them
+        half = pods // 2
+        for i in range(m):
+            j, r = divmod(i, step)
+            out.extend((i, r * half + (j * h + u) % half) for u in range(h))
+        return out
     for i in range(m):
         out.extend((i, ((i + u * step) % m) % top) for u in range(h))
     return out

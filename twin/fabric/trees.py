@@ -15,14 +15,18 @@ Switches hang on the placement's "fabric" network racks in build order (leaves, 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 
-from ..design import Design
 from ..spec.models import Family
 from .fat_tree import TreeShape, boundary, role_names, shape
 from .graph import Builder, Fabric
 from .hosts import add_hosts
 from .mount import Mounter
+
+if TYPE_CHECKING:
+    from ..design import Design
 
 
 def _site_nics(b: Builder, design: Design, speed: float, hb_domain: int | None) -> list[str]:

@@ -1,0 +1,64 @@
+"""bom.csv: switches, transceivers and cables with quantities, power and the catalog source."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from ..design import Design
+from ..fabric.bom import bill, network_power
+from ..spec.units import kw
+from .markdown import table
+
+COLUMNS = ["category", "item", "description", "length_m", "quantity", "unit_power_w", "total_power_w", "source"]
+
+
+def _num(v: float) -> str:
+    """Plain decimal (no exponent), at most 3 decimals: spreadsheets read it as a number."""
+    return f"{v:.3f}".rstrip("0").rstrip(".")
+
+
+def emit(design: Design) -> dict[str, bytes]:
+    if design.get("cabling") is None:
+        return {}
+    lines = bill(design)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for ln in lines:
+        w.writerow([ln.category, ln.item, ln.description, "" if ln.length_m is None else _num(ln.length_m), ln.quantity, _num(ln.unit_power_w), _num(ln.total_power_w), ln.source])
+    p = network_power(lines)
+    w.writerow(["total", "network power", "switches + powered cable ends", "", "", "", _num(p["total"]), ""])
+    return {"bom.csv": buf.getvalue().encode("utf-8")}
+
+
+CONVENTION = (
+    "Counting convention: every switch of the fabric graph (rack switches included) is one unit of its "
+    "model. A link on pluggable optics counts **two transceivers** (one per end) and one fiber cable of "
+    "its stock length; DAC, AEC and AOC are **cable assemblies** with built-in ends (one item per link, "
+    "no transceivers). Server-to-NIC connections are inside the server and not counted. Network power "
+    "is the catalog's typical switch power plus every powered cable end (optics, AEC, AOC); rack "
+    "switch power is also part of the rack power in the budget above. Full list: `bom.csv`."
+)
+
+
+def section(design: Design) -> str | None:
+    if design.get("cabling") is None:
+        return None
+    lines = bill(design)
+    rows = []
+    for ln in lines:
+        if ln.category == "cable":
+            continue
+        rows.append([ln.category, ln.item, f"{ln.quantity:,}", kw(ln.total_power_w), ln.source])
+    cables: dict[str, list[int]] = {}
+    for ln in lines:
+        if ln.category == "cable":
+            c = cables.setdefault(ln.item, [0, 0])
+            c[0] += ln.quantity
+            c[1] += int(ln.total_power_w)
+    for item, (q, watts) in sorted(cables.items()):
+        rows.append(["cable", item, f"{q:,}", kw(watts), "see bom.csv for stock lengths"])
+    p = network_power(lines)
+    rows.append(["**total**", "network power", "", f"**{kw(p['total'])}**", f"switches {kw(p['switch'])}, optics {kw(p['transceiver'])}, active cables {kw(p['cable'])}"])
+    return "## Bill of materials\n\n" + CONVENTION + "\n\n" + table(["category", "item", "quantity", "power", "source"], rows, "llrrl")

@@ -1,0 +1,98 @@
+"""Cabling artifacts: the cable schedule, per-row pull sheets and a NetBox cable import.
+
+- ``cabling/cables.csv``: one row per cable (= link id) with both ends, media, lengths and labels;
+- ``cabling/pull-<hall>-row<NN>.csv``: the cables a team pulls from one row (a cable belongs to the
+  row of its lower-level end: the GPU rack for NIC and rack-switch cables, the CTSW/spine rack above);
+- ``cabling/netbox-cables.csv``: NetBox's cable bulk-import format (DCIM > Cables > Import). A NIC
+  end is the server device with interface ``nicN``; switch ends use the switch's port names.
+
+A label reads ``hall/row/rack/U/device/port``, e.g. ``dh1/R03/dh1-z1-r005/U47/dh1-z1-r005-rtsw/Ethernet17``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from ..design import Design
+
+CABLE_COLUMNS = [
+    "cable_id", "tier", "medium", "kind", "stock_length_m", "length_m", "route_m",
+    "a_device", "a_port", "a_hall", "a_row", "a_rack", "a_u",
+    "b_device", "b_port", "b_hall", "b_row", "b_rack", "b_u",
+    "a_label", "b_label",
+]
+PULL_COLUMNS = ["cable_id", "medium", "stock_length_m", "from", "to", "tier"]
+NETBOX_COLUMNS = [
+    "side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name",
+    "type", "status", "label", "length", "length_unit",
+]
+NETBOX_TYPE = {"dac": "dac-passive", "aec": "dac-active", "aoc": "aoc", "mmf": "mmf-om4", "smf": "smf-os2"}
+
+
+def _m(v: float) -> str:
+    return f"{v:.2f}".rstrip("0").rstrip(".")
+
+
+def _ends(design: Design) -> dict[str, tuple[str, int, str, int]]:
+    """(hall, row, rack, U) of every device that ends a cable."""
+    g = design.get("fabric").graph
+    racks = {r.id: r for r in design.get("placement").racks}
+    out = {}
+    for n, d in g.nodes(data=True):
+        if d["role"] == "server":
+            continue
+        r = racks[d["rack"]]
+        out[n] = (r.position.hall, r.position.row, d["rack"], d["u"])
+    return out
+
+
+def netbox_end(g, device: str, port: str) -> tuple[str, str]:
+    """NetBox models a NIC as an interface of its server, not as a device."""
+    d = g.nodes[device]
+    if d["role"] == "nic":
+        return d["server"], device[len(d["server"]) + 1:]
+    return device, port
+
+
+def emit(design: Design) -> dict[str, bytes]:
+    plan = design.get("cabling")
+    if plan is None:
+        return {}
+    fabric = design.get("fabric")
+    g = fabric.graph
+    media = design.spec.catalog.media
+    ends = _ends(design)
+    cables_buf, netbox_buf = io.StringIO(), io.StringIO()
+    cw = csv.writer(cables_buf, lineterminator="\n")
+    nw = csv.writer(netbox_buf, lineterminator="\n")
+    cw.writerow(CABLE_COLUMNS)
+    nw.writerow(NETBOX_COLUMNS)
+    pulls: dict[tuple[str, int], list[list[str]]] = {}
+    for i, lk in enumerate(fabric.cables()):
+        assert lk.id == plan.ids[i]
+        name = plan.media[plan.medium[i]]
+        med = media[name]
+        ah, ar, ark, au = ends[lk.a]
+        bh, br, brk, bu = ends[lk.b]
+        a_label = f"{ah}/R{ar:02d}/{ark}/U{au:02d}/{lk.a}/{lk.a_port}"
+        b_label = f"{bh}/R{br:02d}/{brk}/U{bu:02d}/{lk.b}/{lk.b_port}"
+        stock = _m(plan.stock[i])
+        cw.writerow([lk.id, lk.tier, name, med.kind, stock, _m(plan.length[i]), _m(plan.route[i]),
+                     lk.a, lk.a_port, ah, ar, ark, au, lk.b, lk.b_port, bh, br, brk, bu, a_label, b_label])
+        pulls.setdefault((ah, ar), []).append([lk.id, name, stock, a_label, b_label, lk.tier])
+        a_dev, a_if = netbox_end(g, lk.a, lk.a_port)
+        b_dev, b_if = netbox_end(g, lk.b, lk.b_port)
+        nb_type = NETBOX_TYPE[med.kind if med.kind != "optic" else med.fiber]
+        nw.writerow([a_dev, "dcim.interface", a_if, b_dev, "dcim.interface", b_if, nb_type, "planned", lk.id, stock, "m"])
+    files = {
+        "cabling/cables.csv": cables_buf.getvalue().encode("utf-8"),
+        "cabling/netbox-cables.csv": netbox_buf.getvalue().encode("utf-8"),
+    }
+    for (hall, row), rows in sorted(pulls.items()):
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(PULL_COLUMNS)
+        w.writerows(rows)
+        files[f"cabling/pull-{hall}-row{row:02d}.csv"] = buf.getvalue().encode("utf-8")
+    return files

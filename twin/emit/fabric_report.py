@@ -1,0 +1,74 @@
+"""Report sections of the fabric and the cabling, with every figure computed from the graph."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from ..design import Design
+from ..fabric import cabling as cabling_pass
+from ..fabric.figures import compute
+from ..spec.units import kw
+from .markdown import pct, table
+
+
+def _tb(bps: float) -> str:
+    return f"{bps / 1e12:,.1f} Tbit/s"
+
+
+def fabric_section(d: Design) -> str | None:
+    fabric = d.get("fabric")
+    if fabric is None:
+        return None
+    s = d.spec
+    fig = compute(fabric, s)
+    out = [f"## Fabric\n\n{fabric.technology}, {fabric.family}: {sum(t.count for t in fig.tiers):,} switches in {len(fig.tiers)} tier(s). "
+           "Every figure below is counted on the fabric graph (bisection by max-flow), not taken from a formula.\n"]
+    rows = []
+    for t in fig.tiers:
+        over = t.oversubscription
+        rows.append([
+            t.role, ", ".join(f"{c:,} x {m}" for m, c in t.models.items()), f"{t.count:,}",
+            _tb(t.down_bps), _tb(t.up_bps) if t.up_bps else "-",
+            f"{over:.2f}:1" if over else "-",
+            f"{t.uplinks[0]}" + (f"-{t.uplinks[1]}" if t.uplinks[1] != t.uplinks[0] else "") + f" links / {t.next_hops[0]}" + (f"-{t.next_hops[1]}" if t.next_hops[1] != t.next_hops[0] else "") + " switches" if t.up_bps else "-",
+            f"{t.ports_used:,} / {t.ports_total:,} ({pct(t.ports_used / t.ports_total)})",
+        ])
+    out.append(table(["tier", "models", "switches", "down", "up", "down:up", "ECMP up (links / next hops)", "ports used"], rows, "llrrrlll"))
+    out.append("\n" + table(["link tier", "links", "capacity"], [[k, f"{n:,}", _tb(c)] for k, (n, c) in fig.links.items()], "lrr"))
+    facts = [["GPU injection (all NICs)", _tb(fig.injection_bps)]]
+    if fig.zone_bisection:
+        flow, half = fig.zone_bisection
+        facts.append([f"bisection inside a zone (max-flow, worst of {fig.zones_sampled} zones)", f"{_tb(flow)} = {pct(flow / half)} of the half-zone injection"])
+    if fig.cross_zone_per_zone is not None:
+        zone_inj = fig.injection_bps / max(1, s.zones)
+        facts.append(["capacity from one zone to the tier above", f"{_tb(fig.cross_zone_per_zone)} = 1/{zone_inj / fig.cross_zone_per_zone:.2f} of zone injection" if fig.cross_zone_per_zone else "0"])
+    if fig.cross_bisection:
+        flow, half = fig.cross_bisection
+        what = "bisection across zones (half of the zones to the other half)" if fig.cross_zone_per_zone is not None else ("bisection of one rail" if fabric.family == "rail-only" else "bisection (first half of the leaves to the second)")
+        facts.append([what, f"{_tb(flow)} = {pct(flow / half)} of the half's injection"])
+    facts.append(["worst-case path between two NICs", f"{fig.worst_hops} links, {fig.worst_hops - 1} switches" + (" (same rail; other rails via NVLink)" if fig.unreachable_leaf_pairs else "")])
+    out.append("\n" + table(["figure", "value"], facts, "ll"))
+    return "\n".join(out)
+
+
+def cabling_section(d: Design) -> str | None:
+    plan = d.get("cabling")
+    if plan is None:
+        return None
+    rows = []
+    counts = Counter(zip(plan.tiers, (plan.media[i] for i in plan.medium)))
+    for (tier, medium), n in sorted(counts.items()):
+        sel = np.array([t == tier for t in plan.tiers]) & (plan.medium == plan.media.index(medium))
+        rows.append([tier, medium, f"{n:,}", f"{plan.length[sel].min():.1f}-{plan.length[sel].max():.1f} m", f"{plan.stock[sel].sum() / 1000:,.1f} km"])
+    text = (
+        "## Cabling\n\n"
+        f"{len(plan):,} cables, {plan.stock.sum() / 1000:,.1f} km ordered. Route = rise to the overhead tray at both ends "
+        "(tray height minus the device's height) + Manhattan run in the tray (along the row; between rows only at "
+        "cross-aisles and row ends; between halls via the hall origins) + service loop "
+        f"{cabling_pass.LOOP_FACTOR:.0%} + {cabling_pass.LOOP_FIXED:g} m; inside one rack the vertical distance + "
+        f"{cabling_pass.RACK_SLACK:g} m. Medium: DAC, then AEC, AOC and optics by reach; length rounded up to the next "
+        "stock length. Files: `cabling/cables.csv`, `cabling/pull-<hall>-row<NN>.csv`, `cabling/netbox-cables.csv`.\n\n"
+    )
+    return text + table(["tier", "medium", "cables", "length with slack", "ordered"], rows, "llrrr")
