@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import address, fabric, feasibility
+from .fabric import cabling
 from .design import Design
 from .place import naive
 from .spec.diagnostics import InfeasibleError, Severity, SpecError

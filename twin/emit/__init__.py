@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..design import Design
-from . import configs, design_json, report
+from . import bom, cabling, configs, design_json, report, model_export
 
 Emitter = Callable[[Design], dict[str, bytes]]
 
-EMITTERS: list[Emitter] = [design_json.emit, report.emit, configs.emit]
+EMITTERS: list[Emitter] = [design_json.emit, report.emit, bom.emit, cabling.emit, model_export.emit, configs.emit]
 
 
 def emit_all(design: Design) -> dict[str, bytes]:
