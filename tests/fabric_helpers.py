@@ -13,10 +13,12 @@ SITES = Path(__file__).resolve().parents[1] / "sites"
 
 
 def variant(tmp_path: Path, base: str, name: str, **fabric) -> Path:
-    """A copy of sites/<base>.yaml with fields of ``fabric`` replaced (None deletes a field)."""
+    """A copy of sites/<base>.yaml with fields of ``fabric`` replaced (None deletes a field); the
+    workloads are dropped since they are sized for the original GPU count."""
     doc = yaml.safe_load((SITES / f"{base}.yaml").read_text())
     doc = copy.deepcopy(doc)
     doc["name"] = name
+    doc.pop("workloads", None)
     for k, v in fabric.items():
         if v is None:
             doc["fabric"].pop(k, None)

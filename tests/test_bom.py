@@ -1,0 +1,51 @@
+"""BOM: counted from the graph and the cable plan, transceivers only on pluggable optics."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+
+import pytest
+
+from twin.emit import bom as bom_emit
+from twin.fabric.bom import bill, network_power
+from fabric_helpers import compile_naive, SITES
+
+
+@pytest.fixture(scope="module")
+def d():
+    return compile_naive(SITES / "meta-24k-roce.yaml")
+
+
+def test_switches_by_model(d):
+    lines = {(ln.category, ln.item): ln for ln in bill(d)}
+    assert lines[("switch", "minipack2")].quantity == 1_536
+    assert lines[("switch", "arista-7800r3")].quantity == 8 * 16 + 16
+
+
+def test_transceivers_two_per_optic_link(d):
+    plan = d.get("cabling")
+    media = d.spec.catalog.media
+    per_medium = Counter(plan.media[i] for i in plan.medium)
+    lines = bill(d)
+    xcvr = {ln.item: ln.quantity for ln in lines if ln.category == "transceiver"}
+    for name, n in per_medium.items():
+        if media[name].kind == "optic":
+            assert xcvr[name] == 2 * n
+        else:
+            assert name not in xcvr
+    cables = sum(ln.quantity for ln in lines if ln.category == "cable")
+    assert cables == len(plan) == 24_576 * 2 + 8 * 16 * 28
+
+
+def test_power_and_csv(d):
+    lines = bill(d)
+    p = network_power(lines)
+    assert p["switch"] == 1_536 * 1_500 + 144 * 14_000
+    optics = sum(2 * d.spec.catalog.media[d.get("cabling").media[i]].power_per_end for i in d.get("cabling").medium)
+    assert p["transceiver"] + p["cable"] == pytest.approx(optics)
+    rows = list(csv.DictReader(io.StringIO(bom_emit.emit(d)["bom.csv"].decode())))
+    assert all(r["source"] for r in rows if r["category"] != "total")
+    assert float(rows[-1]["total_power_w"]) == pytest.approx(p["total"], abs=0.01)
+    assert "two transceivers" in bom_emit.section(d)

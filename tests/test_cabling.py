@@ -1,0 +1,85 @@
+"""Cabling: media by length at the boundaries, errors naming links, and the cabling files."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+import pytest
+import yaml
+
+from twin.catalog import builtin
+from twin.emit import cabling as cabling_emit
+from twin.fabric.cabling import select_media
+from twin.spec.diagnostics import InfeasibleError
+from fabric_helpers import compile_naive, SITES
+
+
+@pytest.mark.parametrize("length,medium,stock", [
+    (0.4, "dac-400g", 0.5), (2.9, "dac-400g", 3), (3.0, "dac-400g", 3), (3.1, "aec-400g", 4),
+    (7.0, "aec-400g", 7), (7.1, "aoc-400g", 10), (30.0, "aoc-400g", 30), (30.5, "sr8-400g", 50),
+    (100.5, "dr4-400g", 150), (600, "fr4-400g", 1000),
+])
+def test_media_by_length(length, medium, stock):
+    idx, names, st = select_media(np.array([length]), np.array([400e9]), builtin().media)
+    assert names[idx[0]] == medium and st[0] == stock
+
+
+def test_nothing_reaches():
+    idx, _, _ = select_media(np.array([2500.0]), np.array([400e9]), builtin().media)
+    assert idx[0] == -1
+
+
+@pytest.fixture(scope="module")
+def lab():
+    return compile_naive(SITES / "lab-2zone.yaml")
+
+
+def test_every_link_is_a_cable(lab):
+    plan = lab.get("cabling")
+    links = [k for _, _, k, kind in lab.get("fabric").graph.edges(keys=True, data="kind") if kind == "link"]
+    assert sorted(links) == list(plan.ids)
+    assert (plan.length >= plan.route).all() and (plan.stock >= plan.length - 1e-9).all()
+    nic = next(i for i, t in enumerate(plan.tiers) if t == "nic-rtsw")
+    assert plan.medium_of(plan.ids[nic]) == "dac-400g"
+    assert plan.length_of(plan.ids[nic]) == 3.0
+    assert plan.delay(plan.ids[nic]) == pytest.approx(3.0 * 4.9e-9)
+
+
+def test_files(lab):
+    files = cabling_emit.emit(lab)
+    rows = list(csv.DictReader(io.StringIO(files["cabling/cables.csv"].decode())))
+    assert len(rows) == len(lab.get("cabling"))
+    r = rows[0]
+    assert r["a_label"] == f"{r['a_hall']}/R{int(r['a_row']):02d}/{r['a_rack']}/U{int(r['a_u']):02d}/{r['a_device']}/{r['a_port']}"
+    pulled = []
+    for name, data in files.items():
+        if name.startswith("cabling/pull-"):
+            pulled += [x["cable_id"] for x in csv.DictReader(io.StringIO(data.decode()))]
+    assert sorted(pulled) == sorted(x["cable_id"] for x in rows)
+    nb = list(csv.DictReader(io.StringIO(files["cabling/netbox-cables.csv"].decode())))
+    assert list(nb[0]) == ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name", "type", "status", "label", "length", "length_unit"]
+    assert nb[0]["side_a_device"].endswith("-s1") and nb[0]["side_a_name"] == "nic1" and nb[0]["type"] == "dac-passive"
+    assert files == cabling_emit.emit(lab)
+
+
+def test_too_long_is_an_error_naming_the_link(tmp_path):
+    doc = yaml.safe_load((SITES / "lab-2zone.yaml").read_text())
+    media = {}
+    for name, m in builtin().media.items():
+        if m.kind in ("aoc", "optic"):
+            d = m.model_dump(mode="json")
+            d["reach"] = "4 m"
+            d["min_length"] = "0 m"
+            d["stock_lengths"] = ["3 m", "4 m"]
+            d["speed"] = "400 Gbit/s"
+            d["power_per_end"] = f"{m.power_per_end} W"
+            d["weight_per_metre"] = f"{m.weight_per_metre} kg"
+            media[name] = d
+    doc["catalog"] = {"media": media}
+    p = tmp_path / "short.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    with pytest.raises(InfeasibleError) as e:
+        compile_naive(p)
+    assert any(line.startswith("cable L") and "rtsw-ctsw" in line and "no medium" in line for line in e.value.diagnosis)

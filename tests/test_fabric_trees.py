@@ -1,0 +1,107 @@
+"""Fat-tree, rail-optimized and rail-only: counts against textbook sizing, and real graphs."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import networkx as nx
+import pytest
+
+from twin.fabric.fat_tree import boundary, shape
+from twin.fabric.ports import port_names
+from twin.fabric.sizing import fat_tree_switches, fat_tree_tiers
+from fabric_helpers import compile_naive, link_subgraph, port_uses, role_nodes, variant, SITES
+
+
+def canonical(n: int, k: int) -> int:
+    """(2L-1) N / k for the fewest tiers L (facts.md), written out independently of sizing.py."""
+    L = 1
+    while (k if L == 1 else 2 * (k // 2) ** L) < n:
+        L += 1
+    return -(-n // k) if L == 1 else (2 * L - 1) * n // k
+
+
+@pytest.mark.parametrize("n", [32_768, 65_536])
+@pytest.mark.parametrize("k", [32, 64, 128, 256])
+def test_fat_tree_counts_and_wiring(n, k):
+    ts = shape(n, k)
+    assert ts.total == canonical(n, k) == fat_tree_switches(n, k, fat_tree_tiers(n, k))
+    h = k // 2
+    for t in range(1, ts.tiers):
+        edges = boundary(ts, t)
+        assert len(edges) == n  # N links per tier boundary
+        up = Counter(a for a, _ in edges)
+        down = Counter(b for _, b in edges)
+        assert set(up.values()) == {h} and len(up) == ts.switches[t - 1]
+        cap = h if t + 1 < ts.tiers else k
+        assert set(down.values()) == {cap} and len(down) == ts.switches[t]
+
+
+@pytest.mark.parametrize("n", [32_768, 65_536])
+@pytest.mark.parametrize("k", [32, 64, 256])
+@pytest.mark.parametrize("rails", [8, 256])
+def test_rail_only_counts(n, k, rails):
+    per_rail = n // rails
+    ts = shape(per_rail, k)
+    assert rails * ts.total == rails * canonical(per_rail, k)
+    for t in range(1, ts.tiers):
+        assert len(boundary(ts, t)) == per_rail
+
+
+def test_small_trees_are_connected_full_bisection():
+    """A 2-tier tree of k leaves: every leaf meets every spine once (the canonical leaf-spine)."""
+    ts = shape(64 * 32, 64)
+    edges = boundary(ts, 1)
+    assert Counter(edges) == Counter({(a, b): 1 for a in range(64) for b in range(32)})
+    g = nx.MultiGraph()
+    g.add_edges_from(("l", a, "s", b) if False else ((f"l{a}", f"s{b}") for a, b in edges))
+    assert nx.is_connected(g)
+
+
+@pytest.fixture(scope="module")
+def ib():
+    return compile_naive(SITES / "meta-24k-ib.yaml")
+
+
+def test_meta_24k_ib_fat_tree(ib):
+    f = ib.get("fabric")
+    g = f.graph
+    roles = Counter(r for _, r in g.nodes(data="role"))
+    assert roles["nic"] == 24_576 and roles["server"] == 3_072
+    assert (roles["leaf"], roles["spine"], roles["core"]) == (768, 768, 384)
+    assert roles["leaf"] + roles["spine"] + roles["core"] == canonical(24_576, 64)
+    assert Counter(lk.tier for lk in f.cables()) == {"nic-leaf": 24_576, "leaf-spine": 24_576, "spine-core": 24_576}
+    assert max(port_uses(g).values()) == 1
+    names = set(port_names(ib.spec.switch("qm9700")))
+    assert "32/2" in names and len(names) == 64
+    for lk in f.cables()[:5000]:
+        assert lk.b_port in names
+    assert nx.is_connected(link_subgraph(g))
+    assert all(g.nodes[n]["rack"].startswith(g.nodes[n]["hall"]) for n in role_nodes(g, "spine"))
+
+
+def test_rail_only_graph(tmp_path):
+    p = variant(tmp_path, "meta-24k-ib", "rail-only-2k", family="rail-only", gpus=2048, hb_domain=8)
+    d = compile_naive(p)
+    g = d.get("fabric").graph
+    leaves = role_nodes(g, "leaf")
+    assert len(leaves) + len(role_nodes(g, "spine")) == 8 * canonical(256, 64)
+    assert leaves[0].startswith("rail1-leaf-") and g.nodes[leaves[0]]["rail"] == 0
+    links = link_subgraph(g)
+    comps = list(nx.connected_components(links))
+    assert len(comps) == 8  # no switch joins two rails
+    for comp in comps:
+        assert len({g.nodes[n]["rail"] for n in comp}) == 1
+    assert nx.is_connected(g)  # through the servers (NVLink domain)
+    assert max(port_uses(g).values()) == 1
+
+
+def test_rail_optimized_graph(tmp_path):
+    p = variant(tmp_path, "meta-24k-ib", "rail-opt-2k", family="rail-optimized", gpus=2048)
+    d = compile_naive(p)
+    g = d.get("fabric").graph
+    for leaf in role_nodes(g, "leaf"):
+        rails = {g.nodes[peer]["gpu"] for _, peer, t in g.edges(leaf, data="tier") if t == "nic-leaf"}
+        assert rails == {g.nodes[leaf]["rail"]}
+    assert len(role_nodes(g, "leaf")) + len(role_nodes(g, "spine")) == canonical(2048, 64)
+    assert nx.is_connected(link_subgraph(g))
