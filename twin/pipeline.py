@@ -13,12 +13,12 @@ from typing import Any
 from . import address, fabric, feasibility
 from .fabric import cabling
 from .design import Design
-from .place import naive
+from .place import optimize, powercap
 from .spec.diagnostics import InfeasibleError, Severity, SpecError
 from .spec.validate import validate_file
 
 # (name, function(design_so_far) -> result). Order matters: later passes read earlier results.
-PASSES: list[tuple[str, Callable[[Design], Any]]] = [("placement", naive.place), ("fabric", fabric.synthesize), ("cabling", cabling.plan), ("addressing", address.plan)]
+PASSES: list[tuple[str, Callable[[Design], Any]]] = [("placement", optimize.place), ("fabric", fabric.synthesize), ("cabling", cabling.plan), ("addressing", address.plan)]
 
 
 def compile_design(path: str | Path, progress: Callable[[str], None] | None = None) -> Design:
@@ -27,6 +27,7 @@ def compile_design(path: str | Path, progress: Callable[[str], None] | None = No
     if spec is None:
         raise SpecError(diags)
     warnings = tuple(d for d in diags if d.severity is Severity.WARNING)
+    spec = powercap.resolve(spec)  # placement.gpu_power_cap: auto fixes the cap before any sums
     if progress:
         progress("feasibility")
     budget = feasibility.check(spec)

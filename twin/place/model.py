@@ -35,6 +35,7 @@ class PlacedRack:
     index: int  # 0-based index of the rack within its zone (GPU racks) or its role (network racks)
     power: float  # W at full load (network racks: filled in by the fabric pass' switch count)
     role: str = "gpu"
+    switches: int = 0  # network racks: switches the placement planned (and powered) for this rack
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,51 @@ class HallGrid:
         xs.append(self.x(h.positions_per_row) + h.slot_width / 2)
         return xs
 
+    def door(self) -> tuple[float, float]:
+        """Where trays leave the hall towards other halls: the row-1 end at the hall origin."""
+        return self.hall.origin[0], self.hall.origin[1]
 
-def network_racks_needed(switch_count: int, switch_height_u: int) -> int:
-    per_rack = max(1, NETWORK_RACK_U // switch_height_u)
+    def distance(self, a: tuple[int, int], b: tuple[int, int]) -> float:
+        """Tray metres between (row, slot) ``a`` and ``b``: along the row, and between rows through
+        the crossing point that makes the route shortest (Manhattan along rows and cross-aisles)."""
+        xa, xb = self.x(a[1]), self.x(b[1])
+        if a[0] == b[0]:
+            return abs(xa - xb)
+        return abs(self.y(a[0]) - self.y(b[0])) + min(abs(xa - c) + abs(xb - c) for c in self.crossings())
+
+    def to_door(self, a: tuple[int, int]) -> float:
+        """Tray metres from (row, slot) ``a`` to the hall door (first crossing of row 1)."""
+        return abs(self.x(a[1]) - self.hall.origin[0]) + abs(self.y(a[0]) - self.hall.origin[1])
+
+
+def site_distance(grids: dict[str, HallGrid], a: Position, b: Position) -> float:
+    """Tray metres between two positions anywhere on the site: inside one hall along its trays;
+    between halls out through one door, Manhattan between the doors, in through the other."""
+    if a.hall == b.hall:
+        return grids[a.hall].distance((a.row, a.slot), (b.row, b.slot))
+    ga, gb = grids[a.hall], grids[b.hall]
+    (xa, ya), (xb, yb) = ga.door(), gb.door()
+    return ga.to_door((a.row, a.slot)) + abs(xa - xb) + abs(ya - yb) + gb.to_door((b.row, b.slot))
+
+
+def network_racks_needed(switch_count: int, switch_height_u: int, per_rack: int | None = None) -> int:
+    per_rack = per_rack or max(1, NETWORK_RACK_U // switch_height_u)
     return math.ceil(switch_count / per_rack)
+
+
+def switches_per_rack(height_u: int, power: float, shelf: float) -> int:
+    """Switches one network rack holds: limited by its usable height and by its power shelf (a rack
+    of 42 1U switches at 1.7 kW would draw 71 kW, more than any rack power shelf delivers)."""
+    by_u = max(1, NETWORK_RACK_U // height_u)
+    by_power = max(1, int(shelf // power)) if power > 0 else by_u
+    return min(by_u, by_power)
+
+
+def rack_fill(switch_count: int, per_rack: int) -> list[int]:
+    """Switches in each network rack of a role: full racks, the remainder in the last."""
+    out = []
+    left = switch_count
+    while left > 0:
+        out.append(min(per_rack, left))
+        left -= out[-1]
+    return out

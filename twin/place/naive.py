@@ -13,32 +13,36 @@ from ..design import Design
 from ..fabric.sizing import fat_tree_switches, fat_tree_tiers
 from ..spec.diagnostics import InfeasibleError
 from ..spec.models import Family
-from .model import NETWORK_RACK_U, PlacedRack, Placement, Position, network_racks_needed
+from .model import PlacedRack, Placement, Position, rack_fill, switches_per_rack
 
 
-def network_rack_plan(design: Design) -> list[tuple[str, int | None, int, int, float]]:
-    """Network racks to place: (role, zone, hall index, switches in rack, power) in a stable order."""
+def network_rack_plan(
+    design: Design, zone_hall: dict[int, int] | None = None, hall_racks: list[int] | None = None
+) -> list[tuple[str, int | None, int, int, float]]:
+    """Network racks to place: (role, zone, hall index, switches in rack, power) in a stable order.
+
+    ``zone_hall`` (zone -> hall index) and ``hall_racks`` (GPU racks per hall) default to the
+    feasibility budget's hall fill; the optimiser passes its own assignment.
+    """
     spec = design.spec
     f = spec.fabric
     plan: list[tuple[str, int | None, int, int, float]] = []
-    zone_hall = {z: i for i, hb in enumerate(design.budget.halls) for z in hb.zones}
+    shelf = spec.rack_type.power_shelf  # network racks use the same rack frame and power shelf
+    if zone_hall is None and f.family == Family.AI_ZONE:
+        zone_hall = {z: i for i, hb in enumerate(design.budget.halls) for z in hb.zones}
     if f.family == Family.AI_ZONE:
         ctsw = spec.switch(f.ctsw.model)
-        per = max(1, NETWORK_RACK_U // ctsw.height_u)
+        per = switches_per_rack(ctsw.height_u, ctsw.power, shelf)
         for z in range(spec.zones):
-            left = f.ctsw.count
-            for _ in range(network_racks_needed(f.ctsw.count, ctsw.height_u)):
-                n = min(per, left)
-                left -= n
+            if z not in zone_hall:
+                continue
+            for n in rack_fill(f.ctsw.count, per):
                 plan.append(("ctsw", z, zone_hall[z], n, n * ctsw.power))
         if f.atsw and f.atsw.count and spec.zones > 1:
             atsw = spec.switch(f.atsw.model)
-            per = max(1, NETWORK_RACK_U // atsw.height_u)
+            per = switches_per_rack(atsw.height_u, atsw.power, shelf)
             halls = sorted(set(zone_hall.values()))
-            left = f.atsw.count
-            for k in range(network_racks_needed(f.atsw.count, atsw.height_u)):
-                n = min(per, left)
-                left -= n
+            for k, n in enumerate(rack_fill(f.atsw.count, per)):
                 plan.append(("atsw", None, halls[k % len(halls)], n, n * atsw.power))
         return plan
     sw = spec.switch(f.switch)
@@ -48,9 +52,9 @@ def network_rack_plan(design: Design) -> list[tuple[str, int | None, int, int, f
         total = f.hb_domain * fat_tree_switches(per_rail, sw.ports, f.tiers or fat_tree_tiers(per_rail, sw.ports))
     else:
         total = fat_tree_switches(endpoints, sw.ports, f.tiers or fat_tree_tiers(endpoints, sw.ports))
-    per = max(1, NETWORK_RACK_U // sw.height_u)
+    per = switches_per_rack(sw.height_u, sw.power, shelf)
     racks = math.ceil(total / per)
-    weights = [hb.gpu_racks for hb in design.budget.halls]
+    weights = hall_racks if hall_racks is not None else [hb.gpu_racks for hb in design.budget.halls]
     share = _apportion(racks, weights)
     left = total
     for hall_index, n_racks in enumerate(share):
@@ -102,7 +106,7 @@ def place(design: Design) -> Placement:
                 racks.append(PlacedRack(f"{pos.hall}-r{gpu_index + 1:04d}", "gpu", pos, z, k, spec.rack.power))
                 gpu_index += 1
     counters: dict[tuple[str, int | None], int] = {}
-    for role, zone, hall_index, _n, power in network_rack_plan(design):
+    for role, zone, hall_index, n_sw, power in network_rack_plan(design):
         pool = reserved[hall_index] or free[hall_index]
         if not pool:
             raise InfeasibleError([f"hall {halls[hall_index].name}: no position left for a {role} network rack"])
@@ -110,6 +114,6 @@ def place(design: Design) -> Placement:
         idx = counters.get((role, zone), 0)
         counters[(role, zone)] = idx + 1
         rid = f"{pos.hall}-z{zone + 1}-{role}-n{idx + 1:02d}" if zone is not None else f"{pos.hall}-{role}-n{idx + 1:02d}"
-        racks.append(PlacedRack(rid, "network", pos, zone, idx, power, role))
+        racks.append(PlacedRack(rid, "network", pos, zone, idx, power, role, n_sw))
     racks.sort(key=lambda r: (r.position.hall, r.position.row, r.position.slot))
     return Placement(tuple(racks), "naive-fill")

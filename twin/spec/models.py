@@ -426,6 +426,24 @@ class TrainingJob(Model):
         return self.tp * self.cp * self.pp * self.dp
 
 
+# ---------------------------------------------------------------- placement
+
+
+class PlacementOptions(Model):
+    """How the placement pass puts racks on the floor (see twin/place/optimize.py)."""
+
+    method: Literal["optimize", "naive"] = Field("optimize", description="optimize (Pyomo + HiGHS) or naive reading-order fill")
+    gpu_power_cap: Literal["spec", "auto"] = Field(
+        "spec",
+        description="auto: pick the GPU power cap (from the chassis perf_vs_power curve) that maximises cluster "
+        "throughput while every rack fits; spec: use rack_types.X.gpu_power_cap (default TDP)",
+    )
+    uplink_medium: str | None = Field(
+        None, description="catalog medium of rack-to-spine links; its reach limits the run (default dr4-400g)"
+    )
+    time_limit: Time = Field(60.0, description="solver time limit per hall")
+
+
 # ---------------------------------------------------------------- site
 
 
@@ -441,4 +459,5 @@ class Site(Model):
     catalog: Catalog = Field(default_factory=Catalog)
     rack_types: dict[Slug, RackType] = Field(min_length=1)
     fabric: Fabric
+    placement: PlacementOptions = Field(default_factory=PlacementOptions)
     workloads: list[TrainingJob] = Field(default_factory=list)
