@@ -289,6 +289,23 @@ def verify(
     raise typer.Exit(0 if result["ok"] else EXIT_INFEASIBLE)
 
 
+@app.command()
+def simulate(
+    target: Path = typer.Argument(..., help="Site spec (YAML) or a generated/<site> folder."),
+    scenario: Path = typer.Option(..., "--scenario", "-s", help="Scenario file (YAML)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write PNG plots here."),
+) -> None:
+    """Simulate collectives and training jobs on the compiled fabric (flow level, ECMP hashing, failures).
+
+    Example: twin simulate sites/lab-2zone.yaml --scenario scenarios/server5.yaml --plot-dir /tmp/plots
+    """
+    from .sim.cli import run_simulate
+
+    code = run_simulate(target, scenario, as_json, plot_dir, out, err, _print_diags, _emit_json)
+    raise typer.Exit(code)
+
+
 def main() -> None:
     try:
         app()

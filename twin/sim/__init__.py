@@ -1,0 +1,27 @@
+"""The twin: flow-level simulation of collectives and training jobs on a compiled design.
+
+>>> import twin, twin.sim                                             # doctest: +SKIP
+>>> d = twin.load("sites/lab-2zone.yaml")                             # doctest: +SKIP
+>>> r = twin.sim.simulate(d, "scenarios/allreduce-sweep.yaml")         # doctest: +SKIP
+>>> r.data["cases"][0]["collectives"][0]["schemes"][0]["busbw_GBps_at_max_size"]  # doctest: +SKIP
+
+Modules: topology (graph -> arcs and ECMP groups), hashing (RoCEv2 5-tuple, per-switch seeds),
+routing (ecmp, e-ecmp, static, spray, te), fluid (max-min, events), collectives (nccl-tests
+algorithms and bandwidths), te (LP reference), jobs (TP/CP/PP/DP), scenario (the YAML language),
+run (orchestration), report (tables), plots (PNG).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def simulate(design, scenario, graph=None, progress=None):
+    """Run ``scenario`` (a path, YAML text is not accepted, or a parsed Scenario) on ``design``."""
+    from .run import simulate as _run
+    from .scenario import Scenario, load_scenario
+
+    src = None
+    if not isinstance(scenario, Scenario):
+        scenario, src = load_scenario(Path(scenario))
+    return _run(design, scenario, src, graph, progress)

@@ -163,6 +163,19 @@ def plan(net: Net, op: str, algorithm: str, ranks: np.ndarray, peers: np.ndarray
     raise ValueError(f"unknown collective {op}/{algorithm}; expected one of {ALGORITHMS}")
 
 
+def plan_groups(net: Net, op: str, algorithm: str, groups: list[np.ndarray], peers: list[np.ndarray] | None = None) -> tuple[list[Phase], int]:
+    """Phases of the same collective running concurrently in equal-sized groups (every DP group of a
+    job at once, say): phase k of every group runs together, so they share the fabric."""
+    plans = [plan(net, op, algorithm, g, None if peers is None else peers[i]) for i, g in enumerate(groups)]
+    first, steps = plans[0]
+    merged = []
+    for k, ph in enumerate(first):
+        parts = [p[0][k] for p in plans]
+        merged.append(Phase(np.concatenate([x.src for x in parts]), np.concatenate([x.dst for x in parts]),
+                            np.concatenate([x.frac for x in parts]), ph.repeat, ph.label, ph.steps))
+    return merged, steps
+
+
 def _tree(net: Net, ranks: np.ndarray) -> tuple[list[Phase], int]:
     groups = _by_server(net, ranks)
     m = len(groups)
@@ -267,11 +280,18 @@ def time_collective(
     step_overhead: float = STEP_OVERHEAD_S,
     cap: np.ndarray | None = None,
     keep_load: bool = False,
+    groups: list[np.ndarray] | None = None,
+    group_peers: list[np.ndarray] | None = None,
 ) -> Timing:
-    """Solve each phase of the collective once (for S = 1 byte) under ``scheme``."""
+    """Solve each phase of the collective once (for S = 1 byte) under ``scheme``; with ``groups``,
+    the collective runs in every group at once (``ranks`` is then ignored)."""
     from . import te
 
-    phases, steps = plan(net, op, algorithm, ranks, peers)
+    if groups is not None:
+        phases, steps = plan_groups(net, op, algorithm, groups, group_peers)
+        ranks = groups[0]
+    else:
+        phases, steps = plan(net, op, algorithm, ranks, peers)
     cap = net.arc_cap if cap is None else cap
     out = []
     notes: list[str] = []

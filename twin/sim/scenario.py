@@ -1,0 +1,206 @@
+"""The scenario language: what to simulate on a compiled design, validated like a site spec.
+
+A scenario names collectives and training jobs to time, the routing schemes to compare side by side,
+and what-if *cases* (failures, degraded links, a replaced server). Errors come back as
+``FILE:LINE:COL: path: message (expected ...)`` through the same loader and pydantic mapping as specs.
+
+Example (scenarios/server5.yaml, the talk's static-routing collision)::
+
+    name: server5
+    routing:
+      - {name: static, scheme: static}
+      - {name: e-ecmp-16qp, scheme: e-ecmp, qps: 16}
+    collectives:
+      - {name: a2a, op: alltoall, ranks: {servers: "1-4"}, sizes: [256 MiB]}
+    cases:
+      - {name: servers-1-4}
+      - {name: server-4-replaced-by-5, replace: [{server: 4, with: 5}]}
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import replace
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from ..spec.diagnostics import Diagnostic, Severity, SpecError
+from ..spec.loader import LoadError, Source, load_file, load_text
+from ..spec.models import IndexList, Model, Slug
+from ..spec.units import DataSize, Time
+from ..spec.validate import _diag, _pydantic_diags, _strip_optional, _unwrap
+
+SchemeKind = Literal["ecmp", "e-ecmp", "static", "spray", "te"]
+Op = Literal["allreduce", "reducescatter", "allgather", "alltoall", "sendrecv"]
+Algorithm = Literal["ring", "tree", "hierarchical", "halving", "doubling", "direct"]
+
+
+class Hash(Model):
+    function: Literal["xxmix", "crc32"] = "xxmix"
+    seed: int = Field(1, ge=0, le=2**32 - 1)
+    per_switch: bool = Field(True, description="each switch hashes with its own seed (False: polarisation what-if)")
+
+
+class RoutingCase(Model):
+    name: Slug
+    scheme: SchemeKind
+    qps: int | None = Field(None, ge=1, le=32, description="queue pairs per GPU pair; default: the site's routing.qps_per_gpu_pair")
+    hash: Hash | None = None
+    ecmp_width: int | None = Field(None, ge=1, le=1024)
+
+
+class Ranks(Model):
+    """Which GPUs take part. Ordinals count from 1 in topology order (zone, rack, server, GPU)."""
+
+    gpus: Literal["all"] | IndexList | None = None
+    servers: IndexList | None = None
+    racks: IndexList | None = None
+    zones: IndexList | None = None
+    count: int | None = Field(None, ge=2, description="the first N GPUs of the selection")
+    per_server: int | None = Field(None, ge=1, description="use only the first K GPUs of each server")
+
+    @model_validator(mode="after")
+    def _one(self) -> "Ranks":
+        given = [k for k in ("gpus", "servers", "racks", "zones") if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give one of gpus, servers, racks, zones (got {', '.join(given)})")
+        return self
+
+
+class Sweep(Model):
+    min: DataSize
+    max: DataSize
+    factor: float = Field(2.0, gt=1.0, le=1024)
+
+
+class Collective(Model):
+    name: Slug
+    op: Op
+    algorithm: Algorithm | None = Field(None, description="default: ring (direct for alltoall and sendrecv)")
+    ranks: Ranks = Field(default_factory=lambda: Ranks(gpus="all"))
+    peers: Ranks | None = Field(None, description="sendrecv: the receiving GPUs, paired in order with ranks")
+    sizes: list[DataSize] | None = None
+    sweep: Sweep | None = None
+    dtype: Literal["bfloat16", "float16", "float32", "int8"] = "bfloat16"
+
+    @model_validator(mode="after")
+    def _sizes(self) -> "Collective":
+        if self.sizes is None and self.sweep is None:
+            raise ValueError("give sizes or sweep")
+        if self.op == "sendrecv" and self.peers is None:
+            raise ValueError("sendrecv needs peers")
+        return self
+
+
+class Job(Model):
+    workload: Slug = Field(description="a workload name of the site spec")
+    order: Literal["topology", "naive"] = Field("topology", description="rank order: topology-aware or shuffled servers")
+    dims: str = Field("tp-cp-pp-dp", pattern=r"^(tp|cp|pp|dp)(-(tp|cp|pp|dp)){3}$", description="rank decomposition, fastest first")
+    dp_overlap: float = Field(0.8, ge=0, le=1, description="fraction of compute that hides DP communication")
+    kv_heads: int | None = Field(None, ge=1, description="GQA key/value heads (default: heads)")
+    virtual_stages: int = Field(1, ge=1, le=64, description="interleaved pipeline stages per GPU")
+    seed: int = 7
+
+
+class Failure(Model):
+    link: str | None = None
+    switch: str | None = None
+    server: int | str | None = None
+    tier: str | None = Field(None, description="every link of a tier, e.g. ctsw-atsw")
+    capacity: float = Field(0.0, ge=0, le=1, description="remaining fraction; 0 = down")
+
+    @model_validator(mode="after")
+    def _one(self) -> "Failure":
+        given = [k for k in ("link", "switch", "server", "tier") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of link, switch, server, tier")
+        if (self.switch is not None or self.server is not None) and self.capacity:
+            raise ValueError("a switch or server is either up or down; capacity applies to links and tiers")
+        return self
+
+
+class Replace(Model):
+    server: int | str
+    with_: int | str = Field(alias="with")
+
+
+class Case(Model):
+    name: Slug
+    failures: list[Failure] = Field(default_factory=list)
+    replace: list[Replace] = Field(default_factory=list)
+
+
+class Scenario(Model):
+    name: Slug
+    description: str = ""
+    protocol_efficiency: float = Field(0.94, gt=0, le=1)
+    step_overhead: Time = Field(2e-6, description="per-step software latency of the collective library")
+    hash: Hash = Field(default_factory=Hash)
+    routing: list[RoutingCase] = Field(min_length=1)
+    collectives: list[Collective] = Field(default_factory=list)
+    jobs: list[Job] = Field(default_factory=list)
+    cases: list[Case] = Field(default_factory=lambda: [Case(name="baseline")])
+
+    @model_validator(mode="after")
+    def _unique(self) -> "Scenario":
+        for what, names in (("routing", [r.name for r in self.routing]), ("collectives", [c.name for c in self.collectives]), ("cases", [c.name for c in self.cases])):
+            dup = {n for n in names if names.count(n) > 1}
+            if dup:
+                raise ValueError(f"duplicate {what} name(s): {', '.join(sorted(dup))}")
+        if not self.collectives and not self.jobs:
+            raise ValueError("nothing to simulate: give collectives or jobs")
+        return self
+
+
+def load_scenario(path: str | Path) -> tuple[Scenario, Source]:
+    """Parse and validate a scenario file; raise SpecError with every positioned problem."""
+    try:
+        src = load_file(path)
+    except LoadError as e:
+        raise SpecError(e.diagnostics) from None
+    return _validate(src), src
+
+
+def parse_scenario(text: str, path: str = "<scenario>") -> tuple[Scenario, Source]:
+    try:
+        src = load_text(text, path)
+    except LoadError as e:
+        raise SpecError(e.diagnostics) from None
+    return _validate(src), src
+
+
+def _validate(src: Source) -> Scenario:
+    if not isinstance(src.data, dict):
+        raise SpecError([_diag(src, Severity.ERROR, (), "a scenario must be a mapping", "name:, routing:, collectives:")])
+    try:
+        return Scenario.model_validate(src.data)
+    except ValidationError as e:
+        raise SpecError([_suggest(d) for d in _pydantic_diags(src, e)]) from None
+
+
+def _suggest(d: Diagnostic) -> Diagnostic:
+    """The spec validator suggests site fields for unknown keys; suggest scenario fields instead."""
+    if not d.message.startswith("unknown field"):
+        return d
+    model: object = Scenario
+    for p in d.path[:-1]:
+        if isinstance(model, type) and issubclass(model, BaseModel) and isinstance(p, str) and p in model.model_fields:
+            model = _strip_optional(model.model_fields[p].annotation)
+        elif not (isinstance(model, type) and issubclass(model, BaseModel)):
+            model = _unwrap(model, p)
+            model = _strip_optional(model) if model is not None else None
+        else:
+            model = None
+        if model is None:
+            break
+    known = sorted(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
+    close = difflib.get_close_matches(str(d.path[-1]), known, n=1)
+    expected = f"did you mean '{close[0]}'?" if close else ("one of: " + ", ".join(known) if known else "")
+    return replace(d, expected=expected)
+
+
+def error(src: Source, path: tuple, message: str, expected: str = "") -> Diagnostic:
+    """A positioned error for a problem found while resolving the scenario against a design."""
+    return _diag(src, Severity.ERROR, path, message, expected)
