@@ -87,7 +87,7 @@ def hall_limits(h: Hall, pue: float) -> list[Limit]:
         for r in rows:
             if r not in covered:
                 out.append(Limit("cooling-row", f"row {r} cooling", "normal", (r,), 1.0, 0.0, "no cooling zone covers it"))
-    out.append(Limit("utility", f"hall {h.name} utility", "normal", tuple(rows), pue, p.utility,
+    out.append(Limit("utility", "utility", "normal", tuple(rows), pue, p.utility,
                      f"utility {p.utility / 1e6:g} MW at PUE {pue:g}"))
     return out
 
