@@ -113,7 +113,8 @@ def base_hash(fields: dict[str, np.ndarray], use: list[str], function: str = "xx
 def switch_seeds(n_switches: int, seed: int = 1, per_switch: bool = True) -> np.ndarray:
     """The hash seed each switch is configured with."""
     ids = np.arange(n_switches, dtype=U64) if per_switch else np.zeros(n_switches, U64)
-    return fmix64(ids + U64(seed) * _P1 + U64(1))
+    with np.errstate(over="ignore"):
+        return fmix64(ids + U64(seed) * _P1 + U64(1))
 
 
 def choose(h: np.ndarray, switch_seed: np.ndarray, n: np.ndarray) -> np.ndarray:
