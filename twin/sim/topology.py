@@ -255,8 +255,7 @@ def _ecmp_groups(S: int, tails: np.ndarray, heads: np.ndarray, leaves: np.ndarra
         if not has.any():
             continue
         packed = np.packbits(mask[:, has], axis=0).T.copy()  # (T', bytes)
-        uniq, inv = np.unique(packed, axis=0, return_inverse=True)
-        inv = np.asarray(inv).reshape(-1)
+        uniq, inv = _unique_rows(packed)
         base = len(members)
         for row in uniq:
             bits = np.unpackbits(row)[: len(out)].astype(bool)
@@ -266,6 +265,28 @@ def _ecmp_groups(S: int, tails: np.ndarray, heads: np.ndarray, leaves: np.ndarra
         group_of[u, np.flatnonzero(has)] = base + inv
     garcs = np.concatenate(members) if members else np.zeros(0, np.int64)
     return dist, group_of, np.asarray(ptr, np.int64), garcs.astype(np.int64)
+
+
+_ROW_WEIGHTS = np.random.default_rng(12345).integers(1, 2**63, size=4096, dtype=np.uint64) | np.uint64(1)
+
+
+def _unique_rows(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unique rows of a small uint8 matrix and the inverse index. Sorting void rows is slow, so rows are
+    keyed by a 64-bit weighted sum first and the grouping is checked exactly afterwards (falling back
+    to the exact sort if two different rows ever shared a key)."""
+    nb = packed.shape[1]
+    if nb > len(_ROW_WEIGHTS):
+        uniq, inv = np.unique(packed, axis=0, return_inverse=True)
+        return uniq, np.asarray(inv).reshape(-1)
+    with np.errstate(over="ignore"):
+        key = (packed.astype(np.uint64) * _ROW_WEIGHTS[:nb]).sum(axis=1, dtype=np.uint64)
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    inv = np.asarray(inv).reshape(-1)
+    uniq = packed[first]
+    if not np.array_equal(uniq[inv], packed):
+        uniq, inv = np.unique(packed, axis=0, return_inverse=True)
+        inv = np.asarray(inv).reshape(-1)
+    return uniq, inv
 
 
 def from_design(design, graph: nx.MultiGraph | None = None) -> Net:

@@ -1,0 +1,122 @@
+"""Benchmark: one ring AllReduce across the GPUs of meta-24k-roce, 16 QPs per GPU pair, per-switch
+E-ECMP hashing, flow-level max-min fluid model; growth from 1K to 24K GPUs.
+
+Each size runs in its own process so peak memory (ru_maxrss) is that size's own. The design is
+compiled once per process (reported apart: it is the compiler, not the twin); the simulation time
+is compile-to-arrays + routing + fluid model of one ring step (the 2(n-1) steps of a ring are
+identical, so the AllReduce time is that step times 2(n-1) plus latency).
+
+    python bench/bench_sim.py            # the growth table
+    python bench/bench_sim.py --one 24576
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "sites" / "meta-24k-roce.yaml"
+SIZES = [1024, 3072, 6144, 12288, 24576]
+
+
+def subgraph(g, gpus: int, gpus_per_rack: int, racks_per_zone: int):
+    """The fabric of the first ``gpus`` GPUs: whole zones, or the first racks of zone 1 (with its
+    CTSWs); the ATSWs only when more than one zone is kept."""
+    racks = gpus // gpus_per_rack
+    zones = max(1, racks // racks_per_zone)
+    keep_racks = None if racks >= racks_per_zone else racks
+    nodes = []
+    rack_ids = sorted({d["rack"] for n, d in g.nodes(data=True) if d.get("role") == "rtsw" and d.get("zone") == 0})
+    allowed = set(rack_ids[:keep_racks]) if keep_racks else None
+    for n, d in g.nodes(data=True):
+        z = d.get("zone")
+        role = d.get("role")
+        if role in ("atsw", "core"):
+            if zones > 1:
+                nodes.append(n)
+            continue
+        if z is None or z >= zones:
+            continue
+        if allowed is not None and role in ("rtsw", "server", "nic", "leaf") and d.get("rack") not in allowed:
+            continue
+        nodes.append(n)
+    return g.subgraph(nodes).copy()
+
+
+def one(gpus: int) -> dict:
+    import numpy as np
+
+    import twin
+    from twin.sim import collectives as coll
+    from twin.sim import fluid, routing, topology
+
+    t0 = time.perf_counter()
+    design = twin.load(SITE)
+    t_design = time.perf_counter() - t0
+    spec = design.spec
+    g = design.get("fabric").graph
+    if gpus < spec.gpus:
+        g = subgraph(g, gpus, spec.rack.gpus, spec.racks_per_zone)
+    t1 = time.perf_counter()
+    net = topology.from_design(design, g)
+    t_compile = time.perf_counter() - t1
+    ranks = np.arange(net.n_gpus)
+    scheme = routing.Scheme("e-ecmp-16qp", "e-ecmp", 16)
+    t2 = time.perf_counter()
+    ph = coll.plan(net, "allreduce", "ring", ranks)[0][0]
+    r = routing.route(net, ph.src, ph.dst, ph.frac, scheme)
+    t_route = time.perf_counter() - t2
+    t3 = time.perf_counter()
+    res = fluid.complete(r.A, net.arc_cap, r.size)
+    t_fluid = time.perf_counter() - t3
+    total = t_compile + t_route + t_fluid
+    tm = coll.Timing("allreduce", "ring", scheme.name, len(ranks),
+                     [coll.PhaseTiming("ring", ph.repeat, res.makespan, float(r.latency.max()), ph.repeat, r.n_flows, r.A.shape[1], res.events)],
+                     ph.repeat)
+    size = 2.0**30
+    return {
+        "gpus": int(net.n_gpus),
+        "flows": int(r.n_flows),
+        "classes": int(r.A.shape[1]),
+        "events": int(res.events),
+        "design_s": t_design,
+        "compile_s": t_compile,
+        "route_s": t_route,
+        "fluid_s": t_fluid,
+        "sim_s": total,
+        "peak_rss_GiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+        "busbw_GBps_1GiB": tm.busbw(size) / 1e9,
+        "busbw_GBps_bandwidth_only": (2 * (len(ranks) - 1) / len(ranks)) / (ph.repeat * res.makespan / 0.94) / 1e9,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--one", type=int, help="run one size in this process and print JSON")
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one)))
+        return
+    rows = []
+    for n in SIZES:
+        out = subprocess.run([sys.executable, __file__, "--one", str(n)], capture_output=True, text=True, check=True)
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    head = f"{'GPUs':>6} {'QP flows':>9} {'classes':>8} {'events':>6} {'compile s':>9} {'route s':>7} {'fluid s':>7} {'sim s':>6} {'peak GiB':>8} {'busbw GB/s':>10} {'(bw only)':>9}"
+    print(head)
+    for r in rows:
+        print(f"{r['gpus']:>6} {r['flows']:>9,} {r['classes']:>8,} {r['events']:>6} {r['compile_s']:>9.2f} {r['route_s']:>7.2f} "
+              f"{r['fluid_s']:>7.2f} {r['sim_s']:>6.2f} {r['peak_rss_GiB']:>8.2f} {r['busbw_GBps_1GiB']:>10.1f} {r['busbw_GBps_bandwidth_only']:>9.1f}")
+    print(f"design compile (twin.load, not part of the simulation): {rows[-1]['design_s']:.1f} s at {rows[-1]['gpus']:,} GPUs")
+    big = rows[-1]
+    ok = big["sim_s"] < 30 and big["peak_rss_GiB"] < 8
+    print(f"target at {big['gpus']:,} GPUs: < 30 s and < 8 GiB: {'met' if ok else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
