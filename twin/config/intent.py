@@ -8,6 +8,7 @@ cannot disagree with each other.
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
@@ -50,6 +51,21 @@ def ecmp_widths(fabric) -> dict[str, int]:
     return {n: max([up.get(n, 0)] + list(down.get(n, Counter()).values()) + [1]) for n in fabric.switches()}
 
 
+def buffer_plan(model, mtu: int, reach_m: float = 100.0) -> dict[str, int]:
+    """Lossless headroom (bytes) for one priority group at the port speed.
+
+    xoff must absorb what is in flight after a PAUSE is sent: two cable delays (4.9 ns/m, assumed
+    ``reach_m`` = 100 m for the longest in-hall fibre) plus ~1.5 us of MAC/PHY response, at line rate,
+    plus two maximum frames; xon is two frames. The pool is half the switch buffer (catalog), or an
+    assumed 32 MiB for shallow-buffer switches without a figure.
+    """
+    rate = model.port_speed / 8
+    xoff = int(rate * (2 * reach_m * 4.9e-9 + 1.5e-6)) + 2 * mtu
+    total = int(model.buffer) if model.buffer else 64 * 2**20
+    return {"xoff": xoff, "xon": 2 * mtu, "pg_size": xoff + 2 * mtu, "ingress": total // 2,
+            "egress": total // 2, "xoff_pool": min(total // 4, xoff * model.ports)}
+
+
 def build_intent(design: Design) -> Intent:
     fabric = design.get("fabric")
     addr: Addressing = design.get("addressing")
@@ -81,6 +97,7 @@ def build_intent(design: Design) -> Intent:
             "groups": {},
             "host": None,
             "maximum_paths": width,
+            "buffer": buffer_plan(model, f.qos.mtu),
             "originate": [addr.loopback[n]],
             "originate6": [addr.loopback6[n]] if n in addr.loopback6 else [],
         }
@@ -106,9 +123,11 @@ def build_intent(design: Design) -> Intent:
                 "link": lk.id,
                 "port": my_port,
                 "ifname": linux_ifname(my_port),
+                "q": json.dumps(my_port)[:-1],  # JSON-quoted, unterminated: '"Ethernet1' + '|3"' is a safe key
                 "address": ip,
                 "address6": ip6,
                 "peer": peer,
+                "qdesc": json.dumps(f"{peer}:{peer_port}"),
                 "peer_port": peer_port,
                 "peer_ip": peer_ip.split("/")[0] if peer_ip else None,
                 "peer_ip6": peer_ip6.split("/")[0] if peer_ip6 else None,
@@ -136,6 +155,8 @@ def build_intent(design: Design) -> Intent:
             {**grp, "peer_asn": sorted(grp["peer_asn"])} for _, grp in sorted(ctx["groups"].items(), key=lambda kv: (kv[1]["direction"] != "down", kv[0]))
         ]
         ctx["server_ports"] = server_ports.get(ctx["name"], [])
+        ctx["q_server_ports"] = [json.dumps(p)[:-1] for p in ctx["server_ports"]]
+        ctx["q_ports"] = [nb["q"] for nb in ctx["neighbors"]] + ctx["q_server_ports"]
     qos = f.qos
     ecn = qos.ecn
     site = {

@@ -29,6 +29,7 @@ def environment() -> jinja2.Environment:
         auto_reload=False,
     )
     env.filters["tojson"] = lambda v: json.dumps(v, sort_keys=True)
+    env.filters["pretty"] = lambda v: json.dumps(v, sort_keys=True, indent=1)
     return env
 
 

@@ -16,7 +16,13 @@ from ..config.intent import Intent, build_intent
 from ..config.render import render
 from ..design import Design
 
-FRR_TEMPLATE = {"rtsw": "frr/rtsw.conf.j2", "ctsw": "frr/ctsw.conf.j2", "atsw": "frr/atsw.conf.j2"}
+FRR_TEMPLATE = {r: f"frr/{r}.conf.j2" for r in ("rtsw", "ctsw", "atsw")}
+SONIC_TEMPLATE = {r: f"sonic/{r}.json.j2" for r in ("rtsw", "ctsw", "atsw")}
+EOS_TEMPLATE = {r: f"eos/{r}.cfg.j2" for r in ("rtsw", "ctsw", "atsw")}
+
+
+def is_eos(sw: dict) -> bool:
+    return sw["vendor"].lower().startswith("arista")
 
 
 def _host_ip(gateway: str) -> str:
@@ -56,7 +62,16 @@ def emit(design: Design) -> dict[str, bytes]:
     intent = build_intent(design)
     site = intent.site
     files: dict[str, bytes] = {}
+    # what every switch shares is rendered once per build
+    shared = {
+        "qos_tables": render("sonic/qos.json.j2", site=site, identity={str(i): str(i) for i in range(8)}).rstrip(),
+        "port_qos": render("eos/port_qos.j2", site=site).rstrip("\n"),
+    }
     for name, sw in intent.switches.items():
         files[f"configs/frr/{name}.conf"] = render(FRR_TEMPLATE[sw["role"]], sw=sw, site=site).encode()
+        if is_eos(sw):
+            files[f"configs/eos/{name}.cfg"] = render(EOS_TEMPLATE[sw["role"]], sw=sw, site=site, port_qos=shared["port_qos"]).encode()
+        else:
+            files[f"configs/sonic/{name}/config_db.json"] = render(SONIC_TEMPLATE[sw["role"]], sw=sw, site=site, qos_tables=shared["qos_tables"]).encode()
     files["configs/frr/topology.json"] = (json.dumps(topology(intent), indent=1, sort_keys=True) + "\n").encode()
     return files

@@ -1,0 +1,54 @@
+"""Render every switch config of meta-24k-roce (FRR + SONiC/EOS) and report devices per second.
+
+Compare with pyavd 6.4 on this kind of machine: 9-18 devices/s for a pure-eBGP leaf-spine
+(facts.md). The issue's target: every switch of meta-24k-roce in under 5 s (>= 30x pyavd).
+
+Usage: python bench/bench_configs.py [sites/meta-24k-roce.yaml] [--json]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main(argv: list[str]) -> int:
+    args = [a for a in argv if not a.startswith("--")]
+    spec = Path(args[0]) if args else ROOT / "sites" / "meta-24k-roce.yaml"
+    import twin
+    from twin.emit import configs
+
+    t0 = time.perf_counter()
+    design = twin.load(spec)
+    t_compile = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    files = configs.emit(design)
+    t_render = time.perf_counter() - t1
+    devices = sum(1 for p in files if p.startswith("configs/frr/") and p.endswith(".conf"))
+    result = {
+        "site": design.name,
+        "switches": devices,
+        "files": len(files),
+        "bytes": sum(len(b) for b in files.values()),
+        "compile_s": round(t_compile, 2),
+        "render_s": round(t_render, 2),
+        "devices_per_s": round(devices / t_render, 1),
+        "vs_pyavd_18_per_s": round(devices / t_render / 18, 1),
+        "target_met": t_render < 5.0,
+    }
+    if "--json" in argv:
+        print(json.dumps(result, indent=1, sort_keys=True))
+    else:
+        print(f"{result['site']}: {devices} switches, {len(files)} files ({result['bytes'] / 2**20:.1f} MiB) "
+              f"rendered in {t_render:.2f} s = {result['devices_per_s']:.0f} devices/s "
+              f"({result['vs_pyavd_18_per_s']:.0f}x pyavd's best 18/s); design compiled in {t_compile:.1f} s")
+    return 0 if result["target_met"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
