@@ -107,7 +107,7 @@ def hall_lines(spec, h: Hall, racks_needed: int, nets) -> list[str]:
                 f" {kw(h.power.utility)}; fits {max(0, int(cap))} of {racks_needed} GPU racks"
             )
             continue
-        single = [L for L in fl if len(L.rows) == 1]
+        single = [L for L in fl if L.kind in ("busway", "cooling-row")]
         if single:
             # rows whose limit is below a full row of GPU racks
             tight = sorted({L.rows[0] for L in single if L.capacity / L.coef < free_r.get(L.rows[0], 0) * P})
@@ -120,7 +120,7 @@ def hall_lines(spec, h: Hall, racks_needed: int, nets) -> list[str]:
                 "busway:failure": f"{worst_state}: one busway carries the whole row",
                 "cooling-row:normal": "heat rejection per row",
             }.get(fam, label)
-            rows_txt = f"rows {ranges(tight)}" if tight else "rows"
+            rows_txt = (f"row {ranges(tight)}" if len(tight) == 1 else f"rows {ranges(tight)}") if tight else "rows"
             lines.append(
                 f"hall {h.name} {rows_txt} {label} ({what}; {L0.rating} = {kw(per_row)} per row):"
                 f" need {kw(need_w)} for {racks_needed} GPU racks of {kw(P)} + network,"
@@ -132,7 +132,7 @@ def hall_lines(spec, h: Hall, racks_needed: int, nets) -> list[str]:
                 full_rows = sum(free_r.get(r, 0) for r in L.rows) * P
                 if L.coef * full_rows > L.capacity:
                     lines.append(
-                        f"hall {h.name} {L.name} (rows {ranges(L.rows)}){' ' + L.state if L.state != 'normal' else ''}:"
+                        f"hall {h.name} {L.name} ({'row' if len(L.rows) == 1 else 'rows'} {ranges(L.rows)}){' ' + L.state if L.state != 'normal' else ''}:"
                         f" full rows need {kw(L.coef * full_rows)}, have {kw(L.capacity)} ({L.rating});"
                         f" the hall holds {int(max(0, cap))} of {racks_needed} GPU racks"
                     )
