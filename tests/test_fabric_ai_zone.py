@@ -147,3 +147,76 @@ def test_deterministic(meta24k):
     a, b = meta24k.get("fabric"), d2.get("fabric")
     assert a.links == b.links
     assert list(a.graph.nodes(data=True)) == list(b.graph.nodes(data=True))
+
+
+def test_switches_hang_only_where_placement_powered_them():
+    """Network racks hold exactly the switches the placement planned (and powered) for them."""
+    from collections import Counter
+
+    from tests.conftest import compiled
+
+    d = compiled("meta-24k-ib")
+    g = d.get("fabric").graph
+    racks = {r.id: r for r in d.get("placement").racks}
+    on_rack = Counter(a["rack"] for _, a in g.nodes(data=True) if a.get("level", -1) >= 1 and racks[a["rack"]].kind == "network")
+    assert on_rack and all(n == racks[r].switches for r, n in on_rack.items())
+    assert all(racks[r].power <= 33_000 for r in on_rack)
+
+
+def _two_rtsw_lab(tmp_path, ctsws: int):
+    from fabric_helpers import compile_naive
+
+    p = variant(tmp_path, "lab-2zone", f"lab-2rtsw-{ctsws}", rack_fields={"rtsw_count": 2}, rtsw=None, ctsw={"model": "minipack2", "count": ctsws})
+    return compile_naive(p).get("fabric").graph
+
+
+def test_two_rtsws_per_rack(tmp_path):
+    """2 RTSWs of 8 NICs and 8 uplinks per rack, 16 CTSWs per zone: each RTSW takes one server's
+    NICs, the rack's two RTSWs together meet every CTSW of the zone once, and every CTSW gets the
+    same number of downlinks (a wiring that starts both RTSWs at CTSW 1 leaves CTSWs 9-16 idle)."""
+    g = _two_rtsw_lab(tmp_path, 16)
+    rtsws = role_nodes(g, "rtsw")
+    assert len(rtsws) == 2 * 8 and all(re.fullmatch(r"lab1-z\d-r\d{3}-rtsw[12]", r) for r in rtsws)
+    by_rack: dict[str, list[str]] = {}
+    for r in rtsws:
+        by_rack.setdefault(g.nodes[r]["rack"], []).append(r)
+    nic_links = Counter()
+    for rack, pair in by_rack.items():
+        assert len(pair) == 2 and g.nodes[pair[0]]["u"] != g.nodes[pair[1]]["u"]
+        seen = Counter()
+        for i, r in enumerate(sorted(pair)):
+            nics = [p for _, p, t in g.edges(r, data="tier") if t == "nic-rtsw"]
+            assert len(nics) == 8 and {g.nodes[n]["server"] for n in nics} == {f"{rack}-s{i + 1}"}
+            nic_links.update(nics)
+            ups = Counter(p for _, p, t in g.edges(r, data="tier") if t == "rtsw-ctsw")
+            assert sum(ups.values()) == 8 and len(ups) == 8
+            assert all(g.nodes[c]["zone"] == g.nodes[r]["zone"] for c in ups)
+            seen.update(ups)
+        assert len(seen) == 16 and set(seen.values()) == {1}
+    assert set(nic_links.values()) == {1} and len(nic_links) == len(role_nodes(g, "nic"))
+    down = Counter(len([1 for _, _, t in g.edges(c, data="tier") if t == "rtsw-ctsw"]) for c in role_nodes(g, "ctsw"))
+    assert down == {4 * 2 * 8 // 16: 32}
+    assert max(port_uses(g).values()) == 1
+    assert nx.is_connected(link_subgraph(g))
+
+
+def test_two_rtsws_uneven_spread_stays_balanced(tmp_path):
+    """8 uplinks over 6 CTSWs: each RTSW meets every CTSW once or twice, and the zone's 64 uplinks
+    land 10 or 11 per CTSW."""
+    g = _two_rtsw_lab(tmp_path, 6)
+    for r in role_nodes(g, "rtsw"):
+        ups = Counter(p for _, p, t in g.edges(r, data="tier") if t == "rtsw-ctsw")
+        assert len(ups) == 6 and set(ups.values()) == {1, 2}
+    for z in (0, 1):
+        down = [len([1 for _, _, t in g.edges(c, data="tier") if t == "rtsw-ctsw"]) for c in role_nodes(g, "ctsw") if g.nodes[c]["zone"] == z]
+        assert sorted(down) == [10, 10, 11, 11, 11, 11]
+    assert max(port_uses(g).values()) == 1
+
+
+def test_rtsw_count_must_divide_the_nics(tmp_path):
+    from fabric_helpers import compile_naive
+    from twin.spec.diagnostics import InfeasibleError
+
+    p = variant(tmp_path, "lab-2zone", "lab-3rtsw", rack_fields={"rtsw_count": 3}, rtsw=None)
+    with pytest.raises(InfeasibleError, match="16 NICs and 3 RTSWs"):
+        compile_naive(p)

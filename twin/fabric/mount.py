@@ -1,7 +1,7 @@
 """Hanging switches on the racks the placement produced.
 
 Switches fill the network racks of their role (and zone) in rack order, bottom-up, as many per rack
-as fit in the usable height; a rack switch sits at the top of its GPU rack, servers from the bottom.
+as fit in the usable height and as the placement powered it for (``PlacedRack.switches``); a rack switch sits at the top of its GPU rack, servers from the bottom.
 The U position feeds the cable labels and the vertical rise of every cable route.
 """
 
@@ -21,13 +21,17 @@ class Mounter:
         self.role, self.zone = role, zone
         self.rack = 0
         self.used_u = 0
+        self.count = 0  # switches on the current rack
 
     def mount(self, device: str, model: SwitchModel) -> tuple[PlacedRack, int]:
         """(rack, lowest U) for the next switch; raises if the placement left too few racks."""
         h = model.height_u
-        if self.used_u and self.used_u + h > NETWORK_RACK_U:
+        # the placement powered each rack for ``switches`` devices; never hang more than that on it
+        planned = self.racks[self.rack].switches if self.rack < len(self.racks) else 0
+        if self.used_u and (self.used_u + h > NETWORK_RACK_U or (planned and self.count >= planned)):
             self.rack += 1
             self.used_u = 0
+            self.count = 0
         if self.rack >= len(self.racks):
             where = f" of zone {self.zone + 1}" if self.zone is not None else ""
             raise InfeasibleError([
@@ -36,6 +40,7 @@ class Mounter:
             ])
         u = self.used_u + 1
         self.used_u += h
+        self.count += 1
         return self.racks[self.rack], u
 
 
