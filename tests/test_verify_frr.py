@@ -1,0 +1,75 @@
+"""twin verify in real FRR: the lab site converges to the predicted ECMP, survives a link failure,
+and broken configs (a dropped peer, a wrong maximum-paths) are caught. Needs root and FRR."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from conftest import SITES
+from twin.build import build
+from twin.verify import roce
+from twin.verify.frr import binaries
+from twin.verify.netns import leftover, require_root
+
+WHY = require_root(binaries(bfd=True))
+needs_frr = pytest.mark.skipif(WHY is not None, reason=WHY or "")
+
+
+@pytest.fixture(scope="module")
+def lab_out(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gen") / "lab-2zone"
+    build(SITES / "lab-2zone.yaml", out)
+    return out
+
+
+def test_prediction_shrinks_when_a_link_goes(lab_out):
+    """Pure model, no root: losing one RTSW-CTSW link costs that RTSW one path to every other rack."""
+    topo = roce.Topology.load(lab_out)
+    before = roce.predict(topo)
+    link = topo.links[0]
+    leaf = link["a"] if topo.switches[link["a"]]["level"] == 1 else link["b"]
+    after = roce.predict(topo.without(link["id"]))
+    assert all(w == 15 for w in after[leaf].values()) and all(w == 16 for w in before[leaf].values())
+    assert len(before[leaf]) == 7  # every other rack
+    z2 = roce.predict(topo.slice_zone(2))
+    assert all(len(v) == 3 for n, v in z2.items() if topo.switches[n]["level"] == 1)  # zone-local racks only
+
+
+@pytest.mark.root
+@needs_frr
+def test_lab_verifies_in_frr(lab_out):
+    res = roce.verify(lab_out, timeout=180)
+    js = res.to_json()
+    assert res.ok, js["problems"]
+    assert js["bgp_sessions_established"] == js["bgp_sessions_expected"] == 384
+    assert js["routes_checked"] > 100 and js["pings"]["failed"] == 0 and js["pings"]["sent"] == 56
+    assert js["link_down"]["routes_changed"] == 8 and js["link_down"]["pings_failed"] == 0
+    assert js["bfd_sessions_down"] == 0
+    assert not leftover(js["namespace_prefix"])
+
+
+@pytest.mark.root
+@needs_frr
+def test_broken_configs_are_caught(lab_out):
+    """One RTSW loses a peer, another gets maximum-paths 8: verify must name both."""
+
+    def breaking(configs: dict[str, str]) -> None:
+        a, b = "lab1-z1-r001-rtsw", "lab1-z2-r002-rtsw"
+        peer = re.search(r"^ neighbor (\S+) peer-group CTSW$", configs[a], re.M).group(1)
+        configs[a] = re.sub(rf"^ neighbor {re.escape(peer)} .*\n", "", configs[a], flags=re.M)
+        configs[b] = configs[b].replace("maximum-paths 16", "maximum-paths 8")
+
+    res = roce.verify(lab_out, timeout=40, bfd=False, mutate=breaking)
+    text = "\n".join(res.problems)
+    assert not res.ok
+    assert re.search(r"lab1-z1-r001-rtsw: 15 BGP peers configured for 16 links", text), text
+    assert re.search(r"lab1-z2-r002-rtsw: \S+ has 8 next hop\(s\), design predicts 16", text), text
+    assert not leftover(res.figures["namespace_prefix"])
+
+
+def test_bad_slice_is_an_error(lab_out):
+    with pytest.raises(ValueError, match="no zone 3"):
+        roce.Topology.load(lab_out).slice_zone(3)
