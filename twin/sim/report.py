@@ -15,6 +15,7 @@ def _schemes(data: dict) -> list[str]:
 
 
 def render(data: dict, console: Console) -> None:
+    console.width = max(console.width, 132)  # nccl-tests-shaped tables are wide; never squeeze them
     console.print(f"[bold]{data['scenario']}[/bold] on {data['site']} ({data['gpus']:,} GPUs); protocol efficiency "
                   f"{data['protocol_efficiency']:g}, step overhead {data['step_overhead_us']:g} us")
     for n in data["notes"]:
@@ -31,14 +32,14 @@ def render(data: dict, console: Console) -> None:
                     head = [f"{row['size']:,}", f"{row['count']:,}", row["type"]] if k == 0 else ["", "", ""]
                     t.add_row(*head, n, f"{r['time_us']:,.1f}", f"{r['algbw_GBps']:.2f}", f"{r['busbw_GBps']:.2f}",
                               end_section=k == len(names) - 1)
-            console.print(t, width=max(console.width, 120))
+            console.print(t)
             lt = Table(title="link load on the fabric (dominant phase)", title_justify="left")
             for col in ("scheme", "max/mean load", "flows", "flow classes", "rate events"):
                 lt.add_column(col, justify="right")
             for e in c["schemes"]:
                 ph = max(e["phases"], key=lambda p: p["repeat"] * p["us_per_MiB"])
                 lt.add_row(e["scheme"], f"{e['link_load']['max_over_mean']:.2f}", f"{ph['flows']:,}", f"{ph['classes']:,}", str(ph["events"]))
-            console.print(lt, width=max(console.width, 120))
+            console.print(lt)
         for j in case["jobs"]:
             t = Table(title=f"{case['case']}: job {j['workload']} ({j['parallelism']}, {j['gpus']:,} GPUs, {j['order']} order, "
                             f"compute {j['compute_s']:.2f} s, bubble {j['bubble_s']:.2f} s)", title_justify="left")
@@ -48,7 +49,7 @@ def render(data: dict, console: Console) -> None:
                 t.add_row(s["scheme"], f"{s['step_s']:.3f}", f"{s['exposed_comm_s']:.3f}", f"{100 * s['exposed_fraction']:.1f}",
                           f"{s['tp_s']:.3f}", f"{s['pp_exposed_s']:.3f}", f"{s['dp_s']:.3f} ({s['dp_exposed_s']:.3f})",
                           f"{s['effective_tflops_per_gpu']:.0f}")
-            console.print(t, width=max(console.width, 120))
+            console.print(t)
 
 
 def markdown(data: dict) -> str:

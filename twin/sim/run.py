@@ -22,6 +22,7 @@ from . import routing, topology
 from .scenario import Case, Ranks, Scenario, error
 from .topology import Net
 
+SYNTHETIC_NVLINK = 3.6e12  # bit/s per GPU and direction (H100 SXM) for graphs without a design/catalog
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "int8": 1}
 
 
@@ -143,7 +144,7 @@ def apply_failures(g: nx.MultiGraph, net0: Net, case: Case, src=None, case_index
 def _compile(design, graph, net_base: Net | None) -> Net:
     if design is not None:
         return topology.from_design(design, graph)
-    return topology.compile_graph(graph, {}, None)
+    return topology.compile_graph(graph, {}, SYNTHETIC_NVLINK)
 
 
 def _load_stats(net: Net, load: np.ndarray, eligible: np.ndarray) -> dict:
