@@ -12,18 +12,20 @@ import yaml
 SITES = Path(__file__).resolve().parents[1] / "sites"
 
 
-def variant(tmp_path: Path, base: str, name: str, **fabric) -> Path:
-    """A copy of sites/<base>.yaml with fields of ``fabric`` replaced (None deletes a field); the
-    workloads are dropped since they are sized for the original GPU count."""
+def variant(tmp_path: Path, base: str, name: str, rack_fields: dict | None = None, **fabric) -> Path:
+    """A copy of sites/<base>.yaml with fields of ``fabric`` (and of the fabric's rack type, from
+    ``rack_fields``) replaced, None deleting a field; the workloads are dropped since they are sized
+    for the original GPU count."""
     doc = yaml.safe_load((SITES / f"{base}.yaml").read_text())
     doc = copy.deepcopy(doc)
     doc["name"] = name
     doc.pop("workloads", None)
-    for k, v in fabric.items():
-        if v is None:
-            doc["fabric"].pop(k, None)
-        else:
-            doc["fabric"][k] = v
+    for section, fields in ((doc["fabric"], fabric), (doc["rack_types"][doc["fabric"]["rack_type"]], rack_fields or {})):
+        for k, v in fields.items():
+            if v is None:
+                section.pop(k, None)
+            else:
+                section[k] = v
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
