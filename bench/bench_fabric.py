@@ -1,8 +1,11 @@
-"""Time and peak memory of fabric synthesis + cabling plan + BOM + cabling files, by cluster size.
+"""Time and peak memory of fabric synthesis + cabling plan + BOM + cabling files, by cluster size,
+and, in its own column, of the model exports (model/fabric.graphml + model/fabric.json).
 
 Specs are generated from sites/meta-24k-roce.yaml by changing the number of AI zones (one zone per
 hall, halls copied from dh1 on a grid). Placement (the naive fill) runs first and is not timed: this
-measures the fabric work. Each size runs in a fresh process so that its peak RSS is its own.
+measures the fabric work. The export is timed apart because it is an emitter that every build runs
+and once dominated it (networkx.write_graphml took ~17 s at 24K GPUs). Each size runs in a fresh
+process so that its peak RSS is its own.
 
     python bench/bench_fabric.py            # 4K, 24K, 50K, 100K GPUs
     python bench/bench_fabric.py 24576      # one size
@@ -52,7 +55,7 @@ def run_one(path: str) -> dict:
     from unittest import mock
 
     from twin import pipeline
-    from twin.emit import bom, cabling as cabling_emit
+    from twin.emit import bom, cabling as cabling_emit, model_export
     from twin.fabric import cabling, synthesize
     from twin.place import naive
 
@@ -66,6 +69,11 @@ def run_one(path: str) -> dict:
         d = type(d)(d.spec, d.budget, d.warnings, {**d.passes, "cabling": cabling.plan(d)})
         files = {**bom.emit(d), **cabling_emit.emit(d)}
         times.append(time.perf_counter() - t)
+    export_times = []
+    for _ in range(RUNS):
+        t = time.perf_counter()
+        model = model_export.emit(d)
+        export_times.append(time.perf_counter() - t)
     g = d.get("fabric").graph
     return {
         "gpus": d.spec.gpus,
@@ -74,6 +82,8 @@ def run_one(path: str) -> dict:
         "cables": len(d.get("cabling")),
         "files": len(files),
         "median_s": statistics.median(times),
+        "export_s": statistics.median(export_times),
+        "export_mib": sum(len(v) for v in model.values()) / 2**20,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
@@ -83,7 +93,7 @@ def main(argv: list[str]) -> None:
         print(json.dumps(run_one(argv[1])))
         return
     sizes = [int(a) for a in argv] or list(SIZES)
-    print(f"{'GPUs':>8} {'nodes':>8} {'edges':>8} {'cables':>8} {'time (s)':>9} {'peak RSS (MiB)':>15}")
+    print(f"{'GPUs':>8} {'nodes':>8} {'edges':>8} {'cables':>8} {'time (s)':>9} {'export (s)':>11} {'export (MiB)':>13} {'peak RSS (MiB)':>15}")
     with tempfile.TemporaryDirectory() as tmp:
         for gpus in sizes:
             spec = make_spec(gpus, Path(tmp))
@@ -92,7 +102,7 @@ def main(argv: list[str]) -> None:
                 print(out.stderr[-2000:])
                 raise SystemExit(out.returncode)
             r = json.loads(out.stdout.strip().splitlines()[-1])
-            print(f"{r['gpus']:>8,} {r['nodes']:>8,} {r['edges']:>8,} {r['cables']:>8,} {r['median_s']:>9.2f} {r['peak_rss_mib']:>15,.0f}")
+            print(f"{r['gpus']:>8,} {r['nodes']:>8,} {r['edges']:>8,} {r['cables']:>8,} {r['median_s']:>9.2f} {r['export_s']:>11.2f} {r['export_mib']:>13,.1f} {r['peak_rss_mib']:>15,.0f}")
 
 
 if __name__ == "__main__":
