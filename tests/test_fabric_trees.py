@@ -105,3 +105,62 @@ def test_rail_optimized_graph(tmp_path):
         assert rails == {g.nodes[leaf]["rail"]}
     assert len(role_nodes(g, "leaf")) + len(role_nodes(g, "spine")) == canonical(2048, 64)
     assert nx.is_connected(link_subgraph(g))
+
+
+def _top_boundary_figures(ts):
+    """(distinct tops per lower switch, links per top, pods per top) at the boundary into the top."""
+    h = ts.radix // 2
+    step = h ** (ts.tiers - 2)
+    edges = boundary(ts, ts.tiers - 1)
+    tops: dict[int, set] = {}
+    pods: dict[int, set] = {}
+    for lo, hi in edges:
+        tops.setdefault(lo, set()).add(hi)
+        pods.setdefault(hi, set()).add(lo // step)
+    return {len(s) for s in tops.values()}, Counter(hi for _, hi in edges), pods
+
+
+@pytest.mark.parametrize("n, k", [(24_576, 64), (32_768, 32), (65_536, 32), (65_536, 64), (32_768, 128), (65_536, 256), (4_096, 64), (20_000, 48), (1_000, 16)])
+def test_folded_top_tier_has_no_parallel_links(n, k):
+    """Every switch below the top reaches as many distinct tops as it has up-ports (h), every top
+    has all k ports used (an even leaf count) and reaches every full pod, at the canonical switch count."""
+    ts = shape(n, k)
+    assert ts.tiers >= 3 and ts.total == fat_tree_switches(n, k, ts.tiers)
+    if n % k == 0:
+        assert ts.total == canonical(n, k)
+    hops, down, pods = _top_boundary_figures(ts)
+    h = k // 2
+    assert hops == {h}
+    assert len(down) == ts.switches[-1]
+    if ts.switches[0] % 2 == 0:
+        assert set(down.values()) == {k}
+    full_pods = set(range(ts.switches[0] // h ** (ts.tiers - 2)))
+    assert all(full_pods <= p for p in pods.values())
+
+
+def test_two_tier_with_few_spines_reaches_every_spine():
+    """The one case that keeps parallel links: 40 leaves of 32 up-ports, 20 spines."""
+    ts = shape(40 * 32, 64)
+    assert ts.switches == (40, 20)
+    hops, down, _ = _top_boundary_figures(ts)
+    assert hops == {20} and set(down.values()) == {64}
+    per_pair = Counter(boundary(ts, 1))
+    assert set(per_pair.values()) == {1, 2}
+
+
+def test_meta_24k_ib_spines_reach_32_distinct_cores(ib):
+    f = ib.get("fabric")
+    peers: dict[str, Counter] = {}
+    for lk in f.cables():
+        if lk.tier in ("leaf-spine", "spine-core"):
+            peers.setdefault(lk.a, Counter())[lk.b] += 1
+    spines = role_nodes(f.graph, "spine")
+    assert len(spines) == 768
+    assert all(len(peers[s]) == 32 and set(peers[s].values()) == {1} for s in spines)
+    assert all(len(peers[lf]) == 32 for lf in role_nodes(f.graph, "leaf"))
+    from twin.fabric.figures import compute
+
+    tiers = {t.role: t for t in compute(f, ib.spec).tiers}
+    assert tiers["spine"].next_hops == (32, 32) and tiers["leaf"].next_hops == (32, 32)
+    core_down = Counter(lk.b for lk in f.cables() if lk.tier == "spine-core")
+    assert set(core_down.values()) == {64}

@@ -36,6 +36,9 @@ def fabric_section(d: Design) -> str | None:
             f"{t.ports_used:,} / {t.ports_total:,} ({pct(t.ports_used / t.ports_total)})",
         ])
     out.append(table(["tier", "models", "switches", "down", "up", "down:up", "ECMP up (links / next hops)", "ports used"], rows, "llrrrlll"))
+    notes = [] if fabric.family == "ai-zone-clos" else parallel_link_notes(fig.tiers, s.fabric.hb_domain if fabric.family == "rail-only" else 1)
+    if notes:
+        out.append("\n" + "\n".join(f"- {n}" for n in notes) + "\n")
     out.append("\n" + table(["link tier", "links", "capacity"], [[k, f"{n:,}", _tb(c)] for k, (n, c) in fig.links.items()], "lrr"))
     facts = [["GPU injection (all NICs)", _tb(fig.injection_bps)]]
     if fig.zone_bisection:
@@ -51,6 +54,32 @@ def fabric_section(d: Design) -> str | None:
     facts.append(["worst-case path between two NICs", f"{fig.worst_hops} links, {fig.worst_hops - 1} switches" + (" (same rail; other rails via NVLink)" if fig.unreachable_leaf_pairs else "")])
     out.append("\n" + table(["figure", "value"], facts, "ll"))
     return "\n".join(out)
+
+
+def parallel_link_notes(tiers: list, trees: int = 1) -> list[str]:
+    """Why a fat-tree tier sends several links to the same upper switch, where it does.
+
+    The tree wiring (``twin.fabric.fat_tree``) gives every up-port its own next hop whenever the tree
+    has enough upper switches to allow it; the two cases where it cannot are a tree whose upper tier
+    is smaller than a switch's up-ports (a 2-tier tree of fewer than 2h leaves; ``trees`` counts the
+    separate trees of a rail-only fabric) and the switches of a partial last pod. The report says
+    which, because a failed upper switch takes all of its parallel links at once. (The AI-zone Clos
+    uses parallel links by design and documents them in ``twin.fabric.ai_zone``.)
+    """
+    out = []
+    for lower, upper in zip(tiers, tiers[1:]):
+        links, hops = lower.uplinks, lower.next_hops
+        if not links[0] or hops[0] >= links[0]:
+            continue
+        per_tree = upper.count // max(1, trees)
+        if per_tree < links[0]:
+            why = (f"each tree's {upper.role} tier has {per_tree:,} switches, fewer than the {links[0]} up-ports, "
+                   "so no wiring reaches more")
+        else:
+            why = f"the {lower.role} switches of a partial last pod share fewer {upper.role}s than they have up-ports"
+        span = f"{hops[0]}" + (f"-{hops[1]}" if hops[1] != hops[0] else "")
+        out.append(f"{lower.role}: {links[0]} up-links reach {span} distinct {upper.role}s (parallel links): {why}.")
+    return out
 
 
 def cabling_section(d: Design) -> str | None:

@@ -120,7 +120,35 @@ TRAILING: list[Section] = [warnings_section]
 
 def render(d: Design) -> str:
     parts = [p for sec in SECTIONS + TRAILING if (p := sec(d))]
-    return "\n".join(p.rstrip("\n") + "\n" for p in parts)
+    return normalise_blank_lines("\n\n".join(parts))
+
+
+def normalise_blank_lines(text: str) -> str:
+    r"""At most one blank line between blocks, none at the ends, one final newline.
+
+    Sections are written independently and each pads its tables with newlines, so joining them piles
+    up blank lines; collapsing them here keeps every section free to pad. Fenced code blocks are
+    left as written (blank lines inside them are content).
+
+    >>> normalise_blank_lines("# a\n\n\n| t |\n  \n\n```\nx\n\n\ny\n```\n\n")
+    '# a\n\n| t |\n\n```\nx\n\n\ny\n```\n'
+    """
+    out: list[str] = []
+    fence = None
+    for line in text.splitlines():
+        marker = line.lstrip()[:3]
+        if fence is None and marker in ("```", "~~~"):
+            fence = marker
+        elif fence is not None and marker == fence:
+            fence = None
+        elif fence is None and not line.strip():
+            if out and out[-1]:
+                out.append("")
+            continue
+        out.append(line)
+    while out and not out[-1]:
+        out.pop()
+    return "\n".join(out) + "\n"
 
 
 def emit(d: Design) -> dict[str, bytes]:

@@ -8,12 +8,31 @@ Wiring (k-ary L-tree, folded at the top). Between tiers t and t+1 (t+1 < L) the 
 blocks of ``B = h^t`` consecutive indices (a pod at t = 1); switch at offset o of a block of s
 switches sends uplink u to offset ``(o + u * h^(t-1)) mod s`` of the same block. In a full block this
 is the canonical "same position, every digit" pattern; in the last, partial block it still gives
-every upper switch exactly h downlinks. Into the top tier, tier L-1 switch i = j * h^(L-2) + r (pod
-j, position r) owns a class of ``pods/2`` top switches per position r and sends uplink u to top
-``r * pods/2 + (j * h + u) mod (pods/2)``: every top gets exactly k links and every switch reaches
-min(h, pods/2) distinct tops (all h in a full tree: the canonical core groups). When the pods do not
-split evenly, uplink u goes to ``((i + u * h^(L-2)) mod m) mod ceil(m/2)`` (two h-port canonical tops
-folded into one k-port switch), which keeps the port counts exact.
+every upper switch exactly h downlinks.
+
+Into the top tier: tier L-1 switch i sits at position r of pod j (pods of ``P = h^(L-2)``
+switches). Positions are grouped into classes of g; a class owns ``C = g * pods/2`` top switches and
+numbers its up-ports pod by pod, ``x = (j*g + s)*h + u`` (s = position within the class), sending
+port x to top ``x mod C`` of the class. Consecutive port numbers land on consecutive tops, so:
+
+- a switch's h up-ports reach h distinct tops whenever C >= h: no parallel links;
+- the ports of a class are one contiguous range of length C*k, so every top gets exactly k links;
+- a pod's g*h ports of a class cover all C tops (C <= g*h since pods <= 2h), so every top reaches
+  every pod and the down path top -> pod -> leaf always exists.
+
+g is the smallest divisor of P with C >= h (:func:`top_classes`). In a full tree (pods = 2h) that is
+g = 1, C = h: the canonical core groups (position r's spines meet only core group r). With fewer pods
+a class of one position would own fewer than h tops and a switch would have to send several links to
+the same top: meta-24k-ib (24 pods of 32 on 64-port QM9700, 384 cores) would give each spine 12
+distinct cores for 32 up-ports; with g = 4 every spine reaches 32 distinct cores, with the same switch
+and link counts. When pods are partial or odd in number, all positions form one class over every top
+switch (``x = i*h + u``): the same properties for every full pod; a partial last pod reaches only
+as many tops as it has up-ports (the down path to it runs through those), and with an odd leaf count
+one top switch has fewer than k links.
+
+Only a 2-tier tree with fewer than 2h leaves keeps parallel links: its top tier has m/2 < h switches,
+so a leaf cannot reach more than m/2 distinct spines; it reaches all of them, ceil(h / (m/2)) links each
+at most.
 """
 
 from __future__ import annotations
@@ -65,17 +84,34 @@ def boundary(ts: TreeShape, t: int) -> list[tuple[int, int]]:
         return out
     top = ts.switches[-1]
     step = h ** (ts.tiers - 2)
-    pods, rest = divmod(m, step)
-    if rest == 0 and pods % 2 == 0:
-        # class r (position in pod) owns tops r*pods/2 ...; each pod spreads over min(h, pods/2) of them
-        half = pods // 2
-        for i in range(m):
-            j, r = divmod(i, step)
-            out.extend((i, r * half + (j * h + u) % half) for u in range(h))
-        return out
+    g, size = top_classes(ts)
     for i in range(m):
-        out.extend((i, ((i + u * step) % m) % top) for u in range(h))
+        j, r = divmod(i, step)
+        c, s = divmod(r, g)
+        x = (j * g + s) * h
+        out.extend((i, c * size + (x + u) % size) for u in range(h))
     return out
+
+
+def top_classes(ts: TreeShape) -> tuple[int, int]:
+    """(positions per class g, top switches per class) for the boundary into the top tier.
+
+    A class of g pod positions owns ``g * pods / 2`` top switches; g is the smallest divisor of the
+    pod size that gives a class at least h tops, so every up-port of a switch below the top reaches
+    its own top switch. When pods are not whole or do not pair up, all positions form one class over
+    every top switch.
+
+    >>> top_classes(shape(24576, 64)), top_classes(shape(65536, 64)), top_classes(shape(4096, 64))
+    ((4, 48), (1, 32), (16, 32))
+    """
+    h = ts.radix // 2
+    step = h ** (ts.tiers - 2)
+    pods, rest = divmod(ts.switches[0], step)
+    if rest == 0 and pods % 2 == 0:
+        for g in range(1, step + 1):
+            if step % g == 0 and g * pods // 2 >= h:
+                return g, g * pods // 2
+    return step, ts.switches[-1]
 
 
 def role_names(tiers: int) -> tuple[str, ...]:
