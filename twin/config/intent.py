@@ -62,8 +62,8 @@ def buffer_plan(model, mtu: int, reach_m: float = 100.0) -> dict[str, int]:
     rate = model.port_speed / 8
     xoff = int(rate * (2 * reach_m * 4.9e-9 + 1.5e-6)) + 2 * mtu
     total = int(model.buffer) if model.buffer else 64 * 2**20
-    return {"xoff": xoff, "xon": 2 * mtu, "pg_size": xoff + 2 * mtu, "ingress": total // 2,
-            "egress": total // 2, "xoff_pool": min(total // 4, xoff * model.ports)}
+    return dict({"xoff": xoff, "xon": 2 * mtu, "pg_size": xoff + 2 * mtu, "ingress": total // 2,
+            "egress": total // 2, "xoff_pool": min(total // 4, xoff * model.ports)})
 
 
 def build_intent(design: Design) -> Intent:
@@ -81,7 +81,7 @@ def build_intent(design: Design) -> Intent:
         level = node["level"]
         role = LEVEL_ROLE[level]
         width = widths[n] if r.ecmp_width is None else min(widths[n], r.ecmp_width)
-        sw[n] = {
+        sw[n] = dict({
             "name": n,
             "role": role,
             "level": level,
@@ -100,7 +100,7 @@ def build_intent(design: Design) -> Intent:
             "buffer": buffer_plan(model, f.qos.mtu),
             "originate": [addr.loopback[n]],
             "originate6": [addr.loopback6[n]] if n in addr.loopback6 else [],
-        }
+        })
     server_ports: dict[str, list[str]] = defaultdict(list)
     for lk in fabric.cables():
         if lk.a not in sw or lk.b not in sw:
@@ -119,7 +119,7 @@ def build_intent(design: Design) -> Intent:
                 ip, peer_ip = addr.p2p[lk.id][end], addr.p2p[lk.id][1 - end]
             if lk.id in addr.p2p6:
                 ip6, peer_ip6 = addr.p2p6[lk.id][end], addr.p2p6[lk.id][1 - end]
-            ctx["neighbors"].append({
+            ctx["neighbors"].append(dict({
                 "link": lk.id,
                 "port": my_port,
                 "ifname": linux_ifname(my_port),
@@ -128,16 +128,17 @@ def build_intent(design: Design) -> Intent:
                 "address6": ip6,
                 "peer": peer,
                 "qdesc": json.dumps(f"{peer}:{peer_port}"),
+                "qpeer": json.dumps(peer),
                 "peer_port": peer_port,
                 "peer_ip": peer_ip.split("/")[0] if peer_ip else None,
                 "peer_ip6": peer_ip6.split("/")[0] if peer_ip6 else None,
                 "peer_asn": sw[peer]["asn"],
                 "group": group,
                 "speed": int(lk.speed),
-            })
+            }))
     for n, subnet in addr.rack_subnet.items():
         ctx = sw[n]
-        ctx["host"] = {
+        ctx["host"] = dict({
             "ifname": HOST_IF,
             "vlan": int(HOST_IF[4:]),
             "subnet": subnet,
@@ -145,27 +146,27 @@ def build_intent(design: Design) -> Intent:
             "subnet6": addr.rack_subnet6.get(n),
             "gateway6": addr.rack_gateway6.get(n),
             "ports": server_ports.get(n, []),
-        }
+        })
         ctx["originate"] = [subnet] + ctx["originate"]
         if n in addr.rack_subnet6:
             ctx["originate6"] = [addr.rack_subnet6[n]] + ctx["originate6"]
     atsw_asns = sorted({a for n, a in addr.asn.items() if sw[n]["level"] == 3})
     for ctx in sw.values():
         ctx["groups"] = [
-            {**grp, "peer_asn": sorted(grp["peer_asn"])} for _, grp in sorted(ctx["groups"].items(), key=lambda kv: (kv[1]["direction"] != "down", kv[0]))
+            dict({**grp, "peer_asn": sorted(grp["peer_asn"])}) for _, grp in sorted(ctx["groups"].items(), key=lambda kv: (kv[1]["direction"] != "down", kv[0]))
         ]
         ctx["server_ports"] = server_ports.get(ctx["name"], [])
         ctx["q_server_ports"] = [json.dumps(p)[:-1] for p in ctx["server_ports"]]
         ctx["q_ports"] = [nb["q"] for nb in ctx["neighbors"]] + ctx["q_server_ports"]
     qos = f.qos
     ecn = qos.ecn
-    site = {
+    site = dict({
         "name": spec.name,
         "unnumbered": addr.unnumbered,
         "ipv6": addr.ipv6,
         "bfd": r.bfd,
         "hash_fields": list(r.hash_fields),
-        "pools": addr.pools,
+        "pools": dict(addr.pools),
         "ula": str(ULA),
         "atsw_asns": atsw_asns,
         "mtu": qos.mtu,
@@ -173,11 +174,11 @@ def build_intent(design: Design) -> Intent:
         "lossless_dscp": list(qos.lossless_dscp),
         "control_dscp": qos.control_dscp,
         "control_priority": 6 if qos.pfc_priority != 6 else 5,
-        "ecn": None if ecn is None else {
+        "ecn": None if ecn is None else dict({
             "min_bytes": int(ecn.min_threshold), "max_bytes": int(ecn.max_threshold),
             "probability": int(round(ecn.max_probability * 100)),
-        },
+        }),
         "dcqcn": qos.dcqcn,
         "pfc_watchdog_ms": None if qos.pfc_watchdog is None else int(round(qos.pfc_watchdog * 1000)),
-    }
+    })
     return Intent(sw, site)

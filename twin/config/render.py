@@ -17,9 +17,22 @@ import jinja2
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 
 
+class _Environment(jinja2.Environment):
+    """Contexts are plain dicts: look keys up first (Jinja's default tries a Python attribute
+    first, which for a dict fails and costs an exception or a fallback on every ``sw.name``)."""
+
+    def getattr(self, obj, attribute):
+        if isinstance(obj, dict):
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return super().getattr(obj, attribute)
+
+
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
+    env = _Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
