@@ -28,7 +28,7 @@ distinct cores for 32 up-ports; with g = 4 every spine reaches 32 distinct cores
 and link counts. When pods are partial or odd in number, all positions form one class over every top
 switch (``x = i*h + u``): the same properties for every full pod; a partial last pod reaches only
 as many tops as it has up-ports (the down path to it runs through those), and with an odd leaf count
-one top switch has fewer than k links.
+the top tier is h links short of full, the gap spread over its switches (floor or ceil of the mean).
 
 Only a 2-tier tree with fewer than 2h leaves keeps parallel links: its top tier has m/2 < h switches,
 so a leaf cannot reach more than m/2 distinct spines; it reaches all of them, ceil(h / (m/2)) links each
