@@ -192,15 +192,19 @@ def verify(folder: Path, zone: int | None = None, timeout: float = 600, bfd: boo
         if not ok:
             res.problems += [f"not converged to the predicted ECMP after {timeout:g} s:"] + last
         # sessions: every configured link must carry an Established session at both ends
+        want = defaultdict(int)
+        for lk in topo.links:
+            want[lk["a"]] += 1
+            want[lk["b"]] += 1
+        with ThreadPoolExecutor(max_workers=4) as ex:
+            summaries = dict(zip(sorted(topo.switches), ex.map(lab.bgp_summary, sorted(topo.switches))))
         down: list[str] = []
         sessions = 0
-        for n in sorted(topo.switches):
-            peers = lab.bgp_summary(n)
-            want = sum(1 for lk in topo.links if n in (lk["a"], lk["b"]))
+        for n, peers in summaries.items():
             sessions += sum(1 for st in peers.values() if st == "Established")
             bad = [f"{p}={st}" for p, st in sorted(peers.items()) if st != "Established"]
-            if len(peers) < want or bad:
-                down.append(f"{n}: {len(peers)} BGP peers configured for {want} links; not established: {', '.join(bad) or '-'}")
+            if len(peers) < want[n] or bad:
+                down.append(f"{n}: {len(peers)} BGP peers configured for {want[n]} links; not established: {', '.join(bad) or '-'}")
         res.figures["bgp_sessions_established"] = sessions
         res.figures["bgp_sessions_expected"] = 2 * len(topo.links)
         res.problems += down[:20]
