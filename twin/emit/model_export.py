@@ -5,7 +5,7 @@ Why a GraphML writer of our own: ``networkx.write_graphml`` builds an ElementTre
 and dominated ``twin build``. GraphML is a flat format, so this module streams it instead: one line
 per node and per edge, formatted from the graph's own tuples, with a per-build cache for the escaped
 form of values that repeat (device names appear on every link). Both files for meta-24k-roce now
-take well under a second.
+take about 1 s together (``bench/bench_fabric.py`` prints the export time per cluster size).
 
 What keeps the files loadable and byte-stable:
 
