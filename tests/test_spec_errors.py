@@ -142,3 +142,13 @@ def test_alias_bomb_is_bounded():
 def test_name_must_be_a_slug():
     _, errs = errors(LAB.replace("name: lab-2zone", "name: ../../etc"))
     assert errs and errs[0].dotted == "name"
+
+
+def test_ctsw_budget_counts_every_rtsw_of_a_rack():
+    # 2 RTSWs per rack, 8 NICs and 8 uplinks each: a rack sends 16 uplinks, so 4 racks x 16 / 4 CTSWs = 16
+    # down ports per CTSW; with 40 racks that is 160 > 64 ports, which counting one RTSW would miss (80 > 64
+    # too), so use 24 racks: 96 down (2 RTSWs) vs 48 (1 RTSW) on a 64-port CTSW.
+    text = LAB.replace("    rtsw: minipack2\n", "    rtsw: minipack2\n    rtsw_count: 2\n").replace(
+        "uplinks: 16 ", "uplinks: 8 ").replace("racks_per_zone: 4", "racks_per_zone: 24").replace('oversubscription: "2:1"', 'oversubscription: "8:1"')
+    _, errs = errors(text)
+    assert any(e.dotted == "fabric.ctsw.count" and "96 down" in e.message for e in errs), [e.format() for e in errs]

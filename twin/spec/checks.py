@@ -124,19 +124,20 @@ def _ai_zone_ports(spec: Spec) -> Iterator[Finding]:
             f"RTSWs are oversubscribed {down}:{up} ({down / up:.2f}:1); traffic leaving a rack is throttled"
         ), f"uplinks >= {down} for full bisection"
     c = f.ctsw.count
-    if up % c:
+    rack_up = up * spec.rack_type.rtsw_count  # a rack's RTSWs share the zone's CTSWs
+    if rack_up % c:
         yield W, ("fabric", "ctsw", "count"), (
-            f"{up} uplinks per RTSW do not spread evenly over {c} CTSWs; ECMP weights will be uneven"
-        ), f"a divisor of {up}"
+            f"{rack_up} uplinks per rack do not spread evenly over {c} CTSWs; ECMP weights will be uneven"
+        ), f"a divisor of {rack_up}"
     ctsw = spec.catalog.switches[f.ctsw.model]
     over = f.atsw.oversubscription if f.atsw and spec.zones > 1 else None
     if f.atsw and spec.zones > 1 and over is None:
         over = 1.0
-    cdown, cup = ctsw_ports(spec.racks_per_zone, up, c, over)
+    cdown, cup = ctsw_ports(spec.racks_per_zone, rack_up, c, over)
     if cdown + cup > ctsw.ports:
         yield E, ("fabric", "ctsw", "count"), (
             f"each of {c} CTSWs ({f.ctsw.model}, {ctsw.ports} ports) needs {cdown} down + {cup} up = {cdown + cup} ports"
-        ), f"at least {math.ceil(spec.racks_per_zone * up / max(1, ctsw.ports - cup))} CTSWs per zone or a larger switch"
+        ), f"at least {math.ceil(spec.racks_per_zone * rack_up / max(1, ctsw.ports - cup))} CTSWs per zone or a larger switch"
     if f.atsw and f.atsw.model and f.atsw.count and spec.zones > 1:
         atsw = spec.catalog.switches[f.atsw.model]
         total = spec.zones * c * cup
