@@ -14,7 +14,7 @@ from ..design import Design
 from ..feasibility import hall_capacity
 from ..spec.models import Family
 from ..spec.units import kw
-from . import bom, fabric_report, placement
+from . import bom, configs_report, fabric_report, placement
 from .markdown import pct, table
 
 Section = Callable[[Design], str | None]
@@ -114,7 +114,7 @@ def warnings_section(d: Design) -> str | None:
     return "## Warnings\n\n" + "".join(f"- line {w.line}: `{w.dotted}`: {w.message}" + (f" (expected {w.expected})" if w.expected else "") + "\n" for w in d.warnings)
 
 
-SECTIONS: list[Section] = [summary, rack_section, power_section, placement.section, fabric_report.fabric_section, bom.section, fabric_report.cabling_section, workloads_section]
+SECTIONS: list[Section] = [summary, rack_section, power_section, placement.section, fabric_report.fabric_section, bom.section, fabric_report.cabling_section, configs_report.section, workloads_section]
 TRAILING: list[Section] = [warnings_section]
 
 
