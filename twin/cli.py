@@ -132,8 +132,11 @@ def build(
         err.print(f"{spec}: {e}", style="red", markup=False)
         raise typer.Exit(EXIT_INVALID) from None
     d = result.design
+    placement = d.get("placement")
+    solver = placement.figures.get("solver") if placement is not None else None
     if as_json:
         _emit_json({
+            "placement": solver or {},
             "status": "ok",
             "site": d.name,
             "output": str(result.out_dir),
@@ -145,6 +148,11 @@ def build(
         return
     if not quiet:
         _print_diags(list(d.warnings))
+        if solver:
+            out.print(
+                f"placement: {solver['status']}, fiber {placement.figures['fiber_m']['total']:,.0f} m,"
+                f" gap {100 * solver['gap']:.3f}%, {solver['seconds']:.1f} s"
+            )
         out.print(
             f"[green]built[/green] {d.name}: {d.spec.gpus:,} GPUs, {d.spec.racks:,} racks, "
             f"{len(result.files)} artifacts -> {result.out_dir}"

@@ -75,8 +75,8 @@ def section(d: Design) -> str | None:
     if sol:
         out.append(
             f"Method: {sol['method']}. Status **{sol['status']}**, fiber {f['fiber_m']['total']:,.0f} m"
-            f" against a proven lower bound of {sol['fiber_bound_m']:,.0f} m (gap {100 * sol['gap']:.3f}%),"
-            f" {sol['seconds']:.1f} s. Rack-to-spine runs limited to the reach of `{sol['uplink_medium']}`"
+            f" against a proven lower bound of {sol['fiber_bound_m']:,.0f} m (gap {100 * sol['gap']:.3f}%)"
+            f" (solver time is printed by `twin build`, not recorded here: artifacts are byte-stable). Rack-to-spine runs limited to the reach of `{sol['uplink_medium']}`"
             f" ({sol['uplink_reach_m']:g} m). Objective in order: GPUs placed, fiber metres (tray run), peak row load.\n"
         )
     else:
