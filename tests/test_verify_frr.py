@@ -65,9 +65,19 @@ def test_broken_configs_are_caught(lab_out):
     res = roce.verify(lab_out, timeout=40, bfd=False, mutate=breaking)
     text = "\n".join(res.problems)
     assert not res.ok
-    assert re.search(r"lab1-z1-r001-rtsw: 15 BGP peers configured for 16 links", text), text
+    assert re.search(r"lab1-z1-r001-rtsw: 15 BGP peers configured for 16 links, 15 established of 16 expected", text), text
     assert re.search(r"lab1-z2-r002-rtsw: \S+ has 8 next hop\(s\), design predicts 16", text), text
     assert not leftover(res.figures["namespace_prefix"])
+
+
+@pytest.mark.root
+@needs_frr
+def test_zone_slice_verifies(lab_out):
+    """One zone with the ATSWs: their sessions into the other zone are configured but out of scope."""
+    res = roce.verify(lab_out, zone=2, timeout=120, bfd=False)
+    assert res.ok, res.problems
+    assert res.switches == 4 + 4 + 2 and res.racks == 4
+    assert res.figures["bgp_sessions_established"] == 2 * res.links
 
 
 def test_bad_slice_is_an_error(lab_out):
