@@ -114,7 +114,13 @@ def warnings_section(d: Design) -> str | None:
     return "## Warnings\n\n" + "".join(f"- line {w.line}: `{w.dotted}`: {w.message}" + (f" (expected {w.expected})" if w.expected else "") + "\n" for w in d.warnings)
 
 
-SECTIONS: list[Section] = [summary, rack_section, power_section, placement.section, fabric_report.fabric_section, bom.section, fabric_report.cabling_section, configs_report.section, workloads_section]
+def sim_section(d: Design) -> str | None:
+    from ..sim.report import design_section
+
+    return design_section(d)
+
+
+SECTIONS: list[Section] = [summary, rack_section, power_section, placement.section, fabric_report.fabric_section, bom.section, fabric_report.cabling_section, configs_report.section, workloads_section, sim_section]
 TRAILING: list[Section] = [warnings_section]
 
 

@@ -22,40 +22,56 @@ from scipy.sparse import csc_matrix
 
 REL_TOL = 1e-9
 EVENT_BATCH = 1e-3  # flows finishing within 0.1% of the next finish time end together (stated bound)
+LARGE_CLASSES = 50_000  # above this many flow classes, events are batched in relative windows
+LARGE_WINDOW = 0.02
 
 
 def max_min(A: csc_matrix, cap: np.ndarray) -> np.ndarray:
-    """Max-min fair rate per member flow of each class; ``A[arc, class]`` = members x fraction."""
+    """Max-min fair rate per member flow of each class; ``A[arc, class]`` = members x fraction.
+
+    Progressive filling raises one level at a time, which takes as many rounds as there are distinct
+    rates (16,000 on a 16K-GPU job's DP rings behind the ATSW tier). We saturate every *locally*
+    minimal arc per round instead: an arc whose fair share ``resid / (unfrozen weight)`` is the lowest
+    along every unfrozen flow crossing it. Its flows are bottlenecked there at exactly that share,
+    whatever happens elsewhere, because freezing flows at lower levels only ever raises other arcs'
+    shares. The global minimum is always locally minimal, so each round makes progress; the result
+    is the same allocation as level-by-level filling, in a few dozen rounds."""
     K = A.shape[1]
     rate = np.zeros(K)
     if K == 0:
         return rate
-    AT = A.T.tocsr()
-    A = A.tocsr()
-    used = np.diff(A.indptr) > 0
+    Acsc = csc_matrix(A)
+    Acsr = Acsc.tocsr()
+    col_ptr, col_arcs = Acsc.indptr, Acsc.indices
+    row_ptr, row_cls = Acsr.indptr, Acsr.indices
+    col_nz = np.diff(col_ptr) > 0
+    row_nz = np.diff(row_ptr) > 0
     resid = cap.astype(float).copy()
-    frozen = np.zeros(K, bool)
-    frozen[np.diff(AT.indptr) == 0] = True  # classes touching no arc (cannot happen for real flows)
+    frozen = ~col_nz
     rate[frozen] = np.inf
     while not frozen.all():
-        denom = A @ (~frozen).astype(float)
-        live = used & (denom > 0)
-        if not live.any():
-            break
-        head = resid[live] / denom[live]
-        delta = max(0.0, head.min())
-        rate[~frozen] += delta
-        resid -= delta * denom
-        sat = live & (resid <= REL_TOL * np.maximum(cap, 1.0) + delta * denom * REL_TOL)
-        if not sat.any():  # numerical guard: saturate the arg-min arc
-            sat = np.zeros_like(live)
-            sat[np.flatnonzero(live)[np.argmin(head)]] = True
-        hit = (AT @ sat.astype(float)) > 0
+        denom = Acsr @ (~frozen).astype(float)
+        live = row_nz & (denom > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fs = np.where(live, np.maximum(resid, 0.0) / np.where(live, denom, 1.0), np.inf)
+        # m(f): the lowest fair share along each class' path
+        m = np.minimum.reduceat(fs[col_arcs], col_ptr[:-1][col_nz]) if col_arcs.size else np.zeros(0)
+        mf = np.full(K, np.inf)
+        mf[col_nz] = m
+        mf[frozen] = np.inf
+        # arc-wise: the lowest m over the unfrozen classes crossing it
+        rm = np.full(len(resid), np.inf)
+        rm[row_nz] = np.minimum.reduceat(mf[row_cls], row_ptr[:-1][row_nz])
+        bott = live & (fs <= rm * (1 + 1e-12))
+        if not bott.any():  # numerical guard: the global minimum is always a bottleneck
+            bott = live & (fs <= fs[live].min() * (1 + 1e-12))
+        hit = (Acsc.T @ bott.astype(float)) > 0
         newly = hit & ~frozen
         if not newly.any():
             break
+        rate[newly] = mf[newly]
         frozen |= newly
-        resid[sat] = 0.0
+        resid = resid - Acsr @ np.where(newly, rate, 0.0)
     return rate
 
 
@@ -67,11 +83,19 @@ class FluidResult:
     events: int  # rate recomputations
 
 
-def complete(A: csc_matrix, cap: np.ndarray, size: np.ndarray) -> FluidResult:
+def complete(A: csc_matrix, cap: np.ndarray, size: np.ndarray, rel_window: float | None = None) -> FluidResult:
     """Run the fluid model until every flow has sent ``size`` bytes; rates are recomputed (max-min)
-    whenever flows finish. Flows whose finish time is within :data:`EVENT_BATCH` of the next one end
-    in the same event, which bounds the number of recomputations on large hashed flow sets."""
+    whenever flows finish.
+
+    Event batching keeps large runs bounded: flows finishing within :data:`EVENT_BATCH` of the next
+    finish end in the same event; with ``rel_window`` w > 0, every flow finishing before
+    ``t_next x (1 + w)`` ends at its own time but the capacity it frees is only reused from the end of
+    that window (conservative: the makespan can only be over-estimated, by less than w of it). The
+    default is exact (w = 0) below :data:`LARGE_CLASSES` flow classes and w = 2% above, which bounds a
+    16K-GPU run to ~100 rate recomputations instead of one per distinct rate."""
     K = A.shape[1]
+    if rel_window is None:
+        rel_window = 0.0 if K < LARGE_CLASSES else LARGE_WINDOW
     finish = np.zeros(K)
     rate0 = np.zeros(K)
     remaining = np.asarray(size, float).copy()
@@ -91,9 +115,11 @@ def complete(A: csc_matrix, cap: np.ndarray, size: np.ndarray) -> FluidResult:
         if not np.isfinite(tmin):
             finish[active] = np.inf
             break
-        done = dt <= tmin * (1 + EVENT_BATCH)
+        step = max(tmin * (1 + EVENT_BATCH), (t + tmin) * (1 + rel_window) - t)
+        done = dt <= step
+        if rel_window == 0.0:
+            step = tmin
         finish[active[done]] = t + dt[done]
-        step = tmin
         remaining[active] -= r * step
         t += step
         active = active[~done]

@@ -63,3 +63,42 @@ def markdown(data: dict) -> str:
                 rows.append([case["case"], c["name"], f"{c['op']}/{c['algorithm']}", c["ranks"], e["scheme"],
                              f"{e['busbw_GBps_at_max_size']:.1f}", f"{e['link_load']['max_over_mean']:.2f}"])
     return table(["case", "collective", "algorithm", "ranks", "routing", "busbw GB/s (largest size)", "max/mean link load"], rows, "lllrlrr")
+
+
+REPORT_GPUS = 256  # the report's AllReduce runs on the first GPUs only, so `twin build` stays fast
+
+
+def design_section(d) -> str | None:
+    """Report section: ring AllReduce busbw on the first racks of the site under three schemes.
+
+    Cheap by construction (a subgraph of at most REPORT_GPUS GPUs, one ring phase per scheme); the
+    full what-ifs are `twin simulate`'s job."""
+    fab = d.get("fabric")
+    if fab is None or getattr(fab, "graph", None) is None:
+        return None
+    import numpy as np
+
+    from ..emit.markdown import table
+    from . import collectives as coll
+    from . import routing, topology
+
+    g = topology.first_gpus_subgraph(fab.graph, REPORT_GPUS)
+    net = topology.from_design(d, g)
+    if net.n_gpus < 2 or (net.nic_leaf < 0).all():
+        return None
+    qps = d.spec.fabric.routing.qps_per_gpu_pair
+    ranks = np.arange(net.n_gpus)
+    size = 2.0**30
+    rows = []
+    for s in (routing.Scheme("ecmp, 1 QP", "ecmp", 1), routing.Scheme(f"e-ecmp, {qps} QPs", "e-ecmp", qps),
+              routing.Scheme("spray (upper bound)", "spray", 1)):
+        tm = coll.time_collective(net, "allreduce", "ring", ranks, s, keep_load=True)
+        ph = tm.phases[0]
+        sw = (net.arc_tail >= 0) & (net.arc_tail < net.n_switches) & (net.arc_head >= 0) & (net.arc_head < net.n_switches)
+        x = ph.load[sw & (ph.load > 0)] if ph.load is not None else np.zeros(0)
+        mm = f"{x.max() / x.mean():.2f}" if len(x) else "-"
+        rows.append([s.name, f"{tm.busbw(size) / 1e9:.1f}", f"{tm.time(size) * 1e3:.2f}", mm])
+    head = (f"## Collective performance (twin)\n\nRing AllReduce of 1 GiB over the first {net.n_gpus} GPUs "
+            f"({len(set(net.server_rack))} racks), flow-level max-min model, protocol efficiency "
+            f"{coll.PROTOCOL_EFFICIENCY:g}. Run `twin simulate` with a scenario for the whole site, failures and jobs.\n\n")
+    return head + table(["routing", "busbw GB/s", "time ms", "max/mean fabric link load"], rows, "lrrr")

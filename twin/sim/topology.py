@@ -320,3 +320,32 @@ def cable_lengths(design) -> dict[str, float]:
         if length is not None:
             out[str(key)] = float(length)
     return out
+
+
+def first_gpus_subgraph(g: nx.MultiGraph, gpus: int) -> nx.MultiGraph:
+    """The fabric serving the first ``gpus`` GPUs in topology order: their servers, NICs and leaves,
+    the spine switches of the zones they touch, and the core only when they span zones. Used to
+    keep report-time and benchmark simulations small on big sites."""
+    nodes = g.nodes
+    servers = sorted((n for n, d in nodes(data=True) if d.get("role") == "server"),
+                     key=lambda n: (nodes[n].get("zone") or 0, str(nodes[n].get("rack")), n))
+    keep_srv, total = [], 0
+    for s in servers:
+        if total >= gpus:
+            break
+        keep_srv.append(s)
+        total += int(nodes[s].get("gpus", 0))
+    racks = {nodes[s].get("rack") for s in keep_srv}
+    zones = {nodes[s].get("zone") for s in keep_srv}
+    keep = set(keep_srv)
+    for n, d in nodes(data=True):
+        level = d.get("level", -1)
+        if d.get("role") == "nic" and d.get("server") in keep:
+            keep.add(n)
+        elif level == 1 and d.get("rack") in racks:
+            keep.add(n)
+        elif level == 2 and d.get("zone") in zones:
+            keep.add(n)
+        elif level >= 3 and len(zones) > 1:
+            keep.add(n)
+    return g.subgraph(keep).copy()
