@@ -83,3 +83,24 @@ def test_zone_slice_verifies(lab_out):
 def test_bad_slice_is_an_error(lab_out):
     with pytest.raises(ValueError, match="no zone 3"):
         roce.Topology.load(lab_out).slice_zone(3)
+
+
+@pytest.mark.root
+@needs_frr
+@pytest.mark.parametrize("routing", [{"unnumbered": True, "ipv6": True}, {"unnumbered": False, "ipv6": True}], ids=["unnumbered-v6", "numbered-v6"])
+def test_addressing_options_verify(tmp_path, routing):
+    """BGP unnumbered (RFC 5549) and dual-stack /31 + /127 sessions: IPv4 and IPv6 rack subnets at
+    the predicted width."""
+    import yaml
+
+    data = yaml.safe_load((SITES / "lab-2zone.yaml").read_text())
+    data["fabric"]["routing"].update(routing)
+    spec = tmp_path / "lab-variant.yaml"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    out = tmp_path / "out"
+    build(spec, out)
+    res = roce.verify(out, timeout=120, bfd=False)
+    assert res.ok, res.problems
+    assert res.figures["routes_checked"] == 2 * 136  # every IPv4 and IPv6 rack subnet on every switch
+    per_link = 1 if routing["unnumbered"] else 2
+    assert res.figures["bgp_sessions_established"] == 2 * per_link * 192

@@ -30,11 +30,13 @@ class Topology:
     unnumbered: bool
     bfd: bool
     site: str
+    sessions_per_link: int = 1  # 2 with numbered IPv6: a separate IPv6 session per link
 
     @classmethod
     def load(cls, folder: Path) -> "Topology":
         js = json.loads((folder / "configs" / "frr" / "topology.json").read_text())
-        return cls({s["name"]: s for s in js["switches"]}, js["links"], js["hosts"], js["unnumbered"], js["bfd"], js["site"])
+        per_link = 2 if js.get("ipv6") and not js["unnumbered"] else 1
+        return cls({s["name"]: s for s in js["switches"]}, js["links"], js["hosts"], js["unnumbered"], js["bfd"], js["site"], per_link)
 
     def slice_zone(self, zone: int) -> "Topology":
         """Zone ``zone`` (1-based) with every top-tier switch: the links leaving to other zones go."""
@@ -45,11 +47,11 @@ class Topology:
             {n: s for n, s in self.switches.items() if n in keep},
             [lk for lk in self.links if lk["a"] in keep and lk["b"] in keep],
             [h for h in self.hosts if h["switch"] in keep],
-            self.unnumbered, self.bfd, self.site,
+            self.unnumbered, self.bfd, self.site, self.sessions_per_link,
         )
 
     def without(self, link_id: str) -> "Topology":
-        return Topology(self.switches, [lk for lk in self.links if lk["id"] != link_id], self.hosts, self.unnumbered, self.bfd, self.site)
+        return Topology(self.switches, [lk for lk in self.links if lk["id"] != link_id], self.hosts, self.unnumbered, self.bfd, self.site, self.sessions_per_link)
 
 
 def predict(topo: Topology) -> dict[str, dict[str, int]]:
@@ -94,6 +96,8 @@ def predict(topo: Topology) -> dict[str, dict[str, int]]:
                 first = min(cand[v])[0]
                 path[v] = (sw[first]["asn"],) + path[first]
                 out[v][prefix] = min(len(cand[v]), sw[v]["maximum_paths"])
+                if h.get("subnet6"):
+                    out[v][h["subnet6"]] = out[v][prefix]  # same sessions, same policy, same width
     return out
 
 
@@ -117,8 +121,12 @@ class VerifyResult:
 
 
 def _mismatches(lab: FrrLab, expected: dict[str, dict[str, int]], limit: int = 20) -> list[str]:
+    v6 = any(":" in p for routes in expected.values() for p in routes)
+
     def one(name: str) -> list[str]:
         got = lab.kernel_routes(name)
+        if v6:
+            got.update(lab.kernel_routes(name, "-6"))
         return [
             f"{name}: {p} has {got.get(p, 0)} next hop(s), design predicts {w}"
             for p, w in sorted(expected[name].items()) if got.get(p, 0) != w
@@ -195,12 +203,13 @@ def verify(folder: Path, zone: int | None = None, timeout: float = 600, bfd: boo
         # A slice keeps every configured peer of its switches but not every link: the top tier's
         # sessions into other zones must be configured (the config is whole) yet cannot come up.
         want, configured = defaultdict(int), defaultdict(int)
+        k = topo.sessions_per_link
         for lk in topo.links:
-            want[lk["a"]] += 1
-            want[lk["b"]] += 1
+            want[lk["a"]] += k
+            want[lk["b"]] += k
         for lk in full.links:
-            configured[lk["a"]] += 1
-            configured[lk["b"]] += 1
+            configured[lk["a"]] += k
+            configured[lk["b"]] += k
         with ThreadPoolExecutor(max_workers=4) as ex:
             summaries = dict(zip(sorted(topo.switches), ex.map(lab.bgp_summary, sorted(topo.switches))))
         down: list[str] = []
@@ -211,10 +220,10 @@ def verify(folder: Path, zone: int | None = None, timeout: float = 600, bfd: boo
             if len(peers) != configured[n] or up != want[n]:
                 bad = [f"{p}={st}" for p, st in sorted(peers.items()) if st != "Established"]
                 more = f" (+{len(bad) - 5} more)" if len(bad) > 5 else ""
-                down.append(f"{n}: {len(peers)} BGP peers configured for {configured[n]} links, {up} established of "
+                down.append(f"{n}: {len(peers)} BGP peers configured for {configured[n] // k} links, {up} established of "
                             f"{want[n]} expected; not established: {', '.join(bad[:5]) or '-'}{more}")
         res.figures["bgp_sessions_established"] = sessions
-        res.figures["bgp_sessions_expected"] = 2 * len(topo.links)
+        res.figures["bgp_sessions_expected"] = 2 * k * len(topo.links)
         res.problems += down[:20]
         if use_bfd:
             bfd_down = 0
