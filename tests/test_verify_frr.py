@@ -47,17 +47,20 @@ def test_lab_verifies_in_frr(lab_out):
     assert js["bgp_sessions_established"] == js["bgp_sessions_expected"] == 384
     assert js["routes_checked"] > 100 and js["pings"]["failed"] == 0 and js["pings"]["sent"] == 56
     assert js["link_down"]["routes_changed"] == 8 and js["link_down"]["pings_failed"] == 0
-    assert js["bfd_sessions_down"] == 0
+    assert js["bfd_sessions_down"] == 0 and js["leaves_leaking_transit"] == 0
     assert not leftover(js["namespace_prefix"])
 
 
 @pytest.mark.root
 @needs_frr
 def test_broken_configs_are_caught(lab_out):
-    """One RTSW loses a peer, another gets maximum-paths 8: verify must name both."""
+    """One RTSW loses a peer, another gets maximum-paths 8, a third loses its outbound policy:
+    verify must name all three."""
 
     def breaking(configs: dict[str, str]) -> None:
-        a, b = "lab1-z1-r001-rtsw", "lab1-z2-r002-rtsw"
+        a, b, c = "lab1-z1-r001-rtsw", "lab1-z2-r002-rtsw", "lab1-z1-r003-rtsw"
+        assert "  neighbor CTSW route-map RACK-ONLY out\n" in configs[c]
+        configs[c] = configs[c].replace("  neighbor CTSW route-map RACK-ONLY out\n", "")
         peer = re.search(r"^ neighbor (\S+) peer-group CTSW$", configs[a], re.M).group(1)
         configs[a] = re.sub(rf"^ neighbor {re.escape(peer)} .*\n", "", configs[a], flags=re.M)
         configs[b] = configs[b].replace("maximum-paths 16", "maximum-paths 8")
@@ -67,6 +70,7 @@ def test_broken_configs_are_caught(lab_out):
     assert not res.ok
     assert re.search(r"lab1-z1-r001-rtsw: 15 BGP peers configured for 16 links, 15 established of 16 expected", text), text
     assert re.search(r"lab1-z2-r002-rtsw: \S+ has 8 next hop\(s\), design predicts 16", text), text
+    assert "lab1-z1-r003-rtsw announces more than its rack" in text and res.figures["leaves_leaking_transit"] == 1
     assert not leftover(res.figures["namespace_prefix"])
 
 

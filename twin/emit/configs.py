@@ -38,7 +38,8 @@ def topology(intent: Intent) -> dict:
     for name, sw in sorted(intent.switches.items()):
         switches.append({
             "name": name, "role": sw["role"], "level": sw["level"], "zone": sw["zone"], "asn": sw["asn"],
-            "maximum_paths": sw["maximum_paths"], "originate": sw["originate"], "loopback": sw["loopback"],
+            "maximum_paths": sw["maximum_paths"], "originate": sw["originate"], "originate6": sw["originate6"],
+            "loopback": sw["loopback"],
             "config": f"{name}.conf",
         })
         for nb in sw["neighbors"]:

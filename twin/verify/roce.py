@@ -222,6 +222,24 @@ def verify(folder: Path, zone: int | None = None, timeout: float = 600, bfd: boo
                 more = f" (+{len(bad) - 5} more)" if len(bad) > 5 else ""
                 down.append(f"{n}: {len(peers)} BGP peers configured for {configured[n] // k} links, {up} established of "
                             f"{want[n]} expected; not established: {', '.join(bad[:5]) or '-'}{more}")
+        # an RTSW announces only its own rack subnet(s) and loopback: ask FRR what it really sends
+        def leaks(n: str) -> str | None:
+            peer = next((p for p, st in sorted(summaries[n].items()) if st == "Established"), None)
+            if peer is None:
+                return None
+            allowed = set(topo.switches[n]["originate"]) | set(topo.switches[n].get("originate6", []))
+            sent = set()
+            for afi in ("ipv4", "ipv6") if topo.sessions_per_link == 1 or ":" not in peer else ("ipv6",):
+                js = lab.vtysh_json(n, f"show bgp {afi} unicast neighbors {peer} advertised-routes json")
+                sent |= set(js.get("advertisedRoutes", {}))
+            extra = sorted(sent - allowed)
+            return f"{n} announces more than its rack: {', '.join(extra[:5])}{' ...' if len(extra) > 5 else ''} (to {peer})" if extra else None
+
+        leaves = sorted(n for n, s in topo.switches.items() if s["level"] == 1)
+        with ThreadPoolExecutor(max_workers=4) as ex:
+            leaked = [m for m in ex.map(leaks, leaves) if m]
+        res.figures["leaves_leaking_transit"] = len(leaked)
+        res.problems += leaked[:10]
         res.figures["bgp_sessions_established"] = sessions
         res.figures["bgp_sessions_expected"] = 2 * k * len(topo.links)
         res.problems += down[:20]
