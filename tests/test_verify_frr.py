@@ -108,3 +108,25 @@ def test_addressing_options_verify(tmp_path, routing):
     assert res.figures["routes_checked"] == 2 * 136  # every IPv4 and IPv6 rack subnet on every switch
     per_link = 1 if routing["unnumbered"] else 2
     assert res.figures["bgp_sessions_established"] == 2 * per_link * 192
+
+
+@pytest.mark.root
+@needs_frr
+def test_failed_start_leaves_nothing_behind(lab_out):
+    """A config FRR refuses aborts the run, and every namespace and daemon it started is gone."""
+    import os
+    import subprocess
+    import time
+
+    from twin.verify.netns import LabError
+
+    def bad(configs: dict[str, str]) -> None:
+        configs["z1-ctsw-02"] += "\nrouter bgp 1\n neighbor nonsense-here\n"
+
+    with pytest.raises(LabError, match="z1-ctsw-02: vtysh -b exited"):
+        roce.verify(lab_out, timeout=30, bfd=False, mutate=bad)
+    mine = f"tw{os.getpid() % 100000}"
+    assert mine not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    time.sleep(1)
+    ps = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
+    assert not [line for line in ps.splitlines() if f"/{mine}" in line and not line.startswith("Z")]

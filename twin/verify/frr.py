@@ -192,6 +192,12 @@ class FrrLab:
         if self._closed:
             return
         self._closed = True
+        # also daemons whose pid was not yet recorded when start() failed: their pid files say
+        known = {pid for pid, _ in self._pids}
+        for f in sorted(self.workdir.glob("*/*.pid")):
+            txt = f.read_text().strip() if f.is_file() else ""
+            if txt.isdigit() and int(txt) not in known:
+                self._pids.append((int(txt), str(f.parent)))
         alive = [pid for pid, marker in self._pids if _is_ours(pid, marker)]
         for pid in alive:
             _signal(pid, signal.SIGTERM)
