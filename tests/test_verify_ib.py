@@ -78,3 +78,29 @@ Switch\t8 "S-0002c90000000001"\t\t# "leaf1" base port 0 lid 2 lmc 0
 0x0004 003 : (Switch portguid 0x0002c90000000003: 'spine1')
 '''
     assert ib.parse_dump_fts(fts) == {"S-0002c90000000001": {1: 1, 4: 3}}
+
+
+@needs_ib
+def test_updn_lmc_and_member_partitions(tmp_path):
+    import yaml
+
+    data = yaml.safe_load((SITES / "lab-ib.yaml").read_text())
+    data["fabric"]["infiniband"] = {"routing_engine": "updn", "lmc": 1, "partitions": [
+        {"name": "default", "pkey": 0x7FFF}, {"name": "jobs", "pkey": 0x0102, "members": [1, 2, 3, 4]}]}
+    spec = tmp_path / "lab-ib-updn.yaml"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    out = tmp_path / "out"
+    build(spec, out)
+    parts = (out / "configs" / "opensm" / "partitions.conf").read_text()
+    assert parts.count("=full") == 3 + 4 + 2  # Default: ALL, ALL_SWITCHES, SELF; jobs: 4 GPUs + switches + SELF
+    r = ib.route_fabric(out / "configs" / "opensm", out / "model" / "topology.net")
+    assert r.ok and r.engine == "updn" and r.engine_in_use, r.problems
+
+
+@needs_ib
+def test_broken_partition_file_is_caught(lab_ib, tmp_path):
+    osm = tmp_path / "opensm"
+    shutil.copytree(lab_ib / "configs" / "opensm", osm)
+    (osm / "partitions.conf").write_text("Default=0x7fff, ipoib : ALL=full ;\njobs=0xzz12 : nonsense ;\n")
+    r = ib.route_fabric(osm, lab_ib / "model" / "topology.net")
+    assert not r.ok and any("partition" in p for p in r.problems), r.problems

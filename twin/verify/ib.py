@@ -129,6 +129,9 @@ def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> Ib
             fallback = re.findall(r"^.*(?:fall(?:ing)? back|failed|ERR).*$", osm_log, re.M)[:5]
             problems.append(f"OpenSM did not configure all switches with '{engine}'" + (": " + " | ".join(fallback) if fallback else ""))
 
+        prtn = re.findall(r"^.*(?:prtn|partition).*(?:ERR|error|failed).*$|^.*ERR.*(?:prtn|partition).*$", osm_log, re.M | re.I)
+        if prtn:
+            problems.append("OpenSM rejected the partition file: " + " | ".join(x.strip() for x in prtn[:3]))
         disc = _client(["ibnetdiscover"], client_env, 120)
         fts = _client(["dump_fts"], client_env, 300)
         nodes, ports = parse_ibnetdiscover(disc.stdout)
