@@ -110,7 +110,7 @@ def test_sonic_config_db_carries_the_spec():
 
 def test_eos_configs_for_arista_switches():
     d = compiled("meta-24k-roce")
-    out = configs.emit(d)
+    out = files("meta-24k-roce")
     eos = {p: b.decode() for p, b in out.items() if p.startswith("configs/eos/")}
     g = d.get("fabric").graph
     arista = [n for n in d.get("fabric").switches() if d.spec.switch(g.nodes[n]["model"]).vendor == "Arista"]
@@ -120,6 +120,23 @@ def test_eos_configs_for_arista_switches():
     assert "priority-flow-control priority 3 no-drop" in text
     assert re.search(r"maximum-paths \d+ ecmp \d+", text)
     assert "roce-dst-qp" in text  # the unsupported field is stated, not silently dropped
+
+
+@pytest.mark.skipif(VTYSH is None, reason="frr not installed")
+def test_meta_configs_pass_vtysh_check_per_role(tmp_path):
+    """One switch of each role of the 24K site (CTSWs are Arista: '/'-free FRR interface names)."""
+    d = compiled("meta-24k-roce")
+    g = d.get("fabric").graph
+    confs = frr("meta-24k-roce")
+    picked = {}
+    for name in sorted(confs):
+        picked.setdefault(g.nodes[name]["role"], name)
+    assert set(picked) == {"rtsw", "ctsw", "atsw"}
+    for role, name in picked.items():
+        f = tmp_path / f"{name}.conf"
+        f.write_text(confs[name])
+        p = subprocess.run([VTYSH, "-C", "-f", str(f)], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, f"{name}: {p.stdout[-500:]}{p.stderr[-500:]}"
 
 
 def test_output_is_deterministic():
