@@ -78,8 +78,9 @@ def test_broken_configs_are_caught(lab_out):
 @needs_frr
 def test_zone_slice_verifies(lab_out):
     """One zone with the ATSWs: their sessions into the other zone are configured but out of scope."""
-    res = roce.verify(lab_out, zone=2, timeout=120, bfd=False)
+    res = roce.verify(lab_out, zone=2, timeout=120)
     assert res.ok, res.problems
+    assert res.figures["bfd_sessions_down"] == 0
     assert res.switches == 4 + 4 + 2 and res.racks == 4
     assert res.figures["bgp_sessions_established"] == 2 * res.links
 
