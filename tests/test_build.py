@@ -146,3 +146,9 @@ def test_examples_validate_against_json_schema(root):
     schema = json.loads((root / "schemas" / "twin-site.schema.json").read_text())
     for site in SITES:
         jsonschema.validate(yaml.safe_load(site.read_text()), schema)
+
+
+def test_python_api_exposes_passes(lab):
+    g = lab.fabric.graph
+    assert g.number_of_nodes() == 128 + 16 + 8 + 8 + 2  # NICs, servers, RTSWs, CTSWs, ATSWs
+    assert lab.placement is lab.get("placement") and lab.cabling is lab.get("cabling")

@@ -27,3 +27,20 @@ class Design:
 
     def get(self, name: str) -> Any:
         return self.passes.get(name)
+
+    # the passes every caller uses, as attributes: ``twin.load(path).fabric.graph``
+    @property
+    def placement(self) -> Any:
+        return self.passes.get("placement")
+
+    @property
+    def fabric(self) -> Any:
+        return self.passes.get("fabric")
+
+    @property
+    def cabling(self) -> Any:
+        return self.passes.get("cabling")
+
+    @property
+    def addressing(self) -> Any:
+        return self.passes.get("addressing")
