@@ -78,16 +78,68 @@ def route(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray, nbytes: np.ndarray
         parts.append(_nvlink(net, src_gpu[nvl], dst_gpu[nvl], nbytes[nvl]))
     netw = ~nvl
     if netw.any():
-        s_nic = net.gpu_nic[src_gpu[netw]]
-        d_nic = net.gpu_nic[dst_gpu[netw]]
+        sg, dg = src_gpu[netw], dst_gpu[netw]
+        rel = relays(net, sg, dg)
+        via = np.where(rel >= 0, rel, sg)
+        pre = np.full((len(sg), 2), -1, np.int64)
+        fw = rel >= 0
+        pre[fw, 0] = net.gpu_nvl_out[sg[fw]]
+        pre[fw, 1] = net.gpu_nvl_in[rel[fw]]
+        s_nic = net.gpu_nic[via]
+        d_nic = net.gpu_nic[dg]
         b = nbytes[netw]
         if scheme.kind in ("spray", "te"):
-            parts.append(_spray(net, s_nic, d_nic, b))
+            parts.append(_spray(net, s_nic, d_nic, b, pre))
         elif scheme.kind in ("ecmp", "e-ecmp", "static"):
-            parts.append(_hashed(net, s_nic, d_nic, b, scheme))
+            parts.append(_hashed(net, s_nic, d_nic, b, scheme, pre))
         else:
             raise ValueError(f"unknown routing scheme {scheme.kind!r}; expected one of {', '.join(SCHEMES)}")
     return _concat(net, parts)
+
+
+def relays(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray) -> np.ndarray:
+    """The GPU each network transfer is forwarded through, -1 where the network reaches the
+    destination directly.
+
+    Why: on a rail-only fabric (arXiv 2307.12169) the rails never meet, so GPU i of one server has
+    no network path to GPU j != i of another. The paper forwards such traffic inside the source's
+    high-bandwidth (NVLink) domain to the GPU on the destination's rail, which then sends it over
+    that rail (NCCL's PXN does the same on rail-optimized fabrics). The relay is the source-server
+    GPU with the destination's local index when its NIC reaches the destination's leaf, else the
+    first source-server GPU whose NIC does. Without NVLink, or with no such GPU, the destination is
+    unreachable and routing raises."""
+    src_gpu = np.asarray(src_gpu, np.int64)
+    dst_gpu = np.asarray(dst_gpu, np.int64)
+    out = np.full(len(src_gpu), -1, np.int64)
+    if not len(src_gpu) or not len(net.leaf_of_dest):
+        return out
+
+    def reaches(g: np.ndarray, d: np.ndarray) -> np.ndarray:
+        sl = net.nic_leaf[net.gpu_nic[g]]
+        dl = net.nic_leaf[net.gpu_nic[d]]
+        ok = (sl >= 0) & (dl >= 0)
+        t = net.dest_of_switch[np.where(ok, dl, 0)]
+        return ok & (t >= 0) & (net.dist[np.where(t >= 0, t, 0), np.where(ok, sl, 0)] >= 0)
+
+    need = ~reaches(src_gpu, dst_gpu) & (net.nic_leaf[net.gpu_nic[src_gpu]] >= 0) & (net.nic_leaf[net.gpu_nic[dst_gpu]] >= 0)
+    if not need.any():
+        return out
+    srv = net.gpu_server
+    first = np.searchsorted(srv, srv[src_gpu[need]])  # GPUs are numbered server by server
+    width = np.bincount(srv, minlength=int(srv.max()) + 1)[srv[src_gpu[need]]]
+    cand = first + np.minimum(net.gpu_local[dst_gpu[need]], width - 1)
+    ok = reaches(cand, dst_gpu[need]) & (net.gpu_nvl_out[src_gpu[need]] >= 0)
+    idx = np.flatnonzero(need)
+    out[idx[ok]] = cand[ok]
+    for k in np.flatnonzero(~ok):  # rare: the rail index differs from the GPU index; search the server
+        s, d = int(src_gpu[idx[k]]), int(dst_gpu[idx[k]])
+        if net.gpu_nvl_out[s] < 0:
+            continue
+        peers = np.arange(first[k], first[k] + width[k])
+        hit = peers[reaches(peers, np.full(len(peers), d))]
+        if len(hit):
+            out[idx[k]] = hit[0]
+    return out
 
 
 def _nvlink(net: Net, s: np.ndarray, d: np.ndarray, b: np.ndarray) -> Routed:
@@ -143,9 +195,13 @@ def hashed_paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme: Scheme)
     return P
 
 
-def _hashed(net: Net, s_nic, d_nic, b, scheme: Scheme) -> Routed:
+def _hashed(net: Net, s_nic, d_nic, b, scheme: Scheme, pre: np.ndarray | None = None) -> Routed:
+    """Hashed QP flows aggregated into classes; ``pre`` (transfers x 2, -1 = none) holds the NVLink
+    arcs of a forwarded transfer (see :func:`relays`), prepended to each of its QPs' paths."""
     qps = scheme.qps if scheme.kind != "static" else 1
     P = hashed_paths(net, s_nic, d_nic, scheme)
+    if pre is not None and (pre >= 0).any():
+        P = np.concatenate([np.repeat(pre, qps, axis=0), P], axis=1)
     size = np.repeat(b / qps, qps)
     # aggregate identical (path, size) rows into classes
     size_id = np.unique(size, return_inverse=True)[1].reshape(-1)
@@ -194,7 +250,7 @@ def spray_fractions(net: Net, leaf: int, t: int) -> tuple[np.ndarray, np.ndarray
     return ua, np.bincount(inv.reshape(-1), weights=f)
 
 
-def _spray(net: Net, s_nic, d_nic, b) -> Routed:
+def _spray(net: Net, s_nic, d_nic, b, pre: np.ndarray | None = None) -> Routed:
     src_leaf = net.nic_leaf[s_nic]
     t = net.dest_of_switch[net.nic_leaf[d_nic]]
     pair_key = src_leaf * max(1, len(net.leaf_of_dest)) + t
@@ -218,6 +274,11 @@ def _spray(net: Net, s_nic, d_nic, b) -> Routed:
     rows = np.concatenate([net.nic_up[s_nic], p_arcs_a[mid], net.nic_down[d_nic]])
     cols = np.concatenate([np.arange(K), rep, np.arange(K)])
     vals = np.concatenate([np.ones(K), p_frac_a[mid], np.ones(K)])
+    if pre is not None and (pre >= 0).any():
+        fr, fc = np.nonzero(pre >= 0)
+        rows = np.concatenate([rows, pre[fr, fc]])
+        cols = np.concatenate([cols, fr])
+        vals = np.concatenate([vals, np.ones(len(fr))])
     A = csc_matrix((vals, (rows, cols)), shape=(net.n_arcs, K))
     lat = net.arc_latency[net.nic_up[s_nic]] + np.asarray(p_lat)[pinv] + net.arc_latency[net.nic_down[d_nic]]
     return Routed(A, np.asarray(b, float), np.ones(K), lat, K)
