@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -83,3 +84,36 @@ def test_too_long_is_an_error_naming_the_link(tmp_path):
     with pytest.raises(InfeasibleError) as e:
         compile_naive(p)
     assert any(line.startswith("cable L") and "rtsw-ctsw" in line and "no medium" in line for line in e.value.diagnosis)
+
+
+def test_stated_media_per_tier_are_used_and_checked(tmp_path):
+    """fabric.media restricts a tier to the listed media (Meta: single-mode DR4 between RTSW and CTSW);
+    a run longer than all of them is an error naming the tier's list, not a silent fallback."""
+    import twin
+    from twin.spec import InfeasibleError, validate_text
+
+    site = Path(__file__).resolve().parents[1] / "sites" / "lab-2zone.yaml"
+    text = site.read_text().replace("  routing:\n", "  media:\n    rtsw-ctsw: [dr4-400g]\n  routing:\n", 1)
+    p = tmp_path / "lab.yaml"
+    p.write_text(text)
+    d = twin.load(p)
+    plan, fabric = d.cabling, d.fabric
+    tiers = {lk.id: lk.tier for lk in fabric.cables()}
+    used = {plan.medium_of(i) for i in plan.ids if tiers[i] == "rtsw-ctsw"}
+    assert used == {"dr4-400g"}
+    assert {plan.medium_of(i) for i in plan.ids if tiers[i] == "nic-rtsw"} == {"dac-400g"}
+    # DAC only on rack-to-spine runs of several metres: the placement already refuses (its reach limit
+    # comes from the stated media), and a naive fill reaches the cabling check, which names the list
+    dac = text.replace("rtsw-ctsw: [dr4-400g]", "rtsw-ctsw: [dac-400g]")
+    p.write_text(dac)
+    with pytest.raises(InfeasibleError) as e:
+        twin.load(p)
+    assert "optic reach" in str(e.value) and "(dac-400g)" in str(e.value)
+    p.write_text(dac + "\nplacement:\n  method: naive\n")
+    with pytest.raises(InfeasibleError) as e:
+        twin.load(p)
+    assert "none of fabric.media.rtsw-ctsw (dac-400g) reaches that far" in str(e.value)
+    _, diags = validate_text(text.replace("rtsw-ctsw: [dr4-400g]", "rtsw-ctsw: [dr9-400g]"), "x.yaml")
+    assert any(d.dotted == "fabric.media.rtsw-ctsw[0]" and "unknown medium 'dr9-400g'" in d.message for d in diags)
+    _, diags = validate_text(text.replace("rtsw-ctsw: [dr4-400g]", "leaf-spine: [dr4-400g]"), "x.yaml")
+    assert any(d.dotted == "fabric.media.leaf-spine" and "not a link tier" in d.message for d in diags)

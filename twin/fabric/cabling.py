@@ -47,9 +47,18 @@ def media_order(media: dict[str, Medium]) -> list[str]:
     return sorted(media, key=lambda n: (KIND_ORDER[media[n].kind], media[n].reach, n))
 
 
-def select_media(length: np.ndarray, speed: np.ndarray, media: dict[str, Medium]) -> tuple[np.ndarray, list[str], np.ndarray]:
+def select_media(
+    length: np.ndarray,
+    speed: np.ndarray,
+    media: dict[str, Medium],
+    tiers: np.ndarray | None = None,
+    allowed: dict[str, list[str]] | None = None,
+) -> tuple[np.ndarray, list[str], np.ndarray]:
     """(medium index into the returned names, names, ordered stock length) per cable; index -1 where
     nothing reaches. Media of exactly the link's speed are preferred; faster ones are a fallback.
+    ``allowed`` (the spec's ``fabric.media``) restricts the cables of a tier to the listed media, tried
+    in the listed order: a designer who wants single-mode optics between racks and spines (as Meta
+    uses) says so, and the cheapest-by-length rule applies only where nothing is stated.
 
     >>> from twin.catalog import builtin
     >>> idx, names, stock = select_media(np.array([2.9, 3.1]), np.array([400e9, 400e9]), builtin().media)
@@ -58,12 +67,19 @@ def select_media(length: np.ndarray, speed: np.ndarray, media: dict[str, Medium]
     """
     names = media_order(media)
     idx = np.full(len(length), -1, dtype=np.int32)
+    allowed = allowed or {}
+    free = np.ones(len(length), dtype=bool)  # cables of tiers without a stated list
+    if tiers is not None:
+        for tier in allowed:
+            free &= tiers != tier
     for exact in (True, False):
-        for i, n in enumerate(names):
-            m = media[n]
-            ok_speed = (speed == m.speed) if exact else (speed <= m.speed)
-            pick = (idx < 0) & ok_speed & (length <= m.reach + 1e-9) & (length >= m.min_length - 1e-9)
-            idx[pick] = i
+        for tier, listed in [(None, names)] + sorted(allowed.items()):
+            scope = free if tier is None else (tiers == tier)
+            for n in listed:
+                m = media[n]
+                ok_speed = (speed == m.speed) if exact else (speed <= m.speed)
+                pick = scope & (idx < 0) & ok_speed & (length <= m.reach + 1e-9) & (length >= m.min_length - 1e-9)
+                idx[pick] = names.index(n)
     stock = np.zeros(len(length))
     for i, n in enumerate(names):
         sel = idx == i
@@ -186,13 +202,23 @@ def plan(design: Design) -> CablePlan:
     b_nodes = [c.b for c in cables]
     route, length, a_row, a_hall = route_lengths(design, a_nodes, b_nodes)
     speed = np.fromiter((c.speed for c in cables), float, len(cables))
-    idx, names, stock = select_media(length, speed, design.spec.catalog.media)
+    tiers = np.array([c.tier for c in cables])
+    allowed = dict(design.spec.fabric.media)
+    idx, names, stock = select_media(length, speed, design.spec.catalog.media, tiers, allowed)
     bad = np.flatnonzero(idx < 0)
     if len(bad):
-        longest = max(m.reach for m in design.spec.catalog.media.values())
+        media = design.spec.catalog.media
+
+        def why(i: int) -> str:
+            listed = allowed.get(cables[i].tier)
+            pool = listed if listed else list(media)
+            longest = max(media[n].reach for n in pool)
+            what = f"none of fabric.media.{cables[i].tier} ({', '.join(listed)})" if listed else f"no medium at {speed[i] / 1e9:g}G"
+            return f"{what} reaches that far (longest reach {longest:g} m)"
+
         lines = [
             f"cable {cables[i].id} ({cables[i].a}:{cables[i].a_port} -> {cables[i].b}:{cables[i].b_port}, {cables[i].tier})"
-            f" needs {length[i]:.1f} m; no medium at {speed[i] / 1e9:g}G reaches that far (longest reach {longest:g} m)"
+            f" needs {length[i]:.1f} m; {why(i)}"
             for i in bad[:20]
         ]
         if len(bad) > 20:

@@ -426,7 +426,10 @@ def uplink_reach(spec) -> tuple[str, float]:
     both racks (tray height each way)."""
     opts = spec.site.placement
     media = spec.catalog.media
-    name = opts.uplink_medium if opts.uplink_medium else ("dr4-400g" if "dr4-400g" in media else None)
+    # the media the spec allows on the rack-to-spine tier bound the run: the longest-reaching of them
+    stated = spec.fabric.media.get("rtsw-ctsw") or spec.fabric.media.get("leaf-spine")
+    stated_best = max(stated, key=lambda n: (media[n].reach, n)) if stated else None
+    name = opts.uplink_medium or stated_best or ("dr4-400g" if "dr4-400g" in media else None)
     if name is None:
         optics = sorted((m.reach, n) for n, m in media.items() if m.kind == "optic")
         name = optics[-1][1] if optics else ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import re
 from collections.abc import Iterator
 
 from ..fabric.sizing import ctsw_ports, fat_tree_capacity, fat_tree_tiers
@@ -40,6 +41,18 @@ def references(site: Site, catalog: Catalog) -> Iterator[Finding]:
     rt = site.rack_types.get(f.rack_type)
     if rt is not None and rt.rtsw is not None:
         models.append((("rack_types", f.rack_type, "rtsw"), rt.rtsw))
+    for tier, names in f.media.items():
+        if f.family == Family.AI_ZONE:
+            known = tier in ("nic-rtsw", "rtsw-ctsw", "ctsw-atsw")
+            tiers = "nic-rtsw, rtsw-ctsw, ctsw-atsw"
+        else:
+            known = re.fullmatch(r"nic-leaf|(leaf|spine|super\d*)-(spine|super\d*|core)", tier) is not None
+            tiers = "nic-leaf, leaf-spine, spine-core (spine-super, super-core with 4 tiers)"
+        if not known:
+            yield E, ("fabric", "media", tier), f"'{tier}' is not a link tier of a {f.family.value} fabric", tiers
+        for i, n in enumerate(names):
+            if n not in catalog.media:
+                yield E, ("fabric", "media", tier, i), f"unknown medium '{n}'", _one_of(catalog.media)
     for path, m in models:
         sw = catalog.switches.get(m)
         if sw is None:

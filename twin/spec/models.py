@@ -379,6 +379,9 @@ class Infiniband(Model):
     partitions: list[Partition] = Field(default_factory=lambda: [Partition(name="default", pkey=0x7FFF)])
 
 
+LinkTier = Annotated[str, Field(pattern=r"^[a-z0-9]+-[a-z0-9]+$", description="a link tier such as rtsw-ctsw")]
+
+
 class Fabric(Model):
     technology: Technology
     family: Family
@@ -394,6 +397,11 @@ class Fabric(Model):
     switch: str | None = Field(None, description="fat-tree / rail families: the switch model of every tier")
     tiers: int | None = Field(None, ge=1, le=5, description="fat-tree tiers; default: the minimum for N")
     hb_domain: int = Field(8, ge=1, le=4096, description="rail families: GPUs per NVLink domain (rails)")
+    media: dict[LinkTier, list[str]] = Field(
+        default_factory=dict,
+        description="allowed catalog media per link tier, in preference order (default: any, by length: "
+        "DAC, AEC, AOC, then optics by reach); e.g. rtsw-ctsw: [dr4-400g] for single-mode optics",
+    )
     routing: Routing = Field(default_factory=Routing)
     qos: Qos = Field(default_factory=Qos)
     infiniband: Infiniband = Field(default_factory=Infiniband)
