@@ -6,8 +6,13 @@ compiled once per process (reported apart: it is the compiler, not the twin); th
 is compile-to-arrays + routing + fluid model of one ring step (the 2(n-1) steps of a ring are
 identical, so the AllReduce time is that step times 2(n-1) plus latency).
 
-    python bench/bench_sim.py            # the growth table
+    python bench/bench_sim.py            # the growth table, then the naive-order Llama 3 job
     python bench/bench_sim.py --one 24576
+    python bench/bench_sim.py --job      # only the job line
+
+The job line times the 16K-GPU Llama 3 405B job (TP8 PP16 DP128) with naive (shuffled servers) rank
+order under 1-QP ECMP and 16-QP E-ECMP: the case that crosses the 1:7 ATSW tier with thousands of
+distinct bottleneck rates, which used to take over 13 minutes before the fluid model's warm start.
 """
 
 from __future__ import annotations
@@ -96,12 +101,52 @@ def one(gpus: int) -> dict:
     }
 
 
+def naive_job() -> dict:
+    """Simulate scenarios/llama3-405b.yaml's naive-order job alone; the design compile is apart."""
+    import twin
+    from twin.sim.run import simulate
+    from twin.sim.scenario import parse_scenario
+
+    t0 = time.perf_counter()
+    design = twin.load(SITE)
+    t_design = time.perf_counter() - t0
+    scn, src = parse_scenario(
+        "name: naive-job\n"
+        "routing:\n"
+        "  - {name: ecmp-1qp, scheme: ecmp, qps: 1}\n"
+        "  - {name: e-ecmp-16qp, scheme: e-ecmp, qps: 16}\n"
+        "jobs:\n"
+        "  - {workload: llama3-405b-16k, order: naive, kv_heads: 8, virtual_stages: 4}\n")
+    t1 = time.perf_counter()
+    res = simulate(design, scn, src)
+    t_sim = time.perf_counter() - t1
+    job = res.data["cases"][0]["jobs"][0]
+    return {"design_s": t_design, "sim_s": t_sim, "peak_rss_GiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+            "step_s": {s["scheme"]: s["step_s"] for s in job["schemes"]}}
+
+
+def print_job(j: dict) -> None:
+    steps = ", ".join(f"{k} {v:.3f} s" for k, v in j["step_s"].items())
+    print(f"Llama 3 405B, 16,384 GPUs, naive rank order, 2 schemes: sim {j['sim_s']:.1f} s, peak {j['peak_rss_GiB']:.2f} GiB "
+          f"(design compile {j['design_s']:.1f} s apart); step {steps}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--one", type=int, help="run one size in this process and print JSON")
+    ap.add_argument("--job", action="store_true", help="only time the naive-order Llama 3 405B job")
+    ap.add_argument("--job-json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         print(json.dumps(one(args.one)))
+        return
+    if args.job_json:
+        print(json.dumps(naive_job()))
+        return
+    job_cmd = [sys.executable, __file__, "--job-json"]
+    if args.job:
+        out = subprocess.run(job_cmd, capture_output=True, text=True, check=True)
+        print_job(json.loads(out.stdout.strip().splitlines()[-1]))
         return
     rows = []
     for n in SIZES:
@@ -116,6 +161,8 @@ def main() -> None:
     big = rows[-1]
     ok = big["sim_s"] < 30 and big["peak_rss_GiB"] < 8
     print(f"target at {big['gpus']:,} GPUs: < 30 s and < 8 GiB: {'met' if ok else 'NOT met'}")
+    out = subprocess.run(job_cmd, capture_output=True, text=True, check=True)
+    print_job(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 if __name__ == "__main__":
