@@ -138,3 +138,13 @@ def test_rail_only_alltoall_completes_and_pays_the_forwarding_step(rail_only, ra
     tm = coll.time_collective(rail_only, "alltoall", "direct", np.arange(256), routing.Scheme("e", "e-ecmp", 16), eta=ETA, step_overhead=0.0)
     assert [p.label for p in tm.phases] == ["forward to the destination's rail (NVLink)", "rail all-to-all"]
     assert 0.5 * only < tm.busbw(BIG) <= only * (1 + 1e-9)
+
+
+def test_te_reference_on_rail_only_starts_the_network_leg_at_the_relay(rail_only, rail_opt):
+    # the TE LP routes leaf to leaf; a ring step leaving server k from GPU c-1 for GPU c of server
+    # k+1 is forwarded, so its network leg starts at the relay's leaf (from the source's own leaf
+    # the destination is unreachable and the LP would be infeasible)
+    te = routing.Scheme("te", "te", 1)
+    for net in (rail_only, rail_opt):
+        assert _busbw(net, "allreduce", te) == pytest.approx(8 * LINE * ETA, rel=1e-3)
+        assert _busbw(net, "alltoall", te) == pytest.approx(_busbw(net, "alltoall"), rel=1e-3)

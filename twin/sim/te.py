@@ -37,7 +37,8 @@ def phase_time(net: Net, src: np.ndarray, dst: np.ndarray, frac: np.ndarray, cap
         t_fixed = float(np.max(np.where(fixed & (cap > 0), load / cap, 0.0), initial=0.0))
     src, dst, frac = np.asarray(src), np.asarray(dst), np.asarray(frac, float)
     netw = net.gpu_server[src] != net.gpu_server[dst]
-    s_leaf = net.nic_leaf[net.gpu_nic[src[netw]]]
+    rel = routing.relays(net, src[netw], dst[netw])  # rail-only: the network leg starts at the relay
+    s_leaf = net.nic_leaf[net.gpu_nic[np.where(rel >= 0, rel, src[netw])]]
     d_leaf = net.nic_leaf[net.gpu_nic[dst[netw]]]
     b = frac[netw]
     cross = s_leaf != d_leaf
