@@ -14,6 +14,11 @@ queue pairs (NCCL_IB_QPS_PER_CONNECTION), each pinned to one path by the switche
 - ``te``: an optimal traffic-engineered split (min-max link load LP, see :mod:`twin.sim.te`); it is a
   reference number, not a per-flow route.
 
+On a rail-only fabric the rails never meet: a transfer to another rail on another server is
+forwarded over NVLink to the source server's GPU on the destination's rail, which sends it over that
+rail (:func:`relays`; the rail-only paper's scheme, and NCCL's PXN). Its flows then cross both
+NVLink arcs and the network path, pipelined as PXN does.
+
 Flows with the same path and size are aggregated into one *class* with a count: their max-min rates
 are equal, so the fluid model solves one variable per class. A 24K-GPU ring step has 393K QP flows and
 ~250K classes.
