@@ -166,3 +166,21 @@ def test_meta_24k_ib_spines_reach_32_distinct_cores(ib):
     assert tiers["spine"].next_hops == (32, 32) and tiers["leaf"].next_hops == (32, 32)
     core_down = Counter(lk.b for lk in f.cables() if lk.tier == "spine-core")
     assert set(core_down.values()) == {64}
+
+
+def test_rail_optimized_partial_group_gets_its_network_racks(tmp_path):
+    """128 GPUs = 16 servers on 64-port leaves (groups of 32 servers): one partial group still needs a
+    full set of 8 rail leaves, more than a plain fat-tree's ceil(N / 32) = 4; the placement must plan
+    (and power) network racks for every switch the fabric pass builds."""
+    from fabric_helpers import compile_naive, variant
+
+    import twin
+    from twin.fabric.fat_tree import tree_switch_count
+
+    p = variant(tmp_path, "lab-ib", "lab-railopt", family="rail-optimized")
+    d = twin.load(p)
+    switches = [n for n, a in d.fabric.graph.nodes(data=True) if a.get("level", -1) >= 1]
+    assert len(switches) == tree_switch_count(d.spec)
+    leaves = [n for n in switches if d.fabric.graph.nodes[n]["level"] == 1]
+    assert len(leaves) == 8
+    assert compile_naive(p).fabric.graph.number_of_nodes() == d.fabric.graph.number_of_nodes()

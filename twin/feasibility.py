@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .fabric.sizing import fat_tree_switches, fat_tree_tiers
+from .fabric.fat_tree import tree_switch_count
 from .spec.models import Family, Redundancy
 from .spec.resolve import Spec
 from .spec.units import kw
@@ -62,14 +62,7 @@ def network_estimate(spec: Spec) -> dict[str, tuple[int, float]]:
             out["atsw"] = (f.atsw.count, f.atsw.count * sw.power)
         return out
     sw = spec.switch(f.switch)
-    endpoints = spec.gpus * spec.chassis.nics // max(1, spec.chassis.gpus)
-    if f.family == Family.RAIL_ONLY:
-        per_rail = endpoints // f.hb_domain
-        tiers = f.tiers or fat_tree_tiers(per_rail, sw.ports)
-        n = f.hb_domain * fat_tree_switches(per_rail, sw.ports, tiers)
-    else:
-        tiers = f.tiers or fat_tree_tiers(endpoints, sw.ports)
-        n = fat_tree_switches(endpoints, sw.ports, tiers)
+    n = tree_switch_count(spec)
     out["fabric"] = (n, n * sw.power)
     return out
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from ..design import Design
-from ..fabric.sizing import fat_tree_switches, fat_tree_tiers
+from ..fabric.fat_tree import tree_switch_count
 from ..spec.diagnostics import InfeasibleError
 from ..spec.models import Family
 from .model import PlacedRack, Placement, Position, rack_fill, switches_per_rack
@@ -46,12 +46,7 @@ def network_rack_plan(
                 plan.append(("atsw", None, halls[k % len(halls)], n, n * atsw.power))
         return plan
     sw = spec.switch(f.switch)
-    endpoints = spec.gpus * spec.chassis.nics // max(1, spec.chassis.gpus)
-    if f.family == Family.RAIL_ONLY:
-        per_rail = endpoints // f.hb_domain
-        total = f.hb_domain * fat_tree_switches(per_rail, sw.ports, f.tiers or fat_tree_tiers(per_rail, sw.ports))
-    else:
-        total = fat_tree_switches(endpoints, sw.ports, f.tiers or fat_tree_tiers(endpoints, sw.ports))
+    total = tree_switch_count(spec)
     per = switches_per_rack(sw.height_u, sw.power, shelf)
     racks = math.ceil(total / per)
     weights = hall_racks if hall_racks is not None else [hb.gpu_racks for hb in design.budget.halls]
