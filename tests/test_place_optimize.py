@@ -183,3 +183,21 @@ def test_meta24k_places_all_racks(meta24k):
     for z in range(8):
         assert len(pl.network_racks(role="ctsw", zone=z)) == 16
         assert len({r.position.hall for r in pl.gpu_racks() if r.zone == z}) == 1
+
+
+def test_power_limited_example_shows_the_talks_claim(tmp_path):
+    """sites/lab-powercap.yaml: 12 racks do not fit at 700 W (120 kW per row after a feed loss), the
+    optimiser lowers the cap, and more GPUs at the lower cap out-deliver fewer at full power."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, compiled
+
+    d = compiled("lab-powercap")
+    assert d.spec.rack.gpu_power_cap == 500.0 and len(d.placement.gpu_racks()) == 12
+    rows = {r["cap_w"]: r for r in d.placement.figures["powercap"]["rows"]}
+    assert rows[700.0]["gpus"] == 160 and rows[500.0]["gpus"] == 192
+    assert rows[500.0]["pflops"] > rows[700.0]["pflops"]
+    r = subprocess.run([sys.executable, "-m", "twin", "validate", "sites/lab-powercap.yaml"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

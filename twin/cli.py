@@ -65,6 +65,9 @@ def validate(
         spec, diags = validate_file(path)
         problems: list[str] = []
         if spec is not None:
+            from .place import powercap
+
+            spec = powercap.resolve(spec)  # as the build does: an `auto` GPU cap is chosen before the sums
             budget = feasibility.check(spec)
             problems = budget.problems
         status = "invalid" if spec is None else ("infeasible" if problems else "ok")
