@@ -4,7 +4,6 @@ and broken configs (a dropped peer, a wrong maximum-paths) are caught. Needs roo
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from .spec.models import Site
-
-SCHEMA_PATH = Path("schemas") / "twin-site.schema.json"
 
 
 def schema_text() -> str:

@@ -9,7 +9,6 @@ import numpy as np
 from ..design import Design
 from ..fabric import cabling as cabling_pass
 from ..fabric.figures import compute
-from ..spec.units import kw
 from .markdown import pct, table
 
 

@@ -100,7 +100,6 @@ def boundary(ts: TreeShape, t: int) -> list[tuple[int, int]]:
             o = i - start
             out.extend((i, start + (o + u * step) % s) for u in range(h))
         return out
-    top = ts.switches[-1]
     step = h ** (ts.tiers - 2)
     g, size = top_classes(ts)
     for i in range(m):

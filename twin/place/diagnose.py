@@ -101,7 +101,6 @@ def hall_lines(spec, h: Hall, racks_needed: int, nets) -> list[str]:
             continue
         fl = [L for L in limits if family(L) == fam]
         if fam.startswith("utility"):
-            have_w = h.power.utility / pue
             lines.append(
                 f"hall {h.name} utility: need {kw(need_w * pue)} (IT {kw(need_w)} x PUE {pue:g}), have"
                 f" {kw(h.power.utility)}; fits {max(0, int(cap))} of {racks_needed} GPU racks"

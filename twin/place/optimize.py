@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import time
 import tracemalloc
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import pyomo.environ as pyo
 from pyomo.contrib.appsi.solvers import Highs
@@ -221,7 +221,6 @@ def assign(design: Design, spec=None) -> Assignment:
     halls = site.halls
     if zoned:
         f = spec.fabric
-        ctsw = spec.switch(f.ctsw.model)
         zone_net = zone_network_power(spec)
         zone_hall: dict[int, int] = {}
         z = 0
@@ -455,9 +454,6 @@ def place(design: Design) -> Placement:
     medium, reach = uplink_reach(spec)
     links = links_of(spec)
     P = spec.rack.power
-    sw_core = None
-    if links.spine_to_core:
-        sw_core = spec.switch(spec.fabric.atsw.model)
     empty = spec.rack_type.weight
     # network rack types per hall, and the core switches in each hall (for links through the door)
     types_by_hall: dict[int, list[NetType]] = {i: [] for i in range(len(halls))}

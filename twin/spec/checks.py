@@ -92,7 +92,7 @@ def family_shape(site: Site) -> Iterator[Finding]:
 
 def arithmetic(spec: Spec) -> Iterator[Finding]:
     """Counts that must agree, and port budgets that must fit each switch's radix."""
-    site, f = spec.site, spec.site.fabric
+    f = spec.site.fabric
     gpr = spec.rack.gpus
     if gpr == 0:
         yield E, ("rack_types", spec.rack_type_name), "the rack type holds no GPUs", "a chassis with gpus > 0"

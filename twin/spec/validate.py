@@ -107,12 +107,6 @@ def _diag(src: Source, severity: Severity, path: tuple, message: str, expected: 
     return Diagnostic(severity, src.path, line, col, tuple(path), message, expected)
 
 
-_FRIENDLY = {
-    "missing": "missing required field",
-    "extra_forbidden": "unknown field",
-}
-
-
 def _pydantic_diags(src: Source, exc: ValidationError) -> list[Diagnostic]:
     out = []
     for err in exc.errors(include_url=False):
@@ -164,7 +158,6 @@ def _short(v) -> str:
 
 def _known_fields(parent: tuple) -> list[str]:
     """Field names allowed at ``parent`` (for 'did you mean'); walks the models along the path."""
-    from typing import get_args, get_origin
 
     from pydantic import BaseModel
 
