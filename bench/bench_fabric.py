@@ -52,34 +52,34 @@ def make_spec(gpus: int, folder: Path) -> Path:
 
 
 def run_one(path: str) -> dict:
-    from unittest import mock
+    from dataclasses import replace
 
     from twin import pipeline
-    from twin.emit import bom, cabling as cabling_emit, model_export
-    from twin.fabric import cabling, synthesize
-    from twin.place import naive
+    from twin.emit import bom as bom_emit, cabling as cabling_emit, model_export
+    from twin.fabric import bom, cabling
+    from twin.fabric.synthesis import synthesize
 
-    with mock.patch.object(pipeline, "PASSES", [("placement", naive.place)]):
-        placed = pipeline.compile_design(path)
+    placed = pipeline.compile_design(path, until="placement", placement_method="naive")
     times = []
     for _ in range(RUNS):
         t = time.perf_counter()
-        d = placed
-        d = type(d)(d.spec, d.budget, d.warnings, {**d.passes, "fabric": synthesize(d)})
-        d = type(d)(d.spec, d.budget, d.warnings, {**d.passes, "cabling": cabling.plan(d)})
-        files = {**bom.emit(d), **cabling_emit.emit(d)}
+        spec, pl = placed.spec, placed.placement
+        fabric = synthesize(spec, pl)
+        plan = cabling.plan(spec, pl, fabric)
+        d = replace(placed, fabric=fabric, cabling=plan, bom=bom.bill(spec, fabric, plan))
+        files = {**bom_emit.emit(d), **cabling_emit.emit(d)}
         times.append(time.perf_counter() - t)
     export_times = []
     for _ in range(RUNS):
         t = time.perf_counter()
         model = model_export.emit(d)
         export_times.append(time.perf_counter() - t)
-    g = d.get("fabric").graph
+    g = d.fabric.graph
     return {
         "gpus": d.spec.gpus,
         "nodes": g.number_of_nodes(),
         "edges": g.number_of_edges(),
-        "cables": len(d.get("cabling")),
+        "cables": len(d.cabling),
         "files": len(files),
         "median_s": statistics.median(times),
         "export_s": statistics.median(export_times),

@@ -44,16 +44,12 @@ def scaled_site(zones: int) -> str:
 
 
 def run_case(path: str) -> dict:
-    from twin import feasibility
-    from twin.design import Design
-    from twin.place import optimize, powercap
-    from twin.spec.validate import validate_file
+    from twin import pipeline
+    from twin.place import optimize
 
-    spec, _ = validate_file(path)
-    spec = powercap.resolve(spec)
-    design = Design(spec=spec, budget=feasibility.check(spec))
+    spec = pipeline.check(path).spec
     t0 = time.perf_counter()
-    pl = optimize.place(design)
+    pl = optimize.place(spec)
     secs = time.perf_counter() - t0
     f = pl.figures
     return {

@@ -65,7 +65,7 @@ def one(gpus: int) -> dict:
     design = twin.load(SITE)
     t_design = time.perf_counter() - t0
     spec = design.spec
-    g = design.get("fabric").graph
+    g = design.fabric.graph
     if gpus < spec.gpus:
         g = subgraph(g, gpus, spec.rack.gpus, spec.racks_per_zone)
     t1 = time.perf_counter()

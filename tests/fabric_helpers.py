@@ -49,17 +49,11 @@ def role_nodes(g: nx.MultiGraph, role: str) -> list[str]:
 
 
 def compile_naive(path):
-    """Compile a spec through placement (the naive fill), fabric and cabling only.
+    """Compile a spec through placement (the naive fill), fabric, cabling and BOM only.
 
     The fabric and cabling read whatever placement they are given; pinning the naive fill keeps these
     tests about the fabric, independent of the placement optimiser's run time and choices.
     """
-    from unittest import mock
-
     from twin import pipeline
-    from twin.fabric import cabling, synthesize
-    from twin.place import naive
 
-    passes = [("placement", naive.place), ("fabric", synthesize), ("cabling", cabling.plan)]
-    with mock.patch.object(pipeline, "PASSES", passes):
-        return pipeline.compile_design(path)
+    return pipeline.compile_design(path, until="bom", placement_method="naive")

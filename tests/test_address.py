@@ -25,7 +25,7 @@ def variant(tmp_path: Path, base: str, **routing) -> Path:
 
 def test_asn_plan_is_rfc7938():
     d = compiled("lab-2zone")
-    a, g = d.get("addressing"), d.get("fabric").graph
+    a, g = d.addressing, d.fabric.graph
     by_role: dict[str, dict] = {}
     for n, asn in a.asn.items():
         by_role.setdefault(g.nodes[n]["role"], {})[n] = asn
@@ -43,10 +43,10 @@ def test_asn_plan_is_rfc7938():
 
 def test_addresses_unique_and_inside_their_pools():
     d = compiled("lab-2zone")
-    a = d.get("addressing")
+    a = d.addressing
     r = d.spec.fabric.routing
     los = [ipaddress.ip_interface(x) for x in a.loopback.values()]
-    assert len(set(los)) == len(los) == len(d.get("fabric").switches())
+    assert len(set(los)) == len(los) == len(d.fabric.switches())
     assert all(x.ip in ipaddress.ip_network(r.loopback_pool) for x in los)
     ends = [ipaddress.ip_interface(x) for pair in a.p2p.values() for x in pair]
     assert len(set(ends)) == len(ends) == 2 * 192
@@ -60,12 +60,12 @@ def test_addresses_unique_and_inside_their_pools():
 
 
 def test_infiniband_has_no_ip_plan():
-    assert compiled("lab-ib").get("addressing") is None
+    assert compiled("lab-ib").addressing is None
 
 
 def test_unnumbered_and_ipv6(tmp_path):
     d = twin.load(variant(tmp_path, "lab-2zone", unnumbered=True, ipv6=True))
-    a = d.get("addressing")
+    a = d.addressing
     assert a.unnumbered and not a.p2p and not a.p2p6
     assert len(a.rack_subnet6) == 8 and all(s.endswith("/64") for s in a.rack_subnet6.values())
     assert len(set(a.loopback6.values())) == len(a.loopback)

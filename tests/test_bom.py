@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from twin.emit import bom as bom_emit
-from twin.fabric.bom import bill, network_power
+from twin.fabric.bom import network_power
 from fabric_helpers import compile_naive, SITES
 
 
@@ -19,16 +19,16 @@ def d():
 
 
 def test_switches_by_model(d):
-    lines = {(ln.category, ln.item): ln for ln in bill(d)}
+    lines = {(ln.category, ln.item): ln for ln in d.bom}
     assert lines[("switch", "minipack2")].quantity == 1_536
     assert lines[("switch", "arista-7800r3")].quantity == 8 * 16 + 16
 
 
 def test_transceivers_two_per_optic_link(d):
-    plan = d.get("cabling")
+    plan = d.cabling
     media = d.spec.catalog.media
     per_medium = Counter(plan.media[i] for i in plan.medium)
-    lines = bill(d)
+    lines = d.bom
     xcvr = {ln.item: ln.quantity for ln in lines if ln.category == "transceiver"}
     for name, n in per_medium.items():
         if media[name].kind == "optic":
@@ -40,10 +40,10 @@ def test_transceivers_two_per_optic_link(d):
 
 
 def test_power_and_csv(d):
-    lines = bill(d)
+    lines = d.bom
     p = network_power(lines)
     assert p["switch"] == 1_536 * 1_500 + 144 * 14_000
-    optics = sum(2 * d.spec.catalog.media[d.get("cabling").media[i]].power_per_end for i in d.get("cabling").medium)
+    optics = sum(2 * d.spec.catalog.media[d.cabling.media[i]].power_per_end for i in d.cabling.medium)
     assert p["transceiver"] + p["cable"] == pytest.approx(optics)
     rows = list(csv.DictReader(io.StringIO(bom_emit.emit(d)["bom.csv"].decode())))
     assert all(r["source"] for r in rows if r["category"] != "total")

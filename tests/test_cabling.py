@@ -38,8 +38,8 @@ def lab():
 
 
 def test_every_link_is_a_cable(lab):
-    plan = lab.get("cabling")
-    links = [k for _, _, k, kind in lab.get("fabric").graph.edges(keys=True, data="kind") if kind == "link"]
+    plan = lab.cabling
+    links = [k for _, _, k, kind in lab.fabric.graph.edges(keys=True, data="kind") if kind == "link"]
     assert sorted(links) == list(plan.ids)
     assert (plan.length >= plan.route).all() and (plan.stock >= plan.length - 1e-9).all()
     nic = next(i for i, t in enumerate(plan.tiers) if t == "nic-rtsw")
@@ -51,7 +51,7 @@ def test_every_link_is_a_cable(lab):
 def test_files(lab):
     files = cabling_emit.emit(lab)
     rows = list(csv.DictReader(io.StringIO(files["cabling/cables.csv"].decode())))
-    assert len(rows) == len(lab.get("cabling"))
+    assert len(rows) == len(lab.cabling)
     r = rows[0]
     assert r["a_label"] == f"{r['a_hall']}/R{int(r['a_row']):02d}/{r['a_rack']}/U{int(r['a_u']):02d}/{r['a_device']}/{r['a_port']}"
     pulled = []

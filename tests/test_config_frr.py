@@ -49,8 +49,8 @@ def test_vtysh_check_rejects_a_broken_config(tmp_path):
 
 def test_frr_intent_matches_the_graph():
     d = compiled("lab-2zone")
-    g = d.get("fabric").graph
-    a = d.get("addressing")
+    g = d.fabric.graph
+    a = d.addressing
     for name, text in frr("lab-2zone").items():
         role = g.nodes[name]["role"]
         assert f"router bgp {a.asn[name]}\n" in text
@@ -76,10 +76,9 @@ def test_frr_intent_matches_the_graph():
 def test_maximum_paths_equals_the_widest_predicted_ecmp():
     """Two independent computations agree: the emitter's width and the verify model's BGP simulation."""
     from twin.emit.configs import topology
-    from twin.config.intent import build_intent
     from twin.verify.roce import Topology, predict
 
-    js = topology(build_intent(compiled("lab-2zone")))
+    js = topology(compiled("lab-2zone").intent)
     topo = Topology({s["name"]: {**s, "maximum_paths": 1024} for s in js["switches"]}, js["links"], js["hosts"], False, True, "lab")
     widths = predict(topo)
     for s in js["switches"]:
@@ -89,7 +88,7 @@ def test_maximum_paths_equals_the_widest_predicted_ecmp():
 def test_sonic_config_db_carries_the_spec():
     d = compiled("lab-2zone")
     q = d.spec.fabric.qos
-    a = d.get("addressing")
+    a = d.addressing
     dbs = {p.split("/")[2]: json.loads(b) for p, b in files("lab-2zone").items() if p.endswith("config_db.json")}
     assert len(dbs) == 18  # every lab switch is a Minipack2 (SONiC)
     db = dbs["lab1-z1-r001-rtsw"]
@@ -112,8 +111,8 @@ def test_eos_configs_for_arista_switches():
     d = compiled("meta-24k-roce")
     out = files("meta-24k-roce")
     eos = {p: b.decode() for p, b in out.items() if p.startswith("configs/eos/")}
-    g = d.get("fabric").graph
-    arista = [n for n in d.get("fabric").switches() if d.spec.switch(g.nodes[n]["model"]).vendor == "Arista"]
+    g = d.fabric.graph
+    arista = [n for n in d.fabric.switches() if d.spec.switch(g.nodes[n]["model"]).vendor == "Arista"]
     assert len(eos) == len(arista) > 0
     text = eos[f"configs/eos/{arista[0]}.cfg"]
     assert "fields ip src-ip dst-ip protocol src-port dst-port" in text
@@ -126,7 +125,7 @@ def test_eos_configs_for_arista_switches():
 def test_meta_configs_pass_vtysh_check_per_role(tmp_path):
     """One switch of each role of the 24K site (CTSWs are Arista: '/'-free FRR interface names)."""
     d = compiled("meta-24k-roce")
-    g = d.get("fabric").graph
+    g = d.fabric.graph
     confs = frr("meta-24k-roce")
     picked = {}
     for name in sorted(confs):

@@ -18,7 +18,7 @@ GBPS = 1e9
 
 @pytest.fixture(scope="module")
 def g(meta24k):
-    return meta24k.get("fabric").graph
+    return meta24k.fabric.graph
 
 
 def test_counts(g):
@@ -48,7 +48,7 @@ def test_contract(g, meta24k):
             assert n.startswith(f"z{d['zone'] + 1}-")
         if d["role"] == "atsw":
             assert re.fullmatch(r"atsw-\d{2}", n) and d["zone"] is None and d["level"] == 3
-    racks = {r.id: r for r in meta24k.get("placement").racks}
+    racks = {r.id: r for r in meta24k.placement.racks}
     for n, d in g.nodes(data=True):
         assert racks[d["rack"]].position.hall == d["hall"]
     keys = set()
@@ -119,7 +119,7 @@ def test_every_gpu_reaches_every_gpu(g):
 def test_over_provisioned_uplinks_16_down_18_up(tmp_path):
     """Meta's 1:1.125 provisioning: 18 uplinks spread over 6 CTSWs, 3 links each."""
     p = variant(tmp_path, "lab-2zone", "lab-18up", rtsw={"uplinks": 18}, ctsw={"model": "minipack2", "count": 6})
-    g = twin.load(p).get("fabric").graph
+    g = twin.load(p).fabric.graph
     for r in role_nodes(g, "rtsw"):
         peers = Counter(p for _, p, d in g.edges(r, data=True) if d["tier"] == "rtsw-ctsw")
         assert len(peers) == 6 and set(peers.values()) == {3}
@@ -134,7 +134,7 @@ def test_over_provisioned_uplinks_16_down_18_up(tmp_path):
 def test_meta_32k_18_up_over_18_ctsws():
     from conftest import compiled
 
-    g = compiled("meta-32k-roce").get("fabric").graph
+    g = compiled("meta-32k-roce").fabric.graph
     assert len(role_nodes(g, "rtsw")) == 8 * 252
     for r in role_nodes(g, "rtsw")[:300]:
         peers = Counter(p for _, p, d in g.edges(r, data=True) if d["tier"] == "rtsw-ctsw")
@@ -144,7 +144,7 @@ def test_meta_32k_18_up_over_18_ctsws():
 
 def test_deterministic(meta24k):
     d2 = twin.load(meta24k.spec.source_path)
-    a, b = meta24k.get("fabric"), d2.get("fabric")
+    a, b = meta24k.fabric, d2.fabric
     assert a.links == b.links
     assert list(a.graph.nodes(data=True)) == list(b.graph.nodes(data=True))
 
@@ -156,8 +156,8 @@ def test_switches_hang_only_where_placement_powered_them():
     from tests.conftest import compiled
 
     d = compiled("meta-24k-ib")
-    g = d.get("fabric").graph
-    racks = {r.id: r for r in d.get("placement").racks}
+    g = d.fabric.graph
+    racks = {r.id: r for r in d.placement.racks}
     on_rack = Counter(a["rack"] for _, a in g.nodes(data=True) if a.get("level", -1) >= 1 and racks[a["rack"]].kind == "network")
     assert on_rack and all(n == racks[r].switches for r, n in on_rack.items())
     assert all(racks[r].power <= 33_000 for r in on_rack)
@@ -167,7 +167,7 @@ def _two_rtsw_lab(tmp_path, ctsws: int):
     from fabric_helpers import compile_naive
 
     p = variant(tmp_path, "lab-2zone", f"lab-2rtsw-{ctsws}", rack_fields={"rtsw_count": 2}, rtsw=None, ctsw={"model": "minipack2", "count": ctsws})
-    return compile_naive(p).get("fabric").graph
+    return compile_naive(p).fabric.graph
 
 
 def test_two_rtsws_per_rack(tmp_path):

@@ -38,7 +38,7 @@ def _sample(items: list, n: int = 400) -> list:
 
 
 def _check_graphml(design) -> None:
-    fabric = design.get("fabric")
+    fabric = design.fabric
     g = fabric.graph
     h = _read(model_export.emit(design))
     assert h.number_of_nodes() == g.number_of_nodes()
@@ -65,13 +65,13 @@ def test_graphml_reads_back_lab(lab):
 
 def test_graphml_reads_back_fat_tree(tree):
     d, _ = tree
-    assert d.get("fabric").roles == ("leaf", "spine", "core")
+    assert d.fabric.roles == ("leaf", "spine", "core")
     _check_graphml(d)
 
 
 def test_json_round_trips_the_link_set(lab, tree):
     for d in (lab, tree[0]):
-        fabric = d.get("fabric")
+        fabric = d.fabric
         doc = json.loads(model_export.emit(d)["model/fabric.json"])
         assert doc["format"] == "twin-fabric/1" and doc["site"] == d.name
         assert doc["tiers"] == list(fabric.tiers) and doc["roles"] == list(fabric.roles)
@@ -87,7 +87,7 @@ def test_json_round_trips_the_link_set(lab, tree):
 
 def test_exports_are_byte_identical_across_builds(tree):
     a, b = tree
-    assert a is not b and a.get("fabric") is not b.get("fabric")
+    assert a is not b and a.fabric is not b.fabric
     fa, fb = model_export.emit(a), model_export.emit(b)
     assert fa.keys() == {"model/fabric.graphml", "model/fabric.json"}
     assert fa == fb

@@ -6,8 +6,7 @@ import textwrap
 
 import pytest
 
-from twin import feasibility
-from twin.design import Design
+from twin import pipeline
 from twin.place import naive, optimize, powercap
 from twin.spec.diagnostics import InfeasibleError
 from twin.spec.validate import validate_file
@@ -50,13 +49,11 @@ def compile_placement(tmp_path, text: str, name="site.yaml"):
     """Validate, budget and place (only the passes this issue owns), as the pipeline does."""
     p = tmp_path / name
     p.write_text(text)
-    spec, diags = validate_file(p)
-    assert spec is not None, [d.format() for d in diags]
-    spec = powercap.resolve(spec)
-    budget = feasibility.check(spec)
-    assert budget.feasible, budget.problems
-    design = Design(spec=spec, budget=budget)
-    return design, optimize.place(design)
+    checked = pipeline.check(p)
+    assert checked.spec is not None, [d.format() for d in checked.diagnostics]
+    assert checked.budget.feasible, checked.budget.problems
+    design = pipeline.compile_design(p, until="placement")
+    return design, design.placement
 
 
 def test_hand_solved_hall(tmp_path):
@@ -139,12 +136,12 @@ def test_power_cap_auto_picks_highest_cap_that_fits(tmp_path):
     p.write_text(site_yaml(**base))
     spec, _ = validate_file(p)
     with pytest.raises(InfeasibleError) as e:
-        optimize.place(Design(spec=spec, budget=feasibility.check(spec)))
+        optimize.place(spec)
     assert "with the GPU power cap at" in "\n".join(e.value.diagnosis)
     design, pl = compile_placement(tmp_path, site_yaml(**base, placement="placement: {gpu_power_cap: auto}"))
     cap = design.spec.rack.gpu_power_cap
     assert cap < 700 and len(pl.gpu_racks()) == 6
-    assert not powercap._fits(powercap.spec_at(design.spec, cap + powercap.STEP))
+    assert not powercap.fits(powercap.spec_at(design.spec, cap + powercap.STEP))
     curve = pl.figures["powercap"]
     best = max(curve["rows"], key=lambda r: r["pflops"])
     assert curve["best_cap_w"] == best["cap_w"]
@@ -169,12 +166,12 @@ def test_perf_curve_is_concave_and_interpolates():
 
 
 def test_naive_baseline_kept(lab):
-    pl = naive.place(lab)
+    pl = naive.place(lab.spec, lab.budget)
     assert pl.method == "naive-fill" and len(pl.gpu_racks()) == lab.spec.racks
 
 
 def test_meta24k_places_all_racks(meta24k):
-    pl = meta24k.get("placement")
+    pl = meta24k.placement
     assert len(pl.gpu_racks()) == 1536
     f = pl.figures
     assert f["solver"]["gap"] < 0.01

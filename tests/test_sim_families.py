@@ -114,7 +114,7 @@ def test_rail_only_has_no_cross_rail_path_and_relays_through_the_destination_rai
 
 
 def test_rail_only_without_nvlink_is_unreachable(rail_only_design):
-    g = rail_only_design.get("fabric").graph
+    g = rail_only_design.fabric.graph
     net = topology.compile_graph(g, {}, None)
     with pytest.raises(ValueError, match="unreachable"):
         routing.route(net, np.array([2]), np.array([5 * 8 + 6]), np.array([1.0]), SPRAY)

@@ -56,21 +56,15 @@ def validate(
 
     Example: twin validate sites/meta-24k-roce.yaml sites/lab-2zone.yaml
     """
-    from . import feasibility
-    from .spec.validate import validate_file
+    from .pipeline import check
 
     worst = 0
     results = []
     for path in specs:
-        spec, diags = validate_file(path)
-        problems: list[str] = []
-        if spec is not None:
-            from .place import powercap
-
-            spec = powercap.resolve(spec)  # as the build does: an `auto` GPU cap is chosen before the sums
-            budget = feasibility.check(spec)
-            problems = budget.problems
-        status = "invalid" if spec is None else ("infeasible" if problems else "ok")
+        checked = check(path)  # the build's own front: validation, the GPU power cap, the budget
+        spec, diags = checked.spec, list(checked.diagnostics)
+        problems = checked.budget.problems if checked.budget else []
+        status = checked.status
         worst = max(worst, {"ok": 0, "infeasible": EXIT_INFEASIBLE, "invalid": EXIT_INVALID}[status])
         results.append({"spec": str(path), "status": status, "diagnostics": [d.to_json() for d in diags], "infeasible": problems})
         if not as_json:
@@ -135,7 +129,7 @@ def build(
         err.print(f"{spec}: {e}", style="red", markup=False)
         raise typer.Exit(EXIT_INVALID) from None
     d = result.design
-    placement = d.get("placement")
+    placement = d.placement
     solver = placement.figures.get("solver") if placement is not None else None
     if as_json:
         _emit_json({

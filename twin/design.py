@@ -1,46 +1,40 @@
 """The design: the compiler's intermediate representation, frozen once the passes have run.
 
-Emitters and the twin read a :class:`Design` and never the YAML. Each pass adds one field; a field is
-``None`` when its pass does not apply (for example no addressing for an InfiniBand fabric).
+Emitters and the twins read a :class:`Design` and never the YAML. Each pass of
+:func:`twin.pipeline.compile_design` fills one typed field; a field is ``None`` when its pass does not
+apply (no addressing or config intent for an InfiniBand fabric) or did not run (``until=``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .feasibility import Budget
 from .spec.diagnostics import Diagnostic
 from .spec.resolve import Spec
 
+if TYPE_CHECKING:
+    from .address import Addressing
+    from .config.intent import Intent
+    from .fabric.bom import BomLine
+    from .fabric.cabling import CablePlan
+    from .fabric.graph import Fabric
+    from .place.model import Placement
+
 
 @dataclass(frozen=True)
 class Design:
-    spec: Spec
-    budget: Budget
+    spec: Spec  # the validated site, merged catalog, derived counts and the fabric's shape
+    budget: Budget  # space, power and cooling per hall and site
     warnings: tuple[Diagnostic, ...] = ()
-    passes: dict[str, Any] = field(default_factory=dict)  # later passes: placement, fabric, addressing
+    placement: Placement | None = None  # every GPU and network rack at hall / row / slot
+    fabric: Fabric | None = None  # the graph of NICs, servers, switches and links
+    cabling: CablePlan | None = None  # medium and length of every cable
+    bom: tuple[BomLine, ...] = ()  # switches, transceivers and cables to order
+    addressing: Addressing | None = None  # ASNs and IPs (routed fabrics)
+    intent: Intent | None = None  # per-switch configuration intent every config target renders
 
     @property
     def name(self) -> str:
         return self.spec.name
-
-    def get(self, name: str) -> Any:
-        return self.passes.get(name)
-
-    # the passes every caller uses, as attributes: ``twin.load(path).fabric.graph``
-    @property
-    def placement(self) -> Any:
-        return self.passes.get("placement")
-
-    @property
-    def fabric(self) -> Any:
-        return self.passes.get("fabric")
-
-    @property
-    def cabling(self) -> Any:
-        return self.passes.get("cabling")
-
-    @property
-    def addressing(self) -> Any:
-        return self.passes.get("addressing")

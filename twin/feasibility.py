@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .fabric.fat_tree import tree_switch_count
 from .spec.models import Family, Redundancy
 from .spec.resolve import Spec
 from .spec.units import kw
@@ -50,20 +49,15 @@ class Budget:
 
 
 def network_estimate(spec: Spec) -> dict[str, tuple[int, float]]:
-    """Switch counts and power per tier outside the GPU racks: {tier: (count, watts)}."""
-    f = spec.fabric
+    """Switch counts and power per tier outside the GPU racks: {tier: (count, watts)}; the tree
+    families' tiers all share the fabric racks and are summed as ``fabric``."""
     out: dict[str, tuple[int, float]] = {}
-    if f.family == Family.AI_ZONE:
-        if f.ctsw and f.ctsw.model and f.ctsw.count:
-            sw = spec.switch(f.ctsw.model)
-            out["ctsw"] = (spec.zones * f.ctsw.count, spec.zones * f.ctsw.count * sw.power)
-        if f.atsw and f.atsw.model and f.atsw.count and spec.zones > 1:
-            sw = spec.switch(f.atsw.model)
-            out["atsw"] = (f.atsw.count, f.atsw.count * sw.power)
-        return out
-    sw = spec.switch(f.switch)
-    n = tree_switch_count(spec)
-    out["fabric"] = (n, n * sw.power)
+    for t in spec.shape.tiers:
+        if t.role == "rtsw":
+            continue
+        key = t.role if spec.fabric.family == Family.AI_ZONE else "fabric"
+        n, w = out.get(key, (0, 0.0))
+        out[key] = (n + t.count, w + t.count * spec.switch(t.model).power)
     return out
 
 

@@ -8,7 +8,7 @@ is a pure function of the fabric graph: the same spec always gives the same addr
 
 Example (lab-2zone)::
 
-    >>> a = design.get("addressing")                  # doctest: +SKIP
+    >>> a = design.addressing                  # doctest: +SKIP
     >>> a.asn["z1-ctsw-01"], a.rack_subnet["dh1-z1-r001-rtsw"]  # doctest: +SKIP
     (4201000000, '10.0.0.0/27')
 """
@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 from ..spec.diagnostics import InfeasibleError
 
 if TYPE_CHECKING:
-    from ..design import Design
+    from ..fabric.graph import Fabric
+    from ..spec.resolve import Spec
 
 # Tier roles by level: families name them differently, the ASN pools use the AI-zone names.
 POOL_OF_LEVEL = {1: "rtsw", 2: "ctsw", 3: "atsw"}
@@ -79,10 +80,8 @@ def _check_asn_pools(pools) -> None:
         raise InfeasibleError(problems)
 
 
-def plan(design: Design) -> Addressing | None:
+def plan(spec: Spec, fabric: Fabric | None) -> Addressing | None:
     """The addressing pass: None for InfiniBand (OpenSM assigns LIDs) or when there is no fabric."""
-    fabric = design.get("fabric")
-    spec = design.spec
     if fabric is None or spec.fabric.technology.value != "roce":
         return None
     r = spec.fabric.routing

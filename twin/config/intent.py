@@ -13,7 +13,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from ..address import ULA, Addressing
-from ..design import Design
+from ..fabric.graph import Fabric
+from ..spec.resolve import Spec
 
 LEVEL_ROLE = {1: "rtsw", 2: "ctsw", 3: "atsw"}
 HOST_IF = "Vlan1000"  # the rack's GPU subnet: a VLAN over the server-facing ports (SVI gateway)
@@ -66,10 +67,10 @@ def buffer_plan(model, mtu: int, reach_m: float = 100.0) -> dict[str, int]:
             "egress": total // 2, "xoff_pool": min(total // 4, xoff * model.ports)})
 
 
-def build_intent(design: Design) -> Intent:
-    fabric = design.get("fabric")
-    addr: Addressing = design.get("addressing")
-    spec = design.spec
+def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None) -> Intent | None:
+    """The config-intent pass: per-switch context for every config target (None when not routed)."""
+    if addr is None:
+        return None
     f = spec.fabric
     g = fabric.graph
     r = f.routing

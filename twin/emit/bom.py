@@ -6,7 +6,7 @@ import csv
 import io
 
 from ..design import Design
-from ..fabric.bom import bill, network_power
+from ..fabric.bom import network_power
 from ..spec.units import kw
 from .markdown import table
 
@@ -19,9 +19,9 @@ def _num(v: float) -> str:
 
 
 def emit(design: Design) -> dict[str, bytes]:
-    if design.get("cabling") is None:
+    if design.cabling is None:
         return {}
-    lines = bill(design)
+    lines = design.bom
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(COLUMNS)
@@ -43,9 +43,9 @@ CONVENTION = (
 
 
 def section(design: Design) -> str | None:
-    if design.get("cabling") is None:
+    if design.cabling is None:
         return None
-    lines = bill(design)
+    lines = design.bom
     rows = []
     for ln in lines:
         if ln.category == "cable":

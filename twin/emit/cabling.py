@@ -36,8 +36,8 @@ def _m(v: float) -> str:
 
 def _ends(design: Design) -> dict[str, tuple[str, int, str, int]]:
     """(hall, row, rack, U) of every device that ends a cable."""
-    g = design.get("fabric").graph
-    racks = {r.id: r for r in design.get("placement").racks}
+    g = design.fabric.graph
+    racks = {r.id: r for r in design.placement.racks}
     out = {}
     for n, d in g.nodes(data=True):
         if d["role"] == "server":
@@ -56,10 +56,10 @@ def netbox_end(g, device: str, port: str) -> tuple[str, str]:
 
 
 def emit(design: Design) -> dict[str, bytes]:
-    plan = design.get("cabling")
+    plan = design.cabling
     if plan is None:
         return {}
-    fabric = design.get("fabric")
+    fabric = design.fabric
     g = fabric.graph
     media = design.spec.catalog.media
     ends = _ends(design)

@@ -13,7 +13,7 @@ import gc
 import ipaddress
 import json
 
-from ..config.intent import Intent, build_intent
+from ..config.intent import Intent
 from ..config.render import render
 from ..design import Design
 
@@ -74,7 +74,7 @@ def topology_json(topo: dict) -> str:
 
 
 def emit(design: Design) -> dict[str, bytes]:
-    if design.get("addressing") is None:
+    if design.addressing is None:
         return {}
     gc_was = gc.isenabled()
     gc.disable()  # ~100K small dicts, none cyclic: collections would only rescan them
@@ -86,7 +86,7 @@ def emit(design: Design) -> dict[str, bytes]:
 
 
 def _emit(design: Design) -> dict[str, bytes]:
-    intent = build_intent(design)
+    intent = design.intent
     site = intent.site
     files: dict[str, bytes] = {}
     # what every switch shares is rendered once per build

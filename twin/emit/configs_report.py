@@ -15,7 +15,7 @@ from .markdown import table
 
 
 def section(d: Design) -> str | None:
-    fabric = d.get("fabric")
+    fabric = d.fabric
     if fabric is None:
         return None
     f = d.spec.fabric
@@ -26,7 +26,7 @@ def section(d: Design) -> str | None:
         return ("## Subnet manager (OpenSM)\n\n" + table(["", ""], rows, "ll")
                 + "\nFiles: `configs/opensm/` (opensm.conf, root_guids.conf, partitions.conf), `model/topology.net`.\n"
                 "`twin verify` routes the fabric in ibsim with OpenSM and checks every HCA pair.")
-    a = d.get("addressing")
+    a = d.addressing
     if a is None:
         return None
     from ..config.intent import ecmp_widths

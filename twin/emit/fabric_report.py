@@ -17,7 +17,7 @@ def _tb(bps: float) -> str:
 
 
 def fabric_section(d: Design) -> str | None:
-    fabric = d.get("fabric")
+    fabric = d.fabric
     if fabric is None:
         return None
     s = d.spec
@@ -82,7 +82,7 @@ def parallel_link_notes(tiers: list, trees: int = 1) -> list[str]:
 
 
 def cabling_section(d: Design) -> str | None:
-    plan = d.get("cabling")
+    plan = d.cabling
     if plan is None:
         return None
     rows = []

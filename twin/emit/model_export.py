@@ -186,7 +186,7 @@ def graphml(fabric: Fabric, site: str) -> bytes:
 
 
 def document(design: Design, model: Model | None = None) -> dict:
-    fabric = design.get("fabric")
+    fabric = design.fabric
     model = model or Model(fabric, design.name)
     return {
         "format": FORMAT,
@@ -203,7 +203,7 @@ def document(design: Design, model: Model | None = None) -> dict:
 
 
 def emit(design: Design) -> dict[str, bytes]:
-    fabric = design.get("fabric")
+    fabric = design.fabric
     if fabric is None:
         return {}
     model = Model(fabric, design.name)

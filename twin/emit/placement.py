@@ -21,7 +21,7 @@ def _csv(header: list[str], rows: list[list]) -> bytes:
 
 
 def emit(d: Design) -> dict[str, bytes]:
-    p = d.get("placement")
+    p = d.placement
     if p is None:
         return {}
     f = p.figures
@@ -64,7 +64,7 @@ def _worst(usage: list[dict], kind: str, state_pred) -> tuple[float, str]:
 
 
 def section(d: Design) -> str | None:
-    p = d.get("placement")
+    p = d.placement
     if p is None or "rows" not in p.figures:
         return None
     f = p.figures

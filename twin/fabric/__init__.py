@@ -1,28 +1,5 @@
-"""Fabric synthesis: the pass that turns a placed design into the fabric graph.
+"""The fabric: its shape (:mod:`.shape`, derived from the spec before placement), its synthesis into
+the graph (:mod:`.synthesis`), cabling (:mod:`.cabling`), BOM (:mod:`.bom`) and figures (:mod:`.figures`).
 
-``synthesize(design) -> Fabric`` builds one networkx MultiGraph (the contract in ARCHITECTURE.md)
-for the spec's family; every emitter and the twin read who-connects-to-whom from it.
+Nothing is imported here, so that validation (which needs only the shape) does not load networkx.
 """
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-from ..spec.diagnostics import InfeasibleError
-from ..spec.models import Family
-from . import ai_zone, trees
-from .graph import Fabric, Link
-from .ports import PortsExhausted
-
-if TYPE_CHECKING:
-    from ..design import Design
-
-__all__ = ["Fabric", "Link", "synthesize"]
-
-
-def synthesize(design: Design) -> Fabric:
-    family = ai_zone if design.spec.fabric.family == Family.AI_ZONE else trees
-    try:
-        return family.synthesize(design)
-    except PortsExhausted as e:
-        raise InfeasibleError([f"fabric: {e}; the spec's port budget does not fit this switch"]) from None

@@ -19,37 +19,16 @@ Wiring rules (SIGCOMM 2024, Llama 3 s3.3):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import math
-
+from ..place.model import Placement
 from ..spec.diagnostics import InfeasibleError
 from ..spec.resolve import Spec
 from .graph import Builder, Fabric
 from .hosts import add_hosts
 from .mount import Mounter, rtsw_u
-
-if TYPE_CHECKING:
-    from ..design import Design
+from .shape import ctsw_uplink_targets
 
 TIERS = ("nic-rtsw", "rtsw-ctsw", "ctsw-atsw")
 ROLES = ("rtsw", "ctsw", "atsw")
-
-
-def rtsw_shape(spec: Spec) -> tuple[int, int]:
-    """(down, up) ports of one RTSW."""
-    f = spec.fabric
-    down = spec.rack.nics // max(1, spec.rack_type.rtsw_count)
-    up = f.rtsw.uplinks if f.rtsw and f.rtsw.uplinks is not None else down
-    return down, up
-
-
-def cross_zone_ratio(spec: Spec) -> float | None:
-    """The stated CTSW down:up factor, or None when there is no ATSW tier."""
-    f = spec.fabric
-    if not f.atsw or not f.atsw.count or spec.zones < 2:
-        return None
-    return f.atsw.oversubscription or 1.0
 
 
 def _mount_tier(b: Builder, mounter: Mounter, ids: list[str], model_name: str, role: str, level: int, zone: int | None, spec: Spec) -> list[str]:
@@ -61,13 +40,11 @@ def _mount_tier(b: Builder, mounter: Mounter, ids: list[str], model_name: str, r
     return ids
 
 
-def synthesize(design: Design) -> Fabric:
-    spec = design.spec
+def synthesize(spec: Spec, placement: Placement) -> Fabric:
     f = spec.fabric
-    placement = design.get("placement")
+    shape = spec.shape
     b = Builder()
     rtsw_model = spec.rtsw_model
-    ctsw_model = spec.switch(f.ctsw.model)
     c = f.ctsw.count
     n_rtsw = spec.rack_type.rtsw_count
     if n_rtsw < 1 or spec.rack.nics % n_rtsw:
@@ -75,9 +52,9 @@ def synthesize(design: Design) -> Fabric:
             f"fabric: rack type '{spec.rack_type_name}' has {spec.rack.nics} NICs and {n_rtsw} RTSWs; an AI-zone Clos"
             " needs at least one RTSW and the same number of NICs on each (rtsw_count must divide the NIC count)"
         ])
-    down, up = rtsw_shape(spec)
-    nic_speed = min(spec.nic_speed, rtsw_model.port_speed)
-    up_speed = min(rtsw_model.port_speed, ctsw_model.port_speed)
+    down, up = shape.tier("rtsw").down, shape.tier("rtsw").up
+    nic_speed = shape.boundaries[0].speed
+    up_speed = shape.boundaries[1].speed
 
     racks = sorted(placement.gpu_racks(), key=lambda r: (r.zone, r.index))
     ctsws = {
@@ -99,20 +76,13 @@ def synthesize(design: Design) -> Fabric:
                 b.uplink(rid, zone_ctsws[(start + t) % c], up_speed, "rtsw-ctsw")
             in_zone[rack.zone] += 1
 
-    over = cross_zone_ratio(spec)
-    if over is None:
+    if shape.tier("atsw") is None:
         return b.build(f.family.value, f.technology.value, TIERS[:2], ROLES[:2])
-    atsw_model = spec.switch(f.atsw.model)
     a_count = f.atsw.count
     atsws = _mount_tier(b, Mounter(placement, "atsw", None), [f"atsw-{k + 1:02d}" for k in range(a_count)], f.atsw.model, "atsw", 3, None, spec)
-    planes = math.gcd(c, a_count)
-    per_plane = a_count // planes
-    a_speed = min(ctsw_model.port_speed, atsw_model.port_speed)
+    a_speed = shape.boundaries[2].speed
     for z in range(spec.zones):
         for j, cid in enumerate(ctsws[z]):
-            cup = math.ceil(b.books[cid].used / over - 1e-9)
-            plane = j % planes
-            start = (j // planes + z) * cup  # rotate so every ATSW of a plane gets the same share
-            for t in range(cup):
-                b.uplink(cid, atsws[plane * per_plane + (start + t) % per_plane], a_speed, "ctsw-atsw")
+            for k in ctsw_uplink_targets(z, j, shape.ctsw_up[j], c, a_count):
+                b.uplink(cid, atsws[k], a_speed, "ctsw-atsw")
     return b.build(f.family.value, f.technology.value, TIERS, ROLES)

@@ -13,15 +13,14 @@ Counting convention (also printed in the report):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ..design import Design
+from ..spec.resolve import Spec
+from .cabling import CablePlan
+from .graph import Fabric
 
 
 
@@ -40,10 +39,8 @@ class BomLine:
         return self.quantity * self.unit_power_w
 
 
-def bill(design: Design) -> list[BomLine]:
-    spec = design.spec
-    fabric = design.get("fabric")
-    plan = design.get("cabling")
+def bill(spec: Spec, fabric: Fabric, plan: CablePlan) -> tuple[BomLine, ...]:
+    """The BOM pass: switches by model, transceivers by type, cables by medium and stock length."""
     lines: list[BomLine] = []
     roles = set(fabric.roles)
     models = Counter(d["model"] for _, d in fabric.graph.nodes(data=True) if d["role"] in roles)
@@ -65,7 +62,7 @@ def bill(design: Design) -> list[BomLine]:
         else:
             for length, c in zip(lengths.tolist(), counts.tolist()):
                 lines.append(BomLine("cable", name, med.description or name, length, c, 2 * med.power_per_end, med.source))
-    return _merge(lines)
+    return tuple(_merge(lines))
 
 
 def _merge(lines: list[BomLine]) -> list[BomLine]:
@@ -83,7 +80,7 @@ def _merge(lines: list[BomLine]) -> list[BomLine]:
     return sorted(out.values(), key=lambda ln: (order[ln.category], ln.item, ln.length_m or 0.0))
 
 
-def network_power(lines: list[BomLine]) -> dict[str, float]:
+def network_power(lines: tuple[BomLine, ...]) -> dict[str, float]:
     """Watts by category and in total (switches + powered cable ends)."""
     out = {c: sum(ln.total_power_w for ln in lines if ln.category == c) for c in ("switch", "transceiver", "cable")}
     out["total"] = sum(out.values())

@@ -21,18 +21,15 @@ second here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..place.model import HallGrid
+from ..place.model import HallGrid, Placement
 from ..spec.diagnostics import InfeasibleError
 from ..spec.models import Medium
-
-if TYPE_CHECKING:
-    from ..design import Design
+from ..spec.resolve import Spec
+from .graph import Fabric
 
 U_METRES = 0.04445
 RACK_SLACK = 0.5  # m, inside one rack
@@ -127,11 +124,10 @@ class CablePlan:
         return float(self.stock[self._index[link_id]]) * PROPAGATION_NS_PER_M * 1e-9
 
 
-def _device_table(design: Design, nodes: list[str]):
+def _device_table(spec: Spec, placement: Placement, fabric: Fabric, nodes: list[str]):
     """Per device: hall index, x, y, height of its middle above the floor, tray height, rack index."""
-    spec = design.spec
-    g = design.get("fabric").graph
-    racks = {r.id: r for r in design.get("placement").racks}
+    g = fabric.graph
+    racks = {r.id: r for r in placement.racks}
     halls = {h.name: i for i, h in enumerate(spec.site.halls)}
     grids = [HallGrid(h) for h in spec.site.halls]
     rack_ids: dict[str, int] = {}
@@ -158,12 +154,11 @@ def _device_table(design: Design, nodes: list[str]):
     return hall, row, x, y, z, rk, grids
 
 
-def route_lengths(design: Design, a_nodes: list[str], b_nodes: list[str]):
+def route_lengths(spec: Spec, placement: Placement, fabric: Fabric, a_nodes: list[str], b_nodes: list[str]):
     """(route without slack, length with slack, a-end row, a-end hall index) for cables a -> b."""
-    spec = design.spec
     nodes = sorted(set(a_nodes) | set(b_nodes))
     pos = {n: i for i, n in enumerate(nodes)}
-    hall, row, x, y, z, rk, grids = _device_table(design, nodes)
+    hall, row, x, y, z, rk, grids = _device_table(spec, placement, fabric, nodes)
     ai = np.fromiter((pos[n] for n in a_nodes), np.int64, len(a_nodes))
     bi = np.fromiter((pos[n] for n in b_nodes), np.int64, len(b_nodes))
     tray = np.array([h.tray_height for h in spec.site.halls])
@@ -195,19 +190,19 @@ def route_lengths(design: Design, a_nodes: list[str], b_nodes: list[str]):
     return route, length, row[ai], ha
 
 
-def plan(design: Design) -> CablePlan:
-    fabric = design.get("fabric")
+def plan(spec: Spec, placement: Placement, fabric: Fabric) -> CablePlan:
+    """The cabling pass: every cable's route, length with slack, medium and stock length."""
     cables = fabric.cables()
     a_nodes = [c.a for c in cables]
     b_nodes = [c.b for c in cables]
-    route, length, a_row, a_hall = route_lengths(design, a_nodes, b_nodes)
+    route, length, a_row, a_hall = route_lengths(spec, placement, fabric, a_nodes, b_nodes)
     speed = np.fromiter((c.speed for c in cables), float, len(cables))
     tiers = np.array([c.tier for c in cables])
-    allowed = dict(design.spec.fabric.media)
-    idx, names, stock = select_media(length, speed, design.spec.catalog.media, tiers, allowed)
+    allowed = dict(spec.fabric.media)
+    idx, names, stock = select_media(length, speed, spec.catalog.media, tiers, allowed)
     bad = np.flatnonzero(idx < 0)
     if len(bad):
-        media = design.spec.catalog.media
+        media = spec.catalog.media
 
         def why(i: int) -> str:
             listed = allowed.get(cables[i].tier)
@@ -224,7 +219,7 @@ def plan(design: Design) -> CablePlan:
         if len(bad) > 20:
             lines.append(f"... and {len(bad) - 20} more cables too long")
         raise InfeasibleError(lines)
-    hall_names = [h.name for h in design.spec.site.halls]
+    hall_names = [h.name for h in spec.site.halls]
     return CablePlan(
         ids=tuple(c.id for c in cables),
         tiers=tuple(c.tier for c in cables),

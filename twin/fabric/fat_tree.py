@@ -68,24 +68,6 @@ def shape(endpoints: int, radix: int, tiers: int | None = None, leaves: int | No
     return TreeShape(endpoints, radix, L, (m,) * (L - 1) + (math.ceil(m / 2),))
 
 
-def tree_switch_count(spec) -> int:
-    """Switches the tree families build for ``spec``: the one count the placement (network racks to
-    power and place), the feasibility budget and the fabric pass agree on. Rail-optimized leaves come
-    in whole server groups of k/2, so they can outnumber a plain fat-tree's ceil(N / (k/2))."""
-    from ..spec.models import Family
-
-    f = spec.fabric
-    k = spec.switch(f.switch).ports
-    endpoints = spec.gpus * spec.chassis.nics // max(1, spec.chassis.gpus)
-    if f.family == Family.RAIL_ONLY:
-        return f.hb_domain * sum(shape(endpoints // f.hb_domain, k, f.tiers).switches)
-    if f.family == Family.RAIL_OPTIMIZED:
-        g = spec.chassis.nics
-        groups = math.ceil((endpoints // g) / max(1, k // 2))
-        return sum(shape(endpoints, k, f.tiers, leaves=groups * g).switches)
-    return sum(shape(endpoints, k, f.tiers).switches)
-
-
 def boundary(ts: TreeShape, t: int) -> list[tuple[int, int]]:
     """(lower index, upper index) of every link between tier t and t+1 (1-based t), in the order of
     lower switch, then uplink number, so ports can be handed out in that order."""

@@ -41,11 +41,3 @@ def fat_tree_switches(endpoints: int, radix: int, tiers: int) -> int:
     half = radix // 2
     leaves = math.ceil(endpoints / half)
     return leaves * (tiers - 1) + math.ceil(leaves / 2)
-
-
-def ctsw_ports(racks_per_zone: int, uplinks_per_rack: int, ctsw_per_zone: int, oversubscription: float | None) -> tuple[int, int]:
-    """(down, up) ports one CTSW needs: the zone's RTSW uplinks spread over its CTSWs, then its share
-    of the ATSW tier at the stated oversubscription (down / up <= factor)."""
-    down = math.ceil(racks_per_zone * uplinks_per_rack / ctsw_per_zone)
-    up = math.ceil(down / oversubscription) if oversubscription else 0
-    return down, up

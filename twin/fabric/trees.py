@@ -15,27 +15,23 @@ Switches hang on the placement's "fabric" network racks in build order (leaves, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
 
+from ..place.model import Placement
 from ..spec.models import Family
-from .fat_tree import TreeShape, boundary, role_names, shape
+from ..spec.resolve import Spec
+from .fat_tree import TreeShape, boundary, role_names
 from .graph import Builder, Fabric
 from .hosts import add_hosts
 from .mount import Mounter
 
-if TYPE_CHECKING:
-    from ..design import Design
 
-
-def _site_nics(b: Builder, design: Design, speed: float, hb_domain: int | None) -> list[str]:
+def site_nics(b: Builder, spec: Spec, placement: Placement, speed: float, hb_domain: int | None) -> list[str]:
     """Every NIC of the site in (rack, server, gpu) order; the last rack may be part-filled."""
-    spec = design.spec
     servers_left = math.ceil(spec.gpus / spec.chassis.gpus) if spec.chassis.gpus else 0
     nics: list[str] = []
     first = 0
-    for rack in sorted(design.get("placement").gpu_racks(), key=lambda r: (r.zone, r.index)):
+    for rack in sorted(placement.gpu_racks(), key=lambda r: (r.zone, r.index)):
         n = min(spec.rack_type.servers, servers_left)
         if n <= 0:
             break
@@ -45,11 +41,11 @@ def _site_nics(b: Builder, design: Design, speed: float, hb_domain: int | None) 
     return nics
 
 
-def add_tree(b: Builder, ts: TreeShape, attach: list[tuple[str, int]], design: Design, mounter: Mounter,
+def add_tree(b: Builder, ts: TreeShape, attach: list[tuple[str, int]], spec: Spec, mounter: Mounter,
              speed: float, prefix: str = "", rail: int | None = None, leaf_rails: int | None = None) -> None:
     """Switches of one tree, NIC links (``attach`` = (nic, leaf index)) and the tier boundaries."""
-    f = design.spec.fabric
-    model = design.spec.switch(f.switch)
+    f = spec.fabric
+    model = spec.switch(f.switch)
     roles = role_names(ts.tiers)
     ids: list[list[str]] = []
     for t, count in enumerate(ts.switches):
@@ -73,40 +69,31 @@ def add_tree(b: Builder, ts: TreeShape, attach: list[tuple[str, int]], design: D
             b.uplink(lower[lo], upper[hi], model.port_speed, tier)
 
 
-def synthesize(design: Design) -> Fabric:
-    spec = design.spec
+def synthesize(spec: Spec, placement: Placement) -> Fabric:
     f = spec.fabric
-    model = spec.switch(f.switch)
-    k = model.ports
+    ts = spec.shape.tree
+    k = ts.radix
     h = max(1, k // 2)
-    speed = min(spec.nic_speed, model.port_speed)
+    speed = spec.shape.boundaries[0].speed
     b = Builder()
-    mounter = Mounter(design.get("placement"), "fabric", None)
+    mounter = Mounter(placement, "fabric", None)
     if f.family == Family.RAIL_ONLY:
         K = f.hb_domain
-        nics = _site_nics(b, design, speed, K)
-        per_rail = len(nics) // K
-        ts = shape(per_rail, k, f.tiers)
+        nics = site_nics(b, spec, placement, speed, K)
         for r in range(K):
             members = nics[r::K]
             attach = [(nic, e // (k if ts.tiers == 1 else h)) for e, nic in enumerate(members)]
-            add_tree(b, ts, attach, design, mounter, speed, prefix=f"rail{r + 1}-", rail=r)
+            add_tree(b, ts, attach, spec, mounter, speed, prefix=f"rail{r + 1}-", rail=r)
     elif f.family == Family.RAIL_OPTIMIZED:
         g = spec.chassis.nics
-        nics = _site_nics(b, design, speed, None)
-        servers = len(nics) // g
-        groups = math.ceil(servers / h)
-        ts = shape(len(nics), k, f.tiers, leaves=groups * g)
+        nics = site_nics(b, spec, placement, speed, None)
         if ts.tiers == 1:
             attach = [(nic, 0) for nic in nics]
         else:
             attach = [(nic, (e // g // h) * g + e % g) for e, nic in enumerate(nics)]
-        add_tree(b, ts, attach, design, mounter, speed, leaf_rails=g if ts.tiers > 1 else None)
+        add_tree(b, ts, attach, spec, mounter, speed, leaf_rails=g if ts.tiers > 1 else None)
     else:
-        nics = _site_nics(b, design, speed, None)
-        ts = shape(len(nics), k, f.tiers)
+        nics = site_nics(b, spec, placement, speed, None)
         attach = [(nic, e // (k if ts.tiers == 1 else h)) for e, nic in enumerate(nics)]
-        add_tree(b, ts, attach, design, mounter, speed)
-    roles = role_names(ts.tiers)
-    tiers = (f"nic-{roles[0]}",) + tuple(f"{roles[t - 1]}-{roles[t]}" for t in range(1, ts.tiers))
-    return b.build(f.family.value, f.technology.value, tiers, roles)
+        add_tree(b, ts, attach, spec, mounter, speed)
+    return b.build(f.family.value, f.technology.value, spec.shape.boundary_names, spec.shape.roles)

@@ -123,3 +123,8 @@ def violations(h: Hall, pue: float, row_load: dict[int, float], tol: float = 1e-
 def floor_load(weight: float, h: Hall) -> float:
     """kg/m^2 a rack puts on its footprint (slot width x rack depth)."""
     return weight / (h.slot_width * h.rack_depth)
+
+
+def family(L: Limit) -> str:
+    """The limit family a diagnosis tests on its own: ``kind:normal`` or ``kind:failure``."""
+    return f"{L.kind}:{'normal' if L.state == 'normal' else 'failure'}"

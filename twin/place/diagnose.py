@@ -14,7 +14,10 @@ import math
 from ..spec.diagnostics import InfeasibleError
 from ..spec.models import Family, Hall
 from ..spec.units import kw
-from . import capacity
+from . import capacity, powercap
+from .assign import Assignment, count_powers, hall_capacity, hall_networks, zone_network_power
+from .capacity import family
+from .model import HallGrid
 
 FAMILIES = [
     ("busway:normal", "power in normal operation"),
@@ -25,10 +28,6 @@ FAMILIES = [
     ("cooling-zone:normal", "cooling zones"),
     ("utility:normal", "utility"),
 ]
-
-
-def family(L: capacity.Limit) -> str:
-    return f"{L.kind}:{'normal' if L.state == 'normal' else 'failure'}"
 
 
 def ranges(rows) -> str:
@@ -69,12 +68,10 @@ def _need(spec, racks: int, nets) -> float:
 
 def hall_lines(spec, h: Hall, racks_needed: int, nets) -> list[str]:
     """Binding limits of one hall asked to hold ``racks_needed`` GPU racks next to ``nets``."""
-    from .optimize import HallSlots, hall_capacity
-
     pue = spec.site.power.pue
     P = spec.rack.power
     lines: list[str] = []
-    slots = HallSlots.of(h)
+    slots = spec.slots[h.name]
     free_r: dict[int, int] = {}
     for r, _ in slots.free:
         free_r[r] = free_r.get(r, 0) + 1
@@ -145,21 +142,16 @@ def hall_lines(spec, h: Hall, racks_needed: int, nets) -> list[str]:
     return lines
 
 
-def explain(design, asg, hall_index: int | None = None, reach: tuple[str, float] | None = None) -> list[str]:
-    from . import powercap
-    from .optimize import HallSlots, _net_of
-
-    spec = design.spec
+def explain(spec, asg: Assignment, hall_index: int | None = None, reach: tuple[str, float] | None = None) -> list[str]:
+    """Lines saying why ``asg`` (or the hall MILP of ``hall_index``) could not place every rack."""
     halls = spec.site.halls
     zoned = spec.fabric.family == Family.AI_ZONE
     lines: list[str] = []
     if hall_index is not None:
         # capacity says it fits, the position-level model does not: optic reach or network positions
         h = halls[hall_index]
-        from .model import HallGrid
-
         grid = HallGrid(h)
-        slots = HallSlots.of(h)
+        slots = spec.slots[h.name]
         cands = list(slots.network) or list(slots.free)
         need_sp = max(1, len([p for p in asg.plan if p[2] == hall_index and p[0] in ("ctsw", "fabric")]) // max(1, len(asg.hall_groups[hall_index])))
         worst = 0.0
@@ -173,7 +165,7 @@ def explain(design, asg, hall_index: int | None = None, reach: tuple[str, float]
             f" {worst + 2 * h.tray_height:.1f} m from its {need_sp}th nearest network position"
             f" (use a longer-reach optic via placement.uplink_medium, or reserve network positions nearer the middle)"
         )
-        lines += hall_lines(spec, h, sum(n for _, n in asg.hall_groups[hall_index]), _net_of(asg.plan, hall_index))
+        lines += hall_lines(spec, h, sum(n for _, n in asg.hall_groups[hall_index]), hall_networks(asg.plan, hall_index))
         return lines
     placed = asg.placed_racks
     lines.append(
@@ -185,20 +177,14 @@ def explain(design, asg, hall_index: int | None = None, reach: tuple[str, float]
         have = sum(n for _, n in asg.hall_groups[i])
         if zoned:
             want = min(spec.fabric.zones_per_hall, spec.zones) * spec.racks_per_zone
-            if have >= want or len(HallSlots.of(h).free) < spec.racks_per_zone:
+            if have >= want or len(spec.slots[h.name].free) < spec.racks_per_zone:
                 continue
             k = have // spec.racks_per_zone + 1
-            from .optimize import zone_network_power
-
-            nets_l = zone_network_power(spec)
-            acc: dict = {}
-            for p in nets_l * k:
-                acc[p] = acc.get(p, 0) + 1
-            lines += hall_lines(spec, h, k * spec.racks_per_zone, tuple(sorted(acc.items())))
+            lines += hall_lines(spec, h, k * spec.racks_per_zone, count_powers(zone_network_power(spec) * k))
         else:
-            if have >= len(HallSlots.of(h).free):
+            if have >= len(spec.slots[h.name].free):
                 continue
-            lines += hall_lines(spec, h, len(HallSlots.of(h).free), _net_of(asg.plan, i))
+            lines += hall_lines(spec, h, len(spec.slots[h.name].free), hall_networks(asg.plan, i))
         if len(lines) > 12:
             break
     site_need = spec.racks * spec.rack.power * spec.site.power.pue
@@ -212,7 +198,7 @@ def explain(design, asg, hall_index: int | None = None, reach: tuple[str, float]
         )
     else:
         lines.append(f"largest configuration that fits: {placed:,} GPU racks = {placed * spec.rack.gpus:,} GPUs")
-    cap = powercap.highest_fitting_cap(design)
+    cap = powercap.highest_fitting_cap(spec)
     if cap is not None and cap < spec.rack.gpu_power_cap:
         lines.append(
             f"or all {spec.gpus:,} GPUs with the GPU power cap at {cap:g} W (placement.gpu_power_cap: auto picks it)"

@@ -9,27 +9,26 @@ from __future__ import annotations
 
 import math
 
-from ..design import Design
-from ..fabric.fat_tree import tree_switch_count
+from ..feasibility import Budget
 from ..spec.diagnostics import InfeasibleError
 from ..spec.models import Family
+from ..spec.resolve import Spec
 from .model import PlacedRack, Placement, Position, rack_fill, switches_per_rack
 
 
 def network_rack_plan(
-    design: Design, zone_hall: dict[int, int] | None = None, hall_racks: list[int] | None = None
+    spec: Spec, budget: Budget | None = None, zone_hall: dict[int, int] | None = None, hall_racks: list[int] | None = None
 ) -> list[tuple[str, int | None, int, int, float]]:
     """Network racks to place: (role, zone, hall index, switches in rack, power) in a stable order.
 
     ``zone_hall`` (zone -> hall index) and ``hall_racks`` (GPU racks per hall) default to the
-    feasibility budget's hall fill; the optimiser passes its own assignment.
+    feasibility ``budget``'s hall fill; the optimiser passes its own assignment.
     """
-    spec = design.spec
     f = spec.fabric
     plan: list[tuple[str, int | None, int, int, float]] = []
     shelf = spec.rack_type.power_shelf  # network racks use the same rack frame and power shelf
     if zone_hall is None and f.family == Family.AI_ZONE:
-        zone_hall = {z: i for i, hb in enumerate(design.budget.halls) for z in hb.zones}
+        zone_hall = {z: i for i, hb in enumerate(budget.halls) for z in hb.zones}
     if f.family == Family.AI_ZONE:
         ctsw = spec.switch(f.ctsw.model)
         per = switches_per_rack(ctsw.height_u, ctsw.power, shelf)
@@ -46,10 +45,10 @@ def network_rack_plan(
                 plan.append(("atsw", None, halls[k % len(halls)], n, n * atsw.power))
         return plan
     sw = spec.switch(f.switch)
-    total = tree_switch_count(spec)
+    total = spec.shape.switches
     per = switches_per_rack(sw.height_u, sw.power, shelf)
     racks = math.ceil(total / per)
-    weights = hall_racks if hall_racks is not None else [hb.gpu_racks for hb in design.budget.halls]
+    weights = hall_racks if hall_racks is not None else [hb.gpu_racks for hb in budget.halls]
     share = _apportion(racks, weights)
     left = total
     for hall_index, n_racks in enumerate(share):
@@ -73,21 +72,19 @@ def _apportion(total: int, weights: list[int]) -> list[int]:
     return out
 
 
-def place(design: Design) -> Placement:
-    spec = design.spec
+def place(spec: Spec, budget: Budget) -> Placement:
+    """Racks in reading order into the halls the feasibility ``budget`` chose."""
     halls = spec.site.halls
     racks: list[PlacedRack] = []
     free: dict[int, list[Position]] = {}
     reserved: dict[int, list[Position]] = {}
     for i, h in enumerate(halls):
-        net = {(r, p) for res in h.reserved if res.purpose == "network" for r in res.rows for p in res.positions}
-        other = {(r, p) for res in h.reserved if res.purpose != "network" for r in res.rows for p in res.positions}
-        grid = [(r, p) for r in range(1, h.rows + 1) for p in range(1, h.positions_per_row + 1)]
-        free[i] = [Position(h.name, r, p) for r, p in grid if (r, p) not in net and (r, p) not in other]
-        reserved[i] = [Position(h.name, r, p) for r, p in grid if (r, p) in net]
+        slots = spec.slots[h.name]
+        free[i] = [Position(h.name, r, p) for r, p in slots.free]
+        reserved[i] = [Position(h.name, r, p) for r, p in slots.network]
     zoned = spec.fabric.family == Family.AI_ZONE
     gpu_index = 0
-    for i, hb in enumerate(design.budget.halls):
+    for i, hb in enumerate(budget.halls):
         if zoned:
             for z in hb.zones:
                 for k in range(spec.racks_per_zone):
@@ -101,7 +98,7 @@ def place(design: Design) -> Placement:
                 racks.append(PlacedRack(f"{pos.hall}-r{gpu_index + 1:04d}", "gpu", pos, z, k, spec.rack.power))
                 gpu_index += 1
     counters: dict[tuple[str, int | None], int] = {}
-    for role, zone, hall_index, n_sw, power in network_rack_plan(design):
+    for role, zone, hall_index, n_sw, power in network_rack_plan(spec, budget):
         pool = reserved[hall_index] or free[hall_index]
         if not pool:
             raise InfeasibleError([f"hall {halls[hall_index].name}: no position left for a {role} network rack"])

@@ -18,6 +18,7 @@ import math
 from dataclasses import replace
 
 from ..spec.resolve import rack_figures
+from .assign import assign, hall_capacity, hall_networks
 
 STEP = 25.0  # W between candidate caps
 
@@ -53,17 +54,14 @@ def spec_at(spec, cap: float):
     return replace(spec, site=site, rack_type=rt, rack=rack_figures(rt, spec.chassis, spec.rtsw_model))
 
 
-def _fits(spec) -> bool:
-    from ..design import Design
-    from .optimize import assign
-
-    return assign(Design(spec=spec, budget=None)).placed_racks >= spec.racks
+def fits(spec) -> bool:
+    """Every GPU rack of ``spec`` fits the halls' power and cooling (placement stage 1)."""
+    return assign(spec).placed_racks >= spec.racks
 
 
-def highest_fitting_cap(design) -> float | None:
-    spec = design.spec
+def highest_fitting_cap(spec) -> float | None:
     for c in reversed(caps(spec.chassis)):
-        if _fits(spec_at(spec, c)):
+        if fits(spec_at(spec, c)):
             return c
     return None
 
@@ -75,7 +73,7 @@ def resolve(spec):
         return spec
     for c in reversed(caps(spec.chassis)):
         s = spec_at(spec, c)
-        if _fits(s):
+        if fits(s):
             return s
     return spec
 
@@ -83,8 +81,6 @@ def resolve(spec):
 def tradeoff(spec, asg) -> dict:
     """For every cap: GPU racks the halls could power and cool (next to the same network racks),
     capped by the site utility, and the cluster throughput they would deliver."""
-    from .optimize import _net_of, hall_capacity
-
     pue = spec.site.power.pue
     halls = spec.site.halls
     net_w = sum(p for _r, _z, _h, _n, p in asg.plan)
@@ -94,7 +90,7 @@ def tradeoff(spec, asg) -> dict:
         P = s.rack.power
         racks = 0
         for i, h in enumerate(halls):
-            cap, _ = hall_capacity(h, pue, P, _net_of(asg.plan, i))
+            cap, _ = hall_capacity(h, pue, P, hall_networks(asg.plan, i))
             racks += max(0, int(cap))
         site_racks = max(0, math.floor((spec.site.power.utility_capacity / pue - net_w) / P))
         racks = min(racks, site_racks)

@@ -73,7 +73,7 @@ def design_section(d) -> str | None:
 
     Cheap by construction (a subgraph of at most REPORT_GPUS GPUs, one ring phase per scheme); the
     full what-ifs are `twin simulate`'s job."""
-    fab = d.get("fabric")
+    fab = d.fabric
     if fab is None or getattr(fab, "graph", None) is None:
         return None
     import numpy as np

@@ -160,7 +160,7 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
     """Time every collective and job of the scenario, per case and routing scheme.
 
     ``design`` may be None when ``graph`` is given (a synthetic fabric; catalog defaults then apply)."""
-    g0 = graph if graph is not None else design.get("fabric").graph
+    g0 = graph if graph is not None else design.fabric.graph
     routing_spec = design.spec.fabric.routing if design is not None else None
     default_qps = routing_spec.qps_per_gpu_pair if routing_spec else 16
     schemes = schemes_of(scn, default_qps, list(routing_spec.hash_fields) if routing_spec else None)

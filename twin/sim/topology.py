@@ -291,7 +291,7 @@ def _unique_rows(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def from_design(design, graph: nx.MultiGraph | None = None) -> Net:
     """Compile the fabric of a compiled :class:`~twin.design.Design` with its catalog figures."""
-    fabric = design.get("fabric")
+    fabric = design.fabric
     if graph is None:
         if fabric is None or getattr(fabric, "graph", None) is None:
             raise ValueError("the design has no fabric graph (the fabric pass did not run)")
@@ -304,7 +304,7 @@ def from_design(design, graph: nx.MultiGraph | None = None) -> Net:
 def cable_lengths(design) -> dict[str, float]:
     """Cable length by link id from the cabling pass: the ordered stock length (the signal runs the
     whole cable, coiled slack included). Accepts a CablePlan (``ids`` + arrays) or a mapping."""
-    cab = design.get("cabling")
+    cab = design.cabling
     if cab is None:
         return {}
     ids = getattr(cab, "ids", None)

@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Iterator
 
-from ..fabric.sizing import ctsw_ports, fat_tree_capacity, fat_tree_tiers
+from ..fabric.sizing import fat_tree_capacity, fat_tree_tiers
 from .diagnostics import Severity
 from .models import Catalog, Family, Redundancy, Site, Technology
 from .resolve import Spec
@@ -117,12 +117,13 @@ def arithmetic(spec: Spec) -> Iterator[Finding]:
 
 def _ai_zone_ports(spec: Spec) -> Iterator[Finding]:
     f = spec.fabric
+    shape = spec.shape
     rt_path = ("rack_types", spec.rack_type_name, "rtsw")
     rtsw = spec.rtsw_model
     if rtsw is None or f.ctsw is None or f.ctsw.count is None or f.ctsw.model is None:
         return
-    down = spec.rack.nics // max(1, spec.rack_type.rtsw_count)
-    up = f.rtsw.uplinks if f.rtsw and f.rtsw.uplinks is not None else down
+    rt, ct, at = shape.tier("rtsw"), shape.tier("ctsw"), shape.tier("atsw")
+    down, up = rt.down, rt.up
     if spec.nic_speed > rtsw.port_speed:
         yield E, rt_path, f"NIC speed {spec.nic_speed / 1e9:g}G exceeds {spec.rack_type.rtsw} port speed {rtsw.port_speed / 1e9:g}G", "faster RTSW ports"
     if down + up > rtsw.ports:
@@ -137,29 +138,23 @@ def _ai_zone_ports(spec: Spec) -> Iterator[Finding]:
             f"RTSWs are oversubscribed {down}:{up} ({down / up:.2f}:1); traffic leaving a rack is throttled"
         ), f"uplinks >= {down} for full bisection"
     c = f.ctsw.count
-    rack_up = up * spec.rack_type.rtsw_count  # a rack's RTSWs share the zone's CTSWs
-    if rack_up % c:
+    if shape.rack_uplinks % c:
         yield W, ("fabric", "ctsw", "count"), (
-            f"{rack_up} uplinks per rack do not spread evenly over {c} CTSWs; ECMP weights will be uneven"
-        ), f"a divisor of {rack_up}"
-    ctsw = spec.catalog.switches[f.ctsw.model]
-    over = f.atsw.oversubscription if f.atsw and spec.zones > 1 else None
-    if f.atsw and spec.zones > 1 and over is None:
-        over = 1.0
-    cdown, cup = ctsw_ports(spec.racks_per_zone, rack_up, c, over)
-    if cdown + cup > ctsw.ports:
+            f"{shape.rack_uplinks} uplinks per rack do not spread evenly over {c} CTSWs; ECMP weights will be uneven"
+        ), f"a divisor of {shape.rack_uplinks}"
+    if ct.down + ct.up > ct.radix:
+        free = max(1, ct.radix - ct.up)
         yield E, ("fabric", "ctsw", "count"), (
-            f"each of {c} CTSWs ({f.ctsw.model}, {ctsw.ports} ports) needs {cdown} down + {cup} up = {cdown + cup} ports"
-        ), f"at least {math.ceil(spec.racks_per_zone * rack_up / max(1, ctsw.ports - cup))} CTSWs per zone or a larger switch"
-    if f.atsw and f.atsw.model and f.atsw.count and spec.zones > 1:
-        atsw = spec.catalog.switches[f.atsw.model]
-        total = spec.zones * c * cup
-        per = math.ceil(total / f.atsw.count)
-        if per > atsw.ports:
+            f"each of {c} CTSWs ({f.ctsw.model}, {ct.radix} ports) needs {ct.down} down + {ct.up} up = {ct.down + ct.up} ports"
+        ), f"at least {math.ceil(spec.racks_per_zone * shape.rack_uplinks / free)} CTSWs per zone or a larger switch"
+    if at is not None:
+        total = shape.links("ctsw-atsw")
+        if at.down > at.radix:
             yield E, ("fabric", "atsw", "count"), (
-                f"{total} CTSW uplinks over {f.atsw.count} ATSWs need {per} ports each; {f.atsw.model} has {atsw.ports}"
-            ), f"at least {math.ceil(total / atsw.ports)} ATSWs"
-        if over and over > 4:
+                f"{total} CTSW uplinks over {f.atsw.count} ATSWs need {at.down} ports each; {f.atsw.model} has {at.radix}"
+            ), f"at least {math.ceil(total / at.radix)} ATSWs"
+        over = f.atsw.oversubscription or 1.0
+        if over > 4:
             yield W, ("fabric", "atsw", "oversubscription"), (
                 f"cross-zone bandwidth is 1/{over:g} of injection; keep each job's DP groups inside a zone"
             ), "at most 4:1 for jobs that span zones"
@@ -170,7 +165,7 @@ def _fat_tree_ports(spec: Spec) -> Iterator[Finding]:
     if f.switch is None or f.switch not in spec.catalog.switches:
         return
     sw = spec.catalog.switches[f.switch]
-    endpoints = spec.racks * spec.rack.nics if f.gpus is None else f.gpus * spec.chassis.nics // max(1, spec.chassis.gpus)
+    endpoints = spec.shape.endpoints
     if spec.nic_speed > sw.port_speed:
         yield E, ("fabric", "switch"), f"NIC speed {spec.nic_speed / 1e9:g}G exceeds {f.switch} port speed {sw.port_speed / 1e9:g}G", "faster switch ports"
     if f.family == Family.RAIL_ONLY or f.family == Family.RAIL_OPTIMIZED:

@@ -8,8 +8,30 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .models import Catalog, Chassis, Family, RackType, Site, SwitchModel
+from .models import Catalog, Chassis, Family, Hall, RackType, Site, SwitchModel
+
+if TYPE_CHECKING:
+    from ..fabric.shape import FabricShape
+
+
+@dataclass(frozen=True)
+class HallSlots:
+    """The positions (row, slot) of a hall by use: free for GPU racks, reserved for network racks.
+
+    Positions reserved for anything else are in neither. The one definition of a hall's usable floor.
+    """
+
+    free: tuple[tuple[int, int], ...]
+    network: tuple[tuple[int, int], ...]
+
+    @staticmethod
+    def of(h: Hall) -> HallSlots:
+        net = {(r, p) for res in h.reserved if res.purpose == "network" for r in res.rows for p in res.positions}
+        other = {(r, p) for res in h.reserved if res.purpose != "network" for r in res.rows for p in res.positions}
+        grid = [(r, p) for r in range(1, h.rows + 1) for p in range(1, h.positions_per_row + 1)]
+        return HallSlots(tuple(x for x in grid if x not in net and x not in other), tuple(x for x in grid if x in net))
 
 
 @dataclass(frozen=True)
@@ -43,7 +65,13 @@ class Spec:
     zones: int
     racks_per_zone: int
     nic_speed: float  # bit/s
-    positions: dict[str, int] = field(default_factory=dict)  # hall -> usable GPU positions
+    slots: dict[str, HallSlots] = field(default_factory=dict)  # hall name -> its positions by use
+    shape: FabricShape | None = None  # every derived sizing fact of the fabric (twin.fabric.shape)
+
+    @property
+    def positions(self) -> dict[str, int]:
+        """Hall name -> positions free for GPU racks."""
+        return {name: len(s.free) for name, s in self.slots.items()}
 
     @property
     def name(self) -> str:

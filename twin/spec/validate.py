@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 
 from pydantic import ValidationError
+
+from ..fabric.shape import fabric_shape
 
 from .. import catalog as catalog_mod
 from . import checks
 from .diagnostics import Diagnostic, Severity, SpecError
 from .loader import LoadError, Source, load_file, load_text
 from .models import Site
-from .resolve import Spec, derive_counts, rack_figures
+from .resolve import HallSlots, Spec, derive_counts, rack_figures
 
 
 def validate_file(path: str | Path) -> tuple[Spec | None, list[Diagnostic]]:
@@ -75,11 +78,7 @@ def _resolve(src: Source, site: Site, cat) -> Spec:
     rtsw = cat.switches.get(rtsw_name) if rtsw_name else None
     rack = rack_figures(rt, chassis, rtsw)
     gpus, racks, zones, rpz = derive_counts(site, rack.gpus)
-    positions = {}
-    for h in site.halls:
-        reserved = {(r, p) for res in h.reserved for r in res.rows for p in res.positions}
-        positions[h.name] = h.rows * h.positions_per_row - len(reserved)
-    return Spec(
+    spec = Spec(
         site=site,
         catalog=cat,
         source_path=src.path,
@@ -94,8 +93,9 @@ def _resolve(src: Source, site: Site, cat) -> Spec:
         zones=zones,
         racks_per_zone=rpz,
         nic_speed=f.nic_speed or chassis.nic_speed,
-        positions=positions,
+        slots={h.name: HallSlots.of(h) for h in site.halls},
     )
+    return replace(spec, shape=fabric_shape(spec))
 
 
 def _order(d: Diagnostic):
