@@ -37,7 +37,7 @@ def test_asn_plan_is_rfc7938():
     assert all(len(s) == 1 for s in zones.values()) and len({min(s) for s in zones.values()}) == 2
     assert len(set(atsw.values())) == 1
     pools = d.spec.fabric.routing.asn_pools
-    assert all(pools["rtsw"].first <= v <= pools["rtsw"].last for v in rtsw.values())
+    assert all(pools["level1"].first <= v <= pools["level1"].last for v in rtsw.values())
     assert not set(rtsw.values()) & set(ctsw.values()) | set(atsw.values()) & set(ctsw.values())
 
 

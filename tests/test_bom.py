@@ -47,5 +47,10 @@ def test_power_and_csv(d):
     assert p["transceiver"] + p["cable"] == pytest.approx(optics)
     rows = list(csv.DictReader(io.StringIO(bom_emit.emit(d)["bom.csv"].decode())))
     assert all(r["source"] for r in rows if r["category"] != "total")
-    assert float(rows[-1]["total_power_w"]) == pytest.approx(p["total"], abs=0.01)
+    assert float(rows[-2]["total_power_w"]) == pytest.approx(p["total"], abs=0.01)
+    # cable mass: every cable's stock length x its medium's weight_per_metre (copper 0.045, fiber 0.009 kg/m)
+    plan, media = d.cabling, d.spec.catalog.media
+    mass = sum(float(plan.stock[i]) * media[plan.media[plan.medium[i]]].weight_per_metre for i in range(len(plan)))
+    assert float(rows[-1]["total_mass_kg"]) == pytest.approx(mass, rel=1e-6)
+    assert 1_000 < mass < 100_000  # ~120K cables of 1-100 m at 9-45 g/m
     assert "two transceivers" in bom_emit.section(d)

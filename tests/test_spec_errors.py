@@ -104,7 +104,7 @@ def test_atsw_port_budget():
 def test_asn_pool_exhaustion():
     text = LAB.replace("  routing:\n", "  routing:\n    asn_pools:\n      rtsw: {first: 4200000000, last: 4200000004}\n")
     _, errs = errors(text)
-    assert any("8 RTSWs need one each" in e.message for e in errs)
+    assert any(e.message == "pool holds 5 ASNs; 8 rtsw ASNs are needed" and e.path[-1] == "rtsw" for e in errs)
 
 
 def test_workload_bigger_than_site():

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from ..fabric.graph import Fabric
     from ..spec.resolve import Spec
 
-# Tier roles by level: families name them differently, the ASN pools use the AI-zone names.
-POOL_OF_LEVEL = {1: "rtsw", 2: "ctsw", 3: "atsw"}
+# ASN pools are named by tier level (twin.spec.models.Routing.asn_pools)
+POOL_OF_LEVEL = {1: "level1", 2: "level2", 3: "level3"}
 ULA = ipaddress.IPv6Network("fd00:7477:696e::/48")  # fixed ULA block for the IPv6 option ("twin")
 
 
@@ -104,10 +104,10 @@ def plan(spec: Spec, fabric: Fabric | None) -> Addressing | None:
         if pool_name is None:
             raise InfeasibleError([f"{n}: no ASN pool for a level-{levels[n]} switch"])
         pool = r.asn_pools[pool_name]
-        if pool_name == "rtsw":
+        if pool_name == "level1":
             idx = used.get(pool_name, 0)
             used[pool_name] = idx + 1
-        elif pool_name == "ctsw":
+        elif pool_name == "level2":
             z = g.nodes[n].get("zone")
             if z not in zone_asn:
                 zone_asn[z] = len(zone_asn)
@@ -115,7 +115,7 @@ def plan(spec: Spec, fabric: Fabric | None) -> Addressing | None:
         else:
             idx = 0
         if pool.first + idx > pool.last:
-            need = {"rtsw": sum(1 for x in switches if levels[x] == 1), "ctsw": len({g.nodes[x].get("zone") for x in switches if levels[x] == 2}), "atsw": 1}[pool_name]
+            need = {"level1": sum(1 for x in switches if levels[x] == 1), "level2": len({g.nodes[x].get("zone") for x in switches if levels[x] == 2}), "level3": 1}[pool_name]
             raise InfeasibleError([
                 f"routing.asn_pools.{pool_name} ({pool.first}-{pool.last}) has {pool.last - pool.first + 1} ASNs; "
                 f"the fabric needs {need}"

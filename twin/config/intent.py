@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..address import ULA, Addressing
 from ..fabric.graph import Fabric
+from ..physics import FIBER_DELAY_S_PER_M
 from ..spec.resolve import Spec
 
 LEVEL_ROLE = {1: "rtsw", 2: "ctsw", 3: "atsw"}
@@ -55,13 +56,13 @@ def ecmp_widths(fabric) -> dict[str, int]:
 def buffer_plan(model, mtu: int, reach_m: float = 100.0) -> dict[str, int]:
     """Lossless headroom (bytes) for one priority group at the port speed.
 
-    xoff must absorb what is in flight after a PAUSE is sent: two cable delays (4.9 ns/m, assumed
+    xoff must absorb what is in flight after a PAUSE is sent: two cable delays (FIBER_DELAY_S_PER_M, assumed
     ``reach_m`` = 100 m for the longest in-hall fibre) plus ~1.5 us of MAC/PHY response, at line rate,
     plus two maximum frames; xon is two frames. The pool is half the switch buffer (catalog), or an
     assumed 32 MiB for shallow-buffer switches without a figure.
     """
     rate = model.port_speed / 8
-    xoff = int(rate * (2 * reach_m * 4.9e-9 + 1.5e-6)) + 2 * mtu
+    xoff = int(rate * (2 * reach_m * FIBER_DELAY_S_PER_M + 1.5e-6)) + 2 * mtu
     total = int(model.buffer) if model.buffer else 64 * 2**20
     return dict({"xoff": xoff, "xon": 2 * mtu, "pg_size": xoff + 2 * mtu, "ingress": total // 2,
             "egress": total // 2, "xoff_pool": min(total // 4, xoff * model.ports)})

@@ -6,11 +6,11 @@ import csv
 import io
 
 from ..design import Design
-from ..fabric.bom import network_power
+from ..fabric.bom import cable_mass, network_power
 from ..spec.units import kw
 from .markdown import table
 
-COLUMNS = ["category", "item", "description", "length_m", "quantity", "unit_power_w", "total_power_w", "source"]
+COLUMNS = ["category", "item", "description", "length_m", "quantity", "unit_power_w", "total_power_w", "total_mass_kg", "source"]
 
 
 def _num(v: float) -> str:
@@ -26,9 +26,10 @@ def emit(design: Design) -> dict[str, bytes]:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(COLUMNS)
     for ln in lines:
-        w.writerow([ln.category, ln.item, ln.description, "" if ln.length_m is None else _num(ln.length_m), ln.quantity, _num(ln.unit_power_w), _num(ln.total_power_w), ln.source])
+        w.writerow([ln.category, ln.item, ln.description, "" if ln.length_m is None else _num(ln.length_m), ln.quantity, _num(ln.unit_power_w), _num(ln.total_power_w), _num(ln.total_mass_kg), ln.source])
     p = network_power(lines)
-    w.writerow(["total", "network power", "switches + powered cable ends", "", "", "", _num(p["total"]), ""])
+    w.writerow(["total", "network power", "switches + powered cable ends", "", "", "", _num(p["total"]), "", ""])
+    w.writerow(["total", "cable mass", "every cable at its stock length (tray load)", "", "", "", "", _num(cable_mass(lines)), ""])
     return {"bom.csv": buf.getvalue().encode("utf-8")}
 
 
@@ -61,4 +62,5 @@ def section(design: Design) -> str | None:
         rows.append(["cable", item, f"{q:,}", kw(watts), "see bom.csv for stock lengths"])
     p = network_power(lines)
     rows.append(["**total**", "network power", "", f"**{kw(p['total'])}**", f"switches {kw(p['switch'])}, optics {kw(p['transceiver'])}, active cables {kw(p['cable'])}"])
+    rows.append(["**total**", "cable mass", "", "", f"{cable_mass(lines):,.0f} kg of cable on the trays (catalog weight_per_metre)"])
     return "## Bill of materials\n\n" + CONVENTION + "\n\n" + table(["category", "item", "quantity", "power", "source"], rows, "llrrl")

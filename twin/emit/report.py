@@ -46,7 +46,7 @@ def rack_section(d: Design) -> str:
     r = s.rack
     c = s.chassis
     rows = [
-        [f"{s.rack_type.servers} x {s.rack_type.chassis}", f"{c.gpus} GPUs at {r.gpu_power_cap:g} W cap (TDP {c.gpu_tdp:g} W)", kw(s.rack_type.servers * r.server_power)],
+        [f"{s.rack_type.servers} x {s.rack_type.chassis}", f"{c.gpus} x {c.gpu_model} at {r.gpu_power_cap:g} W cap (TDP {c.gpu_tdp:g} W)", kw(s.rack_type.servers * r.server_power)],
     ]
     if s.rtsw_model:
         rows.append([f"{s.rack_type.rtsw_count} x {s.rack_type.rtsw}", "rack switch", kw(r.rtsw_power)])

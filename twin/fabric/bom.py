@@ -33,10 +33,15 @@ class BomLine:
     quantity: int
     unit_power_w: float
     source: str
+    unit_mass_kg: float = 0.0  # a switch's mass; a cable's is its length x the medium's weight_per_metre
 
     @property
     def total_power_w(self) -> float:
         return self.quantity * self.unit_power_w
+
+    @property
+    def total_mass_kg(self) -> float:
+        return self.quantity * self.unit_mass_kg
 
 
 def bill(spec: Spec, fabric: Fabric, plan: CablePlan) -> tuple[BomLine, ...]:
@@ -47,7 +52,7 @@ def bill(spec: Spec, fabric: Fabric, plan: CablePlan) -> tuple[BomLine, ...]:
     for name in sorted(models):
         m = spec.switch(name)
         desc = m.description or f"{m.vendor} {name}"
-        lines.append(BomLine("switch", name, desc, None, models[name], m.power, m.source))
+        lines.append(BomLine("switch", name, desc, None, models[name], m.power, m.source, m.weight))
     for i, name in enumerate(plan.media):
         sel = plan.medium == i
         n = int(sel.sum())
@@ -58,10 +63,10 @@ def bill(spec: Spec, fabric: Fabric, plan: CablePlan) -> tuple[BomLine, ...]:
         if med.pluggable:
             lines.append(BomLine("transceiver", name, med.description or f"{name} ({med.connector})", None, 2 * n, med.power_per_end, med.source))
             for length, c in zip(lengths.tolist(), counts.tolist()):
-                lines.append(BomLine("cable", f"{med.fiber}-{med.connector or 'fiber'}".lower().replace(" ", "-"), f"{med.fiber.upper()} fiber {med.connector} for {name}", length, c, 0.0, med.source))
+                lines.append(BomLine("cable", f"{med.fiber}-{med.connector or 'fiber'}".lower().replace(" ", "-"), f"{med.fiber.upper()} fiber {med.connector} for {name}", length, c, 0.0, med.source, length * med.weight_per_metre))
         else:
             for length, c in zip(lengths.tolist(), counts.tolist()):
-                lines.append(BomLine("cable", name, med.description or name, length, c, 2 * med.power_per_end, med.source))
+                lines.append(BomLine("cable", name, med.description or name, length, c, 2 * med.power_per_end, med.source, length * med.weight_per_metre))
     return tuple(_merge(lines))
 
 
@@ -73,11 +78,16 @@ def _merge(lines: list[BomLine]) -> list[BomLine]:
         if key in out:
             o = out[key]
             desc = o.description if ln.description == o.description else o.description.split(" for ")[0]
-            out[key] = BomLine(o.category, o.item, desc, o.length_m, o.quantity + ln.quantity, o.unit_power_w, o.source)
+            out[key] = BomLine(o.category, o.item, desc, o.length_m, o.quantity + ln.quantity, o.unit_power_w, o.source, o.unit_mass_kg)
         else:
             out[key] = ln
     order = {"switch": 0, "transceiver": 1, "cable": 2}
     return sorted(out.values(), key=lambda ln: (order[ln.category], ln.item, ln.length_m or 0.0))
+
+
+def cable_mass(lines: tuple[BomLine, ...]) -> float:
+    """kg of cable the trays carry (every cable's stock length x its medium's mass per metre)."""
+    return sum(ln.total_mass_kg for ln in lines if ln.category == "cable")
 
 
 def network_power(lines: tuple[BomLine, ...]) -> dict[str, float]:

@@ -25,18 +25,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..physics import FIBER_DELAY_S_PER_M, U_METRES
 from ..place.model import HallGrid, Placement
 from ..spec.diagnostics import InfeasibleError
 from ..spec.models import Medium
 from ..spec.resolve import Spec
 from .graph import Fabric
 
-U_METRES = 0.04445
 RACK_SLACK = 0.5  # m, inside one rack
 LOOP_FACTOR = 0.10  # tray routes: 10 % ...
 LOOP_FIXED = 1.5  # ... + 1.5 m (0.75 m at each end)
 KIND_ORDER = {"dac": 0, "aec": 1, "aoc": 2, "optic": 3}
-PROPAGATION_NS_PER_M = 4.9  # facts.md: fiber; copper is close enough at these lengths
 
 
 def media_order(media: dict[str, Medium]) -> list[str]:
@@ -120,8 +119,8 @@ class CablePlan:
         return self.media[self.medium[self._index[link_id]]]
 
     def delay(self, link_id: str) -> float:
-        """Propagation delay in seconds along the cable (4.9 ns/m)."""
-        return float(self.stock[self._index[link_id]]) * PROPAGATION_NS_PER_M * 1e-9
+        """Propagation delay in seconds along the cable (:data:`twin.physics.FIBER_DELAY_S_PER_M`)."""
+        return float(self.stock[self._index[link_id]]) * FIBER_DELAY_S_PER_M
 
 
 def _device_table(spec: Spec, placement: Placement, fabric: Fabric, nodes: list[str]):

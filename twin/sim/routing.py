@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.sparse import csc_matrix
 
+from ..spec.models import FIVE_TUPLE
 from . import hashing
 from .topology import Net
 
@@ -47,7 +48,7 @@ class Scheme:
     hash_function: str = "xxmix"
     seed: int = 1
     per_switch: bool = True
-    hash_fields: tuple[str, ...] = ("src-ip", "dst-ip", "protocol", "src-port", "dst-port")
+    hash_fields: tuple[str, ...] = FIVE_TUPLE
     ecmp_width: int | None = None
 
     def fields(self) -> list[str]:

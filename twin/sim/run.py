@@ -16,6 +16,7 @@ import networkx as nx
 import numpy as np
 
 from ..spec.diagnostics import SpecError
+from ..spec.models import FIVE_TUPLE
 from . import collectives as coll
 from . import jobs as jobs_mod
 from . import routing, topology
@@ -37,7 +38,7 @@ def schemes_of(scn: Scenario, default_qps: int, site_fields: list[str] | None = 
     out = []
     for r in scn.routing:
         h = r.hash or scn.hash
-        fields = tuple(f for f in (site_fields or ["src-ip", "dst-ip", "protocol", "src-port", "dst-port"]) if f != "roce-dst-qp")
+        fields = tuple(f for f in (site_fields or FIVE_TUPLE) if f != "roce-dst-qp")
         out.append(routing.Scheme(r.name, r.scheme, r.qps or default_qps, h.function, h.seed, h.per_switch, fields, r.ecmp_width))
     return out
 

@@ -30,7 +30,7 @@ from ..spec.diagnostics import Diagnostic, Severity, SpecError
 from ..spec.loader import LoadError, Source, load_file, load_text
 from ..spec.models import IndexList, Model, Slug
 from ..spec.units import DataSize, Time
-from ..spec.validate import _diag, _pydantic_diags, _strip_optional, _unwrap
+from ..spec.validate import diagnostic, pydantic_diagnostics, strip_optional, unwrap_model
 
 SchemeKind = Literal["ecmp", "e-ecmp", "static", "spray", "te"]
 Op = Literal["allreduce", "reducescatter", "allgather", "alltoall", "sendrecv"]
@@ -173,11 +173,11 @@ def parse_scenario(text: str, path: str = "<scenario>") -> tuple[Scenario, Sourc
 
 def _validate(src: Source) -> Scenario:
     if not isinstance(src.data, dict):
-        raise SpecError([_diag(src, Severity.ERROR, (), "a scenario must be a mapping", "name:, routing:, collectives:")])
+        raise SpecError([diagnostic(src, Severity.ERROR, (), "a scenario must be a mapping", "name:, routing:, collectives:")])
     try:
         return Scenario.model_validate(src.data)
     except ValidationError as e:
-        raise SpecError([_suggest(d) for d in _pydantic_diags(src, e)]) from None
+        raise SpecError([_suggest(d) for d in pydantic_diagnostics(src, e)]) from None
 
 
 def _suggest(d: Diagnostic) -> Diagnostic:
@@ -187,10 +187,10 @@ def _suggest(d: Diagnostic) -> Diagnostic:
     model: object = Scenario
     for p in d.path[:-1]:
         if isinstance(model, type) and issubclass(model, BaseModel) and isinstance(p, str) and p in model.model_fields:
-            model = _strip_optional(model.model_fields[p].annotation)
+            model = strip_optional(model.model_fields[p].annotation)
         elif not (isinstance(model, type) and issubclass(model, BaseModel)):
-            model = _unwrap(model, p)
-            model = _strip_optional(model) if model is not None else None
+            model = unwrap_model(model, p)
+            model = strip_optional(model) if model is not None else None
         else:
             model = None
         if model is None:
@@ -203,4 +203,4 @@ def _suggest(d: Diagnostic) -> Diagnostic:
 
 def error(src: Source, path: tuple, message: str, expected: str = "") -> Diagnostic:
     """A positioned error for a problem found while resolving the scenario against a design."""
-    return _diag(src, Severity.ERROR, path, message, expected)
+    return diagnostic(src, Severity.ERROR, path, message, expected)

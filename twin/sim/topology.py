@@ -23,13 +23,13 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
-PROPAGATION_S_PER_M = 4.9e-9  # fiber (and, close enough, DAC): facts.md
+from ..physics import DEFAULT_SWITCH_LATENCY_S, FIBER_DELAY_S_PER_M
+
 DEFAULT_LENGTH_M = {  # used only when no cabling pass gave a length (assumed, stated in results)
     "nic-rtsw": 2.0, "nic-leaf": 2.0,
     "rtsw-ctsw": 30.0, "leaf-spine": 30.0,
     "ctsw-atsw": 100.0, "spine-core": 100.0,
 }
-DEFAULT_SWITCH_LATENCY_S = 1e-6
 
 
 @dataclass
@@ -129,7 +129,7 @@ def compile_graph(
         else:
             length = DEFAULT_LENGTH_M.get(d.get("tier", ""), 30.0)
             defaulted += 1
-        prop = length * PROPAGATION_S_PER_M
+        prop = length * FIBER_DELAY_S_PER_M
         cap = float(d["speed"]) / 8.0
         for a, b in ((u, v), (v, u)):
             arc = len(tails)

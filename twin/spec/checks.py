@@ -222,12 +222,24 @@ def routing(spec: Spec) -> Iterator[Finding]:
     pools = sorted(r.asn_pools.items(), key=lambda kv: kv[1].first)
     for (a, pa), (b, pb) in zip(pools, pools[1:]):
         if pb.first <= pa.last:
-            yield E, ("fabric", "routing", "asn_pools", b), f"ASN pool '{b}' overlaps pool '{a}'", "disjoint pools"
-    if f.technology == Technology.ROCE and f.family == Family.AI_ZONE and "rtsw" in r.asn_pools:
-        p = r.asn_pools["rtsw"]
-        n = spec.racks * spec.rack_type.rtsw_count
-        if p.last - p.first + 1 < n:
-            yield E, ("fabric", "routing", "asn_pools", "rtsw"), f"pool holds {p.last - p.first + 1} ASNs; {n} RTSWs need one each", f"at least {n} ASNs"
+            yield E, ("fabric", "routing", "asn_pools", b), f"ASN pool {_pool(spec, b)} overlaps pool {_pool(spec, a)}", "disjoint pools"
+    if f.technology == Technology.ROCE:
+        tiers = spec.shape.tiers
+        if len(tiers) > 3:
+            yield E, ("fabric", "tiers"), (
+                f"a RoCE fabric of {len(tiers)} switch tiers: twin's routed configs (eBGP, RFC 7938) cover at most 3"
+            ), "tiers <= 3 (a larger switch), or technology: infiniband"
+        # ASNs a level needs: one per leaf; one per zone at level 2 (AI zones; trees share one); one at the top
+        need = {1: tiers[0].count, 2: spec.zones if f.family == Family.AI_ZONE else 1, 3: 1}
+        for t in tiers[:3]:
+            name = f"level{t.level}"
+            p = r.asn_pools.get(name)
+            if p is None:
+                yield E, ("fabric", "routing", "asn_pools"), f"no ASN pool for the level-{t.level} switches ({t.role})", f"asn_pools.{name}: {{first: ..., last: ...}}"
+            elif p.last - p.first + 1 < need[t.level]:
+                yield E, ("fabric", "routing", "asn_pools", name), (
+                    f"pool holds {p.last - p.first + 1} ASNs; {need[t.level]:,} {t.role} ASNs are needed"
+                ), f"at least {need[t.level]:,} ASNs"
     nets = {}
     for key in ("loopback_pool", "p2p_pool", "rack_pool"):
         try:
@@ -248,6 +260,13 @@ def routing(spec: Spec) -> Iterator[Finding]:
             yield W, ("fabric", "routing", "hash_fields"), "without roce-dst-qp in the hash, extra QPs share one path (same 5-tuple entropy)", "add roce-dst-qp (E-ECMP)"
         if f.qos.pfc_watchdog is None:
             yield W, ("fabric", "qos", "pfc_watchdog"), "PFC without a watchdog can spread a pause storm fabric-wide", "pfc_watchdog: 200 ms"
+
+
+def _pool(spec: Spec, name: str) -> str:
+    """'level2 (ctsw)': a pool by its level and the role of that level's switches in this fabric."""
+    tiers = spec.shape.tiers
+    level = int(name[5:]) if name.startswith("level") and name[5:].isdigit() else 0
+    return f"{name} ({tiers[level - 1].role})" if 0 < level <= len(tiers) else name
 
 
 def workloads(spec: Spec) -> Iterator[Finding]:

@@ -320,17 +320,27 @@ class AsnPool(Model):
 def _default_pools() -> dict[str, AsnPool]:
     # RFC 6996 4-byte private range 4200000000-4294967294
     return {
-        "rtsw": AsnPool(first=4_200_000_000, last=4_200_999_999),
-        "ctsw": AsnPool(first=4_201_000_000, last=4_201_000_999),
-        "atsw": AsnPool(first=4_201_001_000, last=4_201_001_999),
+        "level1": AsnPool(first=4_200_000_000, last=4_200_999_999),
+        "level2": AsnPool(first=4_201_000_000, last=4_201_000_999),
+        "level3": AsnPool(first=4_201_001_000, last=4_201_001_999),
     }
 
 
+# ASN pools are named by switch tier level (1 = the tier the NICs attach to); the AI-zone role names of
+# earlier versions still work and mean the same levels.
+ROLE_POOL_NAMES = {"rtsw": "level1", "ctsw": "level2", "atsw": "level3"}
+
+
 HashField = Literal["src-ip", "dst-ip", "protocol", "src-port", "dst-port", "flow-label", "roce-dst-qp"]
+FIVE_TUPLE = ("src-ip", "dst-ip", "protocol", "src-port", "dst-port")  # the classic ECMP hash key
 
 
 class Routing(Model):
-    asn_pools: dict[Literal["rtsw", "ctsw", "atsw"], AsnPool] = Field(default_factory=_default_pools)
+    asn_pools: dict[Literal["level1", "level2", "level3", "rtsw", "ctsw", "atsw"], AsnPool] = Field(
+        default_factory=_default_pools,
+        description="ASN pool per switch tier level: level1 one ASN per leaf/RTSW, level2 one per zone (or pod), "
+        "level3 one for the top tier; rtsw/ctsw/atsw are accepted as names of levels 1-3",
+    )
     unnumbered: bool = Field(False, description="BGP unnumbered (IPv6 link-local) instead of /31s")
     loopback_pool: str = "10.255.0.0/16"
     p2p_pool: str = "10.252.0.0/15"
@@ -338,10 +348,21 @@ class Routing(Model):
     ipv6: bool = False
     ecmp_width: int | None = Field(None, ge=1, le=1024, description="default: the fabric's real width")
     hash_fields: list[HashField] = Field(
-        default_factory=lambda: ["src-ip", "dst-ip", "protocol", "src-port", "dst-port", "roce-dst-qp"]
+        default_factory=lambda: [*FIVE_TUPLE, "roce-dst-qp"]
     )
     qps_per_gpu_pair: int = Field(16, ge=1, le=32, description="Meta: 16 for LLM jobs")
     bfd: bool = True
+
+    @field_validator("asn_pools")
+    @classmethod
+    def _by_level(cls, pools: dict) -> dict:
+        out: dict = {}
+        for name in sorted(pools, key=lambda n: (n in ROLE_POOL_NAMES, n)):
+            level = ROLE_POOL_NAMES.get(name, name)
+            if level in out:
+                raise ValueError(f"'{name}' and '{level}' name the same ASN pool (tier level {level[-1]}); give one")
+            out[level] = pools[name]
+        return dict(sorted({**_default_pools(), **out}.items()))  # levels not given keep their default
 
 
 class Ecn(Model):

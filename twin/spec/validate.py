@@ -20,7 +20,7 @@ from .. import catalog as catalog_mod
 from . import checks
 from .diagnostics import Diagnostic, Severity, SpecError
 from .loader import LoadError, Source, load_file, load_text
-from .models import Site
+from .models import ROLE_POOL_NAMES, Site
 from .resolve import HallSlots, Spec, derive_counts, rack_figures
 
 
@@ -50,20 +50,20 @@ def load_spec(path: str | Path) -> Spec:
 
 def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     if not isinstance(src.data, dict):
-        return None, [_diag(src, Severity.ERROR, (), "a site must be a mapping of fields", "name:, power:, halls:, ...")]
+        return None, [diagnostic(src, Severity.ERROR, (), "a site must be a mapping of fields", "name:, power:, halls:, ...")]
     try:
         site = Site.model_validate(src.data)
     except ValidationError as e:
-        return None, sorted(_pydantic_diags(src, e), key=_order)
+        return None, sorted(pydantic_diagnostics(src, e), key=_order)
     cat = catalog_mod.merged(site.catalog)
-    diags = [_diag(src, *f) for f in checks.references(site, cat)]
-    diags += [_diag(src, *f) for f in checks.family_shape(site)]
-    diags += [_diag(src, *f) for f in checks.facility(site)]
+    diags = [diagnostic(src, *f) for f in checks.references(site, cat)]
+    diags += [diagnostic(src, *f) for f in checks.family_shape(site)]
+    diags += [diagnostic(src, *f) for f in checks.facility(site)]
     if any(d.severity is Severity.ERROR for d in diags):
         return None, sorted(diags, key=_order)
     spec = _resolve(src, site, cat)
     for check in (checks.arithmetic, checks.routing, checks.workloads):
-        diags += [_diag(src, *f) for f in check(spec)]
+        diags += [diagnostic(src, *f) for f in check(spec)]
     diags = sorted(set(diags), key=_order)
     if any(d.severity is Severity.ERROR for d in diags):
         return None, diags
@@ -102,12 +102,23 @@ def _order(d: Diagnostic):
     return (d.file, d.line, d.col, d.severity != Severity.ERROR, d.message)
 
 
-def _diag(src: Source, severity: Severity, path: tuple, message: str, expected: str = "") -> Diagnostic:
+def diagnostic(src: Source, severity: Severity, path: tuple, message: str, expected: str = "") -> Diagnostic:
+    path = written_path(src, tuple(path))
     line, col = src.locate(path)
-    return Diagnostic(severity, src.path, line, col, tuple(path), message, expected)
+    return Diagnostic(severity, src.path, line, col, path, message, expected)
 
 
-def _pydantic_diags(src: Source, exc: ValidationError) -> list[Diagnostic]:
+def written_path(src: Source, path: tuple) -> tuple:
+    """The path as the user wrote it: an ASN pool named by its old role name (``rtsw``) keeps that name."""
+    if len(path) > 3 and path[2] == "asn_pools" and path not in src.positions:
+        for old, level in ROLE_POOL_NAMES.items():
+            alias = path[:3] + (old,) + path[4:]
+            if path[3] == level and alias in src.positions:
+                return alias
+    return path
+
+
+def pydantic_diagnostics(src: Source, exc: ValidationError) -> list[Diagnostic]:
     out = []
     for err in exc.errors(include_url=False):
         loc = _clean_loc(src, tuple(err["loc"]))
@@ -133,7 +144,7 @@ def _pydantic_diags(src: Source, exc: ValidationError) -> list[Diagnostic]:
         elif typ in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "too_short", "too_long", "string_pattern_mismatch"):
             expected = msg.replace("Input should ", "").replace("String should ", "")
             msg = f"{_short(err.get('input'))!r} is out of range" if "than" in typ else f"{_short(err.get('input'))!r} is not valid"
-        out.append(_diag(src, Severity.ERROR, loc, msg, expected))
+        out.append(diagnostic(src, Severity.ERROR, loc, msg, expected))
     return list(dict.fromkeys(out))
 
 
@@ -169,33 +180,33 @@ def _known_fields(parent: tuple) -> list[str]:
             else:
                 return []
         else:
-            model = _unwrap(model, p)
+            model = unwrap_model(model, p)
             if model is None:
                 return []
-        model = _strip_optional(model)
+        model = strip_optional(model)
     if isinstance(model, type) and issubclass(model, BaseModel):
         return sorted(model.model_fields)
     return []
 
 
-def _strip_optional(t):
+def strip_optional(t):
     from typing import Union, get_args, get_origin
     import types
 
     if get_origin(t) in (Union, types.UnionType):
         args = [a for a in get_args(t) if a is not type(None)]
         if len(args) == 1:
-            return _strip_optional(args[0])
+            return strip_optional(args[0])
     return t
 
 
-def _unwrap(t, key):
+def unwrap_model(t, key):
     from typing import get_args, get_origin
 
     origin = get_origin(t)
     args = get_args(t)
     if origin is list and args:
-        return _strip_optional(args[0])
+        return strip_optional(args[0])
     if origin is dict and len(args) == 2:
-        return _strip_optional(args[1])
+        return strip_optional(args[1])
     return None
