@@ -55,7 +55,8 @@ def run_one(path: str) -> dict:
     from unittest import mock
 
     from twin import pipeline
-    from twin.emit import bom, cabling as cabling_emit, model_export
+    from twin.emit import bom, model_export
+    from twin.emit import cabling as cabling_emit
     from twin.fabric import cabling, synthesize
     from twin.place import naive
 

@@ -10,8 +10,8 @@ import subprocess
 from functools import lru_cache
 
 import pytest
-
 from conftest import compiled
+
 from twin.emit import configs, configs_ib
 
 VTYSH = shutil.which("vtysh")
@@ -75,8 +75,8 @@ def test_frr_intent_matches_the_graph():
 
 def test_maximum_paths_equals_the_widest_predicted_ecmp():
     """Two independent computations agree: the emitter's width and the verify model's BGP simulation."""
-    from twin.emit.configs import topology
     from twin.config.intent import build_intent
+    from twin.emit.configs import topology
     from twin.verify.roce import Topology, predict
 
     js = topology(build_intent(compiled("lab-2zone")))
@@ -132,7 +132,7 @@ def test_meta_configs_pass_vtysh_check_per_role(tmp_path):
     for name in sorted(confs):
         picked.setdefault(g.nodes[name]["role"], name)
     assert set(picked) == {"rtsw", "ctsw", "atsw"}
-    for role, name in picked.items():
+    for name in picked.values():
         f = tmp_path / f"{name}.conf"
         f.write_text(confs[name])
         p = subprocess.run([VTYSH, "-C", "-f", str(f)], capture_output=True, text=True, timeout=120)

@@ -105,7 +105,8 @@ def build(
     """
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from .build import OutputError, build as do_build
+    from .build import OutputError
+    from .build import build as do_build
 
     show = not (as_json or quiet)
     try:

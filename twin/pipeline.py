@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from . import address, fabric, feasibility
-from .fabric import cabling
 from .design import Design
+from .fabric import cabling
 from .place import optimize, powercap
 from .spec.diagnostics import InfeasibleError, Severity, SpecError
 from .spec.validate import validate_file

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+
 import jinja2
 
 from ..resources import data_dir

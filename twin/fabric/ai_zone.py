@@ -19,9 +19,8 @@ Wiring rules (SIGCOMM 2024, Llama 3 s3.3):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
+from typing import TYPE_CHECKING
 
 from ..spec.diagnostics import InfeasibleError
 from ..spec.resolve import Spec

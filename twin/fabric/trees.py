@@ -15,9 +15,8 @@ Switches hang on the placement's "fabric" network racks in build order (leaves, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
+from typing import TYPE_CHECKING
 
 from ..spec.models import Family
 from .fat_tree import TreeShape, boundary, role_names, shape

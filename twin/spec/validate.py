@@ -179,8 +179,8 @@ def _known_fields(parent: tuple) -> list[str]:
 
 
 def _strip_optional(t):
-    from typing import Union, get_args, get_origin
     import types
+    from typing import Union, get_args, get_origin
 
     if get_origin(t) in (Union, types.UnionType):
         args = [a for a in get_args(t) if a is not type(None)]
