@@ -8,6 +8,7 @@ package; a wheel must carry them inside it (``pyproject.toml`` maps them to ``tw
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -92,3 +93,26 @@ def test_wheel_install_rebuilds_lab_2zone(tmp_path):
     refused = subprocess.run([str(twin), "schema"], cwd=work, env=env, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "-o PATH" in refused.stderr
     assert not any(work.iterdir()), "twin wrote into the working directory"
+
+
+def test_schema_command_writes_checks_and_prints(tmp_path):
+    """From a checkout: -o writes the schema and the reference beside it, --check finds a stale file
+    and names it, --print gives the same schema text, and the default checks the checkout's schemas/."""
+    from twin.schema import schema_text
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "twin", "schema", *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+    target = tmp_path / "s" / "site.schema.json"
+    wrote = cli("-o", target, "--json")
+    assert wrote.returncode == 0 and json.loads(wrote.stdout)["status"] == "written"
+    assert target.read_text(encoding="utf-8") == schema_text() and (target.parent / "reference.md").is_file()
+    assert cli("-o", target, "--check").returncode == 0
+    (target.parent / "reference.md").write_text("stale\n", encoding="utf-8")
+    stale = cli("-o", target, "--check")
+    assert stale.returncode == 1 and "reference.md is stale" in stale.stderr and f"-o {target}" in stale.stderr
+    assert cli("--print").stdout == schema_text()
+    checkout = cli("--check", "--json")  # no -o, run from elsewhere: the checkout's own schemas/
+    assert checkout.returncode == 0 and str(ROOT / "schemas" / "reference.md") in checkout.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+
