@@ -55,7 +55,9 @@ def run_one(path: str) -> dict:
     from dataclasses import replace
 
     from twin import pipeline
-    from twin.emit import bom as bom_emit, cabling as cabling_emit, model_export
+    from twin.emit import bom as bom_emit
+    from twin.emit import cabling as cabling_emit
+    from twin.emit import model_export
     from twin.fabric import bom, cabling
     from twin.fabric.synthesis import synthesize
 

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import SITES, compiled
 
 import twin
 from twin.spec.diagnostics import InfeasibleError, SpecError
-
-from conftest import SITES, compiled
 
 
 def variant(tmp_path: Path, base: str, **routing) -> Path:

@@ -7,10 +7,10 @@ import io
 from collections import Counter
 
 import pytest
+from fabric_helpers import SITES, compile_naive
 
 from twin.emit import bom as bom_emit
 from twin.fabric.bom import network_power
-from fabric_helpers import compile_naive, SITES
 
 
 @pytest.fixture(scope="module")

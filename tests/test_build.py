@@ -104,11 +104,11 @@ def test_infeasible_diagnosis_names_binding_limit(tmp_path):
     assert r.returncode == 1
     doc = json.loads(r.stdout)
     assert doc["status"] == "infeasible"
-    cooling = [l for l in doc["diagnosis"] if "cooling" in l]
+    cooling = [line for line in doc["diagnosis"] if "cooling" in line]
     # 8 racks x 22.2 kW + 15 kW network = 192.6 kW of heat, have 2 rows x 80 kW
     assert cooling and "have 160.0 kW" in cooling[0] and "short" in cooling[0]
     # largest fit: 200 kW of cooling / (22.2 kW + network share per rack) -> 8 racks do not fit, 7 or fewer do
-    largest = [l for l in doc["diagnosis"] if l.startswith("largest configuration")][0]
+    largest = [line for line in doc["diagnosis"] if line.startswith("largest configuration")][0]
     n = int(largest.split(":")[1].split("GPU racks")[0].replace(",", ""))
     assert n == 6  # floor(160 kW / (22.2 kW + 15 kW / 8 racks))
 
@@ -127,7 +127,6 @@ def test_validate_cli_exit_codes(tmp_path):
 
 def test_schema_is_current(root):
     from twin.schema import schema_text
-
     from twin.spec.reference import render
 
     assert (root / "schemas" / "reference.md").read_text() == render(), "schemas/reference.md is stale: run `twin schema`"

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from fabric_helpers import SITES, compile_naive
 
 from twin.catalog import builtin
 from twin.emit import cabling as cabling_emit
 from twin.fabric.cabling import select_media
 from twin.spec.diagnostics import InfeasibleError
-from fabric_helpers import compile_naive, SITES
 
 
 @pytest.mark.parametrize("length,medium,stock", [

@@ -10,8 +10,8 @@ import subprocess
 from functools import lru_cache
 
 import pytest
-
 from conftest import compiled
+
 from twin.emit import configs, configs_ib
 
 VTYSH = shutil.which("vtysh")
@@ -131,7 +131,7 @@ def test_meta_configs_pass_vtysh_check_per_role(tmp_path):
     for name in sorted(confs):
         picked.setdefault(g.nodes[name]["role"], name)
     assert set(picked) == {"rtsw", "ctsw", "atsw"}
-    for role, name in picked.items():
+    for _role, name in picked.items():
         f = tmp_path / f"{name}.conf"
         f.write_text(confs[name])
         p = subprocess.run([VTYSH, "-C", "-f", str(f)], capture_output=True, text=True, timeout=120)

@@ -8,10 +8,10 @@ from collections import Counter
 
 import networkx as nx
 import pytest
+from fabric_helpers import link_subgraph, port_uses, role_nodes, variant
 
 import twin
 from twin.fabric.ports import port_names
-from fabric_helpers import link_subgraph, port_uses, role_nodes, variant
 
 GBPS = 1e9
 
@@ -49,7 +49,7 @@ def test_contract(g, meta24k):
         if d["role"] == "atsw":
             assert re.fullmatch(r"atsw-\d{2}", n) and d["zone"] is None and d["level"] == 3
     racks = {r.id: r for r in meta24k.placement.racks}
-    for n, d in g.nodes(data=True):
+    for _, d in g.nodes(data=True):
         assert racks[d["rack"]].position.hall == d["hall"]
     keys = set()
     for u, v, k, d in g.edges(keys=True, data=True):
@@ -215,6 +215,7 @@ def test_two_rtsws_uneven_spread_stays_balanced(tmp_path):
 
 def test_rtsw_count_must_divide_the_nics(tmp_path):
     from fabric_helpers import compile_naive
+
     from twin.spec.diagnostics import InfeasibleError
 
     p = variant(tmp_path, "lab-2zone", "lab-3rtsw", rack_fields={"rtsw_count": 3}, rtsw=None)

@@ -7,10 +7,10 @@ import json
 
 import networkx as nx
 import pytest
+from fabric_helpers import SITES, compile_naive, variant
 
 from twin.emit import model_export
 from twin.fabric.graph import Fabric
-from fabric_helpers import SITES, compile_naive, variant
 
 NODE_SAMPLE = ("role", "level", "zone", "rack", "hall", "model", "u", "server", "gpu", "rail", "gpus")
 EDGE_SAMPLE = ("kind", "tier", "speed", "a", "a_port", "b", "b_port")

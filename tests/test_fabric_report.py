@@ -29,8 +29,9 @@ def test_render_collapses_padding_but_keeps_code_blocks(lab, monkeypatch):
 def test_fabric_section_explains_parallel_links(tmp_path):
     """A 2-tier tree of 40 leaves has only 20 spines for 32 up-ports: the report says so; a 3-tier
     tree of whole pods has no parallel links and no note."""
-    from twin.emit.fabric_report import fabric_section
     from fabric_helpers import compile_naive, variant
+
+    from twin.emit.fabric_report import fabric_section
 
     small = fabric_section(compile_naive(variant(tmp_path, "meta-24k-ib", "ib-1280", gpus=1280)))
     assert "| 32 links / 20 switches |" in small

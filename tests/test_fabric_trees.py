@@ -6,11 +6,11 @@ from collections import Counter
 
 import networkx as nx
 import pytest
+from fabric_helpers import SITES, compile_naive, link_subgraph, port_uses, role_nodes, variant
 
 from twin.fabric.fat_tree import boundary, shape
 from twin.fabric.ports import port_names
 from twin.fabric.sizing import fat_tree_switches, fat_tree_tiers
-from fabric_helpers import compile_naive, link_subgraph, port_uses, role_nodes, variant, SITES
 
 
 def canonical(n: int, k: int) -> int:

@@ -20,8 +20,8 @@ import copy
 import numpy as np
 import pytest
 import yaml
-
 from fabric_helpers import SITES, compile_naive
+
 from twin.sim import collectives as coll
 from twin.sim import routing, topology
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from conftest import SITES
+
 from twin.build import build
 from twin.verify import ib
 

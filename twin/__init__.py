@@ -12,8 +12,8 @@ __version__ = "0.1.0"
 def load(path):
     """Validate and compile a site spec into a :class:`~twin.design.Design` (no files written).
 
-    >>> d = load("sites/lab-2zone.yaml")      # doctest: +SKIP
-    >>> d.spec.gpus                           # doctest: +SKIP
+    >>> d = load("sites/lab-2zone.yaml")      # paths relative to the repository root
+    >>> d.spec.gpus
     128
     """
     from .pipeline import compile_design

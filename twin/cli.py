@@ -99,7 +99,8 @@ def build(
     """
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from .build import OutputError, build as do_build
+    from .build import OutputError
+    from .build import build as do_build
 
     show = not (as_json or quiet)
     try:
@@ -158,29 +159,57 @@ def build(
 
 @app.command()
 def schema(
-    output: Path = typer.Option(Path("schemas/twin-site.schema.json"), "-o", "--output", help="Where to write the schema."),
-    check: bool = typer.Option(False, "--check", help="Exit 1 if the files on disk are stale instead of writing them."),
+    output: Optional[Path] = typer.Option(
+        None, "-o", "--output",
+        help="Where to write the schema (reference.md goes beside it). Default: schemas/ of the source checkout"
+        " twin runs from; required when twin is installed from a wheel.",
+    ),
+    check: bool = typer.Option(
+        False, "--check",
+        help="Exit 1 if the files are stale instead of writing them (default: the checkout's schemas/, or the"
+        " copy installed with the package).",
+    ),
+    print_schema: bool = typer.Option(False, "--print", help="Print the JSON Schema to standard output; write nothing."),
+    as_json: bool = typer.Option(False, "--json", help="Report the files written or checked as JSON."),
 ) -> None:
     """Write the JSON Schema of the site language and its Markdown reference (reference.md beside it).
 
-    Example: twin schema            # writes schemas/twin-site.schema.json and schemas/reference.md
-    """
-    from .schema import schema_text
-    from .spec.reference import render
+    Example: twin schema            # in a checkout: writes schemas/twin-site.schema.json and schemas/reference.md
 
-    files = {output: schema_text(), output.with_name("reference.md"): render()}
+    Example: twin schema -o my-sites/twin-site.schema.json   # installed from a wheel: say where
+    """
+    from .schema import default_schema_path, schema_files, schema_text, stale_files
+
+    if print_schema:
+        sys.stdout.write(schema_text())
+        return
+    target = output or default_schema_path(for_check=check)
+    if target is None:
+        err.print("twin is installed, not run from a source checkout: give -o PATH to write the schema there,"
+                  " or --print to print it", style="red", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    files = schema_files(target)
     if check:
-        stale = [p for p, text in files.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
-        for p in stale:
-            err.print(f"{p} is stale; run `twin schema`", style="red", markup=False)
+        stale = stale_files(files)
+        if as_json:
+            _emit_json({"status": "stale" if stale else "ok",
+                        "files": {str(p): "stale" if p in stale else "current" for p in files}})
+        else:
+            again = "twin schema" + (f" -o {output}" if output else "")
+            for p in stale:
+                err.print(f"{p} is stale; run `{again}`", style="red", markup=False)
+            if not stale:
+                out.print(f"schema and reference are up to date ({target.parent})", markup=False)
         if stale:
             raise typer.Exit(1)
-        out.print("schema and reference are up to date")
         return
     for p, text in files.items():
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
-        out.print(f"wrote {p}")
+        if not as_json:
+            out.print(f"wrote {p}", markup=False)
+    if as_json:
+        _emit_json({"status": "written", "files": {str(p): "written" for p in files}})
 
 
 @app.command()

@@ -156,7 +156,7 @@ def _largest_fit(spec: Spec, halls: list[HallBudget], rack_power: float, net_per
     pue = spec.site.power.pue
     per_rack = rack_power + net_per_rack
     total = 0
-    for h, hb in zip(spec.site.halls, halls):
+    for _hall, hb in zip(spec.site.halls, halls):
         limit_w = min(hb.distribution, hb.cooling, hb.utility / pue)
         total += min(hb.positions, math.floor(limit_w / per_rack))
     site_limit = math.floor(spec.site.power.utility_capacity / pue / per_rack)

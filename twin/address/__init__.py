@@ -8,8 +8,9 @@ is a pure function of the fabric graph: the same spec always gives the same addr
 
 Example (lab-2zone)::
 
-    >>> a = design.addressing                  # doctest: +SKIP
-    >>> a.asn["z1-ctsw-01"], a.rack_subnet["dh1-z1-r001-rtsw"]  # doctest: +SKIP
+    >>> from twin import load
+    >>> a = load("sites/lab-2zone.yaml").addressing
+    >>> a.asn["z1-ctsw-01"], a.rack_subnet["lab1-z1-r001-rtsw"]
     (4201000000, '10.0.0.0/27')
 """
 

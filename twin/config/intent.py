@@ -37,7 +37,13 @@ def ecmp_widths(fabric) -> dict[str, int]:
     destination is reached through all of them at equal AS-path length) and the links it has to one
     destination below (parallel links to a leaf; for the top tier, all links into one zone).
 
-    >>> # lab-2zone: RTSW 16 uplinks -> 16; CTSW 4 links per RTSW, 4 ATSW uplinks -> 4; ATSW -> 8
+    lab-2zone: an RTSW has 16 uplinks (16); a CTSW has 4 links to each RTSW and 8 ATSW uplinks (8); an
+    ATSW has no uplinks and 16 links into each zone (4 CTSWs x 4) (16).
+
+    >>> from twin import load
+    >>> w = ecmp_widths(load("sites/lab-2zone.yaml").fabric)
+    >>> w["lab1-z1-r001-rtsw"], w["z1-ctsw-01"], w["atsw-01"]
+    (16, 8, 16)
     """
     g = fabric.graph
     up: Counter = Counter()

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
 
 import jinja2
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+from ..resources import data_dir
 
 
 class _Environment(jinja2.Environment):
@@ -33,7 +32,7 @@ class _Environment(jinja2.Environment):
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     env = _Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         trim_blocks=True,

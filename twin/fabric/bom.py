@@ -23,7 +23,6 @@ from .cabling import CablePlan
 from .graph import Fabric
 
 
-
 @dataclass(frozen=True)
 class BomLine:
     category: str  # "switch", "transceiver", "cable"

@@ -133,7 +133,7 @@ def ctsw_uplink_targets(zone: int, j: int, uplinks: int, ctsws: int, atsws: int)
     starting where CTSW j of the previous zone stopped, so every ATSW of a plane gets the same share.
 
     >>> ctsw_uplink_targets(0, 3, 2, 16, 16), ctsw_uplink_targets(1, 0, 3, 4, 2)
-    ([3, 3], [1, 0, 1])
+    ([3, 3], [0, 0, 0])
     """
     planes = math.gcd(ctsws, atsws)
     per_plane = atsws // planes

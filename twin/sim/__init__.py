@@ -1,9 +1,14 @@
 """The twin: flow-level simulation of collectives and training jobs on a compiled design.
 
->>> import twin, twin.sim                                             # doctest: +SKIP
->>> d = twin.load("sites/lab-2zone.yaml")                             # doctest: +SKIP
->>> r = twin.sim.simulate(d, "scenarios/allreduce-sweep.yaml")         # doctest: +SKIP
->>> r.data["cases"][0]["collectives"][0]["schemes"][0]["busbw_GBps_at_max_size"]  # doctest: +SKIP
+>>> import twin, twin.sim
+>>> d = twin.load("sites/lab-2zone.yaml")
+>>> r = twin.sim.simulate(d, "scenarios/allreduce-sweep.yaml")
+>>> ring = r.data["cases"][0]["collectives"][0]           # healthy fabric, ring AllReduce, 128 GPUs
+>>> {s["scheme"]: round(s["busbw_GBps_at_max_size"]) for s in ring["schemes"]}  # bus bandwidth, GB/s
+{'ecmp-1qp': 123, 'e-ecmp-16qp': 353, 'static': 353, 'spray': 353}
+
+(One queue pair per GPU pair lets ECMP hash several ring flows onto one uplink; 16 QPs, static
+routes or spraying spread them.)
 
 Modules: topology (graph -> arcs and ECMP groups), hashing (RoCEv2 5-tuple, per-switch seeds),
 routing (ecmp, e-ecmp, static, spray, te), fluid (max-min, events), collectives (nccl-tests

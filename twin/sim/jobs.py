@@ -43,7 +43,7 @@ def rank_layout(gpus: np.ndarray, sizes: dict[str, int], dims: list[str]) -> dic
     """Groups of each dimension: the GPU arrays whose ranks differ only in that dimension.
 
     >>> g = rank_layout(np.arange(8), {"tp": 2, "cp": 1, "pp": 2, "dp": 2}, ["tp", "cp", "pp", "dp"])
-    >>> [list(x) for x in g["tp"]][:2], [list(x) for x in g["dp"]][:2]
+    >>> [x.tolist() for x in g["tp"]][:2], [x.tolist() for x in g["dp"]][:2]
     ([[0, 1], [2, 3]], [[0, 4], [1, 5]])
     """
     shape = [sizes[d] for d in reversed(dims)]  # C order: slowest first

@@ -56,7 +56,7 @@ def clos(
 
     for z in range(zones):
         ctsws = [f"z{z + 1}-ctsw-{c + 1:02d}" for c in range(ctsw_per_zone)]
-        for c, name in enumerate(ctsws):
+        for name in ctsws:
             g.add_node(name, role="ctsw", level=2, model=ctsw_model, hall="dh1", zone=z, rack=f"net-z{z + 1}")
         for r in range(racks_per_zone):
             rack = f"dh1-z{z + 1}-r{r + 1:03d}"

@@ -311,7 +311,7 @@ def cable_lengths(design) -> dict[str, float]:
     if ids is not None:
         arr = getattr(cab, "stock", None)
         if arr is None:
-            arr = getattr(cab, "length")
+            arr = cab.length
         return {str(k): float(v) for k, v in zip(ids, np.asarray(arr, float))}
     cables = getattr(cab, "cables", cab)
     out: dict[str, float] = {}

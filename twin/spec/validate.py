@@ -14,9 +14,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..fabric.shape import fabric_shape
-
 from .. import catalog as catalog_mod
+from ..fabric.shape import fabric_shape
 from . import checks
 from .diagnostics import Diagnostic, Severity, SpecError
 from .loader import LoadError, Source, load_file, load_text
@@ -190,8 +189,8 @@ def _known_fields(parent: tuple) -> list[str]:
 
 
 def strip_optional(t):
-    from typing import Union, get_args, get_origin
     import types
+    from typing import Union, get_args, get_origin
 
     if get_origin(t) in (Union, types.UnionType):
         args = [a for a in get_args(t) if a is not type(None)]

@@ -275,7 +275,7 @@ class FrrLab:
     def sample_memory(self) -> int:
         """Total RSS of our daemons now; keeps the peak in :attr:`peak_rss`."""
         total = 0
-        for pid, marker in self._pids:
+        for pid, _marker in self._pids:
             try:
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                     if line.startswith("VmRSS:"):

@@ -250,7 +250,8 @@ def check_routes(nodes: dict[str, dict], ports: dict[tuple[str, int], str], lfts
             continue
         memo: dict[str, int] = {}  # switch -> hops to dst (-1 unrouted, -2 loop)
 
-        def resolve(sw: str) -> int:
+        def resolve(sw: str, memo: dict[str, int] = memo, lid: int = lid, dst: str = dst) -> int:
+            # this destination's memo, LID and name, bound here (the loop rebinds them for the next one)
             path: list[str] = []
             seen: set[str] = set()
             cur = sw

@@ -61,8 +61,14 @@ def predict(topo: Topology) -> dict[str, dict[str, int]]:
     length; every link to a neighbour that advertises such a path is an ECMP next hop (multipath-relax),
     capped by the switch's maximum-paths.
 
-    >>> # lab-2zone: an RTSW reaches each other rack over all 16 uplinks; a CTSW reaches its own
-    >>> # zone's racks over 4 parallel links and the other zone's over its 4 ATSW uplinks.
+    lab-2zone: an RTSW reaches every other rack over all 16 uplinks; a CTSW reaches its own zone's
+    racks over 4 parallel links and the other zone's over its 8 ATSW uplinks.
+
+    >>> w = predict(Topology.load(Path("generated/lab-2zone")))
+    >>> sorted(set(w["lab1-z1-r002-rtsw"].values()))
+    [16]
+    >>> sorted(w["z1-ctsw-01"].values())
+    [4, 4, 4, 4, 8, 8, 8, 8]
     """
     sw = topo.switches
     adj: dict[str, list[tuple[str, str]]] = defaultdict(list)  # node -> [(neighbour, link id)]
