@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import re
+from dataclasses import replace
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from .. import catalog as catalog_mod
-from . import checks
+from . import checks, hall_types
 from .diagnostics import Diagnostic, Severity, SpecError
 from .loader import LoadError, Source, load_file, load_text
 from .models import Site
@@ -48,20 +50,23 @@ def load_spec(path: str | Path) -> Spec:
 def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     if not isinstance(src.data, dict):
         return None, [_diag(src, Severity.ERROR, (), "a site must be a mapping of fields", "name:, power:, halls:, ...")]
+    src, diags = hall_types.expand(src)
+    if any(d.severity is Severity.ERROR for d in diags):
+        return None, sorted(diags, key=_order)
     try:
         site = Site.model_validate(src.data)
     except ValidationError as e:
-        return None, sorted(_pydantic_diags(src, e), key=_order)
+        return None, _finish(diags + _pydantic_diags(src, e))
     cat = catalog_mod.merged(site.catalog)
-    diags = [_diag(src, *f) for f in checks.references(site, cat)]
+    diags += [_diag(src, *f) for f in checks.references(site, cat)]
     diags += [_diag(src, *f) for f in checks.family_shape(site)]
     diags += [_diag(src, *f) for f in checks.facility(site)]
     if any(d.severity is Severity.ERROR for d in diags):
-        return None, sorted(diags, key=_order)
+        return None, _finish(diags)
     spec = _resolve(src, site, cat)
     for check in (checks.arithmetic, checks.routing, checks.workloads):
         diags += [_diag(src, *f) for f in check(spec)]
-    diags = sorted(set(diags), key=_order)
+    diags = _finish(diags)
     if any(d.severity is Severity.ERROR for d in diags):
         return None, diags
     return spec, diags
@@ -103,8 +108,35 @@ def _order(d: Diagnostic):
 
 
 def _diag(src: Source, severity: Severity, path: tuple, message: str, expected: str = "") -> Diagnostic:
+    """A finding at its position; a finding in a value a hall inherited points at its hall type's line,
+    under the type's path, and names the hall: ``hall dh3 (type meta-hall): ...``."""
+    path = tuple(path)
+    came = hall_types.origin(src, path)
+    if came is not None:
+        path = came.type_path + path[len(src.anchor(path)):]
+        message = f"hall {came.hall} (type {came.type}): {message}"
     line, col = src.locate(path)
-    return Diagnostic(severity, src.path, line, col, tuple(path), message, expected)
+    return Diagnostic(severity, src.path, line, col, path, message, expected)
+
+
+_HALL_PREFIX = re.compile(r"hall (\S+) \(type (\S+)\): ")
+
+
+def _finish(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """Unique and in file order; one finding for the same inherited value in several halls of a type
+    ("halls dh1, dh2 (type meta-hall): ...") instead of one per hall."""
+    out: dict[tuple, list] = {}
+    for d in dict.fromkeys(diags):
+        m = _HALL_PREFIX.match(d.message) if d.path[:1] == ("hall_types",) else None
+        body = d.message[m.end():] if m else d.message
+        key = (d.severity, d.file, d.line, d.col, d.path, body, d.expected, m.group(2) if m else None)
+        out.setdefault(key, [d, []])[1].append(m.group(1) if m else None)
+    merged = []
+    for (_, _, _, _, _, body, _, tname), (d, halls) in out.items():
+        if tname is not None and len(halls) > 1:
+            d = replace(d, message=f"halls {', '.join(halls)} (type {tname}): {body}")
+        merged.append(d)
+    return sorted(merged, key=_order)
 
 
 def _pydantic_diags(src: Source, exc: ValidationError) -> list[Diagnostic]:
