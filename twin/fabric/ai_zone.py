@@ -52,6 +52,26 @@ def cross_zone_ratio(spec: Spec) -> float | None:
     return f.atsw.oversubscription or 1.0
 
 
+def ctsw_downlinks(spec: Spec) -> list[int]:
+    """Downlinks of each CTSW of a zone: the zone's RTSW uplinks as one run around its CTSWs, so the
+    first ``total mod c`` CTSWs take one more than the rest.
+
+    The fabric pass wires the run link by link; this is the same count before a graph exists.
+    """
+    c = spec.fabric.ctsw.count
+    total = spec.racks_per_zone * spec.rack_type.rtsw_count * rtsw_shape(spec)[1]
+    return [total // c + (1 if j < total % c else 0) for j in range(c)]
+
+
+def ctsw_uplinks(downlinks: int, over: float) -> int:
+    """ATSW uplinks of a CTSW with ``downlinks`` below it: the stated down:up ratio is a ceiling.
+
+    >>> ctsw_uplinks(192, 7.0), ctsw_uplinks(16, 2.0)
+    (28, 8)
+    """
+    return math.ceil(downlinks / over - 1e-9)
+
+
 def _mount_tier(b: Builder, mounter: Mounter, ids: list[str], model_name: str, role: str, level: int, zone: int | None, spec: Spec) -> list[str]:
     """Add and mount the switches of one network-rack tier (a zone's CTSWs, the ATSWs) in order."""
     model = spec.switch(model_name)
@@ -110,7 +130,7 @@ def synthesize(design: Design) -> Fabric:
     a_speed = min(ctsw_model.port_speed, atsw_model.port_speed)
     for z in range(spec.zones):
         for j, cid in enumerate(ctsws[z]):
-            cup = math.ceil(b.books[cid].used / over - 1e-9)
+            cup = ctsw_uplinks(b.books[cid].used, over)
             plane = j % planes
             start = (j // planes + z) * cup  # rotate so every ATSW of a plane gets the same share
             for t in range(cup):

@@ -3,6 +3,8 @@
 Three stages, each only when the previous one is clean (later checks read what earlier ones guarantee):
 structure (pydantic: types, units, ranges), references (catalog and rack-type names), then design
 checks (arithmetic, port budgets, facility definitions, routing and workloads), which also give warnings.
+Hall types are expanded first (:mod:`twin.spec.hall_types`); address pools are fitted to the fabric
+last (:mod:`twin.address.pools`), so the returned Spec carries the pools the build will use.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .. import catalog as catalog_mod
+from ..address import pools as address_pools
 from . import checks, hall_types
 from .diagnostics import Diagnostic, Severity, SpecError
 from .loader import LoadError, Source, load_file, load_text
@@ -66,6 +69,9 @@ def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     spec = _resolve(src, site, cat)
     for check in (checks.arithmetic, checks.routing, checks.workloads):
         diags += [_diag(src, *f) for f in check(spec)]
+    if not any(d.severity is Severity.ERROR for d in diags):
+        spec, findings = address_pools.fit(spec)  # defaults grow with the fabric; a short pool names its prefix
+        diags += [_diag(src, *f) for f in findings]
     diags = _finish(diags)
     if any(d.severity is Severity.ERROR for d in diags):
         return None, diags
