@@ -38,7 +38,7 @@ def validate(text: str):
 
 
 def test_98k_gpus_need_112640_links():
-    """Meta's AI zone (Llama 3 s3.3, SIGCOMM 2024): 192 racks x 16 RTSW uplinks per zone, 16 CTSWs with
+    """Meta's AI zone ([llama3] s3.3.1, [meta-roce] Topology): 192 racks x 16 RTSW uplinks per zone, 16 CTSWs with
     192 downlinks each, 1:7 to the ATSWs -> ceil(192 / 7) = 28 uplinks per CTSW."""
     spec, errs, _ = validate(meta_98k())
     assert errs == []

@@ -39,7 +39,7 @@ RACK_SLACK = 0.5  # m, inside one rack
 LOOP_FACTOR = 0.10  # tray routes: 10 % ...
 LOOP_FIXED = 1.5  # ... + 1.5 m (0.75 m at each end)
 KIND_ORDER = {"dac": 0, "aec": 1, "aoc": 2, "optic": 3}
-PROPAGATION_NS_PER_M = 4.9  # facts.md: fiber; copper is close enough at these lengths
+PROPAGATION_NS_PER_M = 4.9  # fiber group index ~1.47 [corning-smf28] (derived); copper is close enough at these lengths
 
 
 def media_order(media: dict[str, Medium]) -> list[str]:

@@ -23,7 +23,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
-PROPAGATION_S_PER_M = 4.9e-9  # fiber (and, close enough, DAC): facts.md
+PROPAGATION_S_PER_M = 4.9e-9  # fiber (and, close enough, DAC): group index ~1.47 [corning-smf28]
 DEFAULT_LENGTH_M = {  # used only when no cabling pass gave a length (assumed, stated in results)
     "nic-rtsw": 2.0, "nic-leaf": 2.0,
     "rtsw-ctsw": 30.0, "leaf-spine": 30.0,
