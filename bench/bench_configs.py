@@ -1,7 +1,7 @@
 """Render every switch config of meta-24k-roce (FRR + SONiC/EOS) and report devices per second.
 
 Compare with pyavd 6.4 on this kind of machine: 9-18 devices/s for a pure-eBGP leaf-spine
-(facts.md). The issue's target: every switch of meta-24k-roce in under 5 s (>= 30x pyavd).
+(our measurement on 2 cores, see docs/sources.md). The issue's target: every switch of meta-24k-roce in under 5 s (>= 30x pyavd).
 
 Usage: python bench/bench_configs.py [sites/meta-24k-roce.yaml] [--json]
 """

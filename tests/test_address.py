@@ -75,7 +75,7 @@ def test_unnumbered_and_ipv6(tmp_path):
     [
         ({"asn_pools": {"rtsw": {"first": 4200000000, "last": 4200000003}, "ctsw": {"first": 4201000000, "last": 4201000999}, "atsw": {"first": 4201001000, "last": 4201001999}}}, ["asn_pools.rtsw", "8"]),
         ({"p2p_pool": "10.252.0.0/25"}, ["p2p_pool", "192"]),
-        ({"rack_pool": "10.0.0.0/26"}, ["rack_pool", "exhausted"]),
+        ({"rack_pool": "10.0.0.0/26"}, ["rack_pool", "span 256", "/24"]),
         ({"loopback_pool": "10.0.0.0/16"}, ["loopback_pool", "overlaps", "rack_pool"]),
         ({"asn_pools": {"rtsw": {"first": 65000, "last": 65100}, "ctsw": {"first": 65050, "last": 65060}, "atsw": {"first": 65200, "last": 65200}}}, ["asn_pools.ctsw", "overlaps", "rtsw"]),
     ],

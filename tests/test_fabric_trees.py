@@ -14,7 +14,7 @@ from twin.fabric.sizing import fat_tree_switches, fat_tree_tiers
 
 
 def canonical(n: int, k: int) -> int:
-    """(2L-1) N / k for the fewest tiers L (facts.md), written out independently of sizing.py."""
+    """(2L-1) N / k for the fewest tiers L (derived from [al-fares08]), written out independently of sizing.py."""
     L = 1
     while (k if L == 1 else 2 * (k // 2) ** L) < n:
         L += 1

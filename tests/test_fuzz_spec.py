@@ -28,6 +28,12 @@ def _paths(node, prefix=()):
 
 PATHS = [p for p in _paths(LAB) if p]
 
+# the same lab with its hall written as a hall type: mutations hit the type, the hall and the reference
+TYPED = {**{k: v for k, v in LAB.items() if k != "halls"},
+         "hall_types": {"lab-hall": {k: v for k, v in LAB["halls"][0].items() if k != "name"}},
+         "halls": [{"name": LAB["halls"][0]["name"], "type": "lab-hall", "cross_aisle_every": 4}]}
+TYPED_PATHS = [p for p in _paths(TYPED) if p]
+
 junk = st.one_of(
     st.none(),
     st.booleans(),
@@ -96,3 +102,18 @@ def test_structural_mutations(tmp_path, mutations):
        st.text(alphabet=" \t\n:-[]{}&*!|>'\"#%@`,?0123456789abcWkm", max_size=6))
 def test_textual_mutations(tmp_path, at, cut, insert):
     check_text(LAB_TEXT[:at] + insert + LAB_TEXT[at + cut:], tmp_path)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["set", "delete"]), st.sampled_from(TYPED_PATHS), junk), min_size=1, max_size=3))
+def test_structural_mutations_of_hall_types(tmp_path, mutations):
+    doc = copy.deepcopy(TYPED)
+    for op, path, value in mutations:
+        try:
+            if op == "set":
+                _set(doc, path, value)
+            else:
+                _delete(doc, path)
+        except (KeyError, IndexError, TypeError):
+            continue
+    check_text(yaml.safe_dump(doc, sort_keys=False), tmp_path)

@@ -47,7 +47,7 @@ def test_ecmp_groups_follow_bfs_distances():
 
 
 def test_hashing_1000_flows_on_16_links_max_over_mean_above_1_2():
-    """Meta (SIGCOMM 2024): 1,000 flows hashed onto 16 links give max/mean > 1.2 on average."""
+    """[meta-roce] Routing: 1,000 flows hashed onto 16 links give max/mean > 1.2 on average."""
     net = net_of(zones=1, racks_per_zone=2, servers_per_rack=16, gpus_per_server=8, ctsw_per_zone=16, rtsw_uplinks=16, nvlink=None)
     src = np.arange(125)  # 125 NIC pairs x 8 QPs = 1,000 flows from rack 1 to rack 2
     dst = src + 128

@@ -12,14 +12,14 @@ import json
 from pathlib import Path
 
 from .resources import data_dir, in_checkout
-from .spec.models import Site
+from .spec.hall_types import SiteInput
 
 SCHEMA_FILE = "twin-site.schema.json"
 REFERENCE_FILE = "reference.md"
 
 
 def schema_text() -> str:
-    schema = Site.model_json_schema(mode="validation")
+    schema = SiteInput.model_json_schema(mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = SCHEMA_FILE
     return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -17,11 +17,11 @@ Example (lab-2zone)::
 from __future__ import annotations
 
 import ipaddress
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..spec.diagnostics import InfeasibleError
+from .pools import rack_span, smallest_prefix, subnet_size
 
 if TYPE_CHECKING:
     from ..fabric.graph import Fabric
@@ -126,7 +126,8 @@ def plan(spec: Spec, fabric: Fabric | None) -> Addressing | None:
     # ---- loopbacks
     lo_net = pools["loopback_pool"]
     if len(switches) > lo_net.num_addresses - 2:
-        raise InfeasibleError([f"routing.loopback_pool {lo_net} has {lo_net.num_addresses - 2} addresses; the fabric has {len(switches)} switches"])
+        raise InfeasibleError([(f"routing.loopback_pool {lo_net} has {lo_net.num_addresses - 2} addresses; the fabric has {len(switches)} switches:"
+                                f" use a /{smallest_prefix(len(switches) + 2)} or larger")])
     lo_base = int(lo_net.network_address) + 1
     loopback = {n: f"{ipaddress.IPv4Address(lo_base + i)}/32" for i, n in enumerate(switches)}
 
@@ -136,7 +137,8 @@ def plan(spec: Spec, fabric: Fabric | None) -> Addressing | None:
     if not r.unnumbered:
         pn = pools["p2p_pool"]
         if 2 * len(routed) > pn.num_addresses:
-            raise InfeasibleError([f"routing.p2p_pool {pn} holds {pn.num_addresses // 2} /31 links; the fabric has {len(routed)} switch-to-switch links"])
+            raise InfeasibleError([(f"routing.p2p_pool {pn} holds {pn.num_addresses // 2} /31 links; the fabric has {len(routed)} switch-to-switch links:"
+                                    f" use a /{smallest_prefix(2 * len(routed))} or larger")])
         base = int(pn.network_address)
         for i, lk in enumerate(routed):
             a = base + 2 * i
@@ -153,10 +155,12 @@ def plan(spec: Spec, fabric: Fabric | None) -> Addressing | None:
     cursor = int(rack_net.network_address)
     end = int(rack_net.broadcast_address) + 1
     for n, nics in nics_per_leaf.items():
-        size = 1 << max(2, math.ceil(math.log2(nics + 3)))
+        size = subnet_size(nics)
         cursor = (cursor + size - 1) // size * size
         if cursor + size > end:
-            raise InfeasibleError([f"routing.rack_pool {rack_net} is exhausted after {len(rack_subnet)} of {len(nics_per_leaf)} rack subnets (/{32 - size.bit_length() + 1} each)"])
+            span = rack_span(tuple(nics_per_leaf.values()))
+            raise InfeasibleError([(f"routing.rack_pool {rack_net} is exhausted after {len(rack_subnet)} of {len(nics_per_leaf)} rack subnets"
+                                    f" (/{32 - size.bit_length() + 1} each): use a /{smallest_prefix(span)} or larger")])
         plen = 32 - (size.bit_length() - 1)
         rack_subnet[n] = f"{ipaddress.IPv4Address(cursor)}/{plen}"
         rack_gateway[n] = f"{ipaddress.IPv4Address(cursor + 1)}/{plen}"

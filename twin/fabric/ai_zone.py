@@ -1,6 +1,6 @@
 """Meta's AI-zone Clos: RTSW per rack, a CTSW tier per zone, an ATSW tier joining the zones.
 
-Wiring rules (SIGCOMM 2024, Llama 3 s3.3):
+Wiring rules ([meta-roce] Topology, [llama3] s3.3.1):
 
 - RTSW: NICs on ports 1..down, uplinks on the next ports. A rack type with ``rtsw_count`` R > 1
   splits its NICs into R equal runs in (server, GPU) order (servers that fill whole RTSWs keep all

@@ -2,7 +2,7 @@
 
 A full-bisection L-tier tree of radix k (h = k/2) has ``m = ceil(N/h)`` switches in each of the tiers
 1..L-1 (h ports down, h up) and ``ceil(m/2)`` at the top (all k ports down): (2L-1)N/k switches in
-all, N links per tier boundary (facts.md, Rail-only section).
+all, N links per tier boundary (derived from the k-ary fat-tree of [al-fares08]).
 
 Wiring (k-ary L-tree, folded at the top). Between tiers t and t+1 (t+1 < L) the switches fall into
 blocks of ``B = h^t`` consecutive indices (a pod at t = 1); switch at offset o of a block of s

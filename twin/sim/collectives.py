@@ -8,7 +8,7 @@ and get the whole message-size sweep for free. Time of a collective:
     t(S) = sum over phases of repeat x (S x T1_phase / eta + alpha_phase)
 
 with ``eta`` the protocol efficiency (default 0.94: NCCL's Simple protocol reaches 46-48 GB/s on a
-50 GB/s NIC, facts.md) and ``alpha_phase`` = per-step software overhead (default 2 us, assumed: NCCL pipelines chunks, so
+50 GB/s NIC: assumed from NVIDIA's published nccl-tests results on 400G NICs) and ``alpha_phase`` = per-step software overhead (default 2 us, assumed: NCCL pipelines chunks, so
 only a few us per ring step show) + the longest path latency (switch forwarding + 4.9 ns/m of cable).
 
 nccl-tests definitions: algbw = S / t; busbw = algbw x 2(n-1)/n (AllReduce), x (n-1)/n (AllGather,

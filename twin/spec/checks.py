@@ -185,8 +185,12 @@ def _fat_tree_ports(spec: Spec) -> Iterator[Finding]:
 
 def facility(site: Site) -> Iterator[Finding]:
     """Hall geometry and power/cooling definitions that must be self-consistent."""
+    first: dict[str, int] = {}
     for i, h in enumerate(site.halls):
         base = ("halls", i)
+        if h.name in first:
+            yield E, base + ("name",), f"hall name '{h.name}' is already used by halls[{first[h.name]}]", "a different name for each hall"
+        first.setdefault(h.name, i)
         for j, r in enumerate(h.reserved):
             bad_rows = [x for x in r.rows if x > h.rows]
             bad_pos = [x for x in r.positions if x > h.positions_per_row]

@@ -30,21 +30,28 @@ _PLAIN_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2
 
 @dataclass
 class Source:
-    """A loaded YAML document: plain data plus the position of every path in it."""
+    """A loaded YAML document: plain data plus the position of every path in it.
+
+    ``inherited`` is filled by :func:`twin.spec.hall_types.expand`: for a path of an expanded hall that
+    came from its hall type, which hall and which type path (its position is the type's line).
+    """
 
     path: str
     data: Any
     text: str
     positions: dict[PathT, tuple[int, int]] = field(default_factory=dict)
+    inherited: dict[PathT, Any] = field(default_factory=dict)
+
+    def anchor(self, loc: PathT) -> PathT:
+        """The nearest path on ``loc`` (itself or an ancestor) that has a position; ``()`` if none."""
+        loc = tuple(loc)
+        while loc and loc not in self.positions:
+            loc = loc[:-1]
+        return loc
 
     def locate(self, loc: PathT) -> tuple[int, int]:
         """Best position for ``loc``: the value itself, else its nearest existing ancestor."""
-        loc = tuple(loc)
-        while loc:
-            if loc in self.positions:
-                return self.positions[loc]
-            loc = loc[:-1]
-        return self.positions.get((), (1, 1))
+        return self.positions.get(self.anchor(loc), (1, 1))
 
 
 class LoadError(Exception):

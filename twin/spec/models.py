@@ -278,7 +278,7 @@ class RackType(Model):
     rtsw: str | None = Field(None, description="catalog switch model of the rack switch, if any")
     rtsw_count: int = Field(1, ge=0, le=8)
     gpu_power_cap: Power | None = Field(None, description="GPU power cap; default: the GPU TDP")
-    power_shelf: Power = Field(33_000.0, description="rack power shelf capacity (ORv3: 33 kW)")
+    power_shelf: Power = Field(33_000.0, description="rack power shelf capacity (assumed 33 kW; Open Rack v3 racks take up to ~30 kW)")
     other_power: Power = Field(0.0, description="fans, management switch, etc.")
     height_u: int = Field(48, ge=1, le=60)
     weight: Mass = Field(150.0, description="empty rack with power shelf")

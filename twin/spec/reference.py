@@ -13,7 +13,7 @@ from enum import Enum
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from .models import Site
+from .hall_types import PARTIAL_OF, SiteInput
 from .units import AREAL_LOAD, DATA_RATE, DATA_SIZE, LENGTH, MASS, POWER, TEMPERATURE, TIME, fmt
 
 _KINDS = {"Power": POWER, "Length": LENGTH, "Mass": MASS, "ArealLoad": AREAL_LOAD, "DataRate": DATA_RATE,
@@ -73,6 +73,8 @@ def _models(model: type[BaseModel], seen: list[type[BaseModel]]) -> None:
     if model in seen:
         return
     seen.append(model)
+    if model in PARTIAL_OF:  # its nested models are partial copies of ones listed under the full model
+        return
     for f in model.model_fields.values():
         for sub in _nested(f.annotation):
             _models(sub, seen)
@@ -87,15 +89,24 @@ def _nested(ann):
 
 def render() -> str:
     models: list[type[BaseModel]] = []
-    _models(Site, models)
+    _models(SiteInput, models)
     out = ["# twin spec reference", "", "Generated from the models by `twin schema`; do not edit.", ""]
     for m in models:
         out += [f"## {m.__name__}", ""]
         doc = (m.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
         if doc and not doc.startswith("!!!"):
             out += [doc, ""]
+        fields = m.model_fields
+        base = PARTIAL_OF.get(m)
+        if base is not None:  # a template of another model: say so instead of repeating its fields
+            fields = {n: f for n, f in fields.items() if n not in base.model_fields or f.is_required()}
+            missing = [f"`{n}`" for n in base.model_fields if n not in m.model_fields]
+            rest = f"every {'other ' if fields else ''}field of {base.__name__}" + (f" except {', '.join(missing)}" if missing else "")
+            out += [f"Fields: the ones below, then {rest}, all optional." if fields else f"Fields: {rest}, all optional.", ""]
+            if not fields:
+                continue
         out += ["| field | type | default | description |", "|---|---|---|---|"]
-        for name, f in m.model_fields.items():
+        for name, f in fields.items():
             kind = _kind_of(f)
             optional = type(None) in typing.get_args(f.annotation)
             if kind:

@@ -3,20 +3,24 @@
 Three stages, each only when the previous one is clean (later checks read what earlier ones guarantee):
 structure (pydantic: types, units, ranges), references (catalog and rack-type names), then design
 checks (arithmetic, port budgets, facility definitions, routing and workloads), which also give warnings.
+Hall types are expanded first (:mod:`twin.spec.hall_types`); address pools are fitted to the fabric
+last (:mod:`twin.address.pools`), so the returned Spec carries the pools the build will use.
 """
 
 from __future__ import annotations
 
 import difflib
 import hashlib
+import re
 from dataclasses import replace
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from .. import catalog as catalog_mod
+from ..address import pools as address_pools
 from ..fabric.shape import fabric_shape
-from . import checks
+from . import checks, hall_types
 from .diagnostics import Diagnostic, Severity, SpecError
 from .loader import LoadError, Source, load_file, load_text
 from .models import ROLE_POOL_NAMES, Site
@@ -50,20 +54,26 @@ def load_spec(path: str | Path) -> Spec:
 def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     if not isinstance(src.data, dict):
         return None, [diagnostic(src, Severity.ERROR, (), "a site must be a mapping of fields", "name:, power:, halls:, ...")]
+    src, diags = hall_types.expand(src)
+    if any(d.severity is Severity.ERROR for d in diags):
+        return None, sorted(diags, key=_order)
     try:
         site = Site.model_validate(src.data)
     except ValidationError as e:
-        return None, sorted(pydantic_diagnostics(src, e), key=_order)
+        return None, _finish(diags + pydantic_diagnostics(src, e))
     cat = catalog_mod.merged(site.catalog)
-    diags = [diagnostic(src, *f) for f in checks.references(site, cat)]
+    diags += [diagnostic(src, *f) for f in checks.references(site, cat)]
     diags += [diagnostic(src, *f) for f in checks.family_shape(site)]
     diags += [diagnostic(src, *f) for f in checks.facility(site)]
     if any(d.severity is Severity.ERROR for d in diags):
-        return None, sorted(diags, key=_order)
+        return None, _finish(diags)
     spec = _resolve(src, site, cat)
     for check in (checks.arithmetic, checks.routing, checks.workloads):
         diags += [diagnostic(src, *f) for f in check(spec)]
-    diags = sorted(set(diags), key=_order)
+    if not any(d.severity is Severity.ERROR for d in diags):
+        spec, findings = address_pools.fit(spec)  # defaults grow with the fabric; a short pool names its prefix
+        diags += [diagnostic(src, *f) for f in findings]
+    diags = _finish(diags)
     if any(d.severity is Severity.ERROR for d in diags):
         return None, diags
     return spec, diags
@@ -102,9 +112,35 @@ def _order(d: Diagnostic):
 
 
 def diagnostic(src: Source, severity: Severity, path: tuple, message: str, expected: str = "") -> Diagnostic:
+    """A finding at its position; a finding in a value a hall inherited points at its hall type's line,
+    under the type's path, and names the hall: ``hall dh3 (type meta-hall): ...``."""
     path = written_path(src, tuple(path))
+    came = hall_types.origin(src, path)
+    if came is not None:
+        path = came.type_path + path[len(src.anchor(path)):]
+        message = f"hall {came.hall} (type {came.type}): {message}"
     line, col = src.locate(path)
     return Diagnostic(severity, src.path, line, col, path, message, expected)
+
+
+_HALL_PREFIX = re.compile(r"hall (\S+) \(type (\S+)\): ")
+
+
+def _finish(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """Unique and in file order; one finding for the same inherited value in several halls of a type
+    ("halls dh1, dh2 (type meta-hall): ...") instead of one per hall."""
+    out: dict[tuple, list] = {}
+    for d in dict.fromkeys(diags):
+        m = _HALL_PREFIX.match(d.message) if d.path[:1] == ("hall_types",) else None
+        body = d.message[m.end():] if m else d.message
+        key = (d.severity, d.file, d.line, d.col, d.path, body, d.expected, m.group(2) if m else None)
+        out.setdefault(key, [d, []])[1].append(m.group(1) if m else None)
+    merged = []
+    for (_, _, _, _, _, body, _, tname), (d, halls) in out.items():
+        if tname is not None and len(halls) > 1:
+            d = replace(d, message=f"halls {', '.join(halls)} (type {tname}): {body}")
+        merged.append(d)
+    return sorted(merged, key=_order)
 
 
 def written_path(src: Source, path: tuple) -> tuple:
