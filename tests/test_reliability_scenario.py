@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import compiled
 from typer.testing import CliRunner
 
 from twin.cli import app
@@ -17,8 +18,6 @@ from twin.sim.scenario import parse_scenario
 from twin.sim.timeline import Event
 from twin.spec.diagnostics import SpecError
 from twin.spec.validate import validate_text
-
-from conftest import compiled
 
 LAB_CAMPAIGN = """name: lab-campaign
 campaign:
@@ -61,11 +60,28 @@ def test_bad_storage_and_failure_classes_in_a_site_are_located(root):
     spec, diags = validate_text(text + "storage: {sustained_bandwidth: 0 TB/s}\n", "s.yaml")
     assert spec is None and diags[0].dotted == "storage.sustained_bandwidth" and "greater than 0" in diags[0].expected
     assert diags[0].line == text.count("\n") + 1
-    bad = text.replace("catalog:", "catalog:\n  reliability:\n    gpu: {per: gpu, rate: -1 / year, detection: 1 min, repair: 1 day, source: x}", 1)
-    if bad == text:
-        bad = text + "catalog:\n  reliability:\n    gpu: {per: gpu, rate: -1 / year, detection: 1 min, repair: 1 day, source: x}\n"
+    bad = text + "catalog:\n  reliability:\n    gpu: {per: gpu, rate: -1 / year, detection: 1 min, repair: 1 day, source: x}\n"
     spec, diags = validate_text(bad, "s.yaml")
     assert spec is None and any(d.dotted == "catalog.reliability.gpu.rate" for d in diags)
+
+
+def test_a_site_overrides_a_failure_class_and_its_own_counts_apply(tmp_path, root):
+    import twin
+
+    site = tmp_path / "lab-override.yaml"
+    site.write_text((root / "sites" / "lab-2zone.yaml").read_text() + """catalog:
+  reliability:
+    faulty-gpu: {per: gpu, cause: Faulty GPU, rate: 0.5 / year, detection: 2 min, repair: 3 day, source: fleet data}
+""")
+    design = twin.load(site)
+    scn, src = parse_scenario(LAB_CAMPAIGN)
+    c = simulate(design, scn, src).data["campaign"]
+    by = {r["cause"]: r for r in c["by_cause"]}
+    # 128 GPUs of the lab site (not the 16,384 of the calibration) at the site's own rate
+    assert by["Faulty GPU"]["expected"] == pytest.approx(0.5 / 365.25 * 128 * 30)
+    # the built-in HBM rate on the lab's 128 GPUs: 72 / 16,384 of Table 5's count per 54 days, here for 30
+    assert by["GPU HBM3 Memory"]["expected"] == pytest.approx(72 * 128 / 16384 * 30 / 54, rel=1e-3)
+    assert c["components"]["rack-switch/rtsw"] == 8 and c["components"]["fabric-switch/ctsw"] == 8
 
 
 def test_cli_exit_2_with_a_located_message(tmp_path, root):
@@ -145,6 +161,10 @@ def test_cli_json_has_the_figures_and_plot_dir_gets_three_plots(tmp_path, root):
     assert c["sweeps"]["gpus"]["rows"][-1]["extrapolated"] and not c["sweeps"]["gpus"]["rows"][1]["extrapolated"]
     names = sorted(Path(p).name for p in json.loads(res.output)["plots"])
     assert names == ["campaign-ettr-vs-gpus.png", "campaign-ettr-vs-interval.png", "campaign-ettr-vs-spares.png"]
+    from twin.sim.reliability.report import markdown
+
+    md = markdown(c)
+    assert md.startswith("## Training campaign (reliability twin)") and "| Faulty GPU |" in md and "Llama 3 Table 5" in md
     again = CliRunner().invoke(app, ["simulate", str(root / "sites" / "lab-2zone.yaml"), "--scenario", str(f), "--json"])
     assert json.loads(again.output)["campaign"] == c  # fixed seed: the same figures
 

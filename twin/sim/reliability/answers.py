@@ -12,8 +12,8 @@ the twin's counts for the Llama 3 case.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 import numpy as np
 

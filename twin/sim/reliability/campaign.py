@@ -10,8 +10,8 @@ from the site's ``storage:`` and the workload. The job twin is reached only thro
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, replace
-from typing import Callable
 
 from ...spec.diagnostics import SpecError
 from ...spec.reliability_models import FailureClass
@@ -132,9 +132,9 @@ def run_campaign(design, scn, src, graph, job_under: JobUnder, progress=None) ->
     data = {
         "days": c.days, "runs": c.runs, "seed": c.seed,
         "job": {"workload": workload.name if workload else None, "gpus": gpus, "servers": len(fp.servers), "step_s": step.step_s,
-                "scheme": c.routing, "step_source": step_source},
+                "scheme": c.routing, "step_source": step_source, "step_profile": asdict(step)},
         "components": _component_counts(fp),
-        "checkpoint": {**asdict(ck), "interval_s": interval, "interval_steps": int(round(interval / step.step_s)),
+        "checkpoint": {**asdict(ck), "interval_s": interval, "interval_steps": round(interval / step.step_s),
                        "interval_source": interval_source, "young_daly_s": yd,
                        "overhead_without_failures": ck.stall_s / (interval + ck.stall_s)},
         "spares": c.spares, "restart_s": c.restart, "swap_s": c.swap,
@@ -211,7 +211,7 @@ def _size_setup(graph, classes, main_modes: list[Mode], fp_job: Footprint, desig
             elif m.per not in ("gpu", "server", "nic", "job"):
                 m = replace(m, notes=("not in the campaign's job: blast radius and slowdown not analysed",))
             modes.append(m)
-        servers = int(round(len(fp.servers) * fp.scale))
+        servers = round(len(fp.servers) * fp.scale)
         ck = checkpoint.cost(c.checkpoint.size or (workload.parameters * c.checkpoint.bytes_per_param if workload else 1.0),
                              n, servers, workload.cp if workload else 1, *_bandwidths(design, c), c.checkpoint.mode,
                              c.checkpoint.snapshot_bandwidth / 8, c.checkpoint.write_time, c.checkpoint.restore_time)

@@ -18,7 +18,7 @@ the checkpoint is durable only when it ends, so a failure during that write fall
 >>> round(c.write_s, 2), round(c.per_gpu_bytes / 1e6), c.limit
 (3.24, 396, 'storage')
 >>> round(young_daly(3.24, 3 * 3600))
-264
+265
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ class Footprint:
         if n is None:
             source = self.links if per == "link" else self.switches
             n = len(source.get(group, ()))
-        return int(round(n * self.scale)) if per != "gpu" else n
+        return round(n * self.scale) if per != "gpu" else n
 
     def groups(self, per: str) -> list[str]:
         """Roles (switches) or tiers (links) of a kind present in the footprint, bottom-up."""
@@ -131,11 +131,7 @@ class Reach:
         servers = sorted(set(server_of.values()))
         sidx = {s: i for i, s in enumerate(servers)}
         self.nic_server = np.array([sidx[server_of[n]] for n in fp.nics], np.int64)
-        keys, us, vs = [], [], []
-        for tier in fp.links:
-            for key in fp.links[tier]:
-                keys.append(key)
-        wanted = set(keys)
+        wanted = {key for tier in fp.links for key in fp.links[tier]}
         found: dict[str, tuple[int, int]] = {}
         for n in names:
             for a, b, key, d in g.edges(n, keys=True, data=True):
@@ -159,7 +155,7 @@ class Reach:
         _, labels = connected_components(m, directed=False)
         nic_labels = labels[: len(self.nic_server)]
         main = np.bincount(nic_labels).argmax()
-        return int(len(np.unique(self.nic_server[nic_labels != main])))
+        return len(np.unique(self.nic_server[nic_labels != main]))
 
 
 @dataclass(frozen=True)

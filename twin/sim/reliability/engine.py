@@ -73,9 +73,11 @@ class Outcome:
 def split_segment(length: np.ndarray, tau: float, stall: float, lag: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(compute done, compute kept by a durable checkpoint, checkpoint stall) of ``length`` s of running.
 
-    >>> d, c, s = split_segment(np.array([25.0, 31.0]), tau=10.0, stall=2.0, lag=0.0)
+    Two cycles of 10 s compute + 2 s stall, then 1 s more compute (25 s), or the third stall 1 s in (35 s):
+
+    >>> d, c, s = split_segment(np.array([25.0, 35.0]), tau=10.0, stall=2.0, lag=0.0)
     >>> d.tolist(), c.tolist(), s.tolist()
-    [[21.0, 30.0], [20.0, 20.0], [4.0, 1.0]]
+    ([21.0, 30.0], [20.0, 20.0], [4.0, 5.0])
     """
     c = tau + stall
     n = np.floor(length / c)
@@ -175,7 +177,7 @@ def simulate(modes: list[Mode], plan: Plan) -> Outcome:
             counts[rows[act], m[act]] += 1
             if plan.keep_events and act[0]:
                 events.extend(_run0_events(modes[m[0]], float(a[0]), float(t[0]), float(seg_end[0]), float(stop[0]),
-                                           float(ready[0]), float(t3[0]), float(t4[0]), bool(late[0])))
+                                           float(fw[0]), float(ready[0]), float(t3[0]), float(t4[0]), bool(late[0])))
                 segments.append((float(t_free[0]), float(seg_end[0])))
             t_free = np.where(act, t4, t_free)
     tail = np.maximum(D - t_free, 0.0)
@@ -206,9 +208,9 @@ def _degrade(modes, kind, rate, rep, slow, plan: Plan, B: dict, counts: np.ndarr
         counts[:, j] = n
 
 
-def _run0_events(mode: Mode, a, t, seg_end, stop, ready, t3, t4, late) -> list[Event]:
+def _run0_events(mode: Mode, a, t, seg_end, stop, fw, ready, t3, t4, late) -> list[Event]:
     """The timeline of one event of the representative run (run 0), for the power twin."""
-    out = []
+    out = [Event(stop - fw, "checkpoint", fw, "before a planned stop")] if fw > 0 else []
     if mode.kind == "straggle":
         out.append(Event(t, "straggler", seg_end - t, mode.name, mode.servers))
     elif mode.kind != "planned":
