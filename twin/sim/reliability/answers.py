@@ -103,10 +103,11 @@ def interval_sweep(modes: list[Mode], plan: Plan, intervals: list[float]) -> tup
     return rows, _refine(xs, [r["ettr"]["mean"] for r in rows])
 
 
-def spare_sweep(modes: list[Mode], plan: Plan, given: list[int] | None) -> tuple[list[dict], dict, int | None]:
+def spare_sweep(modes: list[Mode], plan: Plan, given: list[int] | None, limit: int = 100_000) -> tuple[list[dict], dict, int | None]:
     """ETTR with an unlimited pool and with spare pools; the smallest pool within SPARE_TOLERANCE of unlimited.
 
-    Without ``given`` pools: 0, 1, 2, 4, ... until one is within tolerance, then bisection below it."""
+    Without ``given`` pools: 0, 1, 2, 4, ... (up to ``limit``) until one is within tolerance, then
+    bisection below it; None when even ``limit`` spares are not enough."""
     base = quantiles(simulate(modes, replace(plan, spares=None, keep_events=False)).ettr)
     goal = base["mean"] * (1 - SPARE_TOLERANCE)
     seen: dict[int, dict] = {}
@@ -123,8 +124,10 @@ def spare_sweep(modes: list[Mode], plan: Plan, given: list[int] | None) -> tuple
         best = ok[0] if ok else None
     else:
         lo, hi = -1, 0
-        while at(hi) < goal and hi < 1_000_000:
-            lo, hi = hi, max(1, 2 * hi)
+        while at(hi) < goal and hi < limit:
+            lo, hi = hi, min(limit, max(1, 2 * hi))
+        if at(hi) < goal:
+            return [{"spares": s, "ettr": seen[s]} for s in sorted(seen)], base, None
         while hi - lo > 1:
             mid = (lo + hi) // 2
             if at(mid) >= goal:

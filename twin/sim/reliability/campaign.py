@@ -72,6 +72,10 @@ def run_campaign(design, scn, src, graph, job_under: JobUnder, progress=None) ->
         step = step_profile(base_job, c.routing)
         workload = workloads.get(scn.jobs[c.job - 1].workload)
         gpus, step_source = step.gpus, "job twin"
+        if c.step_time is not None:
+            notes.append("step_time ignored: the job twin gives the step time")
+        if scn.jobs[c.job - 1].order != "topology":
+            notes.append("the job twin places this job in naive order; the footprint counts its first servers in topology order")
     else:
         if c.step_time is None:
             raise SpecError([error(src, ("campaign",), "a campaign without a job needs step_time", "step_time: 8 s, or a job under jobs:")])
@@ -120,7 +124,8 @@ def run_campaign(design, scn, src, graph, job_under: JobUnder, progress=None) ->
     main = simulate(modes, plan)
     if c.sweep.enabled:
         say("campaign: spare pool sweep")
-        rows, unlimited, smallest = answers.spare_sweep(modes, replace(sweep_plan, interval=interval), c.sweep.spares)
+        rows, unlimited, smallest = answers.spare_sweep(modes, replace(sweep_plan, interval=interval), c.sweep.spares,
+                                                        limit=max(64, len(fp.servers)))
         sweeps["spares"] = {"rows": rows, "unlimited": unlimited, "smallest_within_tolerance": smallest,
                             "tolerance": answers.SPARE_TOLERANCE, "runs": sweep_plan.runs}
         say("campaign: job size sweep")
