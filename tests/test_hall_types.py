@@ -29,6 +29,16 @@ def col_of(text: str, line: int, needle: str) -> int:
     return text.splitlines()[line - 1].index(needle) + 1
 
 
+def without_new_defaults(after, before):
+    """``after`` without the fields added since 43cba49 that are left empty (None, {}, [])."""
+    if isinstance(after, dict) and isinstance(before, dict):
+        return {k: without_new_defaults(v, before[k]) if k in before else v for k, v in after.items()
+                if k in before or v not in (None, {}, [])}
+    if isinstance(after, list) and isinstance(before, list) and len(after) == len(before):
+        return [without_new_defaults(a, b) for a, b in zip(after, before)]
+    return after
+
+
 @pytest.mark.parametrize("site", REWRITTEN)
 def test_rewritten_examples_keep_their_meaning(site):
     """The resolved Site of each rewritten example equals the one of its eight-block YAML before hall_types.
@@ -45,7 +55,10 @@ def test_rewritten_examples_keep_their_meaning(site):
     # ASN pools were renamed by tier level after 43cba49 (rtsw/ctsw/atsw -> level1/2/3, same pools)
     pools = before["fabric"]["routing"]["asn_pools"]
     before["fabric"]["routing"]["asn_pools"] = {ROLE_POOL_NAMES[k]: v for k, v in sorted(pools.items())}
-    assert spec.site.model_dump(mode="json") == before
+    after = spec.site.model_dump(mode="json")
+    after.pop("storage", None)  # sections the whole-site twins added to the examples after 43cba49
+    after["power"].pop("limits", None)
+    assert without_new_defaults(after, before) == before
     # the rewrite is real: one hall block, every hall names it, the provenance comments kept once
     assert text.count("positions_per_row:") == 1 and text.count("type: meta-hall") == 8
     assert text.count("# assumed: 600 mm OCP rack") == 1 and "stayed air-cooled" in text

@@ -333,6 +333,9 @@ def simulate(
     """Simulate collectives and training jobs on the compiled fabric (flow level, ECMP hashing, failures).
 
     Example: twin simulate sites/lab-2zone.yaml --scenario scenarios/server5.yaml --plot-dir /tmp/plots
+
+    A scenario's campaign: section runs the reliability twin (interruptions, checkpoints, spares, ETTR):
+    twin simulate sites/meta-24k-roce.yaml --scenario scenarios/llama3-405b-campaign.yaml --json
     """
     from .sim.cli import run_simulate
 

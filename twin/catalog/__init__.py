@@ -29,4 +29,5 @@ def merged(site_catalog: Catalog) -> Catalog:
         chassis={**base.chassis, **site_catalog.chassis},
         switches={**base.switches, **site_catalog.switches},
         media={**base.media, **site_catalog.media},
+        reliability={**base.reliability, **site_catalog.reliability},
     )

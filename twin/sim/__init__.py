@@ -13,7 +13,8 @@ routes or spraying spread them.)
 Modules: topology (graph -> arcs and ECMP groups), hashing (RoCEv2 5-tuple, per-switch seeds),
 routing (ecmp, e-ecmp, static, spray, te), fluid (max-min, events), collectives (nccl-tests
 algorithms and bandwidths), te (LP reference), jobs (TP/CP/PP/DP), scenario (the YAML language),
-run (orchestration), report (tables), plots (PNG).
+run (orchestration), report (tables), plots (PNG), reliability (training campaigns: interruptions,
+checkpoints, spares, ETTR), timeline (values the twins share).
 """
 
 from __future__ import annotations

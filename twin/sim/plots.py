@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .reliability.plots import write_plots as campaign_plots
+
 
 def _plt():
     import matplotlib
@@ -63,6 +65,7 @@ def write_plots(result, out_dir: str | Path) -> list[Path]:
             ax.set_ylabel("max / mean link load")
             ax.set_title(f"load imbalance, {c['name']} ({case['case']})")
             files.append(_save(fig, out / f"{stem}-max-mean.png", plt))
+    files += campaign_plots(data.get("campaign"), out)  # the reliability twin
     return files
 
 

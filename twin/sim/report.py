@@ -9,6 +9,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from .reliability import report as campaign_report
+
 
 def _schemes(data: dict) -> list[str]:
     return [s["name"] for s in data["schemes"]]
@@ -50,6 +52,8 @@ def render(data: dict, console: Console) -> None:
                           f"{s['tp_s']:.3f}", f"{s['pp_exposed_s']:.3f}", f"{s['dp_s']:.3f} ({s['dp_exposed_s']:.3f})",
                           f"{s['effective_tflops_per_gpu']:.0f}")
             console.print(t)
+    if "campaign" in data:  # the reliability twin (twin/sim/reliability/report.py)
+        campaign_report.render(data["campaign"], console)
 
 
 def markdown(data: dict) -> str:

@@ -20,7 +20,8 @@ from ..spec.models import FIVE_TUPLE
 from . import collectives as coll
 from . import jobs as jobs_mod
 from . import routing, topology
-from .scenario import Case, Ranks, Scenario, error
+from .reliability.campaign import run_campaign
+from .scenario import Case, Failure, Ranks, Scenario, error
 from .topology import Net
 
 SYNTHETIC_NVLINK = 3.6e12  # bit/s per GPU and direction (H100 SXM) for graphs without a design/catalog
@@ -32,6 +33,7 @@ class Result:
     data: dict[str, Any]
     loads: dict[tuple[str, str, str], np.ndarray] = field(default_factory=dict)  # (case, collective, scheme)
     sweeps: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # (case, collective) -> table rows
+    events: list = field(default_factory=list)  # campaign: timeline.Event list of the representative run
 
 
 def schemes_of(scn: Scenario, default_qps: int, site_fields: list[str] | None = None) -> list[routing.Scheme]:
@@ -231,7 +233,28 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
                 progress(f"{case.name}: job {j.workload}")
             c_out["jobs"].append(jobs_mod.simulate_job(design, net, j, schemes, scn, case, down_idx, src, ("jobs", k)))
         out["cases"].append(c_out)
+    if scn.campaign is not None:  # the reliability twin (twin/sim/reliability)
+        if design is None:
+            raise SpecError([error(src, ("campaign",), "a campaign needs a site design (catalog, workloads, storage)")])
+        out["campaign"], res.events = run_campaign(
+            design, scn, src, g0, lambda f: campaign_job(design, g0, net0, scn, schemes, src, out, f), progress)
     return res
+
+
+def campaign_job(design, g0, net0: Net, scn: Scenario, schemes, src, out: dict, failure: dict | None) -> dict | None:
+    """The campaign's job timed by the job twin on the intact graph, or with one ``failure`` applied
+    ({"switch": id} or {"link": id}); None when the scenario has no job."""
+    if not scn.jobs:
+        return None
+    k = scn.campaign.job - 1
+    first = scn.cases[0]
+    if failure is None and not first.failures and not first.replace and out["cases"]:
+        return out["cases"][0]["jobs"][k]
+    case = Case(name="campaign", failures=[Failure(**failure)] if failure else [])
+    g, down = apply_failures(g0, net0, case, src)
+    net = net0 if g is g0 else _compile(design, g, net0)
+    picked = [s for s in schemes if s.name == scn.campaign.routing] or schemes[:1]
+    return jobs_mod.simulate_job(design, net, scn.jobs[k], picked, scn, case, {net.server_ids.index(s) for s in down}, src, ("jobs", k))
 
 
 def _sizes(c) -> list[float]:

@@ -31,6 +31,7 @@ from ..spec.loader import LoadError, Source, load_file, load_text
 from ..spec.models import IndexList, Model, Slug
 from ..spec.units import DataSize, Time
 from ..spec.validate import diagnostic, pydantic_diagnostics, strip_optional, unwrap_model
+from .reliability.model import Campaign
 
 SchemeKind = Literal["ecmp", "e-ecmp", "static", "spray", "te"]
 Op = Literal["allreduce", "reducescatter", "allgather", "alltoall", "sendrecv"]
@@ -138,10 +139,11 @@ class Scenario(Model):
     protocol_efficiency: float = Field(0.94, gt=0, le=1)
     step_overhead: Time = Field(2e-6, description="per-step software latency of the collective library")
     hash: Hash = Field(default_factory=Hash)
-    routing: list[RoutingCase] = Field(min_length=1)
+    routing: list[RoutingCase] = Field(default_factory=list, min_length=1, description="needed for collectives and jobs")
     collectives: list[Collective] = Field(default_factory=list)
     jobs: list[Job] = Field(default_factory=list)
     cases: list[Case] = Field(default_factory=lambda: [Case(name="baseline")])
+    campaign: Campaign | None = Field(None, description="reliability twin: a training campaign (twin/sim/reliability)")
 
     @model_validator(mode="after")
     def _unique(self) -> "Scenario":
@@ -149,8 +151,10 @@ class Scenario(Model):
             dup = {n for n in names if names.count(n) > 1}
             if dup:
                 raise ValueError(f"duplicate {what} name(s): {', '.join(sorted(dup))}")
-        if not self.collectives and not self.jobs:
-            raise ValueError("nothing to simulate: give collectives or jobs")
+        if not self.collectives and not self.jobs and self.campaign is None:
+            raise ValueError("nothing to simulate: give collectives, jobs or a campaign")
+        if (self.collectives or self.jobs) and not self.routing:
+            raise ValueError("collectives and jobs need routing: at least one routing scheme")
         return self
 
 

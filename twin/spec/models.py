@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
+from .reliability_models import FailureClass, Storage
 from .units import ArealLoad, DataRate, DataSize, Length, Mass, Power, Temperature, Time
 
 SLUG = r"^[a-z0-9][a-z0-9-]{0,62}$"
@@ -197,6 +198,7 @@ class Catalog(Model):
     chassis: dict[Slug, Chassis] = Field(default_factory=dict)
     switches: dict[Slug, SwitchModel] = Field(default_factory=dict)
     media: dict[Slug, Medium] = Field(default_factory=dict)
+    reliability: dict[Slug, FailureClass] = Field(default_factory=dict, description="failure classes (twin/spec/reliability_models.py)")
 
 
 # ---------------------------------------------------------------- facility
@@ -490,3 +492,4 @@ class Site(Model):
     fabric: Fabric
     placement: PlacementOptions = Field(default_factory=PlacementOptions)
     workloads: list[TrainingJob] = Field(default_factory=list)
+    storage: Storage | None = Field(None, description="checkpoint storage: bandwidths (reliability twin)")
