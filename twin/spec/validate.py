@@ -59,7 +59,7 @@ def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     if any(d.severity is Severity.ERROR for d in diags):
         return None, sorted(diags, key=_order)
     spec = _resolve(src, site, cat)
-    for check in (checks.arithmetic, checks.routing, checks.workloads):
+    for check in (checks.arithmetic, checks.config_targets, checks.routing, checks.workloads):
         diags += [_diag(src, *f) for f in check(spec)]
     diags = sorted(set(diags), key=_order)
     if any(d.severity is Severity.ERROR for d in diags):
