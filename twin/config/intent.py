@@ -61,7 +61,6 @@ def build_intent(design: Design) -> Intent:
     sw: dict[str, dict] = {}
     for n in fabric.switches():
         node = g.nodes[n]
-        model = spec.switch(node["model"])
         level = node["level"]
         role = LEVEL_ROLE[level]
         width = widths[n] if r.ecmp_width is None else min(widths[n], r.ecmp_width)
@@ -71,7 +70,6 @@ def build_intent(design: Design) -> Intent:
             "level": level,
             "zone": node.get("zone"),
             "model": node["model"],
-            "vendor": model.vendor,
             "asn": addr.asn[n],
             "router_id": addr.loopback[n].split("/")[0],
             "loopback": addr.loopback[n],
