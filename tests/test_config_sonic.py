@@ -243,9 +243,19 @@ def link_speeds(design, switch: str) -> dict[str, float]:
             for p in ("a_port", "b_port") if e[p[0]] == switch}
 
 
-def test_200g_nics_give_200g_sonic_ports(lab200, yang):
-    files = configs.emit(lab200)
-    dbs = {p.split("/")[2]: json.loads(b) for p, b in files.items() if p.startswith("configs/sonic/")}
+@pytest.fixture(scope="module")
+def lab200_dbs(lab200) -> dict[str, dict]:
+    return {p.split("/")[2]: json.loads(b) for p, b in configs.emit(lab200).items() if p.startswith("configs/sonic/")}
+
+
+def test_200g_sonic_configs_are_valid_under_sonic_yang(lab200_dbs, yang):
+    assert len(lab200_dbs) == 18
+    for name, db in lab200_dbs.items():
+        assert yang.errors(db) == [], name
+
+
+def test_200g_nics_give_200g_sonic_ports(lab200, lab200_dbs):
+    dbs = lab200_dbs
     assert len(dbs) == 18
     gpu_ports = 0
     for name, db in dbs.items():
@@ -257,7 +267,6 @@ def test_200g_nics_give_200g_sonic_ports(lab200, yang):
                 assert speed == 200e9 and db["BUFFER_PG"][f"{port}|3"] == {"profile": "pg_lossless_200000_profile"}
             else:
                 assert speed == 400e9
-        assert yang.errors(db) == [], name
     assert gpu_ports == 128
     # 200G: 25 GB/s x 2.48 us + 2 x 9216 bytes
     assert dbs["lab1-z1-r001-rtsw"]["BUFFER_PROFILE"]["pg_lossless_200000_profile"]["xoff"] == str(headroom(200e9, 9216)["xoff"]) == "80432"

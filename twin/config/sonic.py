@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from ..fabric.cabling import PROPAGATION_NS_PER_M
 from ..fabric.ports import port_names
 from ..spec.models import SwitchModel
 
@@ -35,7 +36,6 @@ DEVICE_TYPE = {1: "ToRRouter", 2: "LeafRouter"}  # level 3 and above: SpineRoute
 HASH_FIELD = {"src-ip": "SRC_IP", "dst-ip": "DST_IP", "protocol": "IP_PROTOCOL", "src-port": "L4_SRC_PORT",
               "dst-port": "L4_DST_PORT", "flow-label": "IPV6_FLOW_LABEL"}  # roce-dst-qp: no SONiC hash field
 QUEUES = 8
-PROPAGATION = 4.9e-9  # s/m in fibre
 REACH = 100.0  # m: assumed longest in-hall cable a PAUSE has to cross
 PHY_DELAY = 1.5e-6  # s: assumed MAC/PHY response to a PAUSE frame
 MAP = "TWIN"
@@ -54,7 +54,7 @@ def headroom(speed: float, mtu: int) -> dict[str, int]:
     >>> headroom(200e9, 9216)["xoff"]
     80432
     """
-    xoff = round(speed / 8 * (2 * REACH * PROPAGATION + PHY_DELAY)) + 2 * mtu
+    xoff = round(speed / 8 * (2 * REACH * PROPAGATION_NS_PER_M * 1e-9 + PHY_DELAY)) + 2 * mtu
     return {"xoff": xoff, "xon": 2 * mtu, "size": 2 * mtu}
 
 
