@@ -19,6 +19,15 @@ def compiled(name: str):
     return twin.load(SITES / f"{name}.yaml")
 
 
+@lru_cache(maxsize=None)
+def emitted(name: str) -> dict[str, bytes]:
+    """Every switch config file of sites/<name>.yaml (FRR, SONiC, EOS, OpenSM), rendered once per session."""
+    from twin.emit import configs, configs_ib
+
+    d = compiled(name)
+    return {**configs.emit(d), **configs_ib.emit(d)}
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

@@ -7,20 +7,17 @@ import json
 import re
 import shutil
 import subprocess
-from functools import lru_cache
 
 import pytest
-from conftest import compiled
+from conftest import compiled, emitted
 
-from twin.emit import configs, configs_ib
+from twin.emit import configs
 
 VTYSH = shutil.which("vtysh")
 
 
-@lru_cache(maxsize=None)
 def files(site: str) -> dict[str, bytes]:
-    d = compiled(site)
-    return {**configs.emit(d), **configs_ib.emit(d)}
+    return emitted(site)
 
 
 def frr(site: str) -> dict[str, str]:
@@ -93,18 +90,19 @@ def test_sonic_config_db_carries_the_spec():
     assert len(dbs) == 18  # every lab switch is a Minipack2 (SONiC)
     db = dbs["lab1-z1-r001-rtsw"]
     assert db["DEVICE_METADATA"]["localhost"]["bgp_asn"] == str(a.asn["lab1-z1-r001-rtsw"])
-    assert len(db["BGP_NEIGHBOR"]) == 16 and len(db["PORT"]) == 32
-    assert all(p["mtu"] == str(q.mtu) and p["speed"] == "400000" for p in db["PORT"].values())
+    assert len(db["BGP_NEIGHBOR"]) == 16 and len(db["PORT"]) == 64  # every front-panel port; 32 cabled
+    up = [p for p in db["PORT"].values() if p["admin_status"] == "up"]
+    assert len(up) == 32 and all(p["mtu"] == str(q.mtu) and p["speed"] == "400000" for p in up)
     assert db["DSCP_TO_TC_MAP"]["TWIN"][str(q.lossless_dscp[0])] == str(q.pfc_priority)
     assert db["DSCP_TO_TC_MAP"]["TWIN"][str(q.control_dscp)] != str(q.pfc_priority)
     assert {v["pfc_enable"] for v in db["PORT_QOS_MAP"].values()} == {str(q.pfc_priority)}
     wred = db["WRED_PROFILE"]["TWIN_LOSSLESS"]
     assert wred["green_min_threshold"] == str(int(q.ecn.min_threshold)) and wred["ecn"] == "ecn_all"
     assert f"Vlan1000|{a.rack_gateway['lab1-z1-r001-rtsw']}" in db["VLAN_INTERFACE"]
-    assert len(db["VLAN_MEMBER"]) == 16
+    assert len(db["VLAN_MEMBER"]) == 16 and "members" not in db["VLAN"]["Vlan1000"]
     assert db["SWITCH_HASH"]["GLOBAL"]["ecmp_hash"][:2] == ["SRC_IP", "DST_IP"]
-    assert all(pg in db["BUFFER_PG"] for pg in ("Ethernet1|3", "Ethernet17|3"))
-    assert db["PFC_WD"]["Ethernet1"]["detection_time"] == "200"
+    assert all(pg in db["BUFFER_PG"] for pg in ("Ethernet0|3", "Ethernet128|3"))
+    assert db["PFC_WD"]["Ethernet0"]["detection_time"] == "200"
 
 
 def test_eos_configs_for_arista_switches():

@@ -1,20 +1,18 @@
-"""Per-switch configuration intent: everything a template needs, computed once from the fabric graph.
+"""Per-switch configuration intent: everything a target needs, computed once from the fabric graph.
 
-Templates never look at the graph: who peers with whom on which port, addresses, ASNs, ECMP width
-and policies are resolved here, once per build, in one pass over the links (O(links)). A template is
-then a plain rendering of these dictionaries, so the same intent yields FRR, SONiC and EOS text that
-cannot disagree with each other.
+Targets never look at the graph: who peers with whom on which port at which speed, addresses, ASNs,
+ECMP width and policies are resolved here, once per build, in one pass over the links (O(links)). A
+template (FRR, EOS) or the SONiC builder is then a plain rendering of these dictionaries, so the
+targets cannot disagree with each other. Every port's speed is its link's ``speed`` in the graph.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from ..address import ULA, Addressing
 from ..fabric.graph import Fabric
-from ..physics import FIBER_DELAY_S_PER_M
 from ..spec.resolve import Spec
 
 LEVEL_ROLE = {1: "rtsw", 2: "ctsw", 3: "atsw"}
@@ -59,21 +57,6 @@ def ecmp_widths(fabric) -> dict[str, int]:
     return {n: max([up.get(n, 0)] + list(down.get(n, Counter()).values()) + [1]) for n in fabric.switches()}
 
 
-def buffer_plan(model, mtu: int, reach_m: float = 100.0) -> dict[str, int]:
-    """Lossless headroom (bytes) for one priority group at the port speed.
-
-    xoff must absorb what is in flight after a PAUSE is sent: two cable delays (FIBER_DELAY_S_PER_M, assumed
-    ``reach_m`` = 100 m for the longest in-hall fibre) plus ~1.5 us of MAC/PHY response, at line rate,
-    plus two maximum frames; xon is two frames. The pool is half the switch buffer (catalog), or an
-    assumed 32 MiB for shallow-buffer switches without a figure.
-    """
-    rate = model.port_speed / 8
-    xoff = int(rate * (2 * reach_m * FIBER_DELAY_S_PER_M + 1.5e-6)) + 2 * mtu
-    total = int(model.buffer) if model.buffer else 64 * 2**20
-    return dict({"xoff": xoff, "xon": 2 * mtu, "pg_size": xoff + 2 * mtu, "ingress": total // 2,
-            "egress": total // 2, "xoff_pool": min(total // 4, xoff * model.ports)})
-
-
 def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None) -> Intent | None:
     """The config-intent pass: per-switch context for every config target (None when not routed)."""
     if addr is None:
@@ -85,7 +68,6 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None) -> Intent 
     sw: dict[str, dict] = {}
     for n in fabric.switches():
         node = g.nodes[n]
-        model = spec.switch(node["model"])
         level = node["level"]
         role = LEVEL_ROLE[level]
         width = widths[n] if r.ecmp_width is None else min(widths[n], r.ecmp_width)
@@ -95,8 +77,6 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None) -> Intent 
             "level": level,
             "zone": node.get("zone"),
             "model": node["model"],
-            "vendor": model.vendor,
-            "port_speed": int(model.port_speed),
             "asn": addr.asn[n],
             "router_id": addr.loopback[n].split("/")[0],
             "loopback": addr.loopback[n],
@@ -105,15 +85,16 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None) -> Intent 
             "groups": {},
             "host": None,
             "maximum_paths": width,
-            "buffer": buffer_plan(model, f.qos.mtu),
             "originate": [addr.loopback[n]],
             "originate6": [addr.loopback6[n]] if n in addr.loopback6 else [],
         })
-    server_ports: dict[str, list[str]] = defaultdict(list)
+    server_ports: dict[str, list[dict]] = defaultdict(list)
     for lk in fabric.cables():
         if lk.a not in sw or lk.b not in sw:
             if lk.b in sw and lk.a not in sw:
-                server_ports[lk.b].append(lk.b_port)
+                server_ports[lk.b].append(dict({
+                    "link": lk.id, "port": lk.b_port, "peer": lk.a, "peer_port": lk.a_port, "speed": int(lk.speed),
+                }))
             continue
         for me, my_port, peer, peer_port, end in ((lk.a, lk.a_port, lk.b, lk.b_port, 0), (lk.b, lk.b_port, lk.a, lk.a_port, 1)):
             ctx = sw[me]
@@ -131,12 +112,9 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None) -> Intent 
                 "link": lk.id,
                 "port": my_port,
                 "ifname": linux_ifname(my_port),
-                "q": json.dumps(my_port)[:-1],  # JSON-quoted, unterminated: '"Ethernet1' + '|3"' is a safe key
                 "address": ip,
                 "address6": ip6,
                 "peer": peer,
-                "qdesc": json.dumps(f"{peer}:{peer_port}"),
-                "qpeer": json.dumps(peer),
                 "peer_port": peer_port,
                 "peer_ip": peer_ip.split("/")[0] if peer_ip else None,
                 "peer_ip6": peer_ip6.split("/")[0] if peer_ip6 else None,
@@ -153,7 +131,7 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None) -> Intent 
             "gateway": addr.rack_gateway[n],
             "subnet6": addr.rack_subnet6.get(n),
             "gateway6": addr.rack_gateway6.get(n),
-            "ports": server_ports.get(n, []),
+            "ports": [p["port"] for p in server_ports.get(n, [])],
         })
         ctx["originate"] = [subnet] + ctx["originate"]
         if n in addr.rack_subnet6:
@@ -164,8 +142,6 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None) -> Intent 
             dict({**grp, "peer_asn": sorted(grp["peer_asn"])}) for _, grp in sorted(ctx["groups"].items(), key=lambda kv: (kv[1]["direction"] != "down", kv[0]))
         ]
         ctx["server_ports"] = server_ports.get(ctx["name"], [])
-        ctx["q_server_ports"] = [json.dumps(p)[:-1] for p in ctx["server_ports"]]
-        ctx["q_ports"] = [nb["q"] for nb in ctx["neighbors"]] + ctx["q_server_ports"]
     qos = f.qos
     ecn = qos.ecn
     site = dict({

@@ -8,7 +8,6 @@ names and descriptions from the spec only arrive as values in the context.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 
 import jinja2
@@ -40,8 +39,6 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         auto_reload=False,
     )
-    env.filters["tojson"] = lambda v: json.dumps(v, sort_keys=True)
-    env.filters["pretty"] = lambda v: json.dumps(v, sort_keys=True, indent=1)
     return env
 
 

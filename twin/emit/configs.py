@@ -1,9 +1,10 @@
 """Switch configurations: FRR per switch, SONiC config_db.json, Arista EOS, and the verify topology.
 
-Which targets a switch gets: every routed switch gets an FRR config (the routing stack of SONiC and the
-model that ``twin verify`` runs); switches of an Arista model get an EOS config, every other Ethernet
-switch a SONiC config_db.json. ``configs/frr/topology.json`` lists the links, host attachments and
-the design's predictions' inputs (ASNs, ECMP width) so that ``twin verify`` needs nothing but the
+Which targets a switch gets (:func:`twin.config.targets.config_target`): every routed switch gets an
+FRR config (the routing stack of SONiC and the model that ``twin verify`` runs); switches of an Arista
+model get an EOS config (Jinja2), every other Ethernet switch a SONiC config_db.json (dictionaries,
+:mod:`twin.config.sonic`). ``configs/frr/topology.json`` lists the links, host attachments and the
+design's predictions' inputs (ASNs, ECMP width) so that ``twin verify`` needs nothing but the
 generated folder.
 """
 
@@ -13,17 +14,14 @@ import gc
 import ipaddress
 import json
 
+from ..config import sonic
 from ..config.intent import Intent
 from ..config.render import render
+from ..config.targets import EOS, config_target
 from ..design import Design
 
 FRR_TEMPLATE = {r: f"frr/{r}.conf.j2" for r in ("rtsw", "ctsw", "atsw")}
-SONIC_TEMPLATE = {r: f"sonic/{r}.json.j2" for r in ("rtsw", "ctsw", "atsw")}
 EOS_TEMPLATE = {r: f"eos/{r}.cfg.j2" for r in ("rtsw", "ctsw", "atsw")}
-
-
-def is_eos(sw: dict) -> bool:
-    return sw["vendor"].lower().startswith("arista")
 
 
 def _host_ip(gateway: str) -> str:
@@ -89,16 +87,16 @@ def _emit(design: Design) -> dict[str, bytes]:
     intent = design.intent
     site = intent.site
     files: dict[str, bytes] = {}
-    # what every switch shares is rendered once per build
-    shared = {
-        "qos_tables": render("sonic/qos.json.j2", site=site, identity={str(i): str(i) for i in range(8)}).rstrip(),
-        "port_qos": render("eos/port_qos.j2", site=site).rstrip("\n"),
-    }
+    # what every switch shares is built once per build
+    port_qos = render("eos/port_qos.j2", site=site).rstrip("\n")
+    sonic_shared = sonic.shared_tables(site)
     for name, sw in intent.switches.items():
         files[f"configs/frr/{name}.conf"] = render(FRR_TEMPLATE[sw["role"]], sw=sw, site=site).encode()
-        if is_eos(sw):
-            files[f"configs/eos/{name}.cfg"] = render(EOS_TEMPLATE[sw["role"]], sw=sw, site=site, port_qos=shared["port_qos"]).encode()
+        model = design.spec.switch(sw["model"])
+        if config_target(model) == EOS:
+            files[f"configs/eos/{name}.cfg"] = render(EOS_TEMPLATE[sw["role"]], sw=sw, site=site, port_qos=port_qos).encode()
         else:
-            files[f"configs/sonic/{name}/config_db.json"] = render(SONIC_TEMPLATE[sw["role"]], sw=sw, site=site, qos_tables=shared["qos_tables"]).encode()
+            db = sonic.config_db(sw, site, model, sonic_shared)
+            files[f"configs/sonic/{name}/config_db.json"] = sonic.config_db_json(db)
     files["configs/frr/topology.json"] = topology_json(topology(intent)).encode()
     return files

@@ -28,7 +28,7 @@ def fabric_section(d: Design) -> str | None:
     for t in fig.tiers:
         over = t.oversubscription
         rows.append([
-            t.role, ", ".join(f"{c:,} x {m}" for m, c in t.models.items()), f"{t.count:,}",
+            t.role, ", ".join(f"{c:,} x {m}" + (f" ({s.switch(m).asic})" if s.switch(m).asic else "") for m, c in t.models.items()), f"{t.count:,}",
             _tb(t.down_bps), _tb(t.up_bps) if t.up_bps else "-",
             f"{over:.2f}:1" if over else "-",
             f"{t.uplinks[0]}" + (f"-{t.uplinks[1]}" if t.uplinks[1] != t.uplinks[0] else "") + f" links / {t.next_hops[0]}" + (f"-{t.next_hops[1]}" if t.next_hops[1] != t.next_hops[0] else "") + " switches" if t.up_bps else "-",

@@ -10,7 +10,9 @@ import ipaddress
 import math
 import re
 from collections.abc import Iterator
+from itertools import pairwise
 
+from ..config.targets import SONIC, config_target, ib_rate
 from ..fabric.sizing import fat_tree_capacity, fat_tree_tiers
 from .diagnostics import Severity
 from .models import Catalog, Family, Redundancy, Site, Technology
@@ -181,6 +183,59 @@ def _fat_tree_ports(spec: Spec) -> Iterator[Finding]:
         yield E, ("fabric", "tiers"), (
             f"{f.tiers} tiers of {sw.ports}-port {f.switch} serve at most {fat_tree_capacity(sw.ports, f.tiers):,} endpoints; have {endpoints:,}"
         ), f"tiers >= {need}"
+
+
+def config_targets(spec: Spec) -> Iterator[Finding]:
+    """What the switch OS of each tier needs from its model: a SONiC config_db needs the platform's
+    port map (PORT rows carry lanes) and the buffer size (buffer pools), and every link speed must be
+    one the port's breakout mode allows (a link runs at the slower of its two ends)."""
+    f = spec.fabric
+    if f.technology != Technology.ROCE:
+        sw = spec.catalog.switches.get(f.switch) if f.switch else None
+        if sw is not None:
+            for path, speed in ((("fabric", "nic_speed") if f.nic_speed else ("fabric", "switch"), min(spec.nic_speed, sw.port_speed)),
+                                (("fabric", "switch"), sw.port_speed)):
+                try:
+                    ib_rate(speed, sw.port_speed)
+                except ValueError as e:
+                    yield E, path, str(e), "1, 2 or 4 lanes of SDR, DDR, QDR, FDR, EDR, HDR, NDR or XDR"
+        return
+    tiers: list[tuple[tuple, str]] = []  # (where the model is named, model), bottom-up
+    if f.family == Family.AI_ZONE:
+        tiers.append((("rack_types", spec.rack_type_name, "rtsw"), spec.rack_type.rtsw))
+        for tier in ("ctsw", "atsw"):
+            t = getattr(f, tier)
+            if t is not None and t.model is not None and (tier == "ctsw" or spec.zones > 1):
+                tiers.append((("fabric", tier, "model"), t.model))
+    elif f.switch is not None:
+        tiers.append((("fabric", "switch"), f.switch))
+    tiers = [(path, name) for path, name in tiers if name in spec.catalog.switches]
+    for path, name in tiers:
+        sw = spec.catalog.switches[name]
+        if config_target(sw) != SONIC:
+            continue
+        if sw.port_map is None:
+            yield E, path, (
+                f"switch model '{name}' has no port_map; its SONiC config_db.json needs each port's lanes"
+            ), f"catalog.switches.{name}.port_map with platform, hwsku, lanes_per_port, name_step, breakouts"
+        if sw.buffer is None:
+            yield E, path, f"switch model '{name}' has no buffer size; SONiC buffer pools are sized from it", (
+                f"catalog.switches.{name}.buffer, e.g. 64 MiB"
+            )
+    if not tiers:
+        return
+    models = [spec.catalog.switches[n] for _, n in tiers]
+    nic_path = ("fabric", "nic_speed") if f.nic_speed is not None else tiers[0][0]
+    speeds = [(nic_path, tiers[0][1], models[0], min(spec.nic_speed, models[0].port_speed))]
+    for ((pa, na), a), ((pb, nb), b) in pairwise(zip(tiers, models)):
+        speed = min(a.port_speed, b.port_speed)
+        speeds += [(pa, na, a, speed), (pb, nb, b, speed)]
+    for path, name, sw, speed in speeds:
+        if sw.port_map is not None and config_target(sw) == SONIC and speed not in sw.port_map.speeds:
+            allowed = ", ".join(f"{s / 1e9:g}G" for s in sw.port_map.speeds)
+            yield E, path, (
+                f"{name} ports run in breakout mode '{sw.port_map.breakouts[0]}', which has no {speed / 1e9:g}G"
+            ), f"a speed of {allowed}"
 
 
 def facility(site: Site) -> Iterator[Finding]:

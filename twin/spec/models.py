@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
+from .portmap import PortMap
 from .reliability_models import FailureClass, Storage
 from .units import ArealLoad, DataRate, DataSize, Length, Mass, Power, Temperature, Time
 
@@ -129,38 +130,42 @@ class Chassis(Model):
     source: str = Field(min_length=1, description="where the figures come from, or 'assumed'")
 
 
+PORT_PLACEHOLDERS = ("n", "n0", "n0_step", "cage", "sub")
+
+
 class SwitchModel(Model):
     """A switch model: radix, speed and the physical figures placement and the BOM need."""
 
     description: str = ""
     vendor: str
     technology: Literal["ethernet", "infiniband"] = "ethernet"
-    asic: str = ""
+    asic: str = Field("", description="switch ASIC, shown in the report's fabric table")
     ports: int = Field(ge=1, le=4096, description="logical ports at port_speed")
     port_speed: DataRate
     ports_per_cage: int = Field(1, ge=1, le=8, description="e.g. 2 for an 800G OSFP cage split 2x400G")
-    breakouts: list[str] = Field(default_factory=list, description="e.g. ['2x200G', '4x100G']")
     port_name: str = Field(
         "Ethernet{n}",
-        description="port naming: {n} 1-based port, {n0} 0-based, {cage} 1-based cage, {sub} 1-based lane",
+        description="port naming: {n} 1-based port, {n0} 0-based, {n0_step} 0-based x port_map.name_step, "
+        "{cage} 1-based cage, {sub} 1-based lane",
     )
+    port_map: PortMap | None = Field(None, description="SONiC platform port layout (required for SONiC configs)")
     power: Power = Field(description="typical power with optics excluded")
     max_power: Power | None = None
-    buffer_class: Literal["shallow", "deep"] = "shallow"
-    buffer: DataSize | None = None
+    buffer: DataSize | None = Field(None, description="packet buffer; SONiC buffer pools are sized from it")
     latency: Time = Field(description="port-to-port forwarding latency")
     height_u: int = Field(ge=1, le=60)
     weight: Mass
-    modular: bool = False
     source: str = Field(min_length=1)
 
     @field_validator("port_name")
     @classmethod
     def _port_name_placeholders(cls, v: str) -> str:
-        bad = set(re.findall(r"\{([^}]*)\}", v)) - {"n", "n0", "cage", "sub"}
+        known = "|".join(PORT_PLACEHOLDERS)
+        bad = set(re.findall(r"\{([^}]*)\}", v)) - set(PORT_PLACEHOLDERS)
         if bad:
-            raise ValueError(f"unknown placeholder(s) {sorted(bad)}; allowed: n, n0, cage, sub")
-        if "{" in re.sub(r"\{(n|n0|cage|sub)\}", "", v) or "}" in re.sub(r"\{(n|n0|cage|sub)\}", "", v):
+            raise ValueError(f"unknown placeholder(s) {sorted(bad)}; allowed: {', '.join(PORT_PLACEHOLDERS)}")
+        rest = re.sub(r"\{(" + known + r")\}", "", v)
+        if "{" in rest or "}" in rest:
             raise ValueError("unbalanced braces")
         return v
 
@@ -168,6 +173,13 @@ class SwitchModel(Model):
     def _cages(self) -> "SwitchModel":
         if self.ports % self.ports_per_cage:
             raise ValueError(f"ports ({self.ports}) must be a multiple of ports_per_cage ({self.ports_per_cage})")
+        if "{n0_step}" in self.port_name and self.port_map is None:
+            raise ValueError("port_name uses {n0_step}, which needs a port_map (its name_step)")
+        if self.port_map is not None and self.port_map.speeds[0] != self.port_speed:
+            raise ValueError(
+                f"port_map breakout mode '{self.port_map.breakouts[0]}' runs ports at "
+                f"{self.port_map.speeds[0] / 1e9:g}G, port_speed is {self.port_speed / 1e9:g}G"
+            )
         return self
 
 

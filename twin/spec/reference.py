@@ -58,6 +58,8 @@ def _type_name(ann) -> str:
         return f"list of {_type_name(args[0])}" if args else "list"
     if origin is dict:
         return f"map of {_type_name(args[0])} to {_type_name(args[1])}"
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return f"list of {_type_name(args[0])}"
     if origin is tuple:
         return "(" + ", ".join(_type_name(a) for a in args) + ")"
     if origin is typing.Literal:
@@ -93,7 +95,7 @@ def render() -> str:
     out = ["# twin spec reference", "", "Generated from the models by `twin schema`; do not edit.", ""]
     for m in models:
         out += [f"## {m.__name__}", ""]
-        doc = (m.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        doc = " ".join((m.__doc__ or "").strip().split("\n\n")[0].split())
         if doc and not doc.startswith("!!!"):
             out += [doc, ""]
         fields = m.model_fields

@@ -68,7 +68,7 @@ def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     if any(d.severity is Severity.ERROR for d in diags):
         return None, _finish(diags)
     spec = _resolve(src, site, cat)
-    for check in (checks.arithmetic, checks.routing, checks.workloads):
+    for check in (checks.arithmetic, checks.config_targets, checks.routing, checks.workloads):
         diags += [diagnostic(src, *f) for f in check(spec)]
     if not any(d.severity is Severity.ERROR for d in diags):
         spec, findings = address_pools.fit(spec)  # defaults grow with the fabric; a short pool names its prefix

@@ -138,6 +138,7 @@ def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> Ib
         lfts = parse_dump_fts(fts.stdout)
         check = check_routes(nodes, ports, lfts)
         problems += check["problems"]
+        problems += width_mismatches(link_widths(text), link_widths(disc.stdout))
         if check["hcas"] != n_ca:
             problems.append(f"ibnetdiscover found {check['hcas']} HCAs, topology has {n_ca}")
         if len(lfts) != n_sw:
@@ -208,6 +209,35 @@ def parse_ibnetdiscover(text: str) -> tuple[dict[str, dict], dict[tuple[str, int
             if nodes[cur].get("kind") == "switch":
                 nodes[rid].setdefault("lid", int(rlid))  # an HCA's lid is on the switch's port line
     return nodes, ports
+
+
+PORT_RATE = re.compile(r'^\[(\d+)\].*\blid \d+ (\d+)x\w+\s*$')
+
+
+def link_widths(text: str) -> dict[tuple[str, int], int]:
+    """(node id, port) -> link width in lanes, from ibnetdiscover text (generated or discovered).
+
+    >>> link_widths('Switch 8 "S-1"  # "leaf" base port 0 lid 2 lmc 0' + chr(10) + '[3] "H-2"[1](3)  # "nic" lid 5 2xSDR')
+    {('S-1', 3): 2}
+    """
+    out: dict[tuple[str, int], int] = {}
+    cur: str | None = None
+    for line in text.splitlines():
+        m = LINE_NODE.match(line)
+        if m:
+            cur = m.group(3)
+            continue
+        m = PORT_RATE.match(line)
+        if m and cur:
+            out[(cur, int(m.group(1)))] = int(m.group(2))
+    return out
+
+
+def width_mismatches(designed: dict[tuple[str, int], int], found: dict[tuple[str, int], int]) -> list[str]:
+    """Ports whose link came up at another width than the topology gives (ibsim honours the width;
+    it leaves every link at SDR signalling, so the speed itself is not compared)."""
+    bad = [f"{n}[{p}] {found.get((n, p), 0)}x (want {w}x)" for (n, p), w in sorted(designed.items()) if found.get((n, p)) != w]
+    return [f"{len(bad)} port(s) came up at another link width than the topology's: " + ", ".join(bad[:5])] if bad else []
 
 
 LFT_HEAD = re.compile(r"^Unicast lids .* guid 0x([0-9a-f]+) \((.*)\):")

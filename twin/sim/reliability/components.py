@@ -134,7 +134,7 @@ class Reach:
         wanted = {key for tier in fp.links for key in fp.links[tier]}
         found: dict[str, tuple[int, int]] = {}
         for n in names:
-            for a, b, key, d in g.edges(n, keys=True, data=True):
+            for a, b, key in g.edges(n, keys=True):
                 if key in wanted and key not in found:
                     found[key] = (self.index[a], self.index[b])
         self.keys = sorted(found)
