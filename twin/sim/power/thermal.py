@@ -16,7 +16,7 @@ Model (constants assumed; one set for every site):
   its slowest GPU's pace, so the hottest hall sets everyone's step.
 - cooling overhead: ``(PUE(outdoor) - 1) x IT``, where the plant follows the IT load with a lag.
 
->>> round(diurnal(15 * 3600.0, 20.0, 36.0, 15 * 3600.0), 1), round(diurnal(3 * 3600.0, 20.0, 36.0, 15 * 3600.0), 1)
+>>> round(float(diurnal(15 * 3600.0, 20.0, 36.0, 15 * 3600.0)), 1), round(float(diurnal(3 * 3600.0, 20.0, 36.0, 15 * 3600.0)), 1)
 (36.0, 20.0)
 """
 
