@@ -63,6 +63,10 @@ def write_plots(result, out_dir: str | Path) -> list[Path]:
             ax.set_ylabel("max / mean link load")
             ax.set_title(f"load imbalance, {c['name']} ({case['case']})")
             files.append(_save(fig, out / f"{stem}-max-mean.png", plt))
+    if getattr(result, "power_views", None):  # the power and thermal twin (twin/sim/power)
+        from .power.plots import write_power_plots
+
+        files += write_power_plots(result.power_views, data["power"], out)
     return files
 
 

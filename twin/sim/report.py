@@ -50,6 +50,10 @@ def render(data: dict, console: Console) -> None:
                           f"{s['tp_s']:.3f}", f"{s['pp_exposed_s']:.3f}", f"{s['dp_s']:.3f} ({s['dp_exposed_s']:.3f})",
                           f"{s['effective_tflops_per_gpu']:.0f}")
             console.print(t)
+    if "power" in data:  # the power and thermal twin (twin/sim/power)
+        from .power.report import render as render_power
+
+        render_power(data["power"], console)
 
 
 def markdown(data: dict) -> str:

@@ -24,13 +24,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from ..spec.diagnostics import Diagnostic, Severity, SpecError
 from ..spec.loader import LoadError, Source, load_file, load_text
 from ..spec.models import IndexList, Model, Slug
 from ..spec.units import DataSize, Time
 from ..spec.validate import _diag, _pydantic_diags, _strip_optional, _unwrap
+from .power.config import PowerScenario
 
 SchemeKind = Literal["ecmp", "e-ecmp", "static", "spray", "te"]
 Op = Literal["allreduce", "reducescatter", "allgather", "alltoall", "sendrecv"]
@@ -138,10 +139,18 @@ class Scenario(Model):
     protocol_efficiency: float = Field(0.94, gt=0, le=1)
     step_overhead: Time = Field(2e-6, description="per-step software latency of the collective library")
     hash: Hash = Field(default_factory=Hash)
-    routing: list[RoutingCase] = Field(min_length=1)
+    power: PowerScenario | None = Field(None, description="the power and thermal twin (twin/sim/power)")
+    routing: list[RoutingCase] = Field(default_factory=list)
     collectives: list[Collective] = Field(default_factory=list)
     jobs: list[Job] = Field(default_factory=list)
     cases: list[Case] = Field(default_factory=lambda: [Case(name="baseline")])
+
+    @field_validator("routing")
+    @classmethod
+    def _some_routing(cls, v: list[RoutingCase], info: ValidationInfo) -> list[RoutingCase]:
+        if not v and info.data.get("power") is None:
+            raise ValueError("give at least one routing scheme (a power-only scenario needs a power: section)")
+        return v
 
     @model_validator(mode="after")
     def _unique(self) -> "Scenario":
@@ -149,8 +158,10 @@ class Scenario(Model):
             dup = {n for n in names if names.count(n) > 1}
             if dup:
                 raise ValueError(f"duplicate {what} name(s): {', '.join(sorted(dup))}")
-        if not self.collectives and not self.jobs:
-            raise ValueError("nothing to simulate: give collectives or jobs")
+        if not self.collectives and not self.jobs and self.power is None:
+            raise ValueError("nothing to simulate: give collectives, jobs or power")
+        if (self.collectives or self.jobs) and not self.routing:
+            raise ValueError("collectives and jobs need at least one routing scheme")
         return self
 
 

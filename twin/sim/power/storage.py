@@ -86,22 +86,29 @@ def limited(x: np.ndarray, b: np.ndarray, dt: float, power: float, energy: float
     return x - delivered
 
 
-def size_battery(x: np.ndarray, dt: float, ok, tau_max: float = 4 * 3600.0, rel: float = 0.01) -> dict | None:
-    """Smallest policy time constant whose grid draw passes ``ok(grid)``, and the battery it needs.
-
-    Bisection on log tau (the limits get easier as tau grows); None if even ``tau_max`` fails."""
+def bisect_tau(passes_at, dt: float, tau_max: float = 4 * 3600.0, rel: float = 0.01) -> float | None:
+    """Smallest time constant (within ``rel``) for which ``passes_at(tau)`` holds; 0 if no smoothing is
+    needed; None if even ``tau_max`` fails. Bisection on log tau (the limits get easier as tau grows)."""
+    if passes_at(0.0):
+        return 0.0
     lo, hi = dt, tau_max
-    g, b = battery_policy(x, dt, hi)
-    if not ok(g):
+    if not passes_at(hi):
         return None
-    if ok(x):
-        return {"tau_s": 0.0, "power_W": 0.0, "energy_J": 0.0, "initial_J": 0.0, "charged_J": 0.0}
     while hi / lo > 1 + rel:
-        mid = np.sqrt(lo * hi)
-        g, _ = battery_policy(x, dt, mid)
-        if ok(g):
+        mid = float(np.sqrt(lo * hi))
+        if passes_at(mid):
             hi = mid
         else:
             lo = mid
-    g, b = battery_policy(x, dt, hi)
-    return {"tau_s": float(hi), **size_of(b, dt)}
+    return hi
+
+
+def size_battery(x: np.ndarray, dt: float, ok, tau_max: float = 4 * 3600.0, rel: float = 0.01) -> dict | None:
+    """The smallest policy time constant whose grid draw passes ``ok(grid)``, and the battery it needs."""
+    tau = bisect_tau(lambda t: ok(x if t == 0 else battery_policy(x, dt, t)[0]), dt, tau_max, rel)
+    if tau is None:
+        return None
+    if tau == 0:
+        return {"tau_s": 0.0, "power_W": 0.0, "energy_J": 0.0, "initial_J": 0.0, "charged_J": 0.0}
+    _, b = battery_policy(x, dt, tau)
+    return {"tau_s": tau, **size_of(b, dt)}

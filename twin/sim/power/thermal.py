@@ -32,8 +32,8 @@ from ...spec.diagnostics import Diagnostic, Severity, SpecError
 from ...spec.units import TEMPERATURE, QuantityError, parse
 
 APPROACH = {"air": 4.0, "liquid": 3.0}  # K at full cooling load (assumed)
-THETA = {"air": 0.075, "liquid": 0.03}  # K/W from inlet or coolant to GPU, H100 SXM class (assumed)
-THROTTLE_AT = 85.0  # degC: GPU clocks fall to hold this temperature (assumed; H100 slowdown class)
+THETA = {"air": 0.075, "liquid": 0.03}  # K/W from inlet or coolant to GPU, H100 SXM class (assumed; see above)
+THROTTLE_AT = 83.0  # degC: GPU clocks fall to hold this temperature (assumed; see above)
 
 
 def diurnal(t_of_day: np.ndarray | float, lo: float, hi: float, peak_at: float) -> np.ndarray | float:
@@ -114,7 +114,8 @@ def perf_at(curve: list[tuple[float, float]], power_fraction: np.ndarray) -> np.
     if not curve:
         return np.asarray(power_fraction, float) ** (1 / 3)  # assumed: clock ~ power^(1/3) under DVFS
     xs, ys = zip(*sorted(curve))
-    return np.interp(power_fraction, xs, ys, left=ys[0] * np.asarray(power_fraction) / xs[0])
+    pf = np.asarray(power_fraction, float)
+    return np.where(pf < xs[0], ys[0] * pf / xs[0], np.interp(pf, xs, ys))
 
 
 def pue_at(pue: float, curve: list[tuple[float, float]], t_out: np.ndarray) -> np.ndarray:
