@@ -58,6 +58,8 @@ def _battery(m, grid: np.ndarray, dt: float, limits, cfg, per_day: float) -> dic
         if sz is None:
             res["site"] = {"note": "no battery of this policy meets the limits within a 4 h time constant"}
         else:
+            if sz["tau_s"] > 0:
+                sz = smallest(grid, dt, ok, sz)
             site = _priced(sz, cfg.efficiency, per_day)
             if sz["tau_s"] > 0:
                 _, b = battery_policy(grid, dt, sz["tau_s"])
@@ -69,6 +71,28 @@ def _battery(m, grid: np.ndarray, dt: float, limits, cfg, per_day: float) -> dic
     if cfg.level in ("rack", "both"):
         res["rack"] = _rack_battery(m, grid, dt, ok, cfg.efficiency, per_day)
     return res
+
+
+def smallest(x: np.ndarray, dt: float, ok, sz: dict, rel: float = 0.01) -> dict:
+    """Shrink the policy's battery: the least power, then the least energy (initial charge scaled with
+    it) with which the saturating battery still passes; bisection to ``rel``. The policy's own size
+    (never saturating) is the upper end, so the result passes by construction of the search."""
+    _, b = battery_policy(x, dt, sz["tau_s"])
+    P, E, E0 = sz["power_W"], sz["energy_J"], sz["initial_J"]
+
+    def least(passes_at, hi: float) -> float:
+        lo = 0.0
+        while hi - lo > rel * hi:
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if passes_at(mid) else (mid, hi)
+        return hi
+
+    P = least(lambda p: ok(limited(x, b, dt, p, E, E0)), P)
+    E_new = least(lambda e: ok(limited(x, b, dt, P, e, E0 * e / E)), E) if E > 0 else 0.0
+    E0 = E0 * E_new / E if E > 0 else 0.0
+    delivered = (x - limited(x, b, dt, P, E_new, E0))
+    return {"tau_s": sz["tau_s"], "power_W": P, "energy_J": E_new, "initial_J": E0,
+            "charged_J": float(np.clip(-delivered, 0, None).sum() * dt)}
 
 
 def _priced(sz: dict, eff: float, per_day: float) -> dict:

@@ -125,7 +125,9 @@ def step_table(ch: Channels, st: Step, ph: GpuPhases, others: tuple[float, float
     c1 = c0 + st.compute
     m0 = st.compute + st.bubble
     m1 = min(st.step, m0 + st.comm)
-    xs = np.unique(np.clip(np.concatenate([[0.0, st.step, m0, m1], c0, c1]), 0.0, st.step))
+    # breakpoints on a 1 ns grid: sums of the step's parts that differ by rounding are one breakpoint
+    xs = np.unique(np.round(np.clip(np.concatenate([[0.0, st.step, m0, m1], c0, c1]), 0.0, st.step), 9))
+    xs[-1] = st.step
     mid = (xs[:-1] + xs[1:]) / 2
     comp = (c0[:, None] <= mid) & (mid < c1[:, None])
     comm = (m0 <= mid) & (mid < m1)

@@ -42,7 +42,7 @@ class Segment:
     def levels(self) -> tuple[np.ndarray, np.ndarray]:
         """(interval starts, power per channel on each interval) for intervals of positive length."""
         dx = np.diff(self.xs)
-        keep = dx > 0
+        keep = dx > 1e-9 * self.period  # a sliver from rounding is not a level of its own
         return self.xs[:-1][keep], (np.diff(self.energy, axis=1)[:, keep] / dx[keep])
 
 
