@@ -31,7 +31,7 @@ def site_draw(m: Model, segs, dt: float | None = None) -> tuple[np.ndarray, np.n
     """(IT load, grid-side draw) of the site at the scenario's resolution."""
     cfg = m.cfg
     dt = dt or cfg.resolution
-    n = int(round(cfg.duration / dt))
+    n = int(np.floor(cfg.duration / dt + 1e-9))  # whole bins inside the trace
     it = bin_average(segs, 0.0, dt, n, m.tree.site_W)[0]
     t_mid = (np.arange(n) + 0.5) * dt
     grid = it + (pue_series(m, t_mid) - 1.0) * low_pass(it, dt, cfg.cooling_lag)
