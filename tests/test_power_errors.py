@@ -36,6 +36,11 @@ def test_power_only_scenario_json_has_every_figure(root, tmp_path):
     assert d["samples"] == 60000
     assert d["swings"]["checkpoint_swing_W"] == pytest.approx(128 * (700 - 150))
     assert sorted(f.name for f in (tmp_path / "plots").iterdir()) == ["power-draw.png", "power-spectrum.png", "power-throughput-vs-temperature.png"]
+    from twin.sim.power.report import markdown_section
+
+    md = markdown_section(d)
+    assert md.startswith("## Power and thermal (twin)") and "drop at a checkpoint | 0.07 MW" in md
+    assert f"{d['distribution']['limits_checked']} limits checked" in md
 
 
 def test_power_step_comes_from_the_job_twin(root, tmp_path):

@@ -70,6 +70,7 @@ def distribution(design, tree, segs, duration: float, pue: float) -> dict:
                       "utility_ok": bool(hall_ex["max"][i] * pue <= h.power.utility)})
     return {
         "worst_by_state": sorted(worst.values(), key=lambda r: (r["hall"], r["state"])),
+        "limits": checks,
         "failing": [r for r in checks if not (r["peak_ok"] and r["continuous_ok"])][:50],
         "limits_checked": len(checks),
         "limits_failing": sum(not (r["peak_ok"] and r["continuous_ok"]) for r in checks),

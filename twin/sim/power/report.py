@@ -30,7 +30,7 @@ def headline(p: dict) -> list[list[str]]:
             ["IT mean, energy", f"{_mw(it['mean_W'])}, {it['energy_J'] / 3.6e9:,.1f} MWh"]]
     if "step_swing_W" in sw:
         rows.append(["step swing (every step)", _mw(sw["step_swing_W"])])
-    for k, label in (("checkpoint_swing_W", "drop at a checkpoint"), ("restart_swing_W", "rise at a restart (from idle)")):
+    for k, label in (("checkpoint_swing_W", "drop at a checkpoint"), ("restart_swing_W", "job running vs stopped (failure, restart)")):
         if k in sw:
             rows.append([label, _mw(sw[k])])
     rows.append(["fastest ramp", f"{p['ramp']['max_W_per_s'] / 1e6:,.2f} MW/s at {_hms(p['ramp']['at_s'])}"])

@@ -39,7 +39,8 @@ def site_draw(m: Model, segs, dt: float | None = None) -> tuple[np.ndarray, np.n
 
 
 def swings(m: Model, segs) -> dict:
-    """Instantaneous step-level swing and the drops/rises at checkpoints and restarts (IT, W)."""
+    """Instantaneous step-level swing, the drop at a checkpoint, and running vs stopped (IT, W): the
+    drop a failure makes, and the rise a restart makes (in one step, or in two with a restore phase)."""
     W = m.tree.site_W
     run = [s for s in segs if s.state == "run"]
     out = {}
@@ -106,11 +107,11 @@ def simulate_power(design, cfg: PowerScenario, src=None, jobs: list[dict] | None
     rows_1s, halls_1s = dist.pop("rows_1s"), dist.pop("halls_1s")
     data["distribution"] = dist
     views = _views(m, segs, grid, f, ms, halls_1s)
+    views.update(rows_1s=rows_1s, row_names=[f"{h} row {r}" for h, r in m.tree.rows], it=it, grid=grid)
     if mitigations:
         data["mitigations"] = mitigate.evaluate(design, m, it, grid, limits, lambda ph, slow=0.0: site_draw(m, segments_for(m, ph, slow)),
                                                 phases_for, throughput(m, segs))
     data["series"] = {"grid_per_minute_W": [round(float(v), 1) for v in _block_mean(grid, dt, 60.0)]}
-    del rows_1s
     return PowerResult(data, views)
 
 
