@@ -51,7 +51,7 @@ def test_air_cooled_hall_loses_one_to_two_percent_at_midday_and_liquid_well_unde
     air = simulate_power(meta24k, c, mitigations=False)
     th = air.data["thermal"]
     assert 0.01 <= th["throughput_loss_midday"] <= 0.02
-    perf, t = air.views["perf"], air.views["t_grid"]
+    perf, t = air.views["throughput"], air.views["t_grid"]
     night = perf[(t < 6 * 3600) | (t > 22 * 3600)]
     assert night.min() == 1.0  # recovers at night
     noon = perf[(t > 13 * 3600) & (t < 17 * 3600)]

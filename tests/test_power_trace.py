@@ -81,3 +81,20 @@ def test_feed_loss_doubles_the_surviving_busway(lab):
     assert by_state["feed A lost"]["peak_W"] == pytest.approx(2 * by_state["normal"]["peak_W"], rel=1e-12)
     rows = lab.spec.site.halls[0].rows
     assert d["limits_checked"] == 4 * rows  # per row: busways A and B normally, the survivor after each feed loss
+
+
+def test_n_plus_1_reserve_block_takes_a_failed_blocks_rows(root, tmp_path):
+    import twin
+
+    text = (root / "sites" / "lab-2zone.yaml").read_text().replace(
+        "      redundancy: 2N\n", "      redundancy: N+1\n      blocks: 3\n      block_rating: 150 kW\n", 1)
+    p = tmp_path / "lab-n1.yaml"
+    p.write_text(text)
+    d = simulate_power(twin.load(p), cfg(), mitigations=False).data["distribution"]
+    by = {(r["limit"], r["state"]): r for r in d["limits"]}
+    for k in (1, 2):  # rows 1 and 2 are fed round-robin by active blocks 1 and 2
+        normal = by[(f"block {k}", "normal")]
+        reserve = by[(f"reserve block (for block {k})", f"block {k} lost")]
+        assert reserve["peak_W"] == pytest.approx(normal["peak_W"], rel=1e-12)
+        assert normal["peak_W"] == pytest.approx(by[(f"row {k} busway A", "normal")]["peak_W"] * 2, rel=1e-12)
+        assert normal["rating_W"] == pytest.approx(150e3)

@@ -39,6 +39,7 @@ class Model:
     t_out: np.ndarray  # outdoor degC at t_grid
     perf: np.ndarray  # compute-rate factor at t_grid (1 = no throttling)
     compute_scale: np.ndarray  # compute-phase power factor at t_grid
+    rate: np.ndarray = field(default_factory=lambda: np.zeros(0))  # job throughput factor (steps/s vs unthrottled)
     inlet: dict[str, np.ndarray] = field(default_factory=dict)  # hall -> inlet degC at t_grid
     pue: float = 1.0
     pue_curve: list = field(default_factory=list)
@@ -131,6 +132,8 @@ def _thermal(design, m: Model, src, base: Path) -> None:
     full = thermal.perf_at(curve, np.array([ph.compute / ph.tdp]))[0]
     m.t_grid, m.t_out, m.compute_scale = t, t_out, scale
     m.perf = np.minimum(1.0, thermal.perf_at(curve, scale * ph.compute / ph.tdp) / full)
+    busy = p.compute_s + p.bubble_s
+    m.rate = p.step_s / (p.step_s - busy + busy / m.perf)
 
 
 def step_at(m: Model, slowdown: float = 0.0):

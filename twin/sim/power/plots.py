@@ -37,7 +37,8 @@ def write_power_plots(views: dict, data: dict, out_dir: str | Path, limits=None)
     edges = np.geomspace(max(f[0], 1e-4), f[-1], 400)
     idx = np.searchsorted(edges, f)
     binned = np.bincount(idx, weights=ms, minlength=len(edges) + 1)[1:len(edges)]
-    ax.loglog(edges[1:], np.sqrt(2 * np.maximum(binned, 1e-30)) / 1e6, lw=0.8)
+    filled = np.bincount(idx, minlength=len(edges) + 1)[1:len(edges)] > 0  # log bins finer than the FFT's are empty
+    ax.loglog(edges[1:][filled], np.sqrt(2 * np.maximum(binned[filled], 1e-30)) / 1e6, lw=0.8)
     for lim in data.get("limits", []):
         if lim["kind"] == "oscillation":
             lo, hi = _band(lim["limit"])
@@ -50,7 +51,7 @@ def write_power_plots(views: dict, data: dict, out_dir: str | Path, limits=None)
     ax.set_title("spectrum of the grid draw (shaded: limit bands; dashed: 1 / step)")
     files.append(_save(fig, out / "power-spectrum.png", plt))
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    ax.scatter(views["t_out"], 100 * views["perf"], s=8)
+    ax.scatter(views["t_out"], 100 * views["throughput"], s=8)
     ax.set_xlabel("outdoor temperature (degC)")
     ax.set_ylabel("job throughput (% of unthrottled)")
     ax.set_title("throughput against outdoor temperature")

@@ -71,8 +71,8 @@ def throughput(m: Model, segs) -> dict:
     tp = p.step_s / np.array([s.period for s in segs if s.state == "run"]) if steps else np.zeros(0)
     return {"steps": steps, "steps_lost_to_failures": lost, "useful_steps": steps - lost, "nominal_steps": nominal,
             "tokens": (steps - lost) * p.tokens_per_step, "availability": (steps - lost) / nominal if nominal else 0.0,
-            "throttle_min": float(m.perf.min()), "throttle_max": float(m.perf.max()),
-            "throttle_swing": float(1 - m.perf.min() / m.perf.max()), "rate_min": float(tp.min()) if len(tp) else 0.0}
+            "compute_rate_min": float(m.perf.min()), "throughput_factor_min": float(m.rate.min()),
+            "rate_min": float(tp.min()) if len(tp) else 0.0}
 
 
 def simulate_power(design, cfg: PowerScenario, src=None, jobs: list[dict] | None = None, events: list[Event] | None = None,
@@ -128,8 +128,9 @@ def _thermal_figures(design, m: Model) -> dict:
             t_in = m.inlet[h.name]
             out["halls"].append({"hall": h.name, "medium": h.cooling.medium, "setpoint_degC": h.cooling.inlet_temperature,
                                  "inlet_max_degC": float(t_in.max()), "inlet_min_degC": float(t_in.min())})
-    out["throughput_factor_min"] = float(m.perf.min())
-    out["throughput_loss_midday"] = float(1 - m.perf.min() / m.perf.max())
+    out["compute_rate_min"] = float(m.perf.min())
+    out["throughput_factor_min"] = float(m.rate.min())
+    out["throughput_loss_midday"] = float(1 - m.rate.min() / m.rate.max())
     return out
 
 
@@ -147,5 +148,5 @@ def _views(m: Model, segs, grid: np.ndarray, f: np.ndarray, ms: np.ndarray, hall
     keep = f > 0
     return {"zoom": (t0 + (np.arange(nz) + 0.5) * span / nz, zoom), "seconds": (np.arange(len(sec)) + 0.5) * max(1.0, cfg.resolution), "sec": sec,
             "minutes": (np.arange(len(minute)) + 0.5) * 60.0, "min": minute, "f": f[keep], "ms": ms[keep],
-            "t_grid": m.t_grid, "t_out": m.t_out, "perf": m.perf, "halls_1s": halls_1s, "hall_names": m.tree.halls,
+            "t_grid": m.t_grid, "t_out": m.t_out, "throughput": m.rate, "halls_1s": halls_1s, "hall_names": m.tree.halls,
             "limits": None}
