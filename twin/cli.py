@@ -330,12 +330,14 @@ def simulate(
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write PNG plots here."),
 ) -> None:
-    """Simulate collectives and training jobs on the compiled fabric (flow level, ECMP hashing, failures).
+    """Simulate collectives and training jobs on the compiled fabric (flow level, ECMP hashing, failures),
+    and the site's power over time (a scenario's power: section: swings, utility limits, busways, thermal).
 
     Example: twin simulate sites/lab-2zone.yaml --scenario scenarios/server5.yaml --plot-dir /tmp/plots
 
     A scenario's campaign: section runs the reliability twin (interruptions, checkpoints, spares, ETTR):
     twin simulate sites/meta-24k-roce.yaml --scenario scenarios/llama3-405b-campaign.yaml --json
+    Example: twin simulate sites/meta-24k-roce.yaml --scenario scenarios/llama3-405b-power.yaml --json
     """
     from .sim.cli import run_simulate
 

@@ -66,6 +66,10 @@ def write_plots(result, out_dir: str | Path) -> list[Path]:
             ax.set_title(f"load imbalance, {c['name']} ({case['case']})")
             files.append(_save(fig, out / f"{stem}-max-mean.png", plt))
     files += campaign_plots(data.get("campaign"), out)  # the reliability twin
+    if getattr(result, "power_views", None):  # the power and thermal twin (twin/sim/power)
+        from .power.plots import write_power_plots
+
+        files += write_power_plots(result.power_views, data["power"], out)
     return files
 
 

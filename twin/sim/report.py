@@ -54,6 +54,10 @@ def render(data: dict, console: Console) -> None:
             console.print(t)
     if "campaign" in data:  # the reliability twin (twin/sim/reliability/report.py)
         campaign_report.render(data["campaign"], console)
+    if "power" in data:  # the power and thermal twin (twin/sim/power)
+        from .power.report import render as render_power
+
+        render_power(data["power"], console)
 
 
 def markdown(data: dict) -> str:

@@ -34,6 +34,7 @@ class Result:
     loads: dict[tuple[str, str, str], np.ndarray] = field(default_factory=dict)  # (case, collective, scheme)
     sweeps: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # (case, collective) -> table rows
     events: list = field(default_factory=list)  # campaign: timeline.Event list of the representative run
+    power_views: dict = field(default_factory=dict)  # arrays for the power twin's plots
 
 
 def schemes_of(scn: Scenario, default_qps: int, site_fields: list[str] | None = None) -> list[routing.Scheme]:
@@ -163,6 +164,8 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
     """Time every collective and job of the scenario, per case and routing scheme.
 
     ``design`` may be None when ``graph`` is given (a synthetic fabric; catalog defaults then apply)."""
+    if not scn.collectives and not scn.jobs and scn.campaign is None:
+        return _power_only(design, scn, src)
     g0 = graph if graph is not None else design.fabric.graph
     routing_spec = design.spec.fabric.routing if design is not None else None
     default_qps = routing_spec.qps_per_gpu_pair if routing_spec else 16
@@ -238,6 +241,38 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
             raise SpecError([error(src, ("campaign",), "a campaign needs a site design (catalog, workloads, storage)")])
         out["campaign"], res.events = run_campaign(
             design, scn, src, g0, lambda f: campaign_job(design, g0, net0, scn, schemes, src, out, f), progress)
+    if scn.power is not None:
+        _add_power(res, design, scn, src, out["cases"][0]["jobs"] if out["cases"] else [], res.events)
+    return res
+
+
+# ---------------------------------------------------------------- the power and thermal twin (twin/sim/power)
+
+
+def _add_power(res: Result, design, scn: Scenario, src, jobs: list[dict], events: list | None = None) -> None:
+    """Draw the site's power for the scenario's ``power:`` section (jobs: the first case's job results;
+    ``events``: the reliability twin's timeline of a representative campaign run, when one ran)."""
+    from pathlib import Path
+
+    from .power.run import simulate_power
+
+    if design is None:
+        raise SpecError([error(src, ("power",), "the power twin needs a site design (placement, catalog)")])
+    base = Path(src.path).parent if src is not None and src.path and not src.path.startswith("<") else Path(".")
+    if scn.power.campaign_events and not events:
+        raise SpecError([error(src, ("power", "campaign_events"), "no campaign ran to take events from", "a campaign: section")])
+    window = [e for e in events or [] if e.t < scn.power.duration] if scn.power.campaign_events else None
+    pr = simulate_power(design, scn.power, src, jobs, base_dir=base, events=window)
+    res.data["power"] = pr.data
+    res.power_views = pr.views
+
+
+def _power_only(design, scn: Scenario, src) -> Result:
+    out: dict[str, Any] = {"scenario": scn.name, "site": design.name if design is not None else "synthetic",
+                           "gpus": design.spec.gpus if design is not None else 0, "protocol_efficiency": scn.protocol_efficiency,
+                           "step_overhead_us": scn.step_overhead * 1e6, "schemes": [], "notes": [], "cases": []}
+    res = Result(out)
+    _add_power(res, design, scn, src, [])
     return res
 
 

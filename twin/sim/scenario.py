@@ -24,13 +24,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from ..spec.diagnostics import Diagnostic, Severity, SpecError
 from ..spec.loader import LoadError, Source, load_file, load_text
 from ..spec.models import IndexList, Model, Slug
 from ..spec.units import DataSize, Time
 from ..spec.validate import diagnostic, pydantic_diagnostics, strip_optional, unwrap_model
+from .power.config import PowerScenario
 from .reliability.model import Campaign
 
 SchemeKind = Literal["ecmp", "e-ecmp", "static", "spray", "te"]
@@ -139,11 +140,19 @@ class Scenario(Model):
     protocol_efficiency: float = Field(0.94, gt=0, le=1)
     step_overhead: Time = Field(2e-6, description="per-step software latency of the collective library")
     hash: Hash = Field(default_factory=Hash)
+    power: PowerScenario | None = Field(None, description="the power and thermal twin (twin/sim/power)")
     routing: list[RoutingCase] = Field(default_factory=list, min_length=1, description="needed for collectives and jobs")
     collectives: list[Collective] = Field(default_factory=list)
     jobs: list[Job] = Field(default_factory=list)
     cases: list[Case] = Field(default_factory=lambda: [Case(name="baseline")])
     campaign: Campaign | None = Field(None, description="reliability twin: a training campaign (twin/sim/reliability)")
+
+    @field_validator("routing")
+    @classmethod
+    def _some_routing(cls, v: list[RoutingCase], info: ValidationInfo) -> list[RoutingCase]:
+        if not v and info.data.get("power") is None:
+            raise ValueError("give at least one routing scheme (a power-only scenario needs a power: section)")
+        return v
 
     @model_validator(mode="after")
     def _unique(self) -> "Scenario":
@@ -151,8 +160,8 @@ class Scenario(Model):
             dup = {n for n in names if names.count(n) > 1}
             if dup:
                 raise ValueError(f"duplicate {what} name(s): {', '.join(sorted(dup))}")
-        if not self.collectives and not self.jobs and self.campaign is None:
-            raise ValueError("nothing to simulate: give collectives, jobs or a campaign")
+        if not self.collectives and not self.jobs and self.campaign is None and self.power is None:
+            raise ValueError("nothing to simulate: give collectives, jobs, a campaign or power")
         if (self.collectives or self.jobs) and not self.routing:
             raise ValueError("collectives and jobs need routing: at least one routing scheme")
         return self

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from .portmap import PortMap
+from .power import PhasePower, UtilityLimits
 from .reliability_models import FailureClass, Storage
 from .units import ArealLoad, DataRate, DataSize, Length, Mass, Power, Temperature, Time
 
@@ -125,6 +126,7 @@ class Chassis(Model):
         default_factory=list,
         description="GPU throughput (fraction of TDP throughput) at power cap (fraction of TDP); concave",
     )
+    phase_power: PhasePower | None = Field(None, description="per-GPU power by training phase (the power twin)")
     height_u: int = Field(ge=1, le=60)
     weight: Mass
     source: str = Field(min_length=1, description="where the figures come from, or 'assumed'")
@@ -281,6 +283,9 @@ class Hall(Model):
 class SitePower(Model):
     utility_capacity: Power = Field(description="utility supply of the whole site")
     pue: float = Field(1.3, ge=1.0, le=3.0)
+    pue_curve: list[tuple[Temperature, float]] = Field(
+        default_factory=list, description="PUE against outdoor temperature, e.g. [[10 degC, 1.1], [35 degC, 1.4]] (default: pue)")
+    limits: UtilityLimits | None = Field(None, description="utility ramp, swing and oscillation limits (the power twin checks them)")
 
 
 # ---------------------------------------------------------------- racks

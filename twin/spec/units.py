@@ -39,6 +39,7 @@ class Kind:
     example: str
     dimensionality: str  # a unit whose dimensionality is the expected one
     must_mention: tuple[str, ...] = ()  # pint treats bit as dimensionless: insist the unit names bit/byte
+    must_not_mention: tuple[str, ...] = ()  # a frequency is not a data rate ("400 Gbit/s" is 1/s to pint)
 
 
 POWER = Kind("power", "W", "700 W", "W")
@@ -50,6 +51,8 @@ DATA_SIZE = Kind("data size", "byte", "64 MiB", "dimensionless", ("bit", "byte")
 TIME = Kind("time", "s", "22 us", "s")
 TEMPERATURE = Kind("temperature", "degC", "27 degC", "K")
 ENERGY = Kind("energy", "J", "1 kWh", "J")
+POWER_RATE = Kind("power ramp rate", "W/s", "5 MW/s", "W/s")
+FREQUENCY = Kind("frequency", "Hz", "0.1 Hz", "1/s", (), ("bit", "byte"))
 
 
 class QuantityError(ValueError):
@@ -93,6 +96,8 @@ def parse(value: Any, kind: Kind) -> float:
     if kind.must_mention:
         if not any(w in str(q.units) for w in kind.must_mention):
             raise QuantityError(f"'{value}' is not a {kind.name}; expected e.g. '{kind.example}'")
+    if any(w in str(q.units) for w in kind.must_not_mention):
+        raise QuantityError(f"'{value}' is not a {kind.name}; expected e.g. '{kind.example}'")
     out = float(q.to(kind.canonical).magnitude)
     if not math.isfinite(out):
         raise QuantityError(f"'{value}' is not finite")
@@ -101,7 +106,7 @@ def parse(value: Any, kind: Kind) -> float:
 
 def _describe(q: pint.Quantity) -> str:
     dim = str(q.dimensionality) or "dimensionless number"
-    for k in (POWER, LENGTH, MASS, AREAL_LOAD, TIME, TEMPERATURE, ENERGY):
+    for k in (POWER, LENGTH, MASS, AREAL_LOAD, TIME, TEMPERATURE, ENERGY, POWER_RATE):
         if q.dimensionality == registry().parse_units(k.dimensionality).dimensionality:
             return k.name
     return f"quantity of dimension {dim}"
@@ -145,6 +150,9 @@ DataRate = _annotated(DATA_RATE)
 DataSize = _annotated(DATA_SIZE)
 Time = _annotated(TIME)
 Temperature = _annotated(TEMPERATURE)
+Energy = _annotated(ENERGY)
+PowerRate = _annotated(POWER_RATE)
+Frequency = _annotated(FREQUENCY)
 
 
 def kw(watts: float) -> str:
