@@ -266,7 +266,8 @@ def diff(
 @app.command()
 def verify(
     folder: Path = typer.Argument(..., help="A generated site folder (output of twin build)."),
-    slice_: Optional[str] = typer.Option(None, "--slice", help="Verify part of a big site, e.g. zone:1 (one AI zone with its ATSW uplinks)."),
+    slice_: Optional[str] = typer.Option(None, "--slice", help="Verify part of a big site: zone:1 (one AI zone with its ATSW uplinks), "
+                                         "or on a campus building:1,2 (the first zone of each, 4 of its racks, the ATSW layers and the campus tier between them)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for convergence."),
     bfd: Optional[bool] = typer.Option(None, "--bfd/--no-bfd", help="Run bfdd too (default: when the configs use BFD)."),
@@ -278,6 +279,7 @@ def verify(
     pair routed, loop-free, by the configured engine. Only what the run created is removed.
 
     Example: sudo twin verify generated/lab-2zone --json
+    Example: sudo twin verify generated/lab-campus --slice building:1,2
     """
     import signal
 
@@ -287,17 +289,21 @@ def verify(
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _term)
-    zone = None
+    zone, buildings = None, None
     if slice_:
         kind, _, num = slice_.partition(":")
-        if kind != "zone" or not num.isdigit() or int(num) < 1:
-            err.print(f"--slice {slice_!r}: expected zone:N with N >= 1", style="red", markup=False)
+        nums = num.split(",")
+        if kind not in ("zone", "building") or not all(x.isdigit() and int(x) >= 1 for x in nums) or (kind == "zone" and len(nums) != 1):
+            err.print(f"--slice {slice_!r}: expected zone:N or building:I,J with numbers >= 1", style="red", markup=False)
             raise typer.Exit(EXIT_INVALID)
-        zone = int(num)
+        if kind == "zone":
+            zone = int(num)
+        else:
+            buildings = [int(x) for x in nums]
     log = (lambda m: None) if as_json else (lambda m: err.print(f"  {m}", markup=False))
     if roce.is_roce(folder):
         try:
-            result = roce.verify(folder, zone=zone, timeout=timeout, bfd=bfd, log=log).to_json()
+            result = roce.verify(folder, zone=zone, timeout=timeout, bfd=bfd, log=log, buildings=buildings).to_json()
         except ValueError as e:
             err.print(f"{folder}: {e}", style="red", markup=False)
             raise typer.Exit(EXIT_INVALID) from None

@@ -85,26 +85,30 @@ def check(spec: Spec) -> Budget:
     net_power = sum(w for _, w in net.values())
     problems: list[str] = []
 
-    # zones (or, for non-zoned families, racks) go to halls in order; a zone never spans halls
+    # zones (or, for non-zoned families, racks) go to halls in order; a zone never spans halls (nor,
+    # on a campus, its building: each building's halls take its own zones)
     halls: list[HallBudget] = []
     zoned = spec.fabric.family == Family.AI_ZONE
     unit_racks = spec.racks_per_zone if zoned else 1
     units = spec.zones if zoned else spec.racks
     per_unit_net = net_power / max(1, units)
-    u = 0
-    for h in site.halls:
-        positions = spec.positions[h.name]
-        dist, cool = hall_capacity(h)
-        take: list[int] = []
-        racks = 0
-        cap_units = spec.fabric.zones_per_hall if zoned else units
-        while u < units and len(take) < cap_units and racks + unit_racks <= positions:
-            take.append(u)
-            racks += unit_racks
-            u += 1
-        it = racks * rack_power + len(take) * per_unit_net
-        halls.append(HallBudget(h.name, tuple(take) if zoned else (), racks, positions, it, it * pue, h.power.utility, dist, cool))
-    placed_units = u
+    placed_units = 0
+    for group_halls, group_units in fill_groups(spec, units):
+        u = 0
+        for h in group_halls:
+            positions = spec.positions[h.name]
+            dist, cool = hall_capacity(h)
+            take: list[int] = []
+            racks = 0
+            cap_units = spec.fabric.zones_per_hall if zoned else units
+            while u < len(group_units) and len(take) < cap_units and racks + unit_racks <= positions:
+                take.append(group_units[u])
+                racks += unit_racks
+                u += 1
+            it = racks * rack_power + len(take) * per_unit_net
+            hp = hall_pue(spec, h.name)
+            halls.append(HallBudget(h.name, tuple(take) if zoned else (), racks, positions, it, it * hp, h.power.utility, dist, cool))
+        placed_units += u
     if placed_units < units:
         what = "AI zones" if zoned else "racks"
         free = sum(hb.positions for hb in halls)
@@ -129,6 +133,7 @@ def check(spec: Spec) -> Budget:
                 f"hall {hb.name} cooling: need {kw(hb.it_power)} of heat rejection, have {kw(hb.cooling)}"
                 f" (short {kw(hb.it_power - hb.cooling)})"
             )
+    problems += building_problems(spec, halls)
     it = spec.racks * rack_power + net_power
     facility = it * pue
     if facility > site.power.utility_capacity:
@@ -149,6 +154,35 @@ def check(spec: Spec) -> Budget:
         problems=problems,
         largest_fit_racks=largest,
     )
+
+
+def fill_groups(spec: Spec, units: int) -> list[tuple[list, list[int]]]:
+    """(halls, the zones or racks they take in order): the whole site, or one entry per building."""
+    site = spec.site
+    if spec.campus is None:
+        return [(list(site.halls), list(range(units)))]
+    by_name = {h.name: h for h in site.halls}
+    return [([by_name[n] for n in b.halls], list(b.zones)) for b in spec.campus.buildings]
+
+
+def hall_pue(spec: Spec, hall: str) -> float:
+    """The PUE of a hall: its building's on a campus, else the site's."""
+    if spec.campus is None:
+        return spec.site.power.pue
+    return spec.campus.buildings[spec.campus.hall_building[hall]].pue
+
+
+def building_problems(spec: Spec, halls: list[HallBudget]) -> list[str]:
+    """Each building's IT x PUE against its own feed (a campus)."""
+    if spec.campus is None:
+        return []
+    out = []
+    for b in spec.campus.buildings:
+        facility = sum(hb.facility_power for hb in halls if hb.name in b.halls)
+        if facility > b.utility:
+            out.append(f"building {b.name} utility: need {kw(facility)} (IT x PUE {b.pue:g}), have {kw(b.utility)}"
+                       f" (short {kw(facility - b.utility)})")
+    return out
 
 
 def _largest_fit(spec: Spec, halls: list[HallBudget], rack_power: float, net_per_rack: float) -> int:

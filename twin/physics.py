@@ -2,6 +2,8 @@
 
 >>> round(FIBER_DELAY_S_PER_M * 1000 * 1e6, 1)   # one km of fiber, in microseconds
 4.9
+>>> pfc_xoff(400e9, 100.0, 9216)   # 400G, 100 m, jumbo frames: what SONiC's lossless profile holds
+142432
 """
 
 from __future__ import annotations
@@ -14,3 +16,24 @@ FIBER_DELAY_S_PER_M = 4.9e-9
 DEFAULT_SWITCH_LATENCY_S = 1e-6
 
 U_METRES = 0.04445  # one rack unit (EIA-310: 1.75 in)
+
+# PFC (IEEE 802.1Qbb) headroom. After a port sends PAUSE, the sender keeps transmitting until the frame
+# reaches it and it reacts: a round trip of the cable at line rate, plus its response (assumed 1.5 us:
+# MAC/PHY processing and the pause quanta's granularity), plus one maximum frame finishing at each end.
+PFC_RESPONSE_S = 1.5e-6  # assumed
+HEADROOM_SHARE = 0.25  # assumed: the share of a switch's packet buffer that may be lossless headroom
+
+
+def pfc_xoff(speed: float, length_m: float, mtu: int) -> int:
+    """Bytes a lossless priority must absorb after sending PAUSE on a link of ``length_m`` at ``speed``
+    bit/s: ``speed/8 x (2 x length x 4.9 ns/m + response) + 2 x MTU``."""
+    return round(speed / 8 * (2 * length_m * FIBER_DELAY_S_PER_M + PFC_RESPONSE_S)) + 2 * mtu
+
+
+def lossless_reach(speed: float, per_port_bytes: float, mtu: int) -> float:
+    """The cable length (m) at which one port's xoff fills ``per_port_bytes``: where lossless stops fitting.
+
+    >>> round(lossless_reach(400e9, 142432, 9216))   # the inverse of pfc_xoff
+    100
+    """
+    return max(0.0, ((per_port_bytes - 2 * mtu) / (speed / 8) - PFC_RESPONSE_S) / (2 * FIBER_DELAY_S_PER_M))

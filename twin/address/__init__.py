@@ -3,7 +3,9 @@
 Why this shape: with one ASN per spine tier of a zone (CTSW), one per rack switch and one for the whole
 aggregation tier (ATSW), BGP's own AS-path loop check stops a route from going down into a zone and
 back up, so paths are valley-free without per-prefix policy, and multipath-relax lets equal-length
-paths through different ASNs share ECMP. Addresses are handed out in link-id / name order, so the plan
+paths through different ASNs share ECMP. A campus gives each building's ATSW layer its own ASN
+(``level3`` pool, in building order) and a campus spine one more (``level4``), so routes cross
+between buildings and the loop check keeps a building's routes from coming back into it. Addresses are handed out in link-id / name order, so the plan
 is a pure function of the fabric graph: the same spec always gives the same addresses.
 
 Example (lab-2zone)::
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
     from ..spec.resolve import Spec
 
 # ASN pools are named by tier level (twin.spec.models.Routing.asn_pools)
-POOL_OF_LEVEL = {1: "level1", 2: "level2", 3: "level3"}
+POOL_OF_LEVEL = {1: "level1", 2: "level2", 3: "level3", 4: "level4"}
 ULA = ipaddress.IPv6Network("fd00:7477:696e::/48")  # fixed ULA block for the IPv6 option ("twin")
 
 
@@ -113,10 +115,13 @@ def plan(spec: Spec, fabric: Fabric | None) -> Addressing | None:
             if z not in zone_asn:
                 zone_asn[z] = len(zone_asn)
             idx = zone_asn[z]
+        elif pool_name == "level3":
+            idx = g.nodes[n].get("building") or 0  # a campus: one ASN per building's ATSW layer
         else:
             idx = 0
         if pool.first + idx > pool.last:
-            need = {"level1": sum(1 for x in switches if levels[x] == 1), "level2": len({g.nodes[x].get("zone") for x in switches if levels[x] == 2}), "level3": 1}[pool_name]
+            need = {"level1": sum(1 for x in switches if levels[x] == 1), "level2": len({g.nodes[x].get("zone") for x in switches if levels[x] == 2}),
+                    "level3": len({g.nodes[x].get("building") for x in switches if levels[x] == 3}), "level4": 1}[pool_name]
             raise InfeasibleError([
                 f"routing.asn_pools.{pool_name} ({pool.first}-{pool.last}) has {pool.last - pool.first + 1} ASNs; "
                 f"the fabric needs {need}"

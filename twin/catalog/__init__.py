@@ -14,6 +14,7 @@ import yaml
 from ..spec.models import Catalog
 
 BUILTIN_PATH = Path(__file__).with_name("builtin.yaml")
+CAMPUS_PATH = Path(__file__).with_name("campus.yaml")  # long-reach optics, for sites with buildings
 
 
 @lru_cache(maxsize=1)
@@ -22,12 +23,22 @@ def builtin() -> Catalog:
         return Catalog.model_validate(yaml.safe_load(f))
 
 
-def merged(site_catalog: Catalog) -> Catalog:
-    """Built-in catalog with the site's entries laid over it (site wins on a name clash)."""
+@lru_cache(maxsize=1)
+def campus() -> Catalog:
+    """The optics that join buildings (LR4, ZR, ZR+): in the catalog of a campus site only, so a site of
+    one building keeps the catalog (and the design.json) it had."""
+    with CAMPUS_PATH.open(encoding="utf-8") as f:
+        return Catalog.model_validate(yaml.safe_load(f))
+
+
+def merged(site_catalog: Catalog, campus_site: bool = False) -> Catalog:
+    """Built-in catalog with the site's entries laid over it (site wins on a name clash); a campus site
+    (one with ``buildings:``) also gets :func:`campus`."""
     base = builtin()
+    extra = campus().media if campus_site else {}
     return Catalog(
         chassis={**base.chassis, **site_catalog.chassis},
         switches={**base.switches, **site_catalog.switches},
-        media={**base.media, **site_catalog.media},
+        media={**base.media, **extra, **site_catalog.media},
         reliability={**base.reliability, **site_catalog.reliability},
     )

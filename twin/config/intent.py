@@ -15,7 +15,7 @@ from ..address import ULA, Addressing
 from ..fabric.graph import Fabric
 from ..spec.resolve import Spec
 
-LEVEL_ROLE = {1: "rtsw", 2: "ctsw", 3: "atsw"}
+LEVEL_ROLE = {1: "rtsw", 2: "ctsw", 3: "atsw", 4: "cssw"}
 HOST_IF = "Vlan1000"  # the rack's GPU subnet: a VLAN over the server-facing ports (SVI gateway)
 
 
@@ -36,7 +36,9 @@ def ecmp_widths(fabric) -> dict[str, int]:
     destination below (parallel links to a leaf; for the top tier, all links into one zone).
 
     lab-2zone: an RTSW has 16 uplinks (16); a CTSW has 4 links to each RTSW and 8 ATSW uplinks (8); an
-    ATSW has no uplinks and 16 links into each zone (4 CTSWs x 4) (16).
+    ATSW has no uplinks and 16 links into each zone (4 CTSWs x 4) (16). On a campus, an ATSW's links to
+    the ATSW of another building (full mesh) or a campus spine's links into one building count like
+    the links into one zone.
 
     >>> from twin import load
     >>> w = ecmp_widths(load("sites/lab-2zone.yaml").fabric)
@@ -50,9 +52,14 @@ def ecmp_widths(fabric) -> dict[str, int]:
         la, lb = g.nodes[lk.a].get("level", 0), g.nodes[lk.b].get("level", 0)
         if la < 1 or lb < 1:
             continue
+        if la == lb:  # a campus mesh link: the racks of the peer's building are reached over all of them
+            for me, peer in ((lk.a, lk.b), (lk.b, lk.a)):
+                down[me][("building", g.nodes[peer].get("building"))] += 1
+            continue
         lo, hi = (lk.a, lk.b) if la < lb else (lk.b, lk.a)
         up[lo] += 1
-        group = g.nodes[lo].get("zone") if g.nodes[hi].get("level") == 3 else lo
+        top = g.nodes[hi].get("level")
+        group = g.nodes[lo].get("zone") if top == 3 else (("building", g.nodes[lo].get("building")) if top == 4 else lo)
         down[hi][group] += 1
     return {n: max([up.get(n, 0)] + list(down.get(n, Counter()).values()) + [1]) for n in fabric.switches()}
 
@@ -76,6 +83,7 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None) -> Intent 
             "role": role,
             "level": level,
             "zone": node.get("zone"),
+            "building": node.get("building"),
             "model": node["model"],
             "asn": addr.asn[n],
             "router_id": addr.loopback[n].split("/")[0],
@@ -100,7 +108,7 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None) -> Intent 
             ctx = sw[me]
             prole = sw[peer]["role"]
             group = prole.upper()
-            direction = "up" if sw[peer]["level"] > ctx["level"] else "down"
+            direction = "up" if sw[peer]["level"] > ctx["level"] else ("down" if sw[peer]["level"] < ctx["level"] else "lateral")
             ctx["groups"].setdefault(group, {"name": group, "role": prole, "direction": direction, "peer_asn": set()})
             ctx["groups"][group]["peer_asn"].add(sw[peer]["asn"])
             ip = ip6 = peer_ip = peer_ip6 = None
@@ -137,6 +145,7 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None) -> Intent 
         if n in addr.rack_subnet6:
             ctx["originate6"] = [addr.rack_subnet6[n]] + ctx["originate6"]
     atsw_asns = sorted({a for n, a in addr.asn.items() if sw[n]["level"] == 3})
+    campus_asns = sorted({a for n, a in addr.asn.items() if sw[n]["level"] >= 3})  # every building's ATSW layer, a campus spine
     for ctx in sw.values():
         ctx["groups"] = [
             dict({**grp, "peer_asn": sorted(grp["peer_asn"])}) for _, grp in sorted(ctx["groups"].items(), key=lambda kv: (kv[1]["direction"] != "down", kv[0]))
@@ -153,6 +162,7 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None) -> Intent 
         "pools": dict(addr.pools),
         "ula": str(ULA),
         "atsw_asns": atsw_asns,
+        "campus_asns": campus_asns,
         "mtu": qos.mtu,
         "pfc_priority": qos.pfc_priority,
         "lossless_dscp": list(qos.lossless_dscp),

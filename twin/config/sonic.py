@@ -29,7 +29,7 @@ import json
 from functools import lru_cache
 
 from ..fabric.ports import port_names
-from ..physics import FIBER_DELAY_S_PER_M
+from ..physics import HEADROOM_SHARE, pfc_xoff
 from ..spec.models import SwitchModel
 
 DEVICE_TYPE = {1: "ToRRouter", 2: "LeafRouter"}  # level 3 and above: SpineRouter
@@ -37,7 +37,6 @@ HASH_FIELD = {"src-ip": "SRC_IP", "dst-ip": "DST_IP", "protocol": "IP_PROTOCOL",
               "dst-port": "L4_DST_PORT", "flow-label": "IPV6_FLOW_LABEL"}  # roce-dst-qp: no SONiC hash field
 QUEUES = 8
 REACH = 100.0  # m: assumed longest in-hall cable a PAUSE has to cross
-PHY_DELAY = 1.5e-6  # s: assumed MAC/PHY response to a PAUSE frame
 MAP = "TWIN"
 LOSSLESS_WRED = "TWIN_LOSSLESS"
 
@@ -54,7 +53,7 @@ def headroom(speed: float, mtu: int) -> dict[str, int]:
     >>> headroom(200e9, 9216)["xoff"]
     80432
     """
-    xoff = round(speed / 8 * (2 * REACH * FIBER_DELAY_S_PER_M + PHY_DELAY)) + 2 * mtu
+    xoff = pfc_xoff(speed, REACH, mtu)
     return {"xoff": xoff, "xon": 2 * mtu, "size": 2 * mtu}
 
 
@@ -126,7 +125,7 @@ def buffer_tables(model: SwitchModel, speeds: dict[str, float], site: dict) -> d
     """BUFFER_POOL/PROFILE/PG/QUEUE for the used ports (``speeds``: port -> link speed)."""
     total, mtu, p = int(model.buffer), site["mtu"], site["pfc_priority"]
     pg = {s: headroom(s, mtu) for s in sorted(set(speeds.values()))}
-    shared = min(total // 4, sum(pg[s]["xoff"] for s in speeds.values()))
+    shared = min(int(total * HEADROOM_SHARE), sum(pg[s]["xoff"] for s in speeds.values()))
     profiles = {
         "egress_lossless_profile": {"pool": "egress_lossless_pool", "size": "0", "static_th": str(total)},
         "egress_lossy_profile": {"dynamic_th": "3", "pool": "egress_lossy_pool", "size": "1518"},

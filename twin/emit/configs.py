@@ -20,8 +20,8 @@ from ..config.render import render
 from ..config.targets import EOS, config_target
 from ..design import Design
 
-FRR_TEMPLATE = {r: f"frr/{r}.conf.j2" for r in ("rtsw", "ctsw", "atsw")}
-EOS_TEMPLATE = {r: f"eos/{r}.cfg.j2" for r in ("rtsw", "ctsw", "atsw")}
+FRR_TEMPLATE = {r: f"frr/{r}.conf.j2" for r in ("rtsw", "ctsw", "atsw", "cssw")}
+EOS_TEMPLATE = {r: f"eos/{r}.cfg.j2" for r in ("rtsw", "ctsw", "atsw", "cssw")}
 
 
 def _host_ip(gateway: str) -> str:
@@ -39,7 +39,7 @@ def topology(intent: Intent) -> dict:
             "maximum_paths": sw["maximum_paths"], "originate": sw["originate"], "originate6": sw["originate6"],
             "loopback": sw["loopback"],
             "config": f"{name}.conf",
-        })
+        } | ({"building": sw["building"]} if sw.get("building") is not None else {}))
         for nb in sw["neighbors"]:
             if name < nb["peer"] or (name == nb["peer"] and nb["port"] < nb["peer_port"]):
                 peer_if = ifname[(nb["peer"], nb["link"])]

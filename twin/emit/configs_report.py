@@ -44,7 +44,10 @@ def section(d: Design) -> str | None:
         [role, f"{v['n']:,}", f"{len(v['asns']):,} ({min(v['asns'])}-{max(v['asns'])})", ", ".join(map(str, sorted(v["width"])))]
         for role, v in sorted(by_role.items(), key=lambda kv: g.nodes[next(n for n in a.asn if g.nodes[n]['role'] == kv[0])]["level"])
     ]
-    out = "## Routing and switch configs\n\neBGP in RFC 7938 style: one ASN per rack switch, one per zone's spine tier, one for the aggregation tier.\n\n"
+    top = "one for the aggregation tier"
+    if d.spec.campus is not None:
+        top = "one per building's aggregation (ATSW) layer" + (", one for the campus spine" if d.spec.campus.topology == "spine" else "")
+    out = f"## Routing and switch configs\n\neBGP in RFC 7938 style: one ASN per rack switch, one per zone's spine tier, {top}.\n\n"
     out += table(["role", "switches", "ASNs", "maximum-paths"], rows, "lrrr")
     pools = []
     used = {"loopback_pool": len(a.loopback), "p2p_pool": 2 * len(a.p2p),

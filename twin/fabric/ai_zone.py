@@ -31,19 +31,21 @@ TIERS = ("nic-rtsw", "rtsw-ctsw", "ctsw-atsw")
 ROLES = ("rtsw", "ctsw", "atsw")
 
 
-def _mount_tier(b: Builder, mounter: Mounter, ids: list[str], model_name: str, role: str, level: int, zone: int | None, spec: Spec) -> list[str]:
-    """Add and mount the switches of one network-rack tier (a zone's CTSWs, the ATSWs) in order."""
+def mount_tier(b: Builder, mounter: Mounter, ids: list[str], model_name: str, role: str, level: int, zone: int | None, spec: Spec,
+               **attrs) -> list[str]:
+    """Add and mount the switches of one network-rack tier (a zone's CTSWs, the ATSWs) in order;
+    ``attrs`` are extra node attributes (a campus's ``building``)."""
     model = spec.switch(model_name)
     for sid in ids:
         rack, u = mounter.mount(sid, model)
-        b.switch(sid, model_name, model, role=role, level=level, hall=rack.position.hall, zone=zone, rack=rack.id, u=u)
+        b.switch(sid, model_name, model, role=role, level=level, hall=rack.position.hall, zone=zone, rack=rack.id, u=u, **attrs)
     return ids
 
 
-def synthesize(spec: Spec, placement: Placement) -> Fabric:
+def wire_zones(b: Builder, spec: Spec, placement: Placement) -> dict[int, list[str]]:
+    """Every zone's racks (hosts, RTSWs) and CTSWs, wired; the CTSW ids of each zone."""
     f = spec.fabric
     shape = spec.shape
-    b = Builder()
     rtsw_model = spec.rtsw_model
     c = f.ctsw.count
     n_rtsw = spec.rack_type.rtsw_count
@@ -58,7 +60,7 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
 
     racks = sorted(placement.gpu_racks(), key=lambda r: (r.zone, r.index))
     ctsws = {
-        z: _mount_tier(b, Mounter(placement, "ctsw", z), [f"z{z + 1}-ctsw-{j + 1:02d}" for j in range(c)], f.ctsw.model, "ctsw", 2, z, spec)
+        z: mount_tier(b, Mounter(placement, "ctsw", z), [f"z{z + 1}-ctsw-{j + 1:02d}" for j in range(c)], f.ctsw.model, "ctsw", 2, z, spec)
         for z in range(spec.zones)
     }
 
@@ -75,11 +77,19 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
             for t in range(up):
                 b.uplink(rid, zone_ctsws[(start + t) % c], up_speed, "rtsw-ctsw")
             in_zone[rack.zone] += 1
+    return ctsws
 
+
+def synthesize(spec: Spec, placement: Placement) -> Fabric:
+    f = spec.fabric
+    shape = spec.shape
+    b = Builder()
+    ctsws = wire_zones(b, spec, placement)
+    c = f.ctsw.count
     if shape.tier("atsw") is None:
         return b.build(f.family.value, f.technology.value, TIERS[:2], ROLES[:2])
     a_count = f.atsw.count
-    atsws = _mount_tier(b, Mounter(placement, "atsw", None), [f"atsw-{k + 1:02d}" for k in range(a_count)], f.atsw.model, "atsw", 3, None, spec)
+    atsws = mount_tier(b, Mounter(placement, "atsw", None), [f"atsw-{k + 1:02d}" for k in range(a_count)], f.atsw.model, "atsw", 3, None, spec)
     a_speed = shape.boundaries[2].speed
     for z in range(spec.zones):
         for j, cid in enumerate(ctsws[z]):

@@ -8,7 +8,10 @@ Counting convention (also printed in the report):
 - DAC, AEC and AOC are cable assemblies with their ends built in: one item per link, no transceivers;
 - host edges (server to NIC, inside the server) are not cables and are not counted; NICs are part of
   the server;
-- power: switch typical power from the catalog plus every powered cable end (optic, AEC, AOC).
+- power: switch typical power from the catalog plus every powered cable end (optic, AEC, AOC);
+- a campus link between buildings: its two transceivers, a patch cord at each end (fiber at stock
+  length), and its share of its building pair's trunk; the trunk cables (``trunk``) and the patch
+  panels at both entrances (``panel``) are counted per building pair.
 """
 
 from __future__ import annotations
@@ -52,13 +55,16 @@ def bill(spec: Spec, fabric: Fabric, plan: CablePlan) -> tuple[BomLine, ...]:
         m = spec.switch(name)
         desc = m.description or f"{m.vendor} {name}"
         lines.append(BomLine("switch", name, desc, None, models[name], m.power, m.source, m.weight))
+    local = np.ones(len(plan.ids), dtype=bool)  # cables with one stock length (not a campus link's patch + trunk)
+    if plan.campus is not None:
+        local[plan.campus.index] = False
     for i, name in enumerate(plan.media):
         sel = plan.medium == i
         n = int(sel.sum())
         if not n:
             continue
         med = spec.catalog.media[name]
-        lengths, counts = np.unique(plan.stock[sel], return_counts=True)
+        lengths, counts = np.unique(plan.stock[sel & local], return_counts=True)
         if med.pluggable:
             lines.append(BomLine("transceiver", name, med.description or f"{name} ({med.connector})", None, 2 * n, med.power_per_end, med.source))
             for length, c in zip(lengths.tolist(), counts.tolist()):
@@ -66,7 +72,33 @@ def bill(spec: Spec, fabric: Fabric, plan: CablePlan) -> tuple[BomLine, ...]:
         else:
             for length, c in zip(lengths.tolist(), counts.tolist()):
                 lines.append(BomLine("cable", name, med.description or name, length, c, 2 * med.power_per_end, med.source, length * med.weight_per_metre))
+    if plan.campus is not None:
+        lines += campus_lines(spec, plan)
     return tuple(_merge(lines))
+
+
+def campus_lines(spec: Spec, plan: CablePlan) -> list[BomLine]:
+    """Links between buildings: two patch cords each (fiber of the optic's kind at stock length), the
+    trunk cables of each building pair and the patch panels at both entrances."""
+    cc, media, tr = plan.campus, spec.catalog.media, spec.campus.trunk
+    out = []
+    medium = plan.medium[cc.index]
+    for i in np.unique(medium).tolist():
+        med = media[plan.media[i]]
+        lengths, counts = np.unique(cc.patch_stock[medium == i].ravel(), return_counts=True)
+        item = f"{med.fiber}-{med.connector or 'fiber'}".lower().replace(" ", "-")
+        for length, c in zip(lengths.tolist(), counts.tolist()):
+            out.append(BomLine("cable", item, f"{med.fiber.upper()} fiber {med.connector} for {plan.media[i]}", length, c, 0.0, med.source,
+                               length * med.weight_per_metre))
+    src = "campus.trunk (fibers per cable and panel, spare share: assumed unless the site sets them)"
+    panels = 0
+    for t in cc.trunks:
+        out.append(BomLine("trunk", f"smf-trunk-{tr.fibers_per_cable}f", f"{tr.fibers_per_cable}-fiber single-mode trunk {t.a}-{t.b}",
+                           t.route_m, t.cables, 0.0, src))
+        panels += 2 * t.panels
+    out.append(BomLine("panel", f"patch-panel-{tr.fibers_per_panel}f", f"patch panel of {tr.fibers_per_panel} fibers at a building entrance",
+                       None, panels, 0.0, src))
+    return out
 
 
 def _merge(lines: list[BomLine]) -> list[BomLine]:
@@ -80,7 +112,7 @@ def _merge(lines: list[BomLine]) -> list[BomLine]:
             out[key] = BomLine(o.category, o.item, desc, o.length_m, o.quantity + ln.quantity, o.unit_power_w, o.source, o.unit_mass_kg)
         else:
             out[key] = ln
-    order = {"switch": 0, "transceiver": 1, "cable": 2}
+    order = {"switch": 0, "transceiver": 1, "cable": 2, "trunk": 3, "panel": 4}
     return sorted(out.values(), key=lambda ln: (order[ln.category], ln.item, ln.length_m or 0.0))
 
 

@@ -8,7 +8,9 @@ Route rule (stated in the report and the cabling README):
   between rows only at a crossing (both row ends and every cross-aisle, ``HallGrid.crossings``), plus a
   service loop of 10 % + 1.5 m (0.75 m coiled at each end);
 - ends in different halls: each end runs to its hall's origin corner, and the halls are joined by a
-  straight Manhattan run between their origins (assumed: an inter-hall tray between origin corners).
+  straight Manhattan run between their origins (assumed: an inter-hall tray between origin corners);
+- ends in different buildings (a campus): patch cords to each building's fiber entrance and a trunk
+  between the entrances (:mod:`twin.fabric.campus_cabling`).
 
 The medium is the first catalog medium, in the order DAC, AEC, AOC, then pluggable optics by reach,
 whose reach covers the length (and whose minimum length is below it) at the link's speed; the ordered
@@ -30,6 +32,8 @@ from ..place.model import HallGrid, Placement
 from ..spec.diagnostics import InfeasibleError
 from ..spec.models import Medium
 from ..spec.resolve import Spec
+from . import campus_cabling
+from .campus_cabling import CampusCabling
 from .graph import Fabric
 
 RACK_SLACK = 0.5  # m, inside one rack
@@ -103,6 +107,7 @@ class CablePlan:
     media: tuple[str, ...]
     a_row: np.ndarray  # row of the a (lower-level) end
     a_hall: tuple[str, ...]
+    campus: CampusCabling | None = None  # links between buildings: legs and trunks (a campus)
     _index: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -123,7 +128,7 @@ class CablePlan:
         return float(self.stock[self._index[link_id]]) * FIBER_DELAY_S_PER_M
 
 
-def _device_table(spec: Spec, placement: Placement, fabric: Fabric, nodes: list[str]):
+def device_table(spec: Spec, placement: Placement, fabric: Fabric, nodes: list[str]):
     """Per device: hall index, x, y, height of its middle above the floor, tray height, rack index."""
     g = fabric.graph
     racks = {r.id: r for r in placement.racks}
@@ -157,7 +162,7 @@ def route_lengths(spec: Spec, placement: Placement, fabric: Fabric, a_nodes: lis
     """(route without slack, length with slack, a-end row, a-end hall index) for cables a -> b."""
     nodes = sorted(set(a_nodes) | set(b_nodes))
     pos = {n: i for i, n in enumerate(nodes)}
-    hall, row, x, y, z, rk, grids = _device_table(spec, placement, fabric, nodes)
+    hall, row, x, y, z, rk, grids = device_table(spec, placement, fabric, nodes)
     ai = np.fromiter((pos[n] for n in a_nodes), np.int64, len(a_nodes))
     bi = np.fromiter((pos[n] for n in b_nodes), np.int64, len(b_nodes))
     tray = np.array([h.tray_height for h in spec.site.halls])
@@ -199,6 +204,13 @@ def plan(spec: Spec, placement: Placement, fabric: Fabric) -> CablePlan:
     tiers = np.array([c.tier for c in cables])
     allowed = dict(spec.fabric.media)
     idx, names, stock = select_media(length, speed, spec.catalog.media, tiers, allowed)
+    campus = None
+    if spec.campus is not None:  # links between buildings: patch cords, trunk, optics by reach (twin.fabric.campus_cabling)
+        found = campus_cabling.plan(spec, placement, fabric, cables, names, device_table)
+        if found is not None:
+            campus, arrays = found
+            for key, arr in (("route", route), ("length", length), ("stock", stock), ("medium", idx)):
+                arr[campus.index] = arrays[key]
     bad = np.flatnonzero(idx < 0)
     if len(bad):
         media = spec.catalog.media
@@ -229,4 +241,5 @@ def plan(spec: Spec, placement: Placement, fabric: Fabric) -> CablePlan:
         media=tuple(names),
         a_row=a_row,
         a_hall=tuple(hall_names[h] for h in a_hall),
+        campus=campus,
     )

@@ -15,8 +15,10 @@ from ..spec.models import SwitchModel
 class Mounter:
     """Places switches one after the other on the network racks of one (role, zone)."""
 
-    def __init__(self, placement: Placement, role: str, zone: int | None = None):
+    def __init__(self, placement: Placement, role: str, zone: int | None = None, halls: tuple[str, ...] | None = None):
         racks = placement.network_racks(role=role, zone=zone)
+        if halls is not None:  # a campus: one building's racks of a role shared by its zones
+            racks = [r for r in racks if r.position.hall in halls]
         self.racks = sorted(racks, key=lambda r: (r.index, r.id))
         self.role, self.zone = role, zone
         self.rack = 0

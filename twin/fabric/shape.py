@@ -14,6 +14,9 @@ Rules (the reasons are in ARCHITECTURE.md):
   as one run, so CTSW j has ``L // c + (j < L mod c)`` downlinks for the zone's ``L`` uplinks (every
   RTSW of a rack counts). CTSW j then has ``ceil(down_j / ratio)`` uplinks to the ATSW tier (the stated
   ratio is a ceiling on down:up), spread over the ATSWs of its plane (:func:`ctsw_uplink_targets`).
+- A campus (buildings joined at their ATSW layers): the AI-zone shape with one ATSW layer per
+  building and the campus tier, extended by :func:`twin.fabric.campus_shape.campus_shape` when the
+  spec is resolved; ``FabricShape.campus`` then holds the campus tier's counts.
 - Tree families (fat-tree, rail-optimized, rail-only): the textbook folded Clos of
   :mod:`twin.fabric.fat_tree`; every switch below the top has k/2 ports down and k/2 up, so each
   boundary carries ``switches below x k/2`` links.
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..spec.models import Family
 from . import fat_tree
@@ -77,6 +80,7 @@ class FabricShape:
     ctsw_up: tuple[int, ...] = ()  # AI zone: uplinks of CTSW j to the ATSW tier
     tree: fat_tree.TreeShape | None = None  # tree families: one tree (one rail of rail-only)
     trees: int = 1  # rail-only: one tree per rail
+    campus: Any = None  # a campus: twin.fabric.campus_shape.CampusShape
 
     @property
     def roles(self) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from ..place.model import Placement
 from ..spec.diagnostics import InfeasibleError
 from ..spec.models import Family
 from ..spec.resolve import Spec
-from . import ai_zone, trees
+from . import ai_zone, campus, trees
 from .graph import Fabric
 from .ports import PortsExhausted
 from .shape import mismatches
@@ -24,6 +24,8 @@ class ShapeMismatch(AssertionError):
 
 def synthesize(spec: Spec, placement: Placement) -> Fabric:
     family = ai_zone if spec.fabric.family == Family.AI_ZONE else trees
+    if spec.campus is not None:  # buildings joined at their ATSW layers (twin.fabric.campus)
+        family = campus
     try:
         fabric = family.synthesize(spec, placement)
     except PortsExhausted as e:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import pyomo.environ as pyo
 
+from ..feasibility import fill_groups, hall_pue
 from ..spec.models import Family, Hall
 from ..spec.resolve import HallSlots, Spec
 from . import capacity, naive
@@ -123,27 +124,30 @@ def assign(spec: Spec) -> Assignment:
         f = spec.fabric
         zone_net = zone_network_power(spec)
         zone_hall: dict[int, int] = {}
-        z = 0
         caps: dict[int, float] = {}
-        for i, h in enumerate(halls):
-            kmax = min(f.zones_per_hall, spec.zones - z, len(spec.slots[h.name].free) // max(1, spec.racks_per_zone))
-            k = kmax
-            while k > 0:
-                nets = count_powers(zone_net * k)
-                need = k * spec.racks_per_zone
-                cap, _ = hall_capacity(h, pue, P, nets)
-                if cap >= need:
-                    break
-                k -= 1
-            for _ in range(k):
-                zone_hall[z] = i
-                z += 1
+        index = {h.name: i for i, h in enumerate(halls)}
+        for group_halls, group_zones in fill_groups(spec, spec.zones):  # a campus: each building its own zones
+            z = 0
+            for h in group_halls:
+                i = index[h.name]
+                kmax = min(f.zones_per_hall, len(group_zones) - z, len(spec.slots[h.name].free) // max(1, spec.racks_per_zone))
+                k = kmax
+                while k > 0:
+                    nets = count_powers(zone_net * k)
+                    need = k * spec.racks_per_zone
+                    cap, _ = hall_capacity(h, hall_pue(spec, h.name), P, nets)
+                    if cap >= need:
+                        break
+                    k -= 1
+                for _ in range(k):
+                    zone_hall[group_zones[z]] = i
+                    z += 1
         plan = naive.network_rack_plan(spec, zone_hall=zone_hall) if zone_hall else []
         hall_groups = {i: [] for i in range(len(halls))}
         for zz, i in sorted(zone_hall.items()):
             hall_groups[i].append((zz, spec.racks_per_zone))
         for i, h in enumerate(halls):
-            caps[i], _ = hall_capacity(h, pue, P, hall_networks(plan, i))
+            caps[i], _ = hall_capacity(h, hall_pue(spec, h.name), P, hall_networks(plan, i))
         placed = len(zone_hall) * spec.racks_per_zone
         return Assignment(hall_groups, plan, placed, caps)
     # non-zoned: racks fill halls in order; fabric racks follow the GPU racks (apportioned)

@@ -31,6 +31,8 @@ def links_of(spec: Spec) -> Links:
     if spec.fabric.family == Family.AI_ZONE:
         ct, at = shape.tier("ctsw"), shape.tier("atsw")
         core = shape.links("ctsw-atsw") / (ct.count * at.count) if at is not None else 0.0
+        if spec.campus is not None:  # a CTSW's uplinks spread over its own building's ATSWs only
+            core = sum(shape.ctsw_up) / (spec.fabric.ctsw.count * spec.fabric.atsw.count)
         return Links({"per_rack": shape.rack_uplinks / spec.fabric.ctsw.count}, core, "ctsw")
     return Links({"per_rack": float(spec.rack.nics)}, 0.0, "fabric")
 
@@ -77,9 +79,12 @@ def figures(spec: Spec, racks, grids) -> dict:
     spine_core = 0.0
     if links.spine_to_core:
         cores = [r for r in nets if r.role == "atsw"]
+        same = (lambda a, b: True) if spec.campus is None else (
+            lambda a, b: spec.campus.hall_building[a.position.hall] == spec.campus.hall_building[b.position.hall])
         for s in spines:
             for c in cores:
-                spine_core += links.spine_to_core * switches[s.id] * switches[c.id] * dd(s.position, c.position)
+                if same(s, c):
+                    spine_core += links.spine_to_core * switches[s.id] * switches[c.id] * dd(s.position, c.position)
     rows = []
     usage_rows = []
     for h in spec.site.halls:
@@ -105,7 +110,19 @@ def figures(spec: Spec, racks, grids) -> dict:
     }
 
 
-def switch_power(spec, role: str) -> float:
+def role_model(spec, role: str) -> str:
+    """The switch model of a network-rack role: ctsw, atsw, cssw (a campus spine) or fabric (trees)."""
     f = spec.fabric
-    name = f.ctsw.model if role == "ctsw" else (f.atsw.model if role == "atsw" else f.switch)
-    return spec.switch(name).power
+    if role == "cssw":
+        return spec.campus.spine_model
+    return f.ctsw.model if role == "ctsw" else (f.atsw.model if role == "atsw" else f.switch)
+
+
+def switch_power(spec, role: str) -> float:
+    return spec.switch(role_model(spec, role)).power
+
+
+def campus_links_per_atsw(spec) -> float:
+    """Campus links of one ATSW (they leave its building), the most any building's ATSW has; 0 off a campus."""
+    info = spec.shape.campus if spec.shape is not None else None
+    return float(max(info.atsw_up)) if info is not None else 0.0

@@ -40,9 +40,16 @@ def network_rack_plan(
         if f.atsw and f.atsw.count and spec.zones > 1:
             atsw = spec.switch(f.atsw.model)
             per = switches_per_rack(atsw.height_u, atsw.power, shelf)
-            halls = sorted(set(zone_hall.values()))
-            for k, n in enumerate(rack_fill(f.atsw.count, per)):
-                plan.append(("atsw", None, halls[k % len(halls)], n, n * atsw.power))
+            for halls in atsw_hall_groups(spec, zone_hall):  # the site, or each building of a campus
+                for k, n in enumerate(rack_fill(f.atsw.count, per)):
+                    plan.append(("atsw", None, halls[k % len(halls)], n, n * atsw.power))
+        if spec.campus is not None and spec.campus.spine_count:  # a campus spine, in its building's halls
+            cp = spec.campus
+            spine = spec.switch(cp.spine_model)
+            per = switches_per_rack(spine.height_u, spine.power, shelf)
+            halls = atsw_hall_groups(spec, zone_hall)[cp.spine_building]
+            for k, n in enumerate(rack_fill(cp.spine_count, per)):
+                plan.append(("cssw", None, halls[k % len(halls)], n, n * spine.power))
         return plan
     sw = spec.switch(f.switch)
     total = spec.shape.switches
@@ -57,6 +64,20 @@ def network_rack_plan(
             left -= n
             plan.append(("fabric", None, hall_index, n, n * sw.power))
     return plan
+
+
+def atsw_hall_groups(spec: Spec, zone_hall: dict[int, int]) -> list[list[int]]:
+    """Hall indices that take ATSW racks, in order: the halls holding zones; on a campus one list per
+    building (its ATSWs stand in its own halls)."""
+    used = sorted(set(zone_hall.values()))
+    if spec.campus is None:
+        return [used]
+    index = {h.name: i for i, h in enumerate(spec.site.halls)}
+    out = []
+    for b in spec.campus.buildings:
+        mine = [i for i in used if spec.site.halls[i].name in b.halls]
+        out.append(mine or [index[b.halls[0]]])
+    return out
 
 
 def _apportion(total: int, weights: list[int]) -> list[int]:

@@ -30,7 +30,7 @@ from ..spec.models import Family
 from ..spec.resolve import Spec
 from . import diagnose, naive, powercap
 from .assign import Assignment, assign, hall_capacity
-from .figures import figures, links_of
+from .figures import campus_links_per_atsw, figures, links_of, role_model
 from .hall_milp import HallResult, NetType, solve_hall
 from .model import HallGrid, PlacedRack, Placement, Position
 
@@ -76,12 +76,15 @@ def place(spec: Spec, budget: Budget | None = None) -> Placement:
     for role, zone, hi, n, power in asg.plan:
         acc.setdefault((hi, role, zone, n, power), []).append(1)
     for (hi, role, zone, n, power), lst in sorted(acc.items(), key=lambda kv: (kv[0][0], kv[0][1], -1 if kv[0][2] is None else kv[0][2], kv[0][3])):
-        swm = spec.switch(spec.fabric.ctsw.model if role == "ctsw" else (spec.fabric.atsw.model if role == "atsw" else spec.fabric.switch))
+        swm = spec.switch(role_model(spec, role))
         types_by_hall[hi].append(NetType(role, zone, len(lst), n, power, empty + n * swm.weight))
     core_sw_in = {i: sum(t.count * t.switches for t in ts if t.role == "atsw") for i, ts in types_by_hall.items()}
     spine_sw_in = {i: sum(t.count * t.switches for t in ts if t.role == "ctsw") for i, ts in types_by_hall.items()}
-    total_core = sum(core_sw_in.values())
-    total_spine = sum(spine_sw_in.values())
+    # links between halls stay in their building (a campus: a zone's CTSWs reach its own building's ATSWs)
+    building = [spec.campus.hall_building[h.name] if spec.campus is not None else 0 for h in halls]
+    total_core = {b: sum(n for j, n in core_sw_in.items() if building[j] == b) for b in set(building)}
+    total_spine = {b: sum(n for j, n in spine_sw_in.items() if building[j] == b) for b in set(building)}
+    campus_up = campus_links_per_atsw(spec)
     results: dict[int, HallResult] = {}
     hall_rows = []
     for i, h in enumerate(halls):
@@ -103,12 +106,14 @@ def place(spec: Spec, budget: Budget | None = None) -> Placement:
         if links.spine_to_core:
             for t, ty in enumerate(types):
                 if ty.role == "ctsw":
-                    ext[t] = ty.switches * links.spine_to_core * (total_core - core_sw_in[i])
+                    ext[t] = ty.switches * links.spine_to_core * (total_core[building[i]] - core_sw_in[i])
                     for s, ty2 in enumerate(types):
                         if ty2.role == "atsw":
                             w_net[min(t, s), max(t, s)] = ty.switches * ty2.switches * links.spine_to_core
                 elif ty.role == "atsw":
-                    ext[t] = ty.switches * links.spine_to_core * (total_spine - spine_sw_in[i])
+                    ext[t] = ty.switches * links.spine_to_core * (total_spine[building[i]] - spine_sw_in[i])
+                    if campus_up:  # its campus links leave the building: out through the hall door
+                        ext[t] += ty.switches * campus_up
         res = solve_hall(h, pue, groups, types, P, w_gpu, w_net, ext, reach - 2 * h.tray_height,
                          opts.time_limit)
         if res.objective == math.inf:

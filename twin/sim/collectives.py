@@ -293,6 +293,11 @@ class Timing:
     def time(self, size: float) -> float:
         return sum(p.repeat * size * p.t_per_byte / self.eta + p.steps * (self.step_overhead + p.latency) for p in self.phases)
 
+    def latency_time(self) -> float:
+        """The part of ``time(S)`` that does not shrink with S: every sequential step's software overhead
+        and path latency (propagation + forwarding). ``latency_time() / time(S)`` is the latency share."""
+        return sum(p.steps * (self.step_overhead + p.latency) for p in self.phases)
+
     def algbw(self, size: float) -> float:
         return size / self.time(size)
 

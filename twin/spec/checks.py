@@ -284,13 +284,16 @@ def routing(spec: Spec) -> Iterator[Finding]:
             yield E, ("fabric", "routing", "asn_pools", b), f"ASN pool {_pool(spec, b)} overlaps pool {_pool(spec, a)}", "disjoint pools"
     if f.technology == Technology.ROCE:
         tiers = spec.shape.tiers
-        if len(tiers) > 3:
+        top = 4 if spec.campus is not None else 3  # a campus spine is a fourth routed tier
+        if len(tiers) > top:
             yield E, ("fabric", "tiers"), (
                 f"a RoCE fabric of {len(tiers)} switch tiers: twin's routed configs (eBGP, RFC 7938) cover at most 3"
             ), "tiers <= 3 (a larger switch), or technology: infiniband"
         # ASNs a level needs: one per leaf; one per zone at level 2 (AI zones; trees share one); one at the top
-        need = {1: tiers[0].count, 2: spec.zones if f.family == Family.AI_ZONE else 1, 3: 1}
-        for t in tiers[:3]:
+        # (a campus: one per building's ATSW layer, and one for a campus spine)
+        need = {1: tiers[0].count, 2: spec.zones if f.family == Family.AI_ZONE else 1,
+                3: len(spec.campus.buildings) if spec.campus is not None else 1, 4: 1}
+        for t in tiers[:top]:
             name = f"level{t.level}"
             p = r.asn_pools.get(name)
             if p is None:

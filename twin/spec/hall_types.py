@@ -30,9 +30,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from .basics import SLUG, Model, Slug
 from .diagnostics import Diagnostic, Severity
 from .loader import PathT, Source
-from .models import SLUG, Hall, Model, Site, Slug
+from .models import Hall, Site
 
 
 @dataclass(frozen=True)

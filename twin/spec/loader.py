@@ -34,6 +34,8 @@ class Source:
 
     ``inherited`` is filled by :func:`twin.spec.hall_types.expand`: for a path of an expanded hall that
     came from its hall type, which hall and which type path (its position is the type's line).
+    ``moved`` is filled by :func:`twin.spec.campus.expand`: a hall written under a building
+    (``("halls", 5)`` -> ``("buildings", 1, "halls", 2)``).
     """
 
     path: str
@@ -41,6 +43,7 @@ class Source:
     text: str
     positions: dict[PathT, tuple[int, int]] = field(default_factory=dict)
     inherited: dict[PathT, Any] = field(default_factory=dict)
+    moved: dict[PathT, PathT] = field(default_factory=dict)
 
     def anchor(self, loc: PathT) -> PathT:
         """The nearest path on ``loc`` (itself or an ancestor) that has a position; ``()`` if none."""

@@ -14,45 +14,16 @@ import re
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
+from .basics import Model, Ratio, Slug
+from .campus import Building, Campus
 from .portmap import PortMap
 from .power import PhasePower, UtilityLimits
 from .reliability_models import FailureClass, Storage
 from .units import ArealLoad, DataRate, DataSize, Length, Mass, Power, Temperature, Time
 
-SLUG = r"^[a-z0-9][a-z0-9-]{0,62}$"
-Slug = Annotated[str, Field(pattern=SLUG, description="lower-case letters, digits and '-', at most 63")]
-
-
-class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
-
-
 # ---------------------------------------------------------------- small parsed types
-
-
-def _parse_ratio(v: Any) -> Any:
-    """'1:7', '7:1' or 7 -> 7.0: an oversubscription factor is always >= 1 (the larger side first)."""
-    if isinstance(v, str):
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*", v)
-        if not m:
-            raise ValueError(f"'{v}' is not a ratio; expected e.g. '1:7' or 7")
-        a, b = float(m.group(1)), float(m.group(2))
-        if a <= 0 or b <= 0:
-            raise ValueError("ratio terms must be positive")
-        return max(a, b) / min(a, b)
-    return v
-
-
-_RATIO_RE = r"^\s*\d+(\.\d+)?\s*:\s*\d+(\.\d+)?\s*$"
-Ratio = Annotated[
-    float,
-    Field(ge=1.0, le=1000.0),
-    BeforeValidator(_parse_ratio),
-    WithJsonSchema({"anyOf": [{"type": "number", "minimum": 1}, {"type": "string", "pattern": _RATIO_RE}],
-                    "description": "a ratio such as '1:7' or a factor such as 7"}),
-]
 
 
 def _parse_ranges(v: Any) -> Any:
@@ -346,8 +317,8 @@ def _default_pools() -> dict[str, AsnPool]:
 
 
 # ASN pools are named by switch tier level (1 = the tier the NICs attach to); the AI-zone role names of
-# earlier versions still work and mean the same levels.
-ROLE_POOL_NAMES = {"rtsw": "level1", "ctsw": "level2", "atsw": "level3"}
+# earlier versions still work and mean the same levels (cssw: the campus spine, level 4).
+ROLE_POOL_NAMES = {"rtsw": "level1", "ctsw": "level2", "atsw": "level3", "cssw": "level4"}
 
 
 HashField = Literal["src-ip", "dst-ip", "protocol", "src-port", "dst-port", "flow-label", "roce-dst-qp"]
@@ -355,10 +326,11 @@ FIVE_TUPLE = ("src-ip", "dst-ip", "protocol", "src-port", "dst-port")  # the cla
 
 
 class Routing(Model):
-    asn_pools: dict[Literal["level1", "level2", "level3", "rtsw", "ctsw", "atsw"], AsnPool] = Field(
+    asn_pools: dict[Literal["level1", "level2", "level3", "level4", "rtsw", "ctsw", "atsw", "cssw"], AsnPool] = Field(
         default_factory=_default_pools,
         description="ASN pool per switch tier level: level1 one ASN per leaf/RTSW, level2 one per zone (or pod), "
-        "level3 one for the top tier; rtsw/ctsw/atsw are accepted as names of levels 1-3",
+        "level3 one for the top tier (a campus: one per building's ATSW layer), level4 one for a campus spine; "
+        "rtsw/ctsw/atsw/cssw are accepted as names of levels 1-4",
     )
     unnumbered: bool = Field(False, description="BGP unnumbered (IPv6 link-local) instead of /31s")
     loopback_pool: str = "10.255.0.0/16"
@@ -504,6 +476,10 @@ class Site(Model):
     description: str = ""
     power: SitePower
     halls: list[Hall] = Field(min_length=1)
+    buildings: list[Building] = Field(default_factory=list, exclude_if=lambda v: not v, description=(
+        "a campus: the buildings, each with its own halls, feed and location (twin/spec/campus.py)"))
+    campus: Campus | None = Field(None, exclude_if=lambda v: v is None, description=(
+        "a campus: routes between buildings and the campus fabric tier (with buildings)"))
     catalog: Catalog = Field(default_factory=Catalog)
     rack_types: dict[Slug, RackType] = Field(min_length=1)
     fabric: Fabric

@@ -14,6 +14,7 @@ from .models import Catalog, Chassis, Family, Hall, RackType, Site, SwitchModel
 
 if TYPE_CHECKING:
     from ..fabric.shape import FabricShape
+    from .campus_plan import CampusPlan
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class Spec:
     nic_speed: float  # bit/s
     slots: dict[str, HallSlots] = field(default_factory=dict)  # hall name -> its positions by use
     shape: FabricShape | None = None  # every derived sizing fact of the fabric (twin.fabric.shape)
+    campus: CampusPlan | None = None  # buildings, their halls and zones, routes (twin.spec.campus_plan)
 
     @property
     def positions(self) -> dict[str, int]:

@@ -19,8 +19,9 @@ from pydantic import ValidationError
 
 from .. import catalog as catalog_mod
 from ..address import pools as address_pools
+from ..fabric.campus_shape import campus_shape
 from ..fabric.shape import fabric_shape
-from . import checks, hall_types
+from . import campus, campus_plan, checks, hall_types
 from .diagnostics import Diagnostic, Severity, SpecError
 from .loader import LoadError, Source, load_file, load_text
 from .models import ROLE_POOL_NAMES, Site
@@ -54,21 +55,24 @@ def load_spec(path: str | Path) -> Spec:
 def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     if not isinstance(src.data, dict):
         return None, [diagnostic(src, Severity.ERROR, (), "a site must be a mapping of fields", "name:, power:, halls:, ...")]
-    src, diags = hall_types.expand(src)
+    src, diags = campus.expand(src)  # a campus's halls under its buildings join the site's halls first
+    if not diags:
+        src, diags = hall_types.expand(src)
     if any(d.severity is Severity.ERROR for d in diags):
         return None, sorted(diags, key=_order)
     try:
         site = Site.model_validate(src.data)
     except ValidationError as e:
         return None, _finish(diags + pydantic_diagnostics(src, e))
-    cat = catalog_mod.merged(site.catalog)
+    cat = catalog_mod.merged(site.catalog, campus_site=bool(site.buildings))
     diags += [diagnostic(src, *f) for f in checks.references(site, cat)]
+    diags += [diagnostic(src, *f) for f in campus_plan.references(site, cat)]
     diags += [diagnostic(src, *f) for f in checks.family_shape(site)]
     diags += [diagnostic(src, *f) for f in checks.facility(site)]
     if any(d.severity is Severity.ERROR for d in diags):
         return None, _finish(diags)
     spec = _resolve(src, site, cat)
-    for check in (checks.arithmetic, checks.config_targets, checks.routing, checks.workloads):
+    for check in (checks.arithmetic, campus_plan.arithmetic, checks.config_targets, checks.routing, checks.workloads):
         diags += [diagnostic(src, *f) for f in check(spec)]
     if not any(d.severity is Severity.ERROR for d in diags):
         spec, findings = address_pools.fit(spec)  # defaults grow with the fabric; a short pool names its prefix
@@ -104,6 +108,10 @@ def _resolve(src: Source, site: Site, cat) -> Spec:
         nic_speed=f.nic_speed or chassis.nic_speed,
         slots={h.name: HallSlots.of(h) for h in site.halls},
     )
+    if site.buildings:  # a campus: zones to buildings and the routes between them, before the shape reads them
+        spec = replace(spec, site=campus_plan.with_campus_pools(site))
+        spec = replace(spec, campus=campus_plan.plan(spec))
+        return replace(spec, shape=campus_shape(spec, fabric_shape(spec)))
     return replace(spec, shape=fabric_shape(spec))
 
 
@@ -119,6 +127,8 @@ def diagnostic(src: Source, severity: Severity, path: tuple, message: str, expec
     if came is not None:
         path = came.type_path + path[len(src.anchor(path)):]
         message = f"hall {came.hall} (type {came.type}): {message}"
+    else:
+        path = campus.written_path(src, path)
     line, col = src.locate(path)
     return Diagnostic(severity, src.path, line, col, path, message, expected)
 

@@ -50,6 +50,31 @@ class Topology:
             self.unnumbered, self.bfd, self.site, self.sessions_per_link,
         )
 
+    def slice_buildings(self, buildings: list[int], racks: int = 4) -> "Topology":
+        """A campus slice: in each building of ``buildings`` (1-based) the first AI zone's CTSWs and its
+        first ``racks`` racks, with the ATSW layers of those buildings and any campus spine; so the
+        campus tier between them carries real routes while the slice stays small enough for one machine."""
+        have = sorted({s["building"] + 1 for s in self.switches.values() if s.get("building") is not None})
+        if not have:
+            raise ValueError(f"{self.site} is not a campus (no buildings); use --slice zone:N")
+        bad = [b for b in buildings if b not in have]
+        if bad or len(set(buildings)) < 2:
+            raise ValueError(f"--slice building: needs two or more of the buildings 1-{have[-1]} (got {', '.join(map(str, buildings))})")
+        keep: set[str] = set()
+        for b in buildings:
+            mine = {n: s for n, s in self.switches.items() if s.get("building") == b - 1}
+            zone = min(s["zone"] for s in mine.values() if s["zone"] is not None)
+            keep |= {n for n, s in mine.items() if s["level"] == 2 and s["zone"] == zone}
+            keep |= {n for n, s in mine.items() if s["level"] == 3}
+            keep |= set(sorted(n for n, s in mine.items() if s["level"] == 1 and s["zone"] == zone)[:racks])
+        keep |= {n for n, s in self.switches.items() if s["level"] >= 4}
+        return Topology(
+            {n: s for n, s in self.switches.items() if n in keep},
+            [lk for lk in self.links if lk["a"] in keep and lk["b"] in keep],
+            [h for h in self.hosts if h["switch"] in keep],
+            self.unnumbered, self.bfd, self.site, self.sessions_per_link,
+        )
+
     def without(self, link_id: str) -> "Topology":
         return Topology(self.switches, [lk for lk in self.links if lk["id"] != link_id], self.hosts, self.unnumbered, self.bfd, self.site, self.sessions_per_link)
 
@@ -94,6 +119,8 @@ def predict(topo: Topology) -> dict[str, dict[str, int]]:
                         continue  # a leaf announces only its own prefixes
                     if sw[v]["level"] > sw[u]["level"] and sw[u]["level"] == 2 and top_asns & set(path[u]):
                         continue  # a spine never gives aggregation-learned routes back up
+                    if sw[u]["level"] == 3 and sw[v]["level"] >= 3 and top_asns & set(path[u]):
+                        continue  # a campus ATSW gives the campus tier only its own building's routes
                     if sw[v]["asn"] in adv:
                         continue  # AS-path loop
                     cand[v].append((u, lid))
@@ -164,15 +191,20 @@ def _pings(lab: FrrLab, topo: Topology, pairs: list[tuple[str, str]]) -> list[st
 
 
 def verify(folder: Path, zone: int | None = None, timeout: float = 600, bfd: bool | None = None,
-           log: Callable[[str], None] = lambda _m: None, mutate: Callable[[dict[str, str]], None] | None = None) -> VerifyResult:
+           log: Callable[[str], None] = lambda _m: None, mutate: Callable[[dict[str, str]], None] | None = None,
+           buildings: list[int] | None = None) -> VerifyResult:
     """Bring the generated configs up in FRR and check sessions, ECMP widths, pings and a link failure.
 
-    ``mutate`` (tests) may edit the config texts before they are loaded, to prove a broken config fails.
+    ``zone`` verifies one AI zone with its ATSWs; ``buildings`` (a campus) the slice of
+    :meth:`Topology.slice_buildings`. ``mutate`` (tests) may edit the config texts before they are
+    loaded, to prove a broken config fails.
     """
     full = topo = Topology.load(folder)
+    scope = "whole site"
     if zone is not None:
-        topo = topo.slice_zone(zone)
-    scope = f"zone {zone}" if zone is not None else "whole site"
+        topo, scope = topo.slice_zone(zone), f"zone {zone}"
+    elif buildings:
+        topo, scope = topo.slice_buildings(buildings), f"buildings {', '.join(map(str, buildings))}"
     use_bfd = topo.bfd if bfd is None else bfd
     why = require_root(binaries(use_bfd))
     res = VerifyResult(topo.site, scope, len(topo.switches), len(topo.links), len(topo.hosts))

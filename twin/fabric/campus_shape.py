@@ -1,0 +1,93 @@
+"""The campus tier's counts: the AI-zone shape extended with one ATSW layer per building and the tier
+that joins them (the rules are in :mod:`twin.fabric.campus`).
+
+``spec.shape`` of a campus site is :func:`campus_shape` applied to the AI-zone shape when the spec is
+resolved (:mod:`twin.spec.validate`), so the checks, the feasibility budget, the placement and the
+address pools read the campus's counts from the same object as every other sizing fact.
+
+>>> mesh_links(downs=[276, 276, 276, 276], ratio=2.8)[(0, 1)]   # the meta-campus-100k example
+33
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from .shape import Boundary, FabricShape, Tier, ctsw_uplink_targets
+
+if TYPE_CHECKING:
+    from ..spec.resolve import Spec
+
+
+@dataclass(frozen=True)
+class CampusShape:
+    """The campus tier's counts (the rest of the fabric is the AI-zone shape)."""
+
+    buildings: int
+    atsw_per_building: int
+    atsw_down: tuple[tuple[int, ...], ...]  # per building, per ATSW: links from its zones' CTSWs
+    atsw_up: tuple[int, ...]  # per building: campus links of one of its ATSWs
+    pair_links: dict[tuple[int, int], int]  # full mesh: links between ATSW k of a and ATSW k of b
+    spine_down: tuple[int, ...] = ()  # spine: links into each campus spine switch
+    tier: str = "atsw-atsw"
+
+
+def atsw_downlinks(spec: Spec, zones: int, ctsw_up: tuple[int, ...]) -> tuple[int, ...]:
+    """Links into each ATSW of a building with ``zones`` AI zones."""
+    f = spec.fabric
+    c, a = f.ctsw.count, f.atsw.count
+    per = [0] * a
+    for local in range(zones):
+        for j in range(c):
+            for k in ctsw_uplink_targets(local, j, ctsw_up[j], c, a):
+                per[k] += 1
+    return tuple(per)
+
+
+def mesh_links(downs: list[int], ratio: float) -> dict[tuple[int, int], int]:
+    """Links between ATSW k of building a and ATSW k of building b (a < b) in a full mesh."""
+    n = len(downs)
+    return {(a, b): math.ceil(max(downs[a], downs[b]) / (ratio * (n - 1)) - 1e-9)
+            for a in range(n) for b in range(a + 1, n)}
+
+
+def campus_shape(spec: Spec, base: FabricShape) -> FabricShape:
+    """``base`` (the AI-zone shape) with the ATSW tier per building and the campus tier added."""
+    f = spec.fabric
+    cp = spec.campus
+    nb, a = len(cp.buildings), f.atsw.count
+    downs = tuple(atsw_downlinks(spec, len(b.zones), base.ctsw_up) for b in cp.buildings)
+    top = [max(d) for d in downs]
+    atsw_model = spec.switch(f.atsw.model)
+    tiers = [t for t in base.tiers if t.role != "atsw"]
+    bounds = list(base.boundaries)
+    if cp.topology == "full-mesh":
+        pairs = mesh_links(top, cp.ratio)
+        up = tuple(sum(pairs[(min(x, y), max(x, y))] for y in range(nb) if y != x) for x in range(nb))
+        links = a * sum(pairs.values())
+        speed = atsw_model.port_speed
+        spine_down: tuple[int, ...] = ()
+        extra: list[Tier] = []
+        ports_up = 2 * links  # a mesh link takes a campus port at both ends
+    else:
+        spine = spec.switch(cp.spine_model)
+        s = cp.spine_count
+        up = tuple(math.ceil(d / cp.ratio - 1e-9) for d in top)
+        per = [0] * s
+        for x in range(nb):
+            for k in range(a):
+                for t in ctsw_uplink_targets(x, k, up[x], a, s):
+                    per[t] += 1
+        spine_down = tuple(per)
+        pairs = {}
+        links = a * sum(up)
+        speed = min(atsw_model.port_speed, spine.port_speed)
+        extra = [Tier("cssw", 4, cp.spine_model, s, max(per), 0, spine.ports)]
+        ports_up = links
+    tiers.append(Tier("atsw", 3, f.atsw.model, nb * a, max(top), max(up), atsw_model.ports))
+    total_down = sum(sum(d) for d in downs)
+    bounds.append(Boundary(cp.tier, links, speed, cp.ratio, total_down / ports_up if ports_up else None))
+    info = CampusShape(nb, a, downs, up, pairs, spine_down, cp.tier)
+    return replace(base, tiers=tuple(tiers + extra), boundaries=tuple(bounds), campus=info)
