@@ -20,6 +20,9 @@ act = sequence / CP x hidden x 2 bytes):
   ``dp_overlap`` of the backward compute, the rest is exposed.
 - Compute: 6 x parameters x tokens FLOPs over the job's GPUs at ``tflops_per_gpu`` (or MFU x peak),
   plus the pipeline bubble (PP - 1) / (m x virtual stages).
+- Latency share: the part of the communication time that does not shrink with the message (every
+  sequential step's software overhead and path latency, :meth:`twin.sim.collectives.Timing.latency_time`);
+  across buildings, kilometres of fiber make it large.
 
 ``tflops_per_gpu`` is used as the rate of the math. Llama 3's published TFLOPs/GPU are end to end, so
 the predicted step is slower than the paper's by the bubble and exposed communication this model adds;
@@ -106,21 +109,25 @@ def simulate_job(design, net, cfg, schemes, scn, case, down: set[int], src, path
     per_scheme = []
     for s in schemes:
         t_tp = t_cp = t_pp = t_dp = 0.0
+        lat = 0.0  # the part of the communication time that is per-step latency (software + path)
         if w.tp > 1:
-            t_tp = 4 * layers * m * timed("allreduce", "ring", groups["tp"], s).time(act)
+            tp = timed("allreduce", "ring", groups["tp"], s)
+            t_tp, lat = 4 * layers * m * tp.time(act), lat + 4 * layers * m * tp.latency_time()
         if w.cp > 1:
             ag = timed("allgather", "ring", groups["cp"], s)
             t_cp = layers * m * 2 * ag.time(kv)  # the reduce-scatter backward has the same ring phases
+            lat += layers * m * 2 * ag.latency_time()
         if w.pp > 1:
             stages = groups["pp"]  # each row: one pipeline, stage order
             srcs = [row[:-1] for row in stages]
             dsts = [row[1:] for row in stages]
             p2p = coll.time_collective(net, "sendrecv", "direct", None, s, None, eta, ovh,
                                        groups=[np.concatenate(srcs)], group_peers=[np.concatenate(dsts)])
-            t_pp = 2 * (w.pp - 1) * p2p.time(act / w.tp)
+            t_pp, lat = 2 * (w.pp - 1) * p2p.time(act / w.tp), lat + 2 * (w.pp - 1) * p2p.latency_time()
         if w.dp > 1:
             rs = timed("reducescatter", "ring", groups["dp"], s)
             t_dp = 2 * rs.time(shard)  # RS of gradients + AG of parameters: identical ring phases
+            lat += 2 * rs.latency_time()
         hidden = cfg.dp_overlap * t_compute * 2 / 3
         exposed_dp = max(0.0, t_dp - hidden)
         exposed = t_tp + t_cp + t_pp + exposed_dp
@@ -132,13 +139,16 @@ def simulate_job(design, net, cfg, schemes, scn, case, down: set[int], src, path
             "exposed_fraction": exposed / step,
             "tp_s": t_tp, "cp_s": t_cp, "pp_exposed_s": t_pp, "dp_s": t_dp, "dp_exposed_s": exposed_dp,
             "effective_tflops_per_gpu": flops / step / 1e12,
+            "comm_latency_s": lat,
+            "latency_share": lat / (t_tp + t_cp + t_pp + t_dp) if t_tp + t_cp + t_pp + t_dp else 0.0,
             "tokens_per_s": tokens / step,
         })
     zones = sorted({int(net.server_zone[net.gpu_server[g]]) for g in gpus[:: max(1, len(gpus) // 512)]})
+    buildings = sorted({int(net.server_building[net.gpu_server[g]]) for g in gpus[:: max(1, len(gpus) // 512)]})
     return {
         "workload": w.name, "order": cfg.order, "dims": cfg.dims, "gpus": n,
         "parallelism": f"TP{w.tp} CP{w.cp} PP{w.pp} DP{w.dp}",
         "microbatches": m, "compute_s": t_compute, "bubble_s": bubble,
-        "dp_shard_bytes": shard, "tp_message_bytes": act, "zones_used": len(zones),
+        "dp_shard_bytes": shard, "tp_message_bytes": act, "zones_used": len(zones), "buildings_used": len(buildings),
         "schemes": per_scheme,
     }

@@ -36,21 +36,22 @@ def render(data: dict, console: Console) -> None:
                               end_section=k == len(names) - 1)
             console.print(t)
             lt = Table(title="link load on the fabric (dominant phase)", title_justify="left")
-            for col in ("scheme", "max/mean load", "flows", "flow classes", "rate events"):
+            for col in ("scheme", "max/mean load", "flows", "flow classes", "rate events", "latency % (largest size)"):
                 lt.add_column(col, justify="right")
             for e in c["schemes"]:
                 ph = max(e["phases"], key=lambda p: p["repeat"] * p["us_per_MiB"])
-                lt.add_row(e["scheme"], f"{e['link_load']['max_over_mean']:.2f}", f"{ph['flows']:,}", f"{ph['classes']:,}", str(ph["events"]))
+                lt.add_row(e["scheme"], f"{e['link_load']['max_over_mean']:.2f}", f"{ph['flows']:,}", f"{ph['classes']:,}", str(ph["events"]),
+                           f"{100 * e.get('latency_share_at_max_size', 0.0):.1f}")
             console.print(lt)
         for j in case["jobs"]:
             t = Table(title=f"{case['case']}: job {j['workload']} ({j['parallelism']}, {j['gpus']:,} GPUs, {j['order']} order, "
                             f"compute {j['compute_s']:.2f} s, bubble {j['bubble_s']:.2f} s)", title_justify="left")
-            for col in ("scheme", "step s", "exposed comm s", "exposed %", "TP s", "PP s", "DP s (exposed)", "eff. TFLOPs/GPU"):
+            for col in ("scheme", "step s", "exposed comm s", "exposed %", "TP s", "PP s", "DP s (exposed)", "latency % of comm", "eff. TFLOPs/GPU"):
                 t.add_column(col, justify="right")
             for s in j["schemes"]:
                 t.add_row(s["scheme"], f"{s['step_s']:.3f}", f"{s['exposed_comm_s']:.3f}", f"{100 * s['exposed_fraction']:.1f}",
                           f"{s['tp_s']:.3f}", f"{s['pp_exposed_s']:.3f}", f"{s['dp_s']:.3f} ({s['dp_exposed_s']:.3f})",
-                          f"{s['effective_tflops_per_gpu']:.0f}")
+                          f"{100 * s.get('latency_share', 0.0):.1f}", f"{s['effective_tflops_per_gpu']:.0f}")
             console.print(t)
     if "campaign" in data:  # the reliability twin (twin/sim/reliability/report.py)
         campaign_report.render(data["campaign"], console)

@@ -219,6 +219,7 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
                 big = sizes[-1]
                 entries.append({
                     "scheme": s.name,
+                    "latency_share_at_max_size": tm.latency_time() / tm.time(big),
                     "busbw_GBps_at_max_size": tm.busbw(big) / 1e9,
                     "algbw_GBps_at_max_size": tm.algbw(big) / 1e9,
                     "time_us_at_max_size": tm.time(big) * 1e6,

@@ -46,6 +46,7 @@ class Net:
     server_ids: list[str]
     server_zone: np.ndarray
     server_rack: list[str]
+    server_building: np.ndarray  # a campus's building of each server (0 elsewhere)
     gpu_server: np.ndarray  # GPU -> server index
     gpu_local: np.ndarray  # GPU index inside its server
     gpu_nic: np.ndarray  # GPU -> NIC index
@@ -203,6 +204,7 @@ def compile_graph(
         server_ids=servers,
         server_zone=np.array([nodes[s].get("zone") or 0 for s in servers], np.int64),
         server_rack=[str(nodes[s].get("rack")) for s in servers],
+        server_building=np.array([nodes[s].get("building") or 0 for s in servers], np.int64),
         gpu_server=np.asarray(gpu_server, np.int64),
         gpu_local=np.asarray(gpu_local, np.int64),
         gpu_nic=np.asarray(gpu_nic, np.int64),

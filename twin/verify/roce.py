@@ -278,6 +278,13 @@ def verify(folder: Path, zone: int | None = None, timeout: float = 600, bfd: boo
             leaked = [m for m in ex.map(leaks, leaves) if m]
         res.figures["leaves_leaking_transit"] = len(leaked)
         res.problems += leaked[:10]
+        # a campus: an ATSW gives the campus tier (mesh peers, spines) only its own building's prefixes
+        atsws = sorted(n for n, s in topo.switches.items() if s["level"] == 3 and s.get("building") is not None)
+        if atsws:
+            with ThreadPoolExecutor(max_workers=4) as ex:
+                crossing = [m for m in ex.map(lambda n: _campus_leak(lab, full, n), atsws) if m]
+            res.figures["atsws_leaking_other_buildings"] = len(crossing)
+            res.problems += crossing[:10]
         res.figures["bgp_sessions_established"] = sessions
         res.figures["bgp_sessions_expected"] = 2 * k * len(topo.links)
         res.problems += down[:20]
@@ -320,6 +327,20 @@ def verify(folder: Path, zone: int | None = None, timeout: float = 600, bfd: boo
         res.figures["namespace_prefix"] = lab.ns.prefix
     res.figures["total_s"] = round(time.monotonic() - t0, 2)
     return res
+
+
+def _campus_leak(lab: FrrLab, full: Topology, n: str) -> str | None:
+    """What ATSW ``n`` advertises to one established campus peer beyond its own building's prefixes."""
+    js = lab.vtysh_json(n, "show bgp neighbors json")
+    peer = next((p for p, info in sorted(js.items()) if isinstance(info, dict) and info.get("bgpState") == "Established"
+                 and info.get("peerGroup") in ("ATSW", "CSSW")), None)
+    if peer is None:
+        return None
+    mine = full.switches[n]["building"]
+    allowed = {p for s in full.switches.values() if s.get("building") == mine for p in s["originate"] + list(s.get("originate6", []))}
+    sent = set(lab.vtysh_json(n, f"show bgp ipv4 unicast neighbors {peer} advertised-routes json").get("advertisedRoutes", {}))
+    extra = sorted(sent - allowed)
+    return f"{n} gives the campus tier routes of other buildings: {', '.join(extra[:5])}{' ...' if len(extra) > 5 else ''} (to {peer})" if extra else None
 
 
 def is_roce(folder: Path) -> bool:

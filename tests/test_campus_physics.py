@@ -1,0 +1,109 @@
+"""The physics of distance on a campus: propagation from real lengths in the twin, PFC headroom against
+buffers with a verdict per link and the distance where lossless stops fitting (closed forms), latency
+by distance, and the latency share of collectives and jobs across buildings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+from conftest import SITES, compiled
+
+import twin
+from twin.catalog import builtin
+from twin.physics import FIBER_DELAY_S_PER_M, lossless_reach, pfc_xoff
+from twin.sim import collectives as coll
+from twin.sim import distance, routing, topology
+
+LAB = (SITES / "lab-campus.yaml").read_text()
+MTU = 9216
+
+
+def test_pfc_xoff_closed_form():
+    """IEEE 802.1Qbb headroom: line rate x (round trip + response) + 2 MTU. 400G over 12 km:
+    50e9 B/s x (2 x 12,000 m x 4.9 ns/m + 1.5 us) + 18,432 B = 5,973,432 B."""
+    assert pfc_xoff(400e9, 12_000, MTU) == 50e9 * (2 * 12_000 * 4.9e-9 + 1.5e-6) + 2 * MTU == 5_973_432
+    assert lossless_reach(400e9, pfc_xoff(400e9, 5_000, MTU), MTU) == pytest.approx(5_000)
+
+
+def test_headroom_verdict_per_route():
+    """Minipack2 ATSWs (64 MiB buffer, 16 MiB headroom pool) use 16 ports each: 1 MiB per port, which
+    lossless fills at ((2^20 - 18,432) / 50e9 - 1.5 us) / 9.8 ns/m = 1,949 m. The 310 m and 1,560 m
+    links fit, the 12 km route does not."""
+    d = compiled("lab-campus")
+    h = distance.headroom(d)
+    pairs = {(p.a, p.b): p for p in h["pairs"]}
+    reach = ((2**20 - 2 * MTU) / 50e9 - 1.5e-6) / (2 * 4.9e-9)
+    for p in pairs.values():
+        assert p.share_bytes == 2**20 and p.reach_m == pytest.approx(reach)
+        assert p.xoff_bytes == pfc_xoff(400e9, p.length_m, MTU)
+    assert pairs["b1", "b2"].fits and pairs["b1", "b3"].fits and not pairs["b2", "b3"].fits
+    assert round(reach) == 1949
+    # every cable's verdict is its xoff against the smaller per-port share of its switches
+    assert np.array_equal(h["fits"], ~(h["xoff"] > h["share"]))
+
+
+def test_a_deeper_buffer_moves_the_lossless_reach(tmp_path):
+    """16x the buffer, 16x the share: the reach becomes ((16 MiB - 18,432) / 50e9 - 1.5 us) / 9.8 ns/m."""
+    p = tmp_path / "deep.yaml"
+    p.write_text(LAB.replace("rack_types:", "catalog:\n  switches:\n    minipack2:\n" + _minipack2_with(buffer="1 GiB") + "\nrack_types:"))
+    d = twin.load(p)
+    pairs = {(x.a, x.b): x for x in distance.headroom(d)["pairs"]}
+    assert all(x.fits for x in pairs.values())
+    assert pairs["b2", "b3"].reach_m == pytest.approx(((2**30 / 4 / 16 - 2 * MTU) / 50e9 - 1.5e-6) / 9.8e-9)
+
+
+def _minipack2_with(buffer: str) -> str:
+    """The built-in Minipack2 as a site catalog entry with another buffer."""
+    m = builtin().switches["minipack2"].model_dump(mode="json") | {"buffer": buffer}
+    return "\n".join("      " + line for line in yaml.safe_dump(m, sort_keys=True).splitlines())
+
+
+def test_twin_propagation_is_the_cable_length():
+    """The simulator's arc latency of a link between buildings is its ordered length at 4.9 ns/m plus
+    the forwarding latency of the switch it enters (Minipack2: 700 ns, catalog)."""
+    d = compiled("lab-campus")
+    net = topology.from_design(d)
+    cc = d.cabling.campus
+    arcs = {link: i for i, link in enumerate(net.arc_link[: net.n_link_arcs])}
+    for k in cc.index[:: max(1, len(cc.index) // 6)]:
+        link = d.cabling.ids[k]
+        assert net.arc_latency[arcs[link]] == pytest.approx(d.cabling.stock[k] * FIBER_DELAY_S_PER_M + 700e-9)
+
+
+def test_latency_ladder():
+    """From rack 1 of b1: a rack of the zone crosses RTSW, CTSW, RTSW (3 x 0.7 us); another building adds
+    two ATSWs and a CTSW on each side (6 x 0.7 us) and at least the trunk at 4.9 us/km."""
+    d = compiled("lab-campus")
+    rows = {r["to"]: r for r in distance.latency_ladder(d)}
+    assert rows["another rack of the zone"]["forwarding_us"] == pytest.approx(2.1)
+    for b, km in (("b2", 0.3), ("b3", 1.5)):
+        r = rows[f"building {b}"]
+        assert r["forwarding_us"] == pytest.approx(4.2)
+        assert km * 4.9 < r["propagation_us"] < km * 4.9 + 0.5  # the trunk plus a few tens of metres inside
+        assert r["one_way_us"] == pytest.approx(r["propagation_us"] + r["forwarding_us"])
+
+
+def test_latency_share_of_a_ring_across_buildings():
+    """A ring's every step waits for its slowest hop: on 2 racks of each building that is a route between
+    buildings (b2-b3, 12 km: at least 58.8 us one way), so the fixed part is 2(n-1) x (2 us + latency)."""
+    d = compiled("lab-campus")
+    rings = {r["ring"]: r for r in distance.cross_building_rings(d)}
+    one, every = rings["one building"], rings["every building"]
+    assert every["latency_us"] > 12_000 * 4.9e-3 > one["latency_us"]
+    net = topology.from_design(d, distance.campus_subgraph(d.fabric.graph))
+    tm = coll.time_collective(net, "allreduce", "ring", np.arange(net.n_gpus), routing.Scheme("e", "e-ecmp", 16))
+    assert tm.latency_time() == pytest.approx(2 * (96 - 1) * (2e-6 + every["latency_us"] * 1e-6))
+    for s in every["sizes"]:
+        assert s["latency_share"] == pytest.approx(tm.latency_time() / tm.time(s["bytes"]))
+    assert every["sizes"][-1]["latency_share"] > 4 * one["sizes"][-1]["latency_share"]
+
+
+def test_jobs_report_their_latency_share():
+    from twin.sim.run import simulate
+    from twin.sim.scenario import parse_scenario
+
+    scn, src = parse_scenario("name: t\nrouting: [{name: e, scheme: e-ecmp, qps: 16}]\njobs: [{workload: lab-llama-8b}]\n")
+    out = simulate(compiled("lab-2zone"), scn, src).data["cases"][0]["jobs"][0]["schemes"][0]
+    comm = out["tp_s"] + out["cp_s"] + out["pp_exposed_s"] + out["dp_s"]
+    assert 0 < out["comm_latency_s"] < comm and out["latency_share"] == pytest.approx(out["comm_latency_s"] / comm)
