@@ -17,7 +17,7 @@ DEFAULT_SWITCH_LATENCY_S = 1e-6
 
 U_METRES = 0.04445  # one rack unit (EIA-310: 1.75 in)
 
-# PFC (IEEE 802.1Qbb) headroom. After a port sends PAUSE, the sender keeps transmitting until the frame
+# PFC headroom ([ieee-802.1qbb]). After a port sends PAUSE, the sender keeps transmitting until the frame
 # reaches it and it reacts: a round trip of the cable at line rate, plus its response (assumed 1.5 us:
 # MAC/PHY processing and the pause quanta's granularity), plus one maximum frame finishing at each end.
 PFC_RESPONSE_S = 1.5e-6  # assumed

@@ -53,7 +53,21 @@ def document(design: Design) -> dict:
             },
         },
         "warnings": [d.to_json() | {"file": Path(spec.source_path).name} for d in design.warnings],
-    }
+    } | _campus(spec)
+
+
+def _campus(spec) -> dict:
+    """A campus's resolved buildings and routes (nothing for a site of one building)."""
+    cp = spec.campus
+    if cp is None:
+        return {}
+    return {"campus": {
+        "buildings": {b.name: {"halls": list(b.halls), "zones": [z + 1 for z in b.zones], "utility": f"{b.utility:g} W", "pue": b.pue}
+                      for b in cp.buildings},
+        "routes": [{"between": [cp.buildings[r.a].name, cp.buildings[r.b].name], "length": f"{r.length:g} m", "how": r.how}
+                   for _, r in sorted(cp.routes.items())],
+        "tier": cp.tier, "oversubscription": cp.ratio,
+    }}
 
 
 def _switches_used(spec) -> set[str]:

@@ -41,7 +41,6 @@ from pydantic import Field, model_validator
 from .basics import Model, Ratio, Slug
 from .diagnostics import Diagnostic, Severity
 from .loader import PathT, Source
-from .power import UtilityLimits
 from .units import Length, Power
 
 ROUTE_FACTOR = 1.4  # assumed: fiber route over straight line between two buildings (roads, ducts)
@@ -51,11 +50,11 @@ SPARE = 0.25  # assumed: spare fibers pulled with every trunk
 
 
 class BuildingPower(Model):
-    """A building's own utility feed; the site's ``power.utility_capacity`` still caps the campus."""
+    """A building's own utility feed, the limit its halls' IT x PUE must stay within; the site's
+    ``power.utility_capacity`` still caps the campus."""
 
     utility: Power = Field(description="utility power of this building's feed (facility power, with cooling)")
     pue: float | None = Field(None, ge=1.0, le=3.0, description="default: the site's pue")
-    limits: UtilityLimits | None = Field(None, description="this feed's ramp, swing and oscillation limits")
 
 
 class Building(Model):

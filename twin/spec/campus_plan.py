@@ -188,13 +188,11 @@ def plan(spec: Spec) -> CampusPlan | None:
     site = spec.site
     if not site.buildings:
         return None
-    camp = site.campus
-    fab = camp.fabric if camp is not None else None
+    c = site.campus or Campus()  # buildings without a campus section: routes from locations, a full mesh at 1:1
     idx = _index(site)
-    route_factor = camp.route_factor if camp is not None else None
     routes: dict[tuple[int, int], RoutePlan] = {}
     listed = {}
-    for r, route in enumerate(camp.routes if camp is not None else []):
+    for r, route in enumerate(c.routes):
         a, b = sorted((idx[route.between[0]], idx[route.between[1]]))
         listed[(a, b)] = (r, route)
     for a, b in combinations(range(len(site.buildings)), 2):
@@ -205,8 +203,7 @@ def plan(spec: Spec) -> CampusPlan | None:
         if route is not None and route.length is not None:
             routes[(a, b)] = RoutePlan(a, b, route.length, line, "surveyed", route.medium, path)
         else:
-            factor = route.route_factor if route is not None and route.route_factor is not None else route_factor
-            factor = factor if factor is not None else 1.0
+            factor = route.route_factor if route is not None and route.route_factor is not None else c.route_factor
             routes[(a, b)] = RoutePlan(a, b, (line or 0.0) * factor, line, f"locations x {factor:g}", route.medium if route else None, path)
     zones = zones_by_building(spec)
     buildings = tuple(
@@ -214,12 +211,11 @@ def plan(spec: Spec) -> CampusPlan | None:
                      b.power.pue if b.power.pue is not None else site.power.pue, zones[i])
         for i, b in enumerate(site.buildings)
     )
-    spine = fab.spine if fab is not None and fab.topology == "spine" else None
+    spine = c.fabric.spine if c.fabric.topology == "spine" else None
     zone_building = [0] * spec.zones
     for b in buildings:
         for z in b.zones:
             zone_building[z] = b.index
-    c = camp or Campus()
     return CampusPlan(
         buildings=buildings,
         routes=routes,

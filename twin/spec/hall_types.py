@@ -31,6 +31,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from .basics import SLUG, Model, Slug
+from .campus import Building
 from .diagnostics import Diagnostic, Severity
 from .loader import PathT, Source
 from .models import Hall, Site
@@ -95,18 +96,33 @@ TypedHall = _partial(
 )
 
 
+def _building_input() -> type[BaseModel]:
+    """A campus building as written: its halls in full or with a hall type (expanded by twin.spec.campus)."""
+    fields: dict[str, tuple] = {}
+    for key, f in Building.model_fields.items():
+        if key == "halls":
+            fields[key] = (list[Hall | TypedHall], Field(min_length=1, description="the building's halls: every field, or a `type:` plus overrides"))
+        else:
+            fields[key] = (f.annotation, copy.copy(f))
+    return create_model("Building", __base__=Model, __doc__=Building.__doc__, **fields)
+
+
 def _site_input() -> type[BaseModel]:
     fields: dict[str, tuple] = {}
     for key, f in Site.model_fields.items():
         if key == "halls":
             fields["halls"] = (list[Hall | TypedHall], Field(
-                min_length=1, description="the data halls: every field, or a `type:` from hall_types plus overrides"))
+                default_factory=list, description="the data halls: every field, or a `type:` from hall_types plus overrides "
+                "(a campus writes them under buildings instead)"))
             fields["hall_types"] = (dict[Slug, HallType], Field(
                 default_factory=dict, description="named hall templates that halls name with `type:` (write a repeated hall once)"))
+        elif key == "buildings":
+            fields[key] = (list[_building_input()], Field(default_factory=list, description=f.description))
         else:
             fields[key] = (f.annotation, copy.copy(f))
     model = create_model("Site", __base__=Model, __doc__=Site.__doc__, **fields)
-    model.model_config = ConfigDict(**{**Model.model_config, "title": Site.model_config.get("title")})
+    model.model_config = ConfigDict(**{**Model.model_config, "title": Site.model_config.get("title"),
+                                       "json_schema_extra": {"anyOf": [{"required": ["halls"]}, {"required": ["buildings"]}]}})
     model.model_rebuild(force=True)
     return model
 
