@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..feasibility import hall_pue
 from ..spec.models import Family
 from ..spec.resolve import Spec
 from . import capacity
@@ -40,7 +41,6 @@ def links_of(spec: Spec) -> Links:
 
 def figures(spec: Spec, racks, grids) -> dict:
     """Fiber, row loads, stranded power and utilisation of every limit in every state."""
-    pue = spec.site.power.pue
     links = links_of(spec)
     gpu = [r for r in racks if r.kind == "gpu"]
     nets = [r for r in racks if r.kind == "network"]
@@ -92,11 +92,11 @@ def figures(spec: Spec, racks, grids) -> dict:
         for r in racks:
             if r.position.hall == h.name:
                 load[r.position.row] += r.power
-        lim = capacity.row_power_limit(h, pue)
+        lim = capacity.row_power_limit(h, hall_pue(spec, h.name))
         for r in range(1, h.rows + 1):
             rows.append({"hall": h.name, "row": r, "load_w": load[r], "limit_w": lim[r],
                          "stranded_w": max(0.0, lim[r] - load[r]) if math.isfinite(lim[r]) else 0.0})
-        for u in capacity.usage(h, pue, load):
+        for u in capacity.usage(h, hall_pue(spec, h.name), load):
             usage_rows.append({"hall": h.name, "kind": u.limit.kind, "name": u.limit.name, "state": u.limit.state,
                                "load_w": u.load, "capacity_w": u.limit.capacity, "utilisation": u.utilisation})
     over = [u for u in usage_rows if u["load_w"] > u["capacity_w"] * (1 + 1e-6) + 1e-6]

@@ -24,7 +24,7 @@ import math
 import time
 import tracemalloc
 
-from ..feasibility import Budget
+from ..feasibility import Budget, hall_pue
 from ..spec.diagnostics import InfeasibleError
 from ..spec.models import Family
 from ..spec.resolve import Spec
@@ -55,7 +55,6 @@ def place(spec: Spec, budget: Budget | None = None) -> Placement:
     """The placement pass (``budget`` is not needed: stage 1 sizes the halls itself)."""
     t_start = time.perf_counter()
     site = spec.site
-    pue = site.power.pue
     halls = site.halls
     grids = {h.name: HallGrid(h) for h in halls}
     opts = site.placement
@@ -114,7 +113,7 @@ def place(spec: Spec, budget: Budget | None = None) -> Placement:
                     ext[t] = ty.switches * links.spine_to_core * (total_spine[building[i]] - spine_sw_in[i])
                     if campus_up:  # its campus links leave the building: out through the hall door
                         ext[t] += ty.switches * campus_up
-        res = solve_hall(h, pue, groups, types, P, w_gpu, w_net, ext, reach - 2 * h.tray_height,
+        res = solve_hall(h, hall_pue(spec, h.name), groups, types, P, w_gpu, w_net, ext, reach - 2 * h.tray_height,
                          opts.time_limit)
         if res.objective == math.inf:
             raise InfeasibleError(diagnose.explain(spec, asg, hall_index=i, reach=(medium, reach)))
@@ -163,7 +162,7 @@ def upper_bound(spec) -> int:
     pue = spec.site.power.pue
     total = 0.0
     for h in spec.site.halls:
-        cap, _ = hall_capacity(h, pue, spec.rack.power, (), relax=True)
+        cap, _ = hall_capacity(h, hall_pue(spec, h.name), spec.rack.power, (), relax=True)
         total += max(0.0, cap)
     site = spec.site.power.utility_capacity / pue / spec.rack.power
     return int(math.floor(min(total, site) + 1e-9))
