@@ -180,3 +180,21 @@ def test_campus_build_is_deterministic(tmp_path):
     a = build(SITES / "lab-campus.yaml", tmp_path / "a").files
     b = build(SITES / "lab-campus.yaml", tmp_path / "b").files
     assert a == b and "cabling/trunks.csv" in a
+
+
+def test_sonic_lossless_profile_per_campus_link():
+    """A SONiC ATSW sizes each link between buildings for its real length: pfc_xoff of the cable's whole
+    metres (b2-atsw-01: 4 ports to b1 at 310 m, 4 to b3 at 12,060 m); the in-building ports keep the 100 m
+    profile; the shared headroom is every port's xoff, capped at a quarter of the 64 MiB buffer."""
+    import json
+
+    from twin.physics import pfc_xoff
+
+    db = json.loads(configs.emit(compiled("lab-campus"))["configs/sonic/b2-atsw-01/config_db.json"])
+    prof = db["BUFFER_PROFILE"]
+    assert prof["pg_lossless_400000_12060m_profile"]["xoff"] == str(pfc_xoff(400e9, 12_060, 9216)) == "6002832"
+    assert prof["pg_lossless_400000_310m_profile"]["xoff"] == str(pfc_xoff(400e9, 310, 9216))
+    pgs = [v["profile"] for k, v in db["BUFFER_PG"].items() if k.endswith("|3")]
+    assert pgs.count("pg_lossless_400000_12060m_profile") == 4 and pgs.count("pg_lossless_400000_profile") == 8
+    need = 8 * 142_432 + 4 * pfc_xoff(400e9, 310, 9216) + 4 * 6_002_832
+    assert need > 2**24 and db["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"] == str(2**24)  # the 12 km ports do not fit

@@ -9,7 +9,7 @@ an ``auto`` GPU power cap is fixed, and the site's space, power and cooling are 
     cabling    = cabling.plan(spec, placement, fabric)    route, medium and stock length per cable
     bom        = bom.bill(spec, fabric, cabling)          switches, optics, cables
     addressing = address.plan(spec, fabric)               ASNs and IPs (routed fabrics)
-    intent     = build_intent(spec, fabric, addressing)   per-switch config intent (routed fabrics)
+    intent     = build_intent(spec, fabric, addressing, cabling)   per-switch config intent (routed fabrics)
 
 Emitters (``twin.emit``) and the twins (``twin.sim``) read the Design and nothing else.
 """
@@ -90,7 +90,7 @@ def compile_design(path: str | Path, progress: Callable[[str], None] | None = No
         ("cabling", lambda d: {"cabling": cabling.plan(spec, d.placement, d.fabric)}),
         ("bom", lambda d: {"bom": bom.bill(spec, d.fabric, d.cabling)}),
         ("addressing", lambda d: {"addressing": address.plan(spec, d.fabric)}),
-        ("intent", lambda d: {"intent": build_intent(spec, d.fabric, d.addressing)}),
+        ("intent", lambda d: {"intent": build_intent(spec, d.fabric, d.addressing, d.cabling)}),
     ]
     for name, step in steps:
         if progress:

@@ -8,12 +8,17 @@ targets cannot disagree with each other. Every port's speed is its link's ``spee
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..address import ULA, Addressing
 from ..fabric.graph import Fabric
 from ..spec.resolve import Spec
+
+if TYPE_CHECKING:
+    from ..fabric.cabling import CablePlan
 
 LEVEL_ROLE = {1: "rtsw", 2: "ctsw", 3: "atsw", 4: "cssw"}
 HOST_IF = "Vlan1000"  # the rack's GPU subnet: a VLAN over the server-facing ports (SVI gateway)
@@ -64,10 +69,16 @@ def ecmp_widths(fabric) -> dict[str, int]:
     return {n: max([up.get(n, 0)] + list(down.get(n, Counter()).values()) + [1]) for n in fabric.switches()}
 
 
-def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None) -> Intent | None:
-    """The config-intent pass: per-switch context for every config target (None when not routed)."""
+def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None, cabling: CablePlan | None = None) -> Intent | None:
+    """The config-intent pass: per-switch context for every config target (None when not routed).
+
+    A link between buildings (``cabling.campus``) also gives its two ends the cable's length
+    (``reach``, whole metres), so a target can size that port's lossless headroom for it."""
     if addr is None:
         return None
+    reach: dict[str, int] = {}
+    if cabling is not None and cabling.campus is not None:
+        reach = {cabling.ids[i]: math.ceil(cabling.stock[i]) for i in cabling.campus.index.tolist()}
     f = spec.fabric
     g = fabric.graph
     r = f.routing
@@ -129,7 +140,7 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None) -> Intent 
                 "peer_asn": sw[peer]["asn"],
                 "group": group,
                 "speed": int(lk.speed),
-            }))
+            } | ({"reach": reach[lk.id]} if lk.id in reach else {})))
     for n, subnet in addr.rack_subnet.items():
         ctx = sw[n]
         ctx["host"] = dict({

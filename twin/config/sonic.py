@@ -20,7 +20,8 @@ egress_lossy_pool       egress  dynamic    buffer - shared headroom
 ======================  ======  =========  ==============================================================
 
 The shared headroom is the sum of every used port's xoff (at most a quarter of the buffer); xoff at a
-port's speed is what arrives after a PAUSE is sent (:func:`headroom`).
+port's speed is what arrives after a PAUSE is sent (:func:`headroom`). A link between buildings gets a
+lossless profile of its own, sized for its real length (``pg_lossless_400000_3212m_profile``).
 """
 
 from __future__ import annotations
@@ -121,11 +122,14 @@ def shared_tables(site: dict) -> dict:
     return tables
 
 
-def buffer_tables(model: SwitchModel, speeds: dict[str, float], site: dict) -> dict:
-    """BUFFER_POOL/PROFILE/PG/QUEUE for the used ports (``speeds``: port -> link speed)."""
+def buffer_tables(model: SwitchModel, speeds: dict[str, float], site: dict, reach: dict[str, int] | None = None) -> dict:
+    """BUFFER_POOL/PROFILE/PG/QUEUE for the used ports (``speeds``: port -> link speed; ``reach``: port ->
+    cable metres where a link between buildings is longer than the in-hall :data:`REACH`)."""
     total, mtu, p = int(model.buffer), site["mtu"], site["pfc_priority"]
+    reach = reach or {}
     pg = {s: headroom(s, mtu) for s in sorted(set(speeds.values()))}
-    shared = min(int(total * HEADROOM_SHARE), sum(pg[s]["xoff"] for s in speeds.values()))
+    long = {port: pfc_xoff(speeds[port], m, mtu) for port, m in reach.items() if m > REACH}  # a campus link's own xoff
+    shared = min(int(total * HEADROOM_SHARE), sum(long.get(port, pg[s]["xoff"]) for port, s in speeds.items()))
     profiles = {
         "egress_lossless_profile": {"pool": "egress_lossless_pool", "size": "0", "static_th": str(total)},
         "egress_lossy_profile": {"dynamic_th": "3", "pool": "egress_lossy_pool", "size": "1518"},
@@ -135,11 +139,16 @@ def buffer_tables(model: SwitchModel, speeds: dict[str, float], site: dict) -> d
         profiles[f"pg_lossless_{mbps(s)}_profile"] = {
             "dynamic_th": "0", "pool": "ingress_lossless_pool", "size": str(h["size"]), "xoff": str(h["xoff"]), "xon": str(h["xon"]),
         }
+    for port, xoff in long.items():
+        profiles[f"pg_lossless_{mbps(speeds[port])}_{reach[port]}m_profile"] = {
+            "dynamic_th": "0", "pool": "ingress_lossless_pool", "size": str(2 * mtu), "xoff": str(xoff), "xon": str(2 * mtu),
+        }
     buffer_pg, buffer_queue = {}, {}
     lossy = queue_ranges(p)
     for port, s in speeds.items():
         buffer_pg[f"{port}|0"] = {"profile": "ingress_lossy_profile"}
-        buffer_pg[f"{port}|{p}"] = {"profile": f"pg_lossless_{mbps(s)}_profile"}
+        length = f"_{reach[port]}m" if port in long else ""
+        buffer_pg[f"{port}|{p}"] = {"profile": f"pg_lossless_{mbps(s)}{length}_profile"}
         buffer_queue[f"{port}|{p}"] = {"profile": "egress_lossless_profile"}
         for q in lossy:
             buffer_queue[f"{port}|{q}"] = {"profile": "egress_lossy_profile"}
@@ -241,7 +250,8 @@ def config_db(sw: dict, site: dict, model: SwitchModel, shared: dict) -> dict:
     }}
     tables.update(routing_tables(sw, site))
     tables.update(qos_port_tables(list(speeds), site))
-    tables.update(buffer_tables(model, speeds, site))
+    reach = {nb["port"]: nb["reach"] for nb in sw["neighbors"] if "reach" in nb}  # links between buildings
+    tables.update(buffer_tables(model, speeds, site, reach))
     tables.update(shared)
     return tables
 
