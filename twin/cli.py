@@ -267,7 +267,7 @@ def diff(
 def verify(
     folder: Path = typer.Argument(..., help="A generated site folder (output of twin build)."),
     slice_: Optional[str] = typer.Option(None, "--slice", help="Verify part of a big site: zone:1 (one AI zone with its ATSW uplinks), "
-                                         "or on a campus building:1,2 (the first zone of each, 4 of its racks, the ATSW layers and the campus tier between them)."),
+                                         "or on a campus building:1,2 (in each, 4 racks and 2 CTSWs of its first zone, the ATSWs they reach and the campus tier between them)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for convergence."),
     bfd: Optional[bool] = typer.Option(None, "--bfd/--no-bfd", help="Run bfdd too (default: when the configs use BFD)."),

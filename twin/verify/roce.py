@@ -50,10 +50,11 @@ class Topology:
             self.unnumbered, self.bfd, self.site, self.sessions_per_link,
         )
 
-    def slice_buildings(self, buildings: list[int], racks: int = 4) -> "Topology":
-        """A campus slice: in each building of ``buildings`` (1-based) the first AI zone's CTSWs and its
-        first ``racks`` racks, with the ATSW layers of those buildings and any campus spine; so the
-        campus tier between them carries real routes while the slice stays small enough for one machine."""
+    def slice_buildings(self, buildings: list[int], racks: int = 4, ctsws: int = 2) -> "Topology":
+        """A campus slice: in each building of ``buildings`` (1-based) the first AI zone's first ``racks``
+        racks and first ``ctsws`` CTSWs (planes), the ATSWs those CTSWs reach and the campus spines those
+        ATSWs reach; so routes cross every tier and the campus between the buildings while the slice stays
+        small enough for one machine (the prediction is made on the slice, as FRR runs it)."""
         have = sorted({s["building"] + 1 for s in self.switches.values() if s.get("building") is not None})
         if not have:
             raise ValueError(f"{self.site} is not a campus (no buildings); use --slice zone:N")
@@ -64,10 +65,12 @@ class Topology:
         for b in buildings:
             mine = {n: s for n, s in self.switches.items() if s.get("building") == b - 1}
             zone = min(s["zone"] for s in mine.values() if s["zone"] is not None)
-            keep |= {n for n, s in mine.items() if s["level"] == 2 and s["zone"] == zone}
-            keep |= {n for n, s in mine.items() if s["level"] == 3}
+            keep |= set(sorted(n for n, s in mine.items() if s["level"] == 2 and s["zone"] == zone)[:ctsws])
             keep |= set(sorted(n for n, s in mine.items() if s["level"] == 1 and s["zone"] == zone)[:racks])
-        keep |= {n for n, s in self.switches.items() if s["level"] >= 4}
+        levels = {n: sw["level"] for n, sw in self.switches.items()}
+        for level in (3, 4):  # the ATSWs the kept CTSWs reach, then the campus spines those ATSWs reach
+            keep |= {y for lk in self.links for x, y in ((lk["a"], lk["b"]), (lk["b"], lk["a"]))
+                     if x in keep and levels[x] == level - 1 and levels[y] == level}
         return Topology(
             {n: s for n, s in self.switches.items() if n in keep},
             [lk for lk in self.links if lk["a"] in keep and lk["b"] in keep],
