@@ -33,13 +33,14 @@ moved value keeps its line, and a diagnostic names the path as it was written
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from .basics import Model, Ratio, Slug
-from .diagnostics import Diagnostic, Severity
+from .diagnostics import Diagnostic, Severity, dotted
 from .loader import PathT, Source
 from .units import Length, Power
 
@@ -190,3 +191,10 @@ def written_path(src: Source, path: PathT) -> PathT:
     if head in src.moved:
         return src.moved[head] + tuple(path[2:])
     return tuple(path)
+
+
+def written_text(src: Source, text: str) -> str:
+    """``halls[5]`` named in a message, as written: ``buildings[1].halls[2]`` (a campus only)."""
+    if not src.moved:
+        return text
+    return re.sub(r"\bhalls\[(\d+)\]", lambda m: dotted(src.moved.get(("halls", int(m.group(1))), ("halls", int(m.group(1))))), text)

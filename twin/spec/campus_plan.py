@@ -303,9 +303,10 @@ def arithmetic(spec: Spec) -> Iterator[Finding]:
     if explicit > spec.zones:
         i = max(i for i, b in enumerate(site.buildings) if b.zones is not None)
         yield E, ("buildings", i, "zones"), f"buildings ask for {explicit} AI zones, the fabric has {spec.zones}", f"at most {spec.zones} in all"
+    why = f"{explicit} of them pinned by zones:" if explicit else "they fill the buildings in order"
     for b in cp.buildings:
         if not b.zones:
-            yield E, ("buildings", b.index), (f"building {b.name} gets no AI zone (the {spec.zones} zones fill the buildings before it)"), (
+            yield E, ("buildings", b.index), f"building {b.name} gets no AI zone ({spec.zones} zones in all, {why})", (
                 "fewer buildings, more zones, or zones: on each building")
     shape = spec.shape
     at, sp = shape.tier("atsw"), shape.tier("cssw")

@@ -58,6 +58,7 @@ def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     src, diags = campus.expand(src)  # a campus's halls under its buildings join the site's halls first
     if not diags:
         src, diags = hall_types.expand(src)
+        diags = [replace(d, path=campus.written_path(src, d.path)) for d in diags]  # a hall as written under its building
     if any(d.severity is Severity.ERROR for d in diags):
         return None, sorted(diags, key=_order)
     try:
@@ -129,6 +130,7 @@ def diagnostic(src: Source, severity: Severity, path: tuple, message: str, expec
         message = f"hall {came.hall} (type {came.type}): {message}"
     else:
         path = campus.written_path(src, path)
+    message = campus.written_text(src, message)
     line, col = src.locate(path)
     return Diagnostic(severity, src.path, line, col, path, message, expected)
 
