@@ -20,6 +20,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..fabric.graph import spine_group
 from ..spec.diagnostics import InfeasibleError
 from .pools import rack_span, smallest_prefix, subnet_size
 
@@ -109,14 +110,14 @@ def plan(spec: Spec, fabric: Fabric | None) -> Addressing | None:
             idx = used.get(pool_name, 0)
             used[pool_name] = idx + 1
         elif pool_name == "level2":
-            z = g.nodes[n].get("zone")
+            z = spine_group(g.nodes[n])  # one ASN per AI zone, or per pod of a tree of 3+ tiers
             if z not in zone_asn:
                 zone_asn[z] = len(zone_asn)
             idx = zone_asn[z]
         else:
             idx = 0
         if pool.first + idx > pool.last:
-            need = {"level1": sum(1 for x in switches if levels[x] == 1), "level2": len({g.nodes[x].get("zone") for x in switches if levels[x] == 2}), "level3": 1}[pool_name]
+            need = {"level1": sum(1 for x in switches if levels[x] == 1), "level2": len({spine_group(g.nodes[x]) for x in switches if levels[x] == 2}), "level3": 1}[pool_name]
             raise InfeasibleError([
                 f"routing.asn_pools.{pool_name} ({pool.first}-{pool.last}) has {pool.last - pool.first + 1} ASNs; "
                 f"the fabric needs {need}"

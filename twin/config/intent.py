@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from ..address import ULA, Addressing
-from ..fabric.graph import Fabric
+from ..fabric.graph import Fabric, spine_group
 from ..spec.resolve import Spec
 
 LEVEL_ROLE = {1: "rtsw", 2: "ctsw", 3: "atsw"}
@@ -52,7 +52,7 @@ def ecmp_widths(fabric) -> dict[str, int]:
             continue
         lo, hi = (lk.a, lk.b) if la < lb else (lk.b, lk.a)
         up[lo] += 1
-        group = g.nodes[lo].get("zone") if g.nodes[hi].get("level") == 3 else lo
+        group = spine_group(g.nodes[lo]) if g.nodes[hi].get("level") == 3 else lo
         down[hi][group] += 1
     return {n: max([up.get(n, 0)] + list(down.get(n, Counter()).values()) + [1]) for n in fabric.switches()}
 

@@ -56,6 +56,8 @@ def add_tree(b: Builder, ts: TreeShape, attach: list[tuple[str, int]], spec: Spe
             rack, u = mounter.mount(sid, model)
             r = rail if rail is not None else (i % leaf_rails if leaf_rails and t == 0 else None)
             extra = {"rail": r} if r is not None else {}
+            if t == 1 and ts.tiers >= 3:
+                extra["pod"] = i // (ts.radix // 2)  # the spines of one pod: their own ASN under eBGP
             b.switch(sid, f.switch, model, role=roles[t], level=t + 1, hall=rack.position.hall, zone=None, rack=rack.id, u=u, **extra)
             tier.append(sid)
         ids.append(tier)

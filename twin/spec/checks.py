@@ -288,8 +288,10 @@ def routing(spec: Spec) -> Iterator[Finding]:
             yield E, ("fabric", "tiers"), (
                 f"a RoCE fabric of {len(tiers)} switch tiers: twin's routed configs (eBGP, RFC 7938) cover at most 3"
             ), "tiers <= 3 (a larger switch), or technology: infiniband"
-        # ASNs a level needs: one per leaf; one per zone at level 2 (AI zones; trees share one); one at the top
-        need = {1: tiers[0].count, 2: spec.zones if f.family == Family.AI_ZONE else 1, 3: 1}
+        # ASNs a level needs: one per leaf; one per AI zone or tree pod at level 2 (else one); one at the top
+        ts = spec.shape.tree
+        pods = math.ceil(ts.switches[0] / (ts.radix // 2)) * spec.shape.trees if ts and ts.tiers >= 3 else 1
+        need = {1: tiers[0].count, 2: spec.zones if f.family == Family.AI_ZONE else pods, 3: 1}
         for t in tiers[:3]:
             name = f"level{t.level}"
             p = r.asn_pools.get(name)
