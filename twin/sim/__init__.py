@@ -6,9 +6,11 @@
 >>> r.data["cases"][0]["collectives"][0]["schemes"][0]["busbw_GBps_at_max_size"]  # doctest: +SKIP
 
 Modules: topology (graph -> arcs and ECMP groups), hashing (RoCEv2 5-tuple, per-switch seeds),
-routing (ecmp, e-ecmp, static, spray, te), fluid (max-min, events), collectives (nccl-tests
-algorithms and bandwidths), te (LP reference), jobs (TP/CP/PP/DP), scenario (the YAML language),
-run (orchestration), report (tables), plots (PNG).
+routing (ecmp, e-ecmp, static, spray, te; channels x QPs flows, PXN), fluid (max-min, events),
+collectives (nccl-tests algorithms as phases), nccl (channels, protocols, per-step latency), trees
+(double binary tree), te (LP reference), compute (FLOPs and kernel roofline), jobs (TP/CP/PP/DP
+step, StepProfile), serving (TTFT/TPOT), scenario (the YAML language), run (orchestration), report
+(tables), plots (PNG).
 """
 
 from __future__ import annotations

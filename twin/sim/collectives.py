@@ -30,6 +30,7 @@ import numpy as np
 
 from . import fluid, routing
 from .nccl import PROTOCOL_EFFICIENCY, Cost, Library, PhaseCost, ring_channels
+from .trees import dtree_parents, tree_depth
 from .topology import Net
 
 STEP_OVERHEAD_S = 0.0  # extra per-step overhead beyond NCCL's model (a what-if knob)
@@ -112,46 +113,6 @@ def _ring_phase(net: Net, ranks: np.ndarray, repeat: int, label: str, lib: Libra
     servers = len(_by_server(net, ranks))
     return Phase(src, dst, frac, repeat, label, repeat, net_per_round * (servers - 1) if servers > 1 else 0,
                  conns=_channels(net, ranks, lib), ring=True)
-
-
-def btree_parents(n: int) -> np.ndarray:
-    """Parent of each rank in NCCL's binary tree (root 0, parent by the lowest set bit), -1 at root."""
-    par = np.full(n, -1, np.int64)
-    for r in range(1, n):
-        bit = r & -r
-        up = (r ^ bit) | (bit << 1)
-        if up >= n:
-            up = r ^ bit
-        par[r] = up
-    return par
-
-
-def dtree_parents(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The two trees of NCCL's double binary tree: the second mirrors (even n) or shifts (odd n) the
-    first, so most nodes are a leaf in one tree and interior in the other."""
-    a = btree_parents(n)
-    if n % 2 == 0:
-        m = lambda r: n - 1 - r  # noqa: E731
-    else:
-        m = lambda r: (r + 1) % n  # noqa: E731
-        inv = lambda r: (r - 1) % n  # noqa: E731
-    b = np.full(n, -1, np.int64)
-    for r in range(n):
-        pr = a[m(r)]
-        if pr >= 0:
-            b[r] = (n - 1 - pr) if n % 2 == 0 else inv(pr)
-    return a, b
-
-
-def _tree_depth(par: np.ndarray) -> int:
-    depth = 0
-    for r in range(len(par)):
-        d, x = 0, r
-        while par[x] >= 0:
-            x = par[x]
-            d += 1
-        depth = max(depth, d)
-    return depth
 
 
 def _net_peers(net: Net, ranks: np.ndarray) -> int:
@@ -286,7 +247,7 @@ def _tree(net: Net, ranks: np.ndarray, lib: Library) -> tuple[list[Phase], str]:
                 src += [ch[1:], ch[:-1]]
                 dst += [ch[:-1], ch[1:]]
                 frac += [np.full(C - 1, 1.0 / C)] * 2
-    inter = max(_tree_depth(ta), _tree_depth(tb))
+    inter = max(tree_depth(ta), tree_depth(tb))
     intra = C - 1 if C > 1 else 0
     ph = Phase(np.concatenate(src), np.concatenate(dst), np.concatenate(frac), 1, "double binary tree", 2 * (inter + intra),
                2 * inter, conns=_channels(net, ranks, lib))
