@@ -126,7 +126,7 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
     bubble = (w.pp - 1) / v * (t_f + t_b)
     b = w.bytes_per_param
     act = c.tokens_per_microbatch * shape.hidden * 2
-    kv = 2 * w.sequence_length * shape.kv_dim / w.tp * 2
+    kv = 2 * w.sequence_length * shape.kv_dim / min(w.tp, shape.kv_heads) * 2  # this GPU's K and V heads
     layers = shape.layers / w.pp
     shard = (shape.matmul_params + shape.hidden * shape.vocab) / (w.tp * w.pp) * b
     grad_groups = rank_groups(gpus, sizes, dims, ("cp", "dp")) if w.cp * w.dp > 1 else []
