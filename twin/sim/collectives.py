@@ -30,8 +30,8 @@ import numpy as np
 
 from . import fluid, routing
 from .nccl import PROTOCOL_EFFICIENCY, Cost, Library, PhaseCost, ring_channels
-from .trees import dtree_parents, tree_depth
 from .topology import Net
+from .trees import dtree_parents, tree_depth
 
 STEP_OVERHEAD_S = 0.0  # extra per-step overhead beyond NCCL's model (a what-if knob)
 
@@ -155,7 +155,7 @@ def plan(net: Net, op: str, algorithm: str, ranks: np.ndarray, peers: np.ndarray
         off = i != j
         posts = max(0, _net_peers(net, ranks) - 1)
         return [Phase(ranks[i[off]], ranks[j[off]], np.full(int(off.sum()), 1.0 / n), 1, "full mesh", 1, int(multi), posts,
-                      conns=lib.p2p_channels)], "ring"
+                      conns=lib.p2p_channels, pxn=True)], "ring"
     if op == "allreduce" and algorithm == "tree":
         return _tree(net, ranks, lib)
     if op == "allreduce" and algorithm == "hierarchical":
@@ -172,7 +172,7 @@ def plan(net: Net, op: str, algorithm: str, ranks: np.ndarray, peers: np.ndarray
         posts = max(0, _net_peers(net, ranks) - 1)
         if (rel >= 0).any():
             return _forwarded_alltoall(net, src, dst, frac, rel, posts, lib), "ring"
-        return [Phase(src, dst, frac, 1, "pairwise", 1, int(multi), posts, conns=lib.p2p_channels)], "ring"
+        return [Phase(src, dst, frac, 1, "pairwise", 1, int(multi), posts, conns=lib.p2p_channels, pxn=True)], "ring"
     if op == "sendrecv":
         if peers is None or len(peers) != n:
             raise ValueError("sendrecv needs as many peers as ranks")

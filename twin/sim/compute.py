@@ -64,7 +64,7 @@ class Gpu:
     clock: float = 1.0  # throughput at the power cap relative to TDP (chassis perf_vs_power) x sustained share
 
     @classmethod
-    def of(cls, chassis, clock: float = 1.0) -> "Gpu":
+    def of(cls, chassis, clock: float = 1.0) -> Gpu:
         """The GPU of a catalog chassis; raises ValueError when the catalog lacks the figures."""
         k = chassis.kernels
         if k is None or not chassis.hbm_bandwidth:
@@ -111,7 +111,7 @@ class Shape:
     vocab: int = 0
 
     @classmethod
-    def of(cls, w, kv_heads: int | None = None) -> "Shape":
+    def of(cls, w, kv_heads: int | None = None) -> Shape:
         """From a workload; without ``ffn_hidden_size`` the FFN is sized so the layers hold the stated
         parameters (SwiGLU: 3 x h x f per layer)."""
         heads = w.heads or max(1, w.hidden_size // 128)
@@ -122,7 +122,7 @@ class Shape:
         if ffn is None:
             attn = h * (h + 2 * h * kv // heads) + h * h
             per_layer = (w.parameters - 2 * vocab * h) / w.layers
-            ffn = max(1, int(round((per_layer - attn) / (3 * h))))
+            ffn = max(1, round((per_layer - attn) / (3 * h)))
         return cls(w.layers, h, ffn, heads, kv, vocab)
 
     @property
@@ -165,10 +165,10 @@ class Work:
     def seconds(self) -> float:
         return self.gemm_s + self.attention_s + self.memory_s
 
-    def __add__(self, o: "Work") -> "Work":
+    def __add__(self, o: Work) -> Work:
         return Work(self.gemm_s + o.gemm_s, self.attention_s + o.attention_s, self.memory_s + o.memory_s, self.flops + o.flops)
 
-    def scaled(self, x: float) -> "Work":
+    def scaled(self, x: float) -> Work:
         return Work(self.gemm_s * x, self.attention_s * x, self.memory_s * x, self.flops * x)
 
 

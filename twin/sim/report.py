@@ -111,7 +111,7 @@ def design_section(d) -> str | None:
     from ..emit.markdown import table
     from . import collectives as coll
     from . import routing, topology
-    from .nccl import Library, PROTOCOL_EFFICIENCY
+    from .nccl import PROTOCOL_EFFICIENCY, Library
 
     g = topology.first_gpus_subgraph(fab.graph, REPORT_GPUS)
     net = topology.from_design(d, g)

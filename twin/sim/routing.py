@@ -242,7 +242,7 @@ def _hashed(net: Net, s_nic, d_nic, b, scheme: Scheme, pre: np.ndarray | None = 
     # aggregate identical (path, size) rows into classes
     size_id = np.unique(size, return_inverse=True)[1].reshape(-1)
     key = np.concatenate([P, size_id[:, None]], axis=1)
-    first, inv, count = _row_classes(key)
+    first, _, count = _row_classes(key)
     Pc = key[first, :-1]
     K = len(first)
     valid = Pc >= 0

@@ -1,7 +1,8 @@
 """The scenario language: what to simulate on a compiled design, validated like a site spec.
 
-A scenario names collectives and training jobs to time, the routing schemes to compare side by side,
-and what-if *cases* (failures, degraded links, a replaced server). Errors come back as
+A scenario names collectives, training jobs and serving deployments to time, the routing schemes to
+compare side by side, the collective library's settings (``nccl:``), and what-if *cases* (failures,
+degraded links, a replaced server). Errors come back as
 ``FILE:LINE:COL: path: message (expected ...)`` through the same loader and pydantic mapping as specs.
 
 Example (scenarios/server5.yaml, the talk's static-routing collision)::

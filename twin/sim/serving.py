@@ -112,7 +112,7 @@ def simulate_serving(design, net, cfg, schemes, lib: Library, down: set[int], sr
         if cfg.pp > 1:
             p2p = coll.time_collective(net, "sendrecv", "direct", stages[0], s, stages[1], lib=lib)
 
-        def comm(size_ar: float, size_p2p: float) -> tuple[float, float]:
+        def comm(size_ar: float, size_p2p: float, ar=ar, p2p=p2p) -> tuple[float, float]:
             t = lat = 0.0
             if ar:
                 ta, la = _at(ar, size_ar)
