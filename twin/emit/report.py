@@ -104,8 +104,10 @@ def workloads_section(d: Design) -> str | None:
     jobs = d.spec.site.workloads
     if not jobs:
         return None
-    rows = [[j.name, f"{j.parameters / 1e9:g}B", f"TP{j.tp} CP{j.cp} PP{j.pp} DP{j.dp}", f"{j.gpus:,}", j.sequence_length, j.global_batch, j.tflops_per_gpu or (f"MFU {j.mfu:g}" if j.mfu else "-")] for j in jobs]
-    return "## Workloads\n\n" + table(["job", "params", "parallelism", "GPUs", "seq len", "global batch", "TFLOPs/GPU"], rows, "llrrrrl")
+    rows = [[j.name, f"{j.parameters / 1e9:g}B", f"TP{j.tp} CP{j.cp} PP{j.pp} DP{j.dp}", f"{j.gpus:,}", j.sequence_length, j.global_batch,
+             f"{j.measured:g}" if j.measured is not None else (f"MFU {j.mfu:g}" if j.mfu else "-")] for j in jobs]
+    return ("## Workloads\n\n" + table(["job", "params", "parallelism", "GPUs", "seq len", "global batch", "measured TFLOPs/GPU"], rows, "llrrrrl")
+            + "\nMeasured rates are for comparison; `twin simulate` predicts each job's rate from its shape and the fabric.\n")
 
 
 def warnings_section(d: Design) -> str | None:

@@ -18,23 +18,27 @@ def _schemes(data: dict) -> list[str]:
 
 def render(data: dict, console: Console) -> None:
     console.width = max(console.width, 132)  # nccl-tests-shaped tables are wide; never squeeze them
-    console.print(f"[bold]{data['scenario']}[/bold] on {data['site']} ({data['gpus']:,} GPUs); protocol efficiency "
-                  f"{data['protocol_efficiency']:g}, step overhead {data['step_overhead_us']:g} us")
+    nc = data.get("nccl", {})
+    console.print(f"[bold]{data['scenario']}[/bold] on {data['site']} ({data['gpus']:,} GPUs); Simple protocol efficiency "
+                  f"{data['protocol_efficiency']:g}; channels per NIC {nc.get('channels_per_nic', 'auto')}, NIC latency "
+                  f"{nc.get('nic_latency_us', 0):g} us; extra step overhead {data['step_overhead_us']:g} us")
     for n in data["notes"]:
         console.print(f"note: {n}", markup=False)
     names = _schemes(data)
     for case in data["cases"]:
         for c in case["collectives"]:
             t = Table(title=f"{case['case']}: {c['name']} ({c['op']}/{c['algorithm']}, {c['ranks']} ranks)", title_justify="left")
-            for col in ("size (B)", "count", "type", "routing", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
-                t.add_column(col, justify="left" if col in ("type", "routing") else "right")
+            for col in ("size (B)", "count", "type", "routing", "proto", "time (us)", "latency (us)", "algbw (GB/s)", "busbw (GB/s)"):
+                t.add_column(col, justify="left" if col in ("type", "routing", "proto") else "right")
             for row in c["table"]:
                 for k, n in enumerate(names):
                     r = row[n]
                     head = [f"{row['size']:,}", f"{row['count']:,}", row["type"]] if k == 0 else ["", "", ""]
-                    t.add_row(*head, n, f"{r['time_us']:,.1f}", f"{r['algbw_GBps']:.2f}", f"{r['busbw_GBps']:.2f}",
-                              end_section=k == len(names) - 1)
+                    t.add_row(*head, n, r.get("protocol", ""), f"{r['time_us']:,.1f}", f"{r.get('latency_us', 0):,.1f}",
+                              f"{r['algbw_GBps']:.2f}", f"{r['busbw_GBps']:.2f}", end_section=k == len(names) - 1)
             console.print(t)
+            if c.get("comparison"):
+                _comparison(console, c, [row["size"] for row in c["table"]])
             lt = Table(title="link load on the fabric (dominant phase)", title_justify="left")
             for col in ("scheme", "max/mean load", "flows", "flow classes", "rate events"):
                 lt.add_column(col, justify="right")
@@ -43,14 +47,27 @@ def render(data: dict, console: Console) -> None:
                 lt.add_row(e["scheme"], f"{e['link_load']['max_over_mean']:.2f}", f"{ph['flows']:,}", f"{ph['classes']:,}", str(ph["events"]))
             console.print(lt)
         for j in case["jobs"]:
-            t = Table(title=f"{case['case']}: job {j['workload']} ({j['parallelism']}, {j['gpus']:,} GPUs, {j['order']} order, "
-                            f"compute {j['compute_s']:.2f} s, bubble {j['bubble_s']:.2f} s)", title_justify="left")
-            for col in ("scheme", "step s", "exposed comm s", "exposed %", "TP s", "PP s", "DP s (exposed)", "eff. TFLOPs/GPU"):
+            meas = j.get("measured_tflops_per_gpu")
+            t = Table(title=f"{case['case']}: job {j['workload']} ({j['parallelism']}, {j['gpus']:,} GPUs, seq {j['sequence_length']:,}, "
+                            f"{j['order']} order; compute {j['compute_s']:.2f} s, bubble {j['bubble_s']:.2f} s"
+                            + (f"; measured {meas:g} TFLOPs/GPU" if meas else "") + ")", title_justify="left")
+            for col in ("scheme", "step s", "exposed comm s", "exposed %", "TP s", "CP s", "PP s", "DP s (exposed)", "TFLOPs/GPU", "MFU"):
                 t.add_column(col, justify="right")
             for s in j["schemes"]:
                 t.add_row(s["scheme"], f"{s['step_s']:.3f}", f"{s['exposed_comm_s']:.3f}", f"{100 * s['exposed_fraction']:.1f}",
-                          f"{s['tp_s']:.3f}", f"{s['pp_exposed_s']:.3f}", f"{s['dp_s']:.3f} ({s['dp_exposed_s']:.3f})",
-                          f"{s['effective_tflops_per_gpu']:.0f}")
+                          f"{s['tp_s']:.3f}", f"{s['cp_s']:.3f}", f"{s['pp_exposed_s']:.3f}", f"{s['dp_s']:.3f} ({s['dp_exposed_s']:.3f})",
+                          f"{s['predicted_tflops_per_gpu']:.0f}", f"{100 * s['predicted_mfu']:.1f}%")
+            console.print(t)
+        for sv in case.get("serving", []):
+            t = Table(title=f"{case['case']}: serving {sv['name']} (TP{sv['tp']} PP{sv['pp']}, batch {sv['batch']}, prompt {sv['prompt_tokens']:,}, "
+                            f"{'across servers' if sv['spans_servers'] else 'one server'}; decode AllReduce {sv['decode_allreduce_bytes']:,} B)",
+                      title_justify="left")
+            for col in ("scheme", "TTFT ms", "latency share", "TPOT ms", "latency share", "AllReduce us", "proto", "tokens/s"):
+                t.add_column(col, justify="right")
+            for s in sv["schemes"]:
+                p, d = s["prefill"], s["decode"]
+                t.add_row(s["scheme"], f"{s['ttft_s'] * 1e3:.1f}", f"{100 * p['collective_latency_share']:.1f}%", f"{s['tpot_s'] * 1e3:.2f}",
+                          f"{100 * d['collective_latency_share']:.1f}%", f"{d['allreduce_us']:.1f}", d["allreduce_protocol"], f"{s['tokens_per_s']:.0f}")
             console.print(t)
     if "campaign" in data:  # the reliability twin (twin/sim/reliability/report.py)
         campaign_report.render(data["campaign"], console)
@@ -58,6 +75,19 @@ def render(data: dict, console: Console) -> None:
         from .power.report import render as render_power
 
         render_power(data["power"], console)
+
+
+def _comparison(console: Console, c: dict, sizes: list[int]) -> None:
+    for scheme, cmp in c["comparison"].items():
+        t = Table(title=f"fastest algorithm by size ({scheme})", title_justify="left")
+        algs = list(cmp["time_us"][0])
+        for col in ["size (B)"] + [f"{a} (us)" for a in algs] + ["fastest"]:
+            t.add_column(col, justify="right")
+        for size, times, best in zip(sizes, cmp["time_us"], cmp["fastest"]):
+            t.add_row(f"{size:,}", *[f"{times[a]:,.1f}" for a in algs], best)
+        console.print(t)
+        for x in cmp["crossovers"]:
+            console.print(f"crossover: {x['from']} -> {x['to']} between {x['between'][0]:,} and {x['between'][1]:,} bytes", markup=False)
 
 
 def markdown(data: dict) -> str:
@@ -89,6 +119,7 @@ def design_section(d) -> str | None:
     from ..emit.markdown import table
     from . import collectives as coll
     from . import routing, topology
+    from .nccl import PROTOCOL_EFFICIENCY, Library
 
     g = topology.first_gpus_subgraph(fab.graph, REPORT_GPUS)
     net = topology.from_design(d, g)
@@ -100,13 +131,14 @@ def design_section(d) -> str | None:
     rows = []
     for s in (routing.Scheme("ecmp, 1 QP", "ecmp", 1), routing.Scheme(f"e-ecmp, {qps} QPs", "e-ecmp", qps),
               routing.Scheme("spray (upper bound)", "spray", 1)):
-        tm = coll.time_collective(net, "allreduce", "ring", ranks, s, keep_load=True)
+        tm = coll.time_collective(net, "allreduce", "ring", ranks, s, keep_load=True, lib=Library(nic_latency=d.spec.chassis.nic_latency))
         ph = tm.phases[0]
         sw = (net.arc_tail >= 0) & (net.arc_tail < net.n_switches) & (net.arc_head >= 0) & (net.arc_head < net.n_switches)
         x = ph.load[sw & (ph.load > 0)] if ph.load is not None else np.zeros(0)
         mm = f"{x.max() / x.mean():.2f}" if len(x) else "-"
         rows.append([s.name, f"{tm.busbw(size) / 1e9:.1f}", f"{tm.time(size) * 1e3:.2f}", mm])
     head = (f"## Collective performance (twin)\n\nRing AllReduce of 1 GiB over the first {net.n_gpus} GPUs "
-            f"({len(set(net.server_rack))} racks), flow-level max-min model, protocol efficiency "
-            f"{coll.PROTOCOL_EFFICIENCY:g}. Run `twin simulate` with a scenario for the whole site, failures and jobs.\n\n")
+            f"({len(set(net.server_rack))} racks), flow-level max-min model with NCCL's channels (2 per NIC) and latency "
+            f"model, protocol efficiency {PROTOCOL_EFFICIENCY:g}. Run `twin simulate` with a scenario for the whole site, "
+            f"failures, jobs and serving.\n\n")
     return head + table(["routing", "busbw GB/s", "time ms", "max/mean fabric link load"], rows, "lrrr")

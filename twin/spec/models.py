@@ -109,6 +109,26 @@ Count = Annotated[
 # ---------------------------------------------------------------- catalog
 
 
+class Kernels(Model):
+    """How close a GPU's kernels come to its datasheet peaks: the few constants of the twin's compute
+    model (twin/sim/compute.py). Efficiency of a GEMM with dimensions m, n, k is
+    ``gemm_efficiency x f(m) f(n) f(k)`` with ``f(d) = d / (d + gemm_half_dim)``; of an attention kernel
+    over a context of c tokens ``attention_efficiency x c / (c + attention_half_context)`` (forward) and
+    ``attention_backward`` times that (backward); memory-bound kernels move ``hbm_efficiency`` of the
+    datasheet HBM bandwidth. Every kernel is also held under the roofline ``bytes / HBM bandwidth``, and
+    all run at ``sustained`` of their benchmark speed."""
+
+    gemm_efficiency: float = Field(gt=0, le=1, description="large BF16 GEMMs in a benchmark: fraction of the dense peak")
+    gemm_half_dim: float = Field(64.0, gt=0, description="GEMM dimension at which a dimension halves the efficiency")
+    attention_efficiency: float = Field(gt=0, le=1, description="fused attention forward at long context: fraction of peak")
+    attention_half_context: float = Field(256.0, gt=0, description="context length (tokens) at which attention runs at half its efficiency")
+    attention_backward: float = Field(0.75, gt=0, le=2, description="backward attention efficiency relative to forward")
+    hbm_efficiency: float = Field(0.9, gt=0, le=1, description="fraction of HBM bandwidth memory-bound kernels sustain")
+    sustained: float = Field(1.0, gt=0, le=1, description="share of benchmark kernel speed a GPU keeps through a whole training or "
+                             "serving step (clocks at the power limit, launch gaps, kernels the model leaves out)")
+    source: str = Field(min_length=1)
+
+
 class Chassis(Model):
     """A GPU server (e.g. Grand Teton): what a rack is filled with."""
 
@@ -127,6 +147,10 @@ class Chassis(Model):
         description="GPU throughput (fraction of TDP throughput) at power cap (fraction of TDP); concave",
     )
     phase_power: PhasePower | None = Field(None, description="per-GPU power by training phase (the power twin)")
+    hbm_bandwidth: DataRate | None = Field(None, description="per-GPU HBM bandwidth (datasheet); the roofline's memory roof")
+    gpu_memory: DataSize | None = Field(None, description="per-GPU HBM capacity; serving deployments must fit in it")
+    nic_latency: Time = Field(1e-6, description="RDMA NIC per-message latency (send and receive NIC together)")
+    kernels: Kernels | None = Field(None, description="sustained kernel efficiencies of the GPU (the compute model's constants)")
     height_u: int = Field(ge=1, le=60)
     weight: Mass
     source: str = Field(min_length=1, description="where the figures come from, or 'assumed'")
@@ -464,10 +488,29 @@ class TrainingJob(Model):
     cp: int = Field(1, ge=1)
     pp: int = Field(1, ge=1)
     dp: int = Field(1, ge=1)
-    tflops_per_gpu: float | None = Field(None, gt=0, description="achieved BF16 TFLOPs per GPU")
-    mfu: float | None = Field(None, gt=0, le=1)
+    kv_heads: int | None = Field(None, ge=1, description="key/value heads (grouped-query attention); default: heads")
+    vocab_size: int | None = Field(None, ge=1, description="vocabulary size (output layer); default 0: no output layer counted")
+    virtual_stages: int = Field(1, ge=1, le=64, description="interleaved pipeline: model chunks per GPU")
+    measured_tflops_per_gpu: float | None = Field(
+        None, gt=0, description="a measured end-to-end BF16 TFLOPs per GPU to compare the twin's prediction with (never an input of the math)"
+    )
+    tflops_per_gpu: float | None = Field(None, gt=0, description="deprecated alias of measured_tflops_per_gpu")
+    mfu: float | None = Field(None, gt=0, le=1, description="deprecated: a measured MFU (compare-only), as measured_tflops_per_gpu / peak")
     bytes_per_param: int = Field(2, ge=1, le=8)
     source: str = ""
+
+    @model_validator(mode="after")
+    def _one_measured(self) -> "TrainingJob":
+        if self.measured_tflops_per_gpu is not None and self.tflops_per_gpu is not None:
+            raise ValueError("give measured_tflops_per_gpu or its deprecated alias tflops_per_gpu, not both")
+        if self.heads is not None and self.kv_heads is not None and self.heads % self.kv_heads:
+            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        return self
+
+    @property
+    def measured(self) -> float | None:
+        """The measured TFLOPs/GPU this job is compared with (the deprecated alias included)."""
+        return self.measured_tflops_per_gpu if self.measured_tflops_per_gpu is not None else self.tflops_per_gpu
 
     @property
     def gpus(self) -> int:
