@@ -43,6 +43,7 @@ def references(site: Site, catalog: Catalog) -> Iterator[Finding]:
     rt = site.rack_types.get(f.rack_type)
     if rt is not None and rt.rtsw is not None:
         models.append((("rack_types", f.rack_type, "rtsw"), rt.rtsw))
+    attached = {f"{a.name}-{a.tier}" for a in f.attachments}
     for tier, names in f.media.items():
         if f.family == Family.AI_ZONE:
             known = tier in ("nic-rtsw", "rtsw-ctsw", "ctsw-atsw")
@@ -50,6 +51,8 @@ def references(site: Site, catalog: Catalog) -> Iterator[Finding]:
         else:
             known = re.fullmatch(r"nic-leaf|(leaf|spine|super\d*)-(spine|super\d*|core)", tier) is not None
             tiers = "nic-leaf, leaf-spine, spine-core (spine-super, super-core with 4 tiers)"
+        known = known or tier in attached
+        tiers += "".join(f", {t}" for t in sorted(attached))
         if not known:
             yield E, ("fabric", "media", tier), f"'{tier}' is not a link tier of a {f.family.value} fabric", tiers
         for i, n in enumerate(names):
@@ -87,9 +90,6 @@ def family_shape(site: Site) -> Iterator[Finding]:
             yield E, ("fabric", "switch"), f"a {f.family.value} fabric needs the switch model of its tiers", "switch: qm9700"
         if f.gpus is None and not (f.zones and f.racks_per_zone):
             yield E, ("fabric", "gpus"), f"a {f.family.value} fabric needs a GPU count", "gpus: 24576"
-        for tier in ("ctsw", "atsw"):
-            if getattr(f, tier) is not None:
-                yield W, ("fabric", tier), f"{tier} is ignored by the {f.family.value} family", "switch and tiers"
 
 
 def arithmetic(spec: Spec) -> Iterator[Finding]:
@@ -140,10 +140,6 @@ def _ai_zone_ports(spec: Spec) -> Iterator[Finding]:
             f"RTSWs are oversubscribed {down}:{up} ({down / up:.2f}:1); traffic leaving a rack is throttled"
         ), f"uplinks >= {down} for full bisection"
     c = f.ctsw.count
-    if shape.rack_uplinks % c:
-        yield W, ("fabric", "ctsw", "count"), (
-            f"{shape.rack_uplinks} uplinks per rack do not spread evenly over {c} CTSWs; ECMP weights will be uneven"
-        ), f"a divisor of {shape.rack_uplinks}"
     if ct.down + ct.up > ct.radix:
         free = max(1, ct.radix - ct.up)
         yield E, ("fabric", "ctsw", "count"), (
