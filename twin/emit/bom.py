@@ -62,6 +62,7 @@ def section(design: Design) -> str | None:
     for item, (q, watts) in sorted(cables.items()):
         rows.append(["cable", item, f"{q:,}", kw(watts), "see bom.csv for stock lengths"])
     p = network_power(lines)
-    rows.append(["**total**", "network power", "", f"**{kw(p['total'])}**", f"switches {kw(p['switch'])}, " + (f"attachments {kw(p['endpoint'])}, " if p["endpoint"] else "") + f"optics {kw(p['transceiver'])}, active cables {kw(p['cable'])}"])
+    parts = f"switches {kw(p['switch'])}, " + (f"attachments {kw(p['endpoint'])}, " if p["endpoint"] else "")
+    rows.append(["**total**", "network power", "", f"**{kw(p['total'])}**", parts + f"optics {kw(p['transceiver'])}, active cables {kw(p['cable'])}"])
     rows.append(["**total**", "cable mass", "", "", f"{cable_mass(lines):,.0f} kg of cable on the trays (catalog weight_per_metre)"])
     return "## Bill of materials\n\n" + CONVENTION + "\n\n" + table(["category", "item", "quantity", "power", "source"], rows, "llrrl")

@@ -29,7 +29,6 @@ from .mount import Mounter, rtsw_u
 from .shape import ctsw_uplink_targets
 
 
-
 def _mount_tier(b: Builder, mounter: Mounter, ids: list[str], model_name: str, role: str, level: int, zone: int | None, spec: Spec) -> list[str]:
     """Add and mount the switches of one network-rack tier (a zone's CTSWs, the ATSWs) in order."""
     model = spec.switch(model_name)

@@ -27,9 +27,9 @@ import math
 from ..place.model import Placement
 from ..spec.models import Family
 from ..spec.resolve import Spec
+from .attach import add_attachments
 from .fat_tree import TreeShape, boundary, role_names
 from .graph import Builder, Fabric
-from .attach import add_attachments
 from .hosts import add_hosts
 from .mount import Mounter
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from ..config.targets import ib_rate
+from ..config.targets import SONIC, config_target, ib_rate
 from ..fabric.shape import ctsw_uplink_targets
 from ..fabric.tree_sizing import packings, rail_fill, split
 from .diagnostics import Severity
@@ -166,7 +166,7 @@ def _tree_pins(spec: Spec) -> Iterator[Finding]:
         more, hi, less, lo = split(h, T)
         best = next(d for d in range(T, h + 1) if h % d == 0)
         yield W, path, (
-            f"each {fat_role(L - 2)}'s {h} uplinks over {T} {top}s{per}: {more} get {hi} links, {less} get {lo}; ECMP and adaptive"
+            f"each {fat_role(L - 2)}'s {h} uplinks over {T} {top}s{per}: {more} {top}s get {hi} links, {less} get {lo}; ECMP and adaptive"
             f" routing weight them {hi}:{lo}, so the {top}s with {hi} carry {hi * T / h:.2f}x the mean"
         ), f"{best * trees:,} ({best}{per}: {h // best} links to each) for an even split"
 
@@ -210,6 +210,11 @@ def _attachments(spec: Spec) -> Iterator[Finding]:
         port = spec.switch(t.model).port_speed
         if a.speed > port:
             yield E, base + ("speed",), f"{a.speed / 1e9:g}G exceeds the {t.role} port speed {port / 1e9:g}G ({t.model})", f"at most {port / 1e9:g}G"
+        sw = spec.switch(t.model)
+        speed = min(a.speed, port)
+        if sw.port_map is not None and config_target(sw) == SONIC and speed not in sw.port_map.speeds:
+            allowed = ", ".join(f"{x / 1e9:g}G" for x in sw.port_map.speeds)
+            yield E, base + ("speed",), f"{t.model} ports run in breakout mode '{sw.port_map.breakouts[0]}', which has no {speed / 1e9:g}G", f"a speed of {allowed}"
         if f.technology == Technology.ROCE:
             if a.kind == "subnet-manager":
                 yield E, base + ("kind",), "a subnet manager runs an InfiniBand subnet; this fabric is RoCE", "storage, gateway or other"
@@ -231,7 +236,7 @@ def _radix(spec: Spec) -> Iterator[Finding]:
     errors for RTSW, CTSW and ATSW without attachments; this one covers every other case)."""
     shape = spec.shape
     for t in shape.tiers:
-        if t.free >= 0 or (shape.family == Family.AI_ZONE.value and not t.attach):
+        if t.free >= 0 or not t.attach:  # without attachments the tier and pin checks word the error
             continue
         last = max((i for i, a in enumerate(spec.fabric.attachments) if a.tier == t.role), default=None)
         path = ("fabric", "attachments", last, "count") if last is not None else ("fabric", "switch")
@@ -252,5 +257,5 @@ def _lids(spec: Spec) -> Iterator[Finding]:
     yield E, path, (
         f"one InfiniBand subnet has {IB_UNICAST_LIDS:,} unicast LIDs; this fabric needs {ports:,} HCA ports x 2^{lmc} (LMC {lmc})"
         f" + {shape.switches:,} switches = {need:,}. twin builds one subnet (no IB routers)"
-    ), (f"lmc: {max(l for l in range(8) if shape.lids(l) <= IB_UNICAST_LIDS)} or less" if at_zero <= IB_UNICAST_LIDS
+    ), (f"lmc: {max(x for x in range(8) if shape.lids(x) <= IB_UNICAST_LIDS)}" if at_zero <= IB_UNICAST_LIDS
         else f"at most {(IB_UNICAST_LIDS - shape.switches):,} HCA ports, or a RoCE fabric")
