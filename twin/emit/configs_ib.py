@@ -6,6 +6,13 @@ same topology.net serves two purposes: ibsim loads it as the fabric to route, an
 ``ibnetdiscover`` output can be diffed against it to check cabling port by port. Every port line
 carries its link's rate from the graph the way ibnetdiscover prints it (``lid 0 4xNDR``; ibsim reads
 the width and speed from it): a 200G NIC on a 400G NDR port is ``2xNDR``.
+
+Fabric attachments are HCAs of their own (``Hca <ports>``, GUIDs from ``ENDPOINT_GUID``). A
+``subnet-manager`` attachment is where OpenSM runs: ``opensm.conf`` binds it to that node's port
+(``guid``, [opensm]) and each further subnet manager gets ``<node>.conf`` (OpenSM elects the master
+among them); ``twin verify`` starts OpenSM on that node in ibsim. With attachments and the ftree engine
+the GPU HCAs are listed as compute nodes and the attachments as I/O nodes (``cn_guid_file``,
+``io_guid_file``, ``max_reverse_hops 1``), since ftree otherwise expects every HCA on a leaf.
 """
 
 from __future__ import annotations
