@@ -97,6 +97,27 @@ def test_free_ports_in_the_report_and_json(lab):
     assert [t["ports"]["free"] for t in tiers] == [32, 40, 32]
 
 
+def test_ai_zone_counts_when_left_out(tmp_path):
+    # meta-24k-roce without ctsw.count and atsw.count: a zone has 192 x 16 = 3,072 RTSW uplinks. 6 CTSWs
+    # of 576 ports would need 512 down + ceil(512 / 7) = 74 up = 586; 7 need 439 + 63 = 502: 7 is the
+    # fewest, but 16 uplinks do not split over 7; 8 divides 16 (2 links from every RTSW to each CTSW).
+    # A CTSW then has 3,072 / 8 = 384 down, ceil(384 / 7) = 55 up; 8 zones x 8 x 55 = 3,520 uplinks
+    # need ceil(3,520 / 576) = 7 ATSWs, one plane of 7 (gcd(8, 7) = 1) over which 55 does not split;
+    # 8 ATSWs give 8 planes of one: 55 links from CTSW j of every zone to ATSW j, 440 ports each.
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "sites" / "meta-24k-roce.yaml").read_text())
+    doc["name"] = "meta-counts"
+    doc.pop("workloads")
+    del doc["fabric"]["ctsw"]["count"], doc["fabric"]["atsw"]["count"]
+    p = tmp_path / "meta-counts.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    spec = checked(p).spec
+    assert (spec.fabric.ctsw.count, spec.fabric.atsw.count) == (8, 8)
+    ct, at = spec.shape.tier("ctsw"), spec.shape.tier("atsw")
+    assert (ct.count, ct.down, ct.up, at.count, at.down) == (64, 384, 55, 8, 440)
+
+
 def test_ai_zone_uneven_atsw_plane_is_quantified(tmp_path):
     # lab-2zone with 3 ATSWs: gcd(4 CTSWs, 3) = 1 plane of 3 ATSWs; a CTSW's 8 uplinks (16 down at
     # 2:1) go 3, 3, 2 over them

@@ -74,8 +74,8 @@ def family_shape(site: Site) -> Iterator[Finding]:
     if f.family == Family.AI_ZONE:
         if not ((f.zones and f.racks_per_zone) or (f.gpus and f.racks_per_zone)):
             yield E, ("fabric",), "an ai-zone-clos fabric needs zones and racks_per_zone (or gpus and racks_per_zone)", "zones: 8, racks_per_zone: 192"
-        if f.ctsw is None or f.ctsw.model is None or f.ctsw.count is None:
-            yield E, ("fabric", "ctsw"), "an ai-zone-clos fabric needs a CTSW tier with model and count", "ctsw: {model: arista-7800r3, count: 16}"
+        if f.ctsw is None or f.ctsw.model is None:
+            yield E, ("fabric", "ctsw"), "an ai-zone-clos fabric needs a CTSW tier with a model (count: pinned, or sized)", "ctsw: {model: arista-7800r3, count: 16}"
         rtsw_model = (f.rtsw.model if f.rtsw and f.rtsw.model else None) or (rt.rtsw if rt else None)
         if rtsw_model is None:
             yield E, ("rack_types", f.rack_type, "rtsw"), "an ai-zone-clos fabric needs a rack switch in its rack type", "rtsw: minipack2"
@@ -83,8 +83,8 @@ def family_shape(site: Site) -> Iterator[Finding]:
             yield E, ("fabric", "rtsw", "model"), f"'{f.rtsw.model}' differs from the rack type's RTSW '{rt.rtsw}'", f"'{rt.rtsw}' or omit it"
         if (f.zones or 0) > 1 and f.atsw is None:
             yield E, ("fabric", "atsw"), f"{f.zones} zones need an ATSW tier to join them", "atsw: {model: ..., count: ..., oversubscription: '1:7'}"
-        if f.atsw is not None and (f.atsw.model is None or f.atsw.count is None):
-            yield E, ("fabric", "atsw"), "the ATSW tier needs model and count", "atsw: {model: arista-7800r3, count: 16}"
+        if f.atsw is not None and f.atsw.model is None:
+            yield E, ("fabric", "atsw"), "the ATSW tier needs a model (count: pinned, or sized)", "atsw: {model: arista-7800r3, count: 16}"
     else:
         if f.switch is None:
             yield E, ("fabric", "switch"), f"a {f.family.value} fabric needs the switch model of its tiers", "switch: qm9700"

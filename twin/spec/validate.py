@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from .. import catalog as catalog_mod
 from ..address import pools as address_pools
-from ..fabric.shape import fabric_shape
+from ..fabric.shape import fabric_shape, with_counts
 from . import checks, fabric_checks, hall_types
 from .diagnostics import Diagnostic, Severity, SpecError
 from .loader import LoadError, Source, load_file, load_text
@@ -105,6 +105,7 @@ def _resolve(src: Source, site: Site, cat) -> Spec:
         nic_speed=f.nic_speed or chassis.nic_speed,
         slots={h.name: HallSlots.of(h) for h in site.halls},
     )
+    spec = with_counts(spec)  # an AI zone's CTSW / ATSW counts when the site leaves them out
     return replace(spec, shape=fabric_shape(spec))
 
 
