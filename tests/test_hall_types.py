@@ -30,10 +30,10 @@ def col_of(text: str, line: int, needle: str) -> int:
 
 
 def without_new_defaults(after, before):
-    """``after`` without the fields added since 43cba49 that are left empty (None, {}, [])."""
+    """``after`` without the fields added since 43cba49 that are left empty (None, {}, []) or automatic."""
     if isinstance(after, dict) and isinstance(before, dict):
         return {k: without_new_defaults(v, before[k]) if k in before else v for k, v in after.items()
-                if k in before or v not in (None, {}, [])}
+                if k in before or v not in (None, {}, [], "auto")}
     if isinstance(after, list) and isinstance(before, list) and len(after) == len(before):
         return [without_new_defaults(a, b) for a, b in zip(after, before)]
     return after

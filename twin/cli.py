@@ -66,7 +66,8 @@ def validate(
         problems = checked.budget.problems if checked.budget else []
         status = checked.status
         worst = max(worst, {"ok": 0, "infeasible": EXIT_INFEASIBLE, "invalid": EXIT_INVALID}[status])
-        results.append({"spec": str(path), "status": status, "diagnostics": [d.to_json() for d in diags], "infeasible": problems})
+        results.append({"spec": str(path), "status": status, "diagnostics": [d.to_json() for d in diags], "infeasible": problems,
+                        "shape": spec.shape.to_json() if spec is not None else None})
         if not as_json:
             _print_diags(diags)
             for p in problems:
@@ -140,6 +141,7 @@ def build(
             "output": str(result.out_dir),
             "gpus": d.spec.gpus,
             "racks": d.spec.racks,
+            "shape": d.spec.shape.to_json(),
             "warnings": [w.to_json() for w in d.warnings],
             "artifacts": result.files,
         })

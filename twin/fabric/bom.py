@@ -3,6 +3,7 @@
 Counting convention (also printed in the report):
 
 - switches: one line per model, every switch node of the graph (rack switches included);
+- endpoints: one line per fabric attachment (subnet managers, storage, gateways), every endpoint node;
 - pluggable optics (``kind: optic``): two transceivers per link, one per end, plus one fiber cable of
   the link's stock length;
 - DAC, AEC and AOC are cable assemblies with their ends built in: one item per link, no transceivers;
@@ -25,7 +26,7 @@ from .graph import Fabric
 
 @dataclass(frozen=True)
 class BomLine:
-    category: str  # "switch", "transceiver", "cable"
+    category: str  # "switch", "endpoint", "transceiver", "cable"
     item: str  # catalog name
     description: str
     length_m: float | None
@@ -52,6 +53,11 @@ def bill(spec: Spec, fabric: Fabric, plan: CablePlan) -> tuple[BomLine, ...]:
         m = spec.switch(name)
         desc = m.description or f"{m.vendor} {name}"
         lines.append(BomLine("switch", name, desc, None, models[name], m.power, m.source, m.weight))
+    endpoints = Counter(d["model"] for _, d in fabric.graph.nodes(data=True) if d["role"] == "endpoint")
+    for a in spec.fabric.attachments:
+        if endpoints[a.name]:
+            desc = a.description or f"{a.kind} ({a.ports} x {a.speed / 1e9:g}G)"
+            lines.append(BomLine("endpoint", a.name, desc, None, endpoints[a.name], a.power, a.source, a.weight))
     for i, name in enumerate(plan.media):
         sel = plan.medium == i
         n = int(sel.sum())
@@ -80,7 +86,7 @@ def _merge(lines: list[BomLine]) -> list[BomLine]:
             out[key] = BomLine(o.category, o.item, desc, o.length_m, o.quantity + ln.quantity, o.unit_power_w, o.source, o.unit_mass_kg)
         else:
             out[key] = ln
-    order = {"switch": 0, "transceiver": 1, "cable": 2}
+    order = {"switch": 0, "endpoint": 1, "transceiver": 2, "cable": 3}
     return sorted(out.values(), key=lambda ln: (order[ln.category], ln.item, ln.length_m or 0.0))
 
 
@@ -91,6 +97,6 @@ def cable_mass(lines: tuple[BomLine, ...]) -> float:
 
 def network_power(lines: tuple[BomLine, ...]) -> dict[str, float]:
     """Watts by category and in total (switches + powered cable ends)."""
-    out = {c: sum(ln.total_power_w for ln in lines if ln.category == c) for c in ("switch", "transceiver", "cable")}
+    out = {c: sum(ln.total_power_w for ln in lines if ln.category == c) for c in ("switch", "endpoint", "transceiver", "cable")}
     out["total"] = sum(out.values())
     return out

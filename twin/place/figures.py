@@ -13,6 +13,7 @@ from ..spec.models import Family
 from ..spec.resolve import Spec
 from . import capacity
 from .model import Position, site_distance
+from .naive import network_device
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,5 @@ def figures(spec: Spec, racks, grids) -> dict:
 
 
 def switch_power(spec, role: str) -> float:
-    f = spec.fabric
-    name = f.ctsw.model if role == "ctsw" else (f.atsw.model if role == "atsw" else f.switch)
-    return spec.switch(name).power
+    """Power of one device of a network rack of ``role`` (a switch, or an attachment for ``ep-...``)."""
+    return network_device(spec, role).power

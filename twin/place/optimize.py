@@ -76,8 +76,8 @@ def place(spec: Spec, budget: Budget | None = None) -> Placement:
     for role, zone, hi, n, power in asg.plan:
         acc.setdefault((hi, role, zone, n, power), []).append(1)
     for (hi, role, zone, n, power), lst in sorted(acc.items(), key=lambda kv: (kv[0][0], kv[0][1], -1 if kv[0][2] is None else kv[0][2], kv[0][3])):
-        swm = spec.switch(spec.fabric.ctsw.model if role == "ctsw" else (spec.fabric.atsw.model if role == "atsw" else spec.fabric.switch))
-        types_by_hall[hi].append(NetType(role, zone, len(lst), n, power, empty + n * swm.weight))
+        device = naive.network_device(spec, role)
+        types_by_hall[hi].append(NetType(role, zone, len(lst), n, power, empty + n * device.weight))
     core_sw_in = {i: sum(t.count * t.switches for t in ts if t.role == "atsw") for i, ts in types_by_hall.items()}
     spine_sw_in = {i: sum(t.count * t.switches for t in ts if t.role == "ctsw") for i, ts in types_by_hall.items()}
     total_core = sum(core_sw_in.values())

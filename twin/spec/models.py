@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
+from .attachment import Attachment
 from .portmap import PortMap
 from .power import PhasePower, UtilityLimits
 from .reliability_models import FailureClass, Storage
@@ -343,10 +344,19 @@ class Family(str, Enum):
 
 
 class Tier(Model):
-    model: str | None = Field(None, description="catalog switch model (RTSW: default the rack type's)")
-    count: int | None = Field(None, ge=1, le=100_000, description="CTSW: per zone; ATSW / spines: in total")
-    uplinks: int | None = Field(None, ge=0, le=1024, description="RTSW: uplinks per rack switch")
-    oversubscription: Ratio | None = Field(None, description="down:up at this tier, e.g. '1:7'")
+    """One switch tier. AI-zone Clos: rtsw, ctsw, atsw. Fat-tree and rail families: rtsw = the leaves,
+    atsw = the top tier (spines of 2 tiers, cores of 3), ctsw = the spines of a 3-tier tree."""
+
+    model: str | None = Field(None, description="catalog switch model (RTSW: default the rack type's; trees: fabric.switch)")
+    count: int | None = Field(
+        None, ge=1, le=100_000,
+        description="switches of the tier, pinned: CTSW per zone; RTSW per rack (the rack type's rtsw_count); "
+        "ATSW, leaves and spines/cores of the tree families in total (default: the fewest that carry the uplinks "
+        "and split every lower switch's uplinks evenly)",
+    )
+    uplinks: int | None = Field(None, ge=0, le=1024, description="AI zone, RTSW: uplinks per rack switch")
+    oversubscription: Ratio | None = Field(
+        None, description="down:up asked for, e.g. '1:7': AI zone RTSW (uplinks = ceil(down / ratio)) and ATSW (the CTSW's down:up)")
 
 
 class AsnPool(Model):
@@ -461,6 +471,12 @@ class Fabric(Model):
     switch: str | None = Field(None, description="fat-tree / rail families: the switch model of every tier")
     tiers: int | None = Field(None, ge=1, le=5, description="fat-tree tiers; default: the minimum for N")
     hb_domain: int = Field(8, ge=1, le=4096, description="rail families: GPUs per NVLink domain (rails)")
+    rails_per_switch: Annotated[int, Field(ge=1, le=4096)] | Literal["auto"] = Field(
+        "auto",
+        description="rail families: rails that share one switch (rail-only: a 1-tier rail's leaf; rail-optimized: a "
+        "leaf of a server group); auto packs when one rail fills at most half of the switch's ports",
+    )
+    attachments: list[Attachment] = Field(default_factory=list, description="non-GPU endpoints on a switch tier")
     media: dict[LinkTier, list[str]] = Field(
         default_factory=dict,
         description="allowed catalog media per link tier, in preference order (default: any, by length: "

@@ -19,8 +19,8 @@ from pydantic import ValidationError
 
 from .. import catalog as catalog_mod
 from ..address import pools as address_pools
-from ..fabric.shape import fabric_shape
-from . import checks, hall_types
+from ..fabric.shape import fabric_shape, with_counts
+from . import checks, fabric_checks, hall_types
 from .diagnostics import Diagnostic, Severity, SpecError
 from .loader import LoadError, Source, load_file, load_text
 from .models import ROLE_POOL_NAMES, Site
@@ -64,11 +64,12 @@ def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     cat = catalog_mod.merged(site.catalog)
     diags += [diagnostic(src, *f) for f in checks.references(site, cat)]
     diags += [diagnostic(src, *f) for f in checks.family_shape(site)]
+    diags += [diagnostic(src, *f) for f in fabric_checks.fields(site)]
     diags += [diagnostic(src, *f) for f in checks.facility(site)]
     if any(d.severity is Severity.ERROR for d in diags):
         return None, _finish(diags)
     spec = _resolve(src, site, cat)
-    for check in (checks.arithmetic, checks.config_targets, checks.routing, checks.workloads):
+    for check in (checks.arithmetic, fabric_checks.sizing, checks.config_targets, checks.routing, checks.workloads):
         diags += [diagnostic(src, *f) for f in check(spec)]
     if not any(d.severity is Severity.ERROR for d in diags):
         spec, findings = address_pools.fit(spec)  # defaults grow with the fabric; a short pool names its prefix
@@ -104,6 +105,7 @@ def _resolve(src: Source, site: Site, cat) -> Spec:
         nic_speed=f.nic_speed or chassis.nic_speed,
         slots={h.name: HallSlots.of(h) for h in site.halls},
     )
+    spec = with_counts(spec)  # an AI zone's CTSW / ATSW counts when the site leaves them out
     return replace(spec, shape=fabric_shape(spec))
 
 
