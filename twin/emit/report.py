@@ -1,8 +1,11 @@
-"""report.md: the design review a reviewer reads first.
+"""report.md and report.html: the design review a reviewer reads first.
 
 The report is a list of sections; each is a function of the Design returning Markdown (or None to
 skip it). Passes added later register their own sections in SECTIONS, so the report grows with the
-pipeline without one module knowing every pass.
+pipeline without one module knowing every pass. PICTURES names, per section, the pictures drawn after
+it (hand-written SVG, ``report/*.svg``); report.md embeds them as images, so it renders on a code
+host, and report.html (:mod:`twin.emit.html`) is the same Markdown as one self-contained page with
+the SVGs inlined.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from ..design import Design
 from ..feasibility import hall_capacity
 from ..spec.models import Family
 from ..spec.units import kw
-from . import bom, configs_report, fabric_report, placement
+from . import bom, configs_report, fabric_report, html, pic_budget, pic_fabric, pic_floor, pic_twin, placement
 from .markdown import pct, table
+
+Picture = tuple[str, str, bytes]  # file name under report/, caption, SVG
 
 Section = Callable[[Design], str | None]
 
@@ -111,7 +116,9 @@ def workloads_section(d: Design) -> str | None:
 def warnings_section(d: Design) -> str | None:
     if not d.warnings:
         return None
-    return "## Warnings\n\n" + "".join(f"- line {w.line}: `{w.dotted}`: {w.message}" + (f" (expected {w.expected})" if w.expected else "") + "\n" for w in d.warnings)
+    return "## Warnings\n\n" + "".join(
+        f"- `{Path(w.file).name}:{w.line}:{w.col}` `{w.dotted}`: {w.message}" + (f" (expected {w.expected})" if w.expected else "") + "\n"
+        for w in d.warnings)
 
 
 def sim_section(d: Design) -> str | None:
@@ -120,13 +127,70 @@ def sim_section(d: Design) -> str | None:
     return design_section(d)
 
 
-SECTIONS: list[Section] = [summary, rack_section, power_section, placement.section, fabric_report.fabric_section, bom.section, fabric_report.cabling_section, configs_report.section, workloads_section, sim_section]
+def other_twins_section(d: Design) -> str:
+    """The reliability and power twins run from a scenario, not in a build: say so, with the command."""
+    spec = Path(d.spec.source_path).name
+    return ("## Reliability and power twins\n\n"
+            "This build did not run the reliability twin (a scenario's `campaign:`: interruptions, checkpoints, spares, ETTR)"
+            " or the power and thermal twin (a scenario's `power:`: swings, utility limits, busways over time), so this"
+            " report has no figures of theirs. Run them with a scenario that has those sections (the repository's"
+            " `scenarios/llama3-405b-campaign.yaml` and `scenarios/llama3-405b-power.yaml` are written for meta-24k-roce):\n\n"
+            f"```\ntwin simulate {spec} --scenario SCENARIO.yaml\n```\n")
+
+
+def floor_pictures(d: Design) -> list[str | Picture]:
+    pics = pic_floor.floor_pictures(d)
+    return (["### Floor plans"] + pics) if pics else []
+
+
+def placement_pictures(d: Design) -> list[str | Picture]:
+    pcs = [p for p in pic_budget.pictures(d) if p[0] == "powercap.svg"]
+    return floor_pictures(d) + ((["### GPU power-cap curve"] + pcs) if pcs else [])
+
+
+SECTIONS: list[Section] = [summary, rack_section, power_section, placement.section, fabric_report.fabric_section, bom.section, fabric_report.cabling_section, configs_report.section, workloads_section, sim_section, other_twins_section]
 TRAILING: list[Section] = [warnings_section]
+PICTURES: dict[Section, Callable[[Design], list[str | Picture]]] = {
+    power_section: lambda d: [p for p in pic_budget.pictures(d) if p[0] == "budget.svg"],
+    placement.section: placement_pictures,
+    fabric_report.fabric_section: pic_fabric.pictures,
+    fabric_report.cabling_section: pic_budget.cable_pictures,
+}
+
+
+def image(name: str, caption: str) -> str:
+    return f"![{caption}](report/{name})"
+
+
+def compose(d: Design) -> tuple[str, dict[str, bytes]]:
+    """The report's Markdown and its pictures (``report/<name>.svg`` -> SVG bytes)."""
+    from ..sim.report import design_results, design_section
+
+    pictures: dict[str, bytes] = {}
+    parts = []
+    for sec in SECTIONS + TRAILING:
+        if sec is sim_section:  # the twin's data feeds both its tables and its pictures: run it once
+            results = design_results(d)
+            pics = pic_twin.pictures(results)
+            pictures.update({f"report/{n}": svg for _r, n, _c, svg in pics})
+            text = design_section(d, results, {role: "\n" + image(n, c) + "\n" for role, n, c, _s in pics})
+        else:
+            text = sec(d)
+            if text and sec in PICTURES:
+                for item in PICTURES[sec](d):
+                    if isinstance(item, str):
+                        text += f"\n\n{item}\n"
+                    else:
+                        name, caption, svg = item
+                        pictures[f"report/{name}"] = svg
+                        text += "\n\n" + image(name, caption)
+        if text:
+            parts.append(text)
+    return normalise_blank_lines("\n\n".join(parts)), pictures
 
 
 def render(d: Design) -> str:
-    parts = [p for sec in SECTIONS + TRAILING if (p := sec(d))]
-    return normalise_blank_lines("\n\n".join(parts))
+    return compose(d)[0]
 
 
 def normalise_blank_lines(text: str) -> str:
@@ -158,4 +222,5 @@ def normalise_blank_lines(text: str) -> str:
 
 
 def emit(d: Design) -> dict[str, bytes]:
-    return {"report.md": render(d).encode("utf-8")}
+    markdown, pictures = compose(d)
+    return {"report.md": markdown.encode("utf-8"), "report.html": html.page(f"{d.name}: design report", markdown, pictures), **pictures}
