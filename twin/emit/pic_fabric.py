@@ -94,7 +94,7 @@ def diagram_svg(d) -> bytes:
     box_h, gap = 40, 56
     top_h = 40 + len(levels) * (box_h + gap) + box_h
     rows = detail_nodes(fabric, fabric.family)
-    det_h = 80 + max(1, len(rows)) * 110
+    det_h = 40 + max(1, len(rows)) * 110
     c = Canvas(WIDTH, top_h + det_h, f"Fabric diagram of {d.name}")
     c.text(12, 20, f"{fabric.technology}, {fabric.family}: {sum(sum(m.values()) for _, m in tiers.values()):,} switches in"
                    f" {len(levels)} tiers (counted on the fabric graph)", bold=True)
