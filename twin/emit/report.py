@@ -162,11 +162,13 @@ def image(name: str, caption: str) -> str:
     return f"![{caption}](report/{name})"
 
 
-def compose(d: Design) -> tuple[str, dict[str, bytes]]:
-    """The report's Markdown and its pictures (``report/<name>.svg`` -> SVG bytes)."""
+def compose(d: Design) -> tuple[str, dict[str, bytes], dict | None]:
+    """The report's Markdown, its pictures (``report/<name>.svg`` -> SVG bytes) and the build's default
+    twin run (:func:`twin.sim.report.design_results`, run once for its section, pictures and review.json)."""
     from ..sim.report import design_results, design_section
 
     pictures: dict[str, bytes] = {}
+    results = None
     parts = []
     for sec in SECTIONS + TRAILING:
         if sec is sim_section:  # the twin's data feeds both its tables and its pictures: run it once
@@ -186,7 +188,7 @@ def compose(d: Design) -> tuple[str, dict[str, bytes]]:
                         text += "\n\n" + image(name, caption)
         if text:
             parts.append(text)
-    return normalise_blank_lines("\n\n".join(parts)), pictures
+    return normalise_blank_lines("\n\n".join(parts)), pictures, results
 
 
 def render(d: Design) -> str:
@@ -222,5 +224,8 @@ def normalise_blank_lines(text: str) -> str:
 
 
 def emit(d: Design) -> dict[str, bytes]:
-    markdown, pictures = compose(d)
-    return {"report.md": markdown.encode("utf-8"), "report.html": html.page(f"{d.name}: design report", markdown, pictures), **pictures}
+    from ..review import dumps, figures
+
+    markdown, pictures, results = compose(d)
+    return {"report.md": markdown.encode("utf-8"), "report.html": html.page(f"{d.name}: design report", markdown, pictures),
+            "review.json": dumps(figures(d, results, run_twin=False)), **pictures}
