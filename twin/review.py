@@ -28,7 +28,7 @@ def figures(d: Design, twin_results: dict | None = None, run_twin: bool = True) 
         if value is not None:
             rows.append({"group": group, "key": key, "label": label, "value": value, "unit": unit})
 
-    s, b = d.spec, d.budget
+    s = d.spec
     add("compute", "gpus", "GPUs", s.gpus)
     add("compute", "gpu_racks", "GPU racks", s.racks)
     add("compute", "servers", "GPU servers", s.racks * s.rack_type.servers)
@@ -94,7 +94,7 @@ def fabric_figures(d: Design, add: Callable) -> None:
 
 
 def power_figures(d: Design, add: Callable) -> None:
-    b, s = d.budget, d.spec
+    b = d.budget
     add("power", "power.rack_kw", "rack power", round(b.rack_power / 1e3, 2), "kW")
     add("power", "power.it_kw", "site IT power", round(b.it_power / 1e3, 1), "kW")
     add("power", "power.facility_kw", "site facility power", round(b.facility_power / 1e3, 1), "kW")

@@ -40,6 +40,7 @@ td.r, th.r { text-align: right; font-variant-numeric: tabular-nums; }
 code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 12px; background: #f3f3f3; padding: 0 3px; border-radius: 3px; }
 pre { background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 12px; }
 pre code { background: none; padding: 0; }
+pre .add { color: #1a7f37; background: #e6ffec; } pre .del { color: #b3261e; background: #ffebe9; } pre .hunk { color: #6f42c1; }
 .figures { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
 figure { margin: 10px 0 16px; max-width: 100%; }
 figure svg { display: block; max-width: 100%; height: auto; border: 1px solid var(--rule); }
@@ -134,7 +135,7 @@ def body_html(markdown: str, pictures: dict[str, bytes]) -> tuple[str, list[tupl
             j = i + 1
             while j < len(lines) and not lines[j].lstrip().startswith("```"):
                 j += 1
-            out.append("<pre><code>" + escape("\n".join(lines[i + 1:j]), quote=False) + "</code></pre>")
+            out.append(code_html(lines[i + 1:j], line.strip()[3:].strip()))
             i = j + 1
             continue
         if m := HEADING.match(line):
@@ -178,6 +179,28 @@ def body_html(markdown: str, pictures: dict[str, bytes]) -> tuple[str, list[tupl
         i += 1
     flush()
     return "\n".join(out), heads
+
+
+def code_html(lines: list[str], lang: str) -> str:
+    """A fenced block; a ``diff`` block marks added and removed lines (green, red).
+
+    >>> code_html(["+a", "-b<", " c"], "diff")
+    '<pre><code><span class="add">+a</span>\\n<span class="del">-b&lt;</span>\\n c</code></pre>'
+    """
+    if lang != "diff":
+        return "<pre><code>" + escape("\n".join(lines), quote=False) + "</code></pre>"
+    out = []
+    for ln in lines:
+        e = escape(ln, quote=False)
+        if ln.startswith(("+++", "---", "@@")):
+            out.append(f'<span class="hunk">{e}</span>')
+        elif ln.startswith("+"):
+            out.append(f'<span class="add">{e}</span>')
+        elif ln.startswith("-"):
+            out.append(f'<span class="del">{e}</span>')
+        else:
+            out.append(e)
+    return "<pre><code>" + "\n".join(out) + "</code></pre>"
 
 
 def figure_html(src: str, caption: str, pictures: dict[str, bytes], seen: dict[str, int]) -> str:

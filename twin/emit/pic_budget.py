@@ -21,6 +21,11 @@ KINDS = [("busway", "busways"), ("block", "UPS blocks"), ("cooling-row", "row co
 FAILED = "#8c8c8c"
 
 
+def worst(usages: list[dict]) -> dict | None:
+    """The most used limit (ties broken by name and state, so the choice is stable)."""
+    return max(usages, key=lambda x: (x["utilisation"], x["name"], x["state"])) if usages else None
+
+
 def budget_rows(d) -> list[tuple[str, dict | None, dict | None]]:
     """(label, worst normal usage, worst failure-state usage) per level; a usage is
     ``{load_w, capacity_w, utilisation, name, state}``."""
@@ -40,10 +45,6 @@ def budget_rows(d) -> list[tuple[str, dict | None, dict | None]]:
                 continue
             normal = [u for u in us if u["state"] == "normal"]
             failed = [u for u in us if u["state"] != "normal"]
-
-            def worst(xs):
-                return max(xs, key=lambda u: (u["utilisation"], u["name"], u["state"])) if xs else None
-
             rows.append((f"{h.name}: {label}", worst(normal), worst(failed)))
     return rows
 
