@@ -119,3 +119,15 @@ def test_folder_without_review_json_is_named(tmp_path):
     (tmp_path / "out" / "review.json").unlink()
     res = compare(folder_side(tmp_path / "out"), spec_side(site))
     assert res.figures == [] and any("no review.json" in n for n in res.notes)
+
+
+def test_diff_names_a_scenario_difference(tmp_path):
+    """A folder built with a scenario against the same spec without one: the review says why the report
+    moved; with --scenario on the spec side nothing changes (exit 0)."""
+    site, scenario = ROOT / "sites" / "lab-2zone.yaml", ROOT / "scenarios" / "lab-twins.yaml"
+    build(site, tmp_path / "out", scenario=scenario)
+    res = compare(folder_side(tmp_path / "out"), spec_side(site))
+    assert "report.md" in res.changed and any("different scenarios" in n for n in res.notes)
+    assert {f["key"] for f in res.figures} == {"campaign.ettr_p50", "campaign.mtti_h", "power.grid_peak_mw", "power.limits_failing"}
+    r = twin_cli("diff", tmp_path / "out", site, "--scenario", scenario, "--json")
+    assert r.returncode == 0, r.stdout[-2000:]

@@ -13,6 +13,7 @@ from conftest import compiled
 from twin.emit import pic_fabric, pic_floor
 
 SITES = ["lab-2zone", "meta-24k-roce"]
+ROOT_GENERATED = __import__("pathlib").Path(__file__).resolve().parents[1] / "generated" / "lab-2zone"
 
 
 def colours(png: bytes) -> Counter:
@@ -103,3 +104,70 @@ def test_fabric_diagram_screenshot_shows_every_tier(built, browser):
         colour = pic_fabric.TIER_COLOURS[level]
         overview, detail = 430 * 40, len(nodes) * 100 * 30
         assert 0.8 * (overview + detail) <= seen[colour] <= 1.05 * (overview + detail) + 200, (level, seen[colour])
+
+
+def test_fabric_diagram_states_oversubscription_asked_and_built(built):
+    """meta-24k-roce asks 7:1 below the ATSW tier; the diagram shows it next to what the built links give
+    (spec.shape), with every boundary's link count and each warning of the spec at its file:line:col."""
+    d = compiled("meta-24k-roce")
+    out = built("meta-24k-roce")
+    svg = (out / "report" / "fabric.svg").read_text(encoding="utf-8")
+    asked = [b for b in d.spec.shape.boundaries if b.requested is not None]
+    assert [b.name for b in asked] == ["ctsw-atsw"]
+    for b in d.spec.shape.boundaries:
+        assert f"{b.name}: {b.links:,} links" in svg
+        if b.requested is not None:
+            assert f"{b.requested:g}:1 asked, {b.built:.2f}:1 built" in svg
+    assert "+184 more" in svg  # zone 1's 192 RTSWs: 8 drawn, the rest folded
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert d.warnings
+    for w in d.warnings:
+        assert f"<code>{w.file.rsplit('/', 1)[-1]}:{w.line}:{w.col}</code>" in page
+
+
+def test_build_with_a_scenario_carries_every_twin(tmp_path, browser, built):
+    """`twin build --scenario`: the report has the scenario's job, the reliability twin's and the power
+    twin's sections exactly as those twins write them for the same run, review.json their figures, the
+    manifest the scenario's sha256; without a scenario the report says which twins did not run."""
+    import hashlib
+    import json
+
+    from twin.build import build
+    from twin.emit.report import normalise_blank_lines
+    from twin.sim.power.report import markdown_section
+    from twin.sim.reliability.report import markdown as campaign_markdown
+    from twin.sim.run import simulate
+    from twin.sim.scenario import load_scenario
+
+    root = compiled("lab-2zone").spec.source_path.rsplit("/sites/", 1)[0]
+    scenario = f"{root}/scenarios/lab-twins.yaml"
+    build(f"{root}/sites/lab-2zone.yaml", tmp_path / "out", scenario=scenario)
+    md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    data = simulate(compiled("lab-2zone"), *load_scenario(scenario)).data
+    assert normalise_blank_lines(campaign_markdown(data["campaign"])) in md  # as the report joins sections
+    assert normalise_blank_lines(markdown_section(data["power"])) in md
+    assert "## Scenario `lab-twins` (twin)" in md and "## Twins not run" not in md
+    review = {r["key"]: r["value"] for r in json.loads((tmp_path / "out" / "review.json").read_text())["figures"]}
+    assert review["campaign.ettr_p50"] == round(100 * data["campaign"]["ettr"]["p50"], 2)
+    assert review["power.grid_peak_mw"] == round(data["power"]["grid"]["peak_W"] / 1e6, 4)
+    man = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert man["scenario"] == "lab-twins.yaml"
+    assert man["scenario_sha256"] == hashlib.sha256(open(scenario, "rb").read()).hexdigest()
+    page = browser.open_page(tmp_path / "out" / "report.html")
+    assert page.errors == [] and page.load_ms < 2000
+    assert page.evaluate("document.querySelectorAll('figure svg').length") == len(list((tmp_path / "out" / "report").glob("*.svg")))
+    plain = (built("lab-2zone") / "report.md").read_text(encoding="utf-8")
+    assert "## Twins not run" in plain and "## Training campaign" not in plain and "## Power and thermal" not in plain
+
+
+def test_build_with_a_bad_scenario_is_located(tmp_path):
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nrouting:\n  - {name: x, scheme: warp}\njobs:\n  - {workload: lab-llama-8b}\n")
+    root = ROOT_GENERATED.parents[1]
+    r = subprocess.run([sys.executable, "-m", "twin", "build", "sites/lab-2zone.yaml", "-o", str(tmp_path / "out"), "--scenario", str(bad)],
+                       cwd=root, capture_output=True, text=True, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 2 and f"{bad}:3:" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "out").exists()

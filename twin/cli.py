@@ -90,12 +90,16 @@ def build(
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Output folder (default: generated/<site>)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result (artifacts and hashes) as JSON."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress or warnings."),
+    scenario: Optional[Path] = typer.Option(None, "--scenario", "-s", help="Also run this scenario's twins (collectives, jobs, "
+                                            "campaign, power) and put their sections in the report."),
 ) -> None:
-    """Compile a site spec into generated/<site>/ (design.json, report.md, manifest.json, ...).
+    """Compile a site spec into generated/<site>/ (design.json, report.md, report.html, manifest.json, ...).
 
     The previous output is replaced only when the whole build succeeds.
 
     Example: twin build sites/meta-24k-roce.yaml -o /tmp/out
+
+    Example: twin build sites/lab-2zone.yaml -o /tmp/lab --scenario scenarios/lab-twins.yaml
     """
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -107,9 +111,9 @@ def build(
         if show:
             with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True) as prog:
                 task = prog.add_task("validate", total=None)
-                result = do_build(spec, output, progress=lambda name: prog.update(task, description=name))
+                result = do_build(spec, output, progress=lambda name: prog.update(task, description=name), scenario=scenario)
         else:
-            result = do_build(spec, output)
+            result = do_build(spec, output, scenario=scenario)
     except SpecError as e:
         if as_json:
             _emit_json({"status": "invalid", "diagnostics": [d.to_json() for d in e.diagnostics]})
@@ -219,6 +223,7 @@ def diff(
     against: Optional[Path] = typer.Option(None, "--against", help="With one SPEC: the build folder it would replace (default: generated/<site>)."),
     as_json: bool = typer.Option(False, "--json", help="Print the review as JSON."),
     html: Optional[Path] = typer.Option(None, "--html", help="Also write the review as a self-contained page to this file."),
+    scenario: Optional[Path] = typer.Option(None, "--scenario", "-s", help="Run this scenario with every spec side, like `twin build --scenario`."),
 ) -> None:
     """Review what a change does: figures that moved (GPUs, switches per tier, optics and cable km, power
     and headroom per level, placement objective and gap, ECMP widths, cost, twin figures), configs changed
@@ -232,7 +237,7 @@ def diff(
 
     Example: twin diff sites/lab-2zone.yaml --against generated/lab-2zone
     """
-    from .diff import compare, folder_side, side
+    from .diff import compare, side
     from .diff_report import page, terminal
     from .spec.validate import validate_file
 
@@ -256,7 +261,7 @@ def diff(
             err.print(f"{t}: no such spec file or build folder", style="red", markup=False)
             raise typer.Exit(EXIT_INVALID)
     try:
-        res = compare(folder_side(old) if old.is_dir() else side(old), side(new))
+        res = compare(side(old, scenario), side(new, scenario))
     except SpecError as e:
         _print_diags(e.diagnostics)
         raise typer.Exit(EXIT_INVALID) from None

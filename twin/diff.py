@@ -24,9 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .build import MANIFEST, manifest
-from .emit import emit_all
-from .pipeline import compile_design
+from .build import MANIFEST, render
 
 ROLES = ("rtsw", "ctsw", "atsw", "leaf", "spine", "super", "core")
 DIFF_LINES = 60  # lines of a representative config diff
@@ -41,16 +39,16 @@ class Side:
     read: Callable[[str], bytes]
     figures: list[dict] | None
     note: str = ""
+    scenario: str | None = None  # file name of the scenario run with the build (manifest.json)
 
 
-def spec_side(path: str | Path) -> Side:
-    """Compile and emit a spec in memory (raises SpecError / InfeasibleError)."""
-    design = compile_design(path)
-    files = emit_all(design)
-    files[MANIFEST] = manifest(design, files)
+def spec_side(path: str | Path, scenario: str | Path | None = None) -> Side:
+    """Compile and emit a spec in memory, as ``twin build [--scenario]`` would (raises SpecError /
+    InfeasibleError)."""
+    _design, files = render(path, scenario)
     hashes = {p: hashlib.sha256(b).hexdigest() for p, b in files.items() if p != MANIFEST}
     figs = json.loads(files["review.json"])["figures"] if "review.json" in files else None
-    return Side(str(path), hashes, lambda p: files.get(p, b""), figs)
+    return Side(str(path), hashes, lambda p: files.get(p, b""), figs, scenario=Path(scenario).name if scenario else None)
 
 
 def folder_side(folder: str | Path) -> Side:
@@ -68,12 +66,12 @@ def folder_side(folder: str | Path) -> Side:
     rj = folder / "review.json"
     figs = json.loads(rj.read_text(encoding="utf-8"))["figures"] if rj.is_file() else None
     note = "" if figs is not None else f"{folder} has no review.json (built by an older twin): its figures are not compared; rebuild it"
-    return Side(str(folder), hashes, read, figs, note)
+    return Side(str(folder), hashes, read, figs, note, m.get("scenario"))
 
 
-def side(target: str | Path) -> Side:
+def side(target: str | Path, scenario: str | Path | None = None) -> Side:
     t = Path(target)
-    return folder_side(t) if t.is_dir() else spec_side(t)
+    return folder_side(t) if t.is_dir() else spec_side(t, scenario)
 
 
 @dataclass
@@ -108,14 +106,17 @@ class DiffResult:
         }
 
 
-def diff(spec_path: str | Path, built: str | Path) -> DiffResult:
-    """What building ``spec_path`` would change in the folder ``built``."""
-    return compare(folder_side(built), spec_side(spec_path))
+def diff(spec_path: str | Path, built: str | Path, scenario: str | Path | None = None) -> DiffResult:
+    """What building ``spec_path`` (with ``scenario``) would change in the folder ``built``."""
+    return compare(folder_side(built), spec_side(spec_path, scenario))
 
 
 def compare(old: Side, new: Side) -> DiffResult:
     res = DiffResult(added=sorted(set(new.hashes) - set(old.hashes)), removed=sorted(set(old.hashes) - set(new.hashes)),
                      old=old.label, new=new.label, notes=[n for n in (old.note, new.note) if n])
+    if old.scenario != new.scenario:
+        res.notes.append(f"the sides ran different scenarios with the build ({old.scenario or 'none'} vs {new.scenario or 'none'}):"
+                         " report and twin figures differ for that reason too (`--scenario` runs one with every spec side)")
     for p in sorted(set(new.hashes) & set(old.hashes)):
         if new.hashes[p] == old.hashes[p]:
             continue

@@ -19,9 +19,9 @@ from .design import Design
 Row = dict  # {"group", "key", "label", "value", "unit"}
 
 
-def figures(d: Design, twin_results: dict | None = None, run_twin: bool = True) -> list[Row]:
+def figures(d: Design, twin_results: dict | None = None, run_twin: bool = True, scenario: dict | None = None) -> list[Row]:
     """Every review figure of ``d`` in display order (``twin_results``: the build's default twin run,
-    computed here when not given and ``run_twin``)."""
+    computed here when not given and ``run_twin``; ``scenario``: a scenario run with the build)."""
     rows: list[Row] = []
 
     def add(group: str, key: str, label: str, value, unit: str = "") -> None:
@@ -50,6 +50,7 @@ def figures(d: Design, twin_results: dict | None = None, run_twin: bool = True) 
 
         twin_results = design_results(d)
     twin_figures(twin_results, add)
+    scenario_figures(scenario, add)
     return rows
 
 
@@ -140,6 +141,21 @@ def twin_figures(r: dict | None, add: Callable) -> None:
         for s in j["schemes"]:
             add("twin", f"twin.step.{s['scheme']}", f"{j['workload']} step time, {s['scheme']}", round(s["step_s"], 4), "s")
             add("twin", f"twin.exposed.{s['scheme']}", f"{j['workload']} exposed communication, {s['scheme']}", round(100 * s["exposed_fraction"], 2), "%")
+
+
+def scenario_figures(data: dict | None, add: Callable) -> None:
+    """Figures of a scenario run with the build: campaign ETTR and MTTI, the power twin's grid peak and
+    the busway/UPS limits it found exceeded."""
+    if not data:
+        return
+    if "campaign" in data:
+        c = data["campaign"]
+        add("twin", "campaign.ettr_p50", "campaign ETTR (P50)", round(100 * c["ettr"]["p50"], 2), "%")
+        add("twin", "campaign.mtti_h", "campaign mean time to interruption", round(c["mtti_h"], 3), "h")
+    if "power" in data:
+        p = data["power"]
+        add("twin", "power.grid_peak_mw", "power twin: grid peak", round(p["grid"]["peak_W"] / 1e6, 4), "MW")
+        add("twin", "power.limits_failing", "power twin: busway/UPS limits exceeded", p["distribution"]["limits_failing"])
 
 
 def dumps(rows: list[Row]) -> bytes:

@@ -17,7 +17,7 @@ from ..design import Design
 from ..feasibility import hall_capacity
 from ..spec.models import Family
 from ..spec.units import kw
-from . import bom, configs_report, fabric_report, html, pic_budget, pic_fabric, pic_floor, pic_twin, placement
+from . import bom, configs_report, fabric_report, html, pic_budget, pic_fabric, pic_floor, pic_twin, placement, report_twins
 from .markdown import pct, table
 
 Picture = tuple[str, str, bytes]  # file name under report/, caption, SVG
@@ -127,15 +127,9 @@ def sim_section(d: Design) -> str | None:
     return design_section(d)
 
 
-def other_twins_section(d: Design) -> str:
-    """The reliability and power twins run from a scenario, not in a build: say so, with the command."""
-    spec = Path(d.spec.source_path).name
-    return ("## Reliability and power twins\n\n"
-            "This build did not run the reliability twin (a scenario's `campaign:`: interruptions, checkpoints, spares, ETTR)"
-            " or the power and thermal twin (a scenario's `power:`: swings, utility limits, busways over time), so this"
-            " report has no figures of theirs. Run them with a scenario that has those sections (the repository's"
-            " `scenarios/llama3-405b-campaign.yaml` and `scenarios/llama3-405b-power.yaml` are written for meta-24k-roce):\n\n"
-            f"```\ntwin simulate {spec} --scenario SCENARIO.yaml\n```\n")
+def twins_section(d: Design) -> str:
+    """The scenario, reliability and power twins' sections; with no scenario, which twins did not run."""
+    return "\n\n".join(report_twins.twin_sections(Path(d.spec.source_path).name, None, None)[0])
 
 
 def floor_pictures(d: Design) -> list[str | Picture]:
@@ -148,7 +142,7 @@ def placement_pictures(d: Design) -> list[str | Picture]:
     return floor_pictures(d) + ((["### GPU power-cap curve"] + pcs) if pcs else [])
 
 
-SECTIONS: list[Section] = [summary, rack_section, power_section, placement.section, fabric_report.fabric_section, bom.section, fabric_report.cabling_section, configs_report.section, workloads_section, sim_section, other_twins_section]
+SECTIONS: list[Section] = [summary, rack_section, power_section, placement.section, fabric_report.fabric_section, bom.section, fabric_report.cabling_section, configs_report.section, workloads_section, sim_section, twins_section]
 TRAILING: list[Section] = [warnings_section]
 PICTURES: dict[Section, Callable[[Design], list[str | Picture]]] = {
     power_section: lambda d: [p for p in pic_budget.pictures(d) if p[0] == "budget.svg"],
@@ -162,9 +156,10 @@ def image(name: str, caption: str) -> str:
     return f"![{caption}](report/{name})"
 
 
-def compose(d: Design) -> tuple[str, dict[str, bytes], dict | None]:
+def compose(d: Design, scenario: tuple[str, dict] | None = None) -> tuple[str, dict[str, bytes], dict | None]:
     """The report's Markdown, its pictures (``report/<name>.svg`` -> SVG bytes) and the build's default
-    twin run (:func:`twin.sim.report.design_results`, run once for its section, pictures and review.json)."""
+    twin run (:func:`twin.sim.report.design_results`, run once for its section, pictures and review.json);
+    ``scenario``: (file, result data) of a scenario run with the build."""
     from ..sim.report import design_results, design_section
 
     pictures: dict[str, bytes] = {}
@@ -176,6 +171,11 @@ def compose(d: Design) -> tuple[str, dict[str, bytes], dict | None]:
             pics = pic_twin.pictures(results)
             pictures.update({f"report/{n}": svg for _r, n, _c, svg in pics})
             text = design_section(d, results, {role: "\n" + image(n, c) + "\n" for role, n, c, _s in pics})
+        elif sec is twins_section:
+            texts, pics = report_twins.twin_sections(Path(d.spec.source_path).name, scenario[1] if scenario else None,
+                                                     scenario[0] if scenario else None)
+            pictures.update({f"report/{n}": svg for n, _c, svg in pics})
+            text = "\n\n".join(texts)
         else:
             text = sec(d)
             if text and sec in PICTURES:
@@ -223,9 +223,11 @@ def normalise_blank_lines(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def emit(d: Design) -> dict[str, bytes]:
+def emit(d: Design, scenario: tuple[str, dict] | None = None) -> dict[str, bytes]:
+    """report.md, report.html, report/*.svg and review.json (``scenario``: (file, data) of a scenario
+    run with the build; ``twin build --scenario`` calls this again with it)."""
     from ..review import dumps, figures
 
-    markdown, pictures, results = compose(d)
+    markdown, pictures, results = compose(d, scenario)
     return {"report.md": markdown.encode("utf-8"), "report.html": html.page(f"{d.name}: design report", markdown, pictures),
-            "review.json": dumps(figures(d, results, run_twin=False)), **pictures}
+            "review.json": dumps(figures(d, results, run_twin=False, scenario=scenario[1] if scenario else None)), **pictures}
