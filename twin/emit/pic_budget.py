@@ -77,8 +77,8 @@ def budget_svg(d) -> bytes:
             what = "normal" if k == 0 else u["state"]
             c.rect(L, yy, px(u["utilisation"]) - L, bar, colour,
                    tip=f"{label}, {what}: {u['name']} carries {kw(u['load_w'])} of {kw(u['capacity_w'])} ({100 * u['utilisation']:.1f}%)")
-            c.text(px(u["utilisation"]) + 4, yy + bar - 2, f"{100 * u['utilisation']:.1f}% {'' if k == 0 else '(' + u['state'] + ')'}",
-                   size=9, fill=INK if k == 0 else MUTED)
+            label_k = f"{100 * u['utilisation']:.1f}% of {kw(u['capacity_w'])}" + ("" if k == 0 else f" ({u['state']})")
+            c.text(px(u["utilisation"]) + 4, yy + bar - 2, label_k, size=9, fill=INK if k == 0 else MUTED)
         y += per
     c.line(px(1.0), T - 8, px(1.0), H - 50, "#e15759", 1.5, dash="4 2")
     c.text(px(1.0) + 3, T - 10, "limit", size=9, fill="#e15759")
