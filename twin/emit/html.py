@@ -43,6 +43,7 @@ pre code { background: none; padding: 0; }
 pre .add { color: #1a7f37; background: #e6ffec; } pre .del { color: #b3261e; background: #ffebe9; } pre .hunk { color: #6f42c1; }
 .figures { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
 figure { margin: 10px 0 16px; max-width: 100%; }
+.gallery figure { flex: 1 1 460px; max-width: 600px; min-width: 0; }
 figure svg { display: block; max-width: 100%; height: auto; border: 1px solid var(--rule); }
 figcaption { color: var(--muted); font-size: 12px; margin-top: 4px; max-width: 640px; }
 .warning { color: #8a5a00; }
@@ -154,7 +155,7 @@ def body_html(markdown: str, pictures: dict[str, bytes]) -> tuple[str, list[tupl
                 elif lines[i].strip() or i + 1 >= len(lines) or not IMAGE.match(lines[i + 1]):
                     break
                 i += 1
-            out.append('<div class="figures">\n' + "\n".join(figs) + "\n</div>")
+            out.append(f'<div class="figures{" gallery" if len(figs) > 1 else ""}">\n' + "\n".join(figs) + "\n</div>")
             continue
         elif line.startswith("|") and i + 1 < len(lines) and re.match(r"^\|[\s:|-]+\|\s*$", lines[i + 1]):
             flush()
