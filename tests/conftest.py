@@ -41,3 +41,31 @@ def lab():
 @pytest.fixture(scope="session")
 def meta24k():
     return compiled("meta-24k-roce")
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """``built(name)``: the folder of ``twin build sites/<name>.yaml``, built once per test session
+    (meta-24k-roce takes ~20 s) into a temporary folder."""
+    from twin.build import build
+
+    cache: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in cache:
+            cache[name] = tmp_path_factory.mktemp(f"built-{name}") / name
+            build(SITES / f"{name}.yaml", cache[name])
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for the session (tests/browser.py); skipped where chromium is absent."""
+    from browser import Browser, chromium
+
+    if chromium() is None:
+        pytest.skip("chromium is not installed (`apt-get install chromium`; .ci/run installs it)")
+    with Browser() as b:
+        yield b

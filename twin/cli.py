@@ -91,12 +91,16 @@ def build(
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Output folder (default: generated/<site>)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result (artifacts and hashes) as JSON."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress or warnings."),
+    scenario: Optional[Path] = typer.Option(None, "--scenario", "-s", help="Also run this scenario's twins (collectives, jobs, "
+                                            "campaign, power) and put their sections in the report."),
 ) -> None:
-    """Compile a site spec into generated/<site>/ (design.json, report.md, manifest.json, ...).
+    """Compile a site spec into generated/<site>/ (design.json, report.md, report.html, manifest.json, ...).
 
     The previous output is replaced only when the whole build succeeds.
 
     Example: twin build sites/meta-24k-roce.yaml -o /tmp/out
+
+    Example: twin build sites/lab-2zone.yaml -o /tmp/lab --scenario scenarios/lab-twins.yaml
     """
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -108,9 +112,9 @@ def build(
         if show:
             with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True) as prog:
                 task = prog.add_task("validate", total=None)
-                result = do_build(spec, output, progress=lambda name: prog.update(task, description=name))
+                result = do_build(spec, output, progress=lambda name: prog.update(task, description=name), scenario=scenario)
         else:
-            result = do_build(spec, output)
+            result = do_build(spec, output, scenario=scenario)
     except SpecError as e:
         if as_json:
             _emit_json({"status": "invalid", "diagnostics": [d.to_json() for d in e.diagnostics]})
@@ -216,30 +220,50 @@ def schema(
 
 @app.command()
 def diff(
-    spec: Path = typer.Argument(..., help="Site spec file (YAML), usually edited since the last build."),
-    against: Optional[Path] = typer.Option(None, "--against", help="A build folder (default: generated/<site>)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the difference as JSON."),
+    old: Path = typer.Argument(..., help="OLD: a site spec (YAML) or a built folder. Alone (or with --against), the edited spec."),
+    new: Optional[Path] = typer.Argument(None, help="NEW: a site spec or a built folder."),
+    against: Optional[Path] = typer.Option(None, "--against", help="With one SPEC: the build folder it would replace (default: generated/<site>)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the review as JSON."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Also write the review as a self-contained page to this file."),
+    scenario: Optional[Path] = typer.Option(None, "--scenario", "-s", help="Run this scenario with every spec side, like `twin build --scenario`."),
 ) -> None:
-    """Show which artifacts a spec change would change, without writing anything.
+    """Review what a change does: figures that moved (GPUs, switches per tier, optics and cable km, power
+    and headroom per level, placement objective and gap, ECMP widths, cost, twin figures), configs changed
+    per role with one representative diff each, and the artifacts that change. Nothing is written (but --html).
 
     Exit 0 when nothing changes, 1 when something does (like `diff`), 2 on invalid input.
 
+    Example: twin diff sites/lab-2zone.yaml edited/lab-2zone.yaml --html /tmp/review.html
+
+    Example: twin diff generated/lab-2zone sites/lab-2zone.yaml      (a built folder against a spec)
+
     Example: twin diff sites/lab-2zone.yaml --against generated/lab-2zone
     """
-    from .diff import diff as do_diff
+    from .diff import compare, side
+    from .diff_report import page, terminal
     from .spec.validate import validate_file
 
-    if against is None:
-        parsed, diags = validate_file(spec)
-        if parsed is None:
-            _print_diags(diags)
-            raise typer.Exit(EXIT_INVALID)
-        against = Path("generated") / parsed.name
-    if not (against / "manifest.json").is_file():
-        err.print(f"{against}: no manifest.json (build it first with `twin build`)", style="red", markup=False)
+    if new is not None and against is not None:
+        err.print("give OLD NEW, or SPEC --against DIR, not both", style="red", markup=False)
         raise typer.Exit(EXIT_INVALID)
+    if new is None:  # the original form: the spec against the folder it would replace
+        spec, new = old, old
+        if against is None:
+            parsed, diags = validate_file(spec)
+            if parsed is None:
+                _print_diags(diags)
+                raise typer.Exit(EXIT_INVALID)
+            against = Path("generated") / parsed.name
+        old = against
+    for t in (old, new):
+        if t.is_dir() and not (t / "manifest.json").is_file():
+            err.print(f"{t}: no manifest.json (build it first with `twin build`)", style="red", markup=False)
+            raise typer.Exit(EXIT_INVALID)
+        if not t.exists():
+            err.print(f"{t}: no such spec file or build folder", style="red", markup=False)
+            raise typer.Exit(EXIT_INVALID)
     try:
-        res = do_diff(spec, against)
+        res = compare(side(old, scenario), side(new, scenario))
     except SpecError as e:
         _print_diags(e.diagnostics)
         raise typer.Exit(EXIT_INVALID) from None
@@ -247,21 +271,15 @@ def diff(
         for line in e.diagnosis:
             err.print(f"infeasible: {line}", markup=False)
         raise typer.Exit(EXIT_INVALID) from None
+    if html is not None:
+        html.parent.mkdir(parents=True, exist_ok=True)
+        html.write_bytes(page(res))
     if as_json:
         _emit_json(res.to_json())
     else:
-        for p in res.added:
-            out.print(f"[green]+ {p}[/green]")
-        for p in res.removed:
-            out.print(f"[red]- {p}[/red]")
-        for p, (a, r) in res.changed.items():
-            out.print(f"[yellow]~ {p}[/yellow] (+{a} -{r} lines)")
-        for f in res.design_fields[:50]:
-            out.print(f"    design.json: {f}", markup=False)
-        if len(res.design_fields) > 50:
-            out.print(f"    ... and {len(res.design_fields) - 50} more fields")
-        if res.empty:
-            out.print("no change")
+        terminal(res, out)
+        if html is not None:
+            out.print(f"wrote {html}", markup=False)
     raise typer.Exit(0 if res.empty else 1)
 
 

@@ -104,19 +104,22 @@ def markdown(data: dict) -> str:
 
 
 REPORT_GPUS = 256  # the report's AllReduce runs on the first GPUs only, so `twin build` stays fast
+REPORT_SIZES = [2.0**k for k in range(20, 31, 2)]  # 1 MiB .. 1 GiB, the busbw-vs-size curve of the report
+LOAD_BIN = 0.25  # link-load histogram bin (x the mean load of the fabric links)
 
 
-def design_section(d) -> str | None:
-    """Report section: ring AllReduce busbw on the first racks of the site under three schemes.
+def design_results(d) -> dict | None:
+    """The build's default twin run, as JSON-ready data: ring AllReduce over the first REPORT_GPUS GPUs
+    under three routing schemes (busbw at REPORT_SIZES, a histogram of the fabric link loads relative to
+    their mean), and the step breakdown of the site's first workload on the whole fabric.
 
-    Cheap by construction (a subgraph of at most REPORT_GPUS GPUs, one ring phase per scheme); the
-    full what-ifs are `twin simulate`'s job."""
+    Cheap by construction (a subgraph of at most REPORT_GPUS GPUs, one ring phase per scheme; the job
+    twin's closed-form step on the whole fabric); the full what-ifs are `twin simulate`'s job."""
     fab = d.fabric
     if fab is None or getattr(fab, "graph", None) is None:
         return None
     import numpy as np
 
-    from ..emit.markdown import table
     from . import collectives as coll
     from . import routing, topology
     from .nccl import PROTOCOL_EFFICIENCY, Library
@@ -127,18 +130,76 @@ def design_section(d) -> str | None:
         return None
     qps = d.spec.fabric.routing.qps_per_gpu_pair
     ranks = np.arange(net.n_gpus)
-    size = 2.0**30
-    rows = []
-    for s in (routing.Scheme("ecmp, 1 QP", "ecmp", 1), routing.Scheme(f"e-ecmp, {qps} QPs", "e-ecmp", qps),
-              routing.Scheme("spray (upper bound)", "spray", 1)):
-        tm = coll.time_collective(net, "allreduce", "ring", ranks, s, keep_load=True, lib=Library(nic_latency=d.spec.chassis.nic_latency))
+    schemes = [routing.Scheme("ecmp, 1 QP", "ecmp", 1), routing.Scheme(f"e-ecmp, {qps} QPs", "e-ecmp", qps),
+               routing.Scheme("spray (upper bound)", "spray", 1)]
+    sw = (net.arc_tail >= 0) & (net.arc_tail < net.n_switches) & (net.arc_head >= 0) & (net.arc_head < net.n_switches)
+    out = {"gpus": int(net.n_gpus), "racks": len(set(net.server_rack)), "protocol_efficiency": PROTOCOL_EFFICIENCY,
+           "sizes": REPORT_SIZES, "load_bin": LOAD_BIN, "schemes": []}
+    lib = Library(nic_latency=d.spec.chassis.nic_latency)
+    loads = []
+    for s in schemes:
+        tm = coll.time_collective(net, "allreduce", "ring", ranks, s, keep_load=True, lib=lib)
         ph = tm.phases[0]
-        sw = (net.arc_tail >= 0) & (net.arc_tail < net.n_switches) & (net.arc_head >= 0) & (net.arc_head < net.n_switches)
-        x = ph.load[sw & (ph.load > 0)] if ph.load is not None else np.zeros(0)
-        mm = f"{x.max() / x.mean():.2f}" if len(x) else "-"
-        rows.append([s.name, f"{tm.busbw(size) / 1e9:.1f}", f"{tm.time(size) * 1e3:.2f}", mm])
-    head = (f"## Collective performance (twin)\n\nRing AllReduce of 1 GiB over the first {net.n_gpus} GPUs "
-            f"({len(set(net.server_rack))} racks), flow-level max-min model with NCCL's channels (2 per NIC) and latency "
-            f"model, protocol efficiency {PROTOCOL_EFFICIENCY:g}. Run `twin simulate` with a scenario for the whole site, "
-            f"failures, jobs and serving.\n\n")
-    return head + table(["routing", "busbw GB/s", "time ms", "max/mean fabric link load"], rows, "lrrr")
+        loads.append(ph.load if ph.load is not None else np.zeros(net.n_arcs))
+        x = loads[-1][sw & (loads[-1] > 0)]
+        out["schemes"].append({"name": s.name, "busbw_GBps": [tm.busbw(z) / 1e9 for z in REPORT_SIZES],
+                               "time_ms": [tm.time(z) * 1e3 for z in REPORT_SIZES],
+                               "max_over_mean": float(x.max() / x.mean()) if len(x) else None})
+    support = sw & (loads[-1] > 0)  # the links spraying uses: every link a shortest path may take
+    for e, load in zip(out["schemes"], loads):
+        x = load[support]
+        rel = x / x.mean() if len(x) and x.mean() > 0 else x
+        bins = int(np.ceil(max(1.0, float(rel.max(initial=0.0))) / LOAD_BIN + 1e-9))
+        counts, _ = np.histogram(rel, bins=bins, range=(0.0, bins * LOAD_BIN))
+        e["load_hist"] = [int(c) for c in counts]
+    out["job"] = default_job(d, schemes, lib)
+    return out
+
+
+def default_job(d, schemes, lib) -> dict | None:
+    """The site's first workload as the job twin times it (topology rank order, healthy fabric)."""
+    if not d.spec.site.workloads:
+        return None
+    from ..spec.diagnostics import SpecError
+    from . import jobs, topology
+    from .scenario import Case, Job
+
+    w = d.spec.site.workloads[0]
+    job = Job(workload=w.name)
+    try:
+        return jobs.simulate_job(d, topology.from_design(d, d.fabric.graph), job, schemes, lib,
+                                 Case(name="healthy"), set(), None, ("workloads", 0))
+    except SpecError as e:
+        return {"workload": w.name, "error": "; ".join(x.message for x in e.diagnostics)}
+
+
+def design_section(d, results: dict | None = None, pictures: dict[str, str] | None = None) -> str | None:
+    """Report section "Collective performance (twin)" from :func:`design_results` (computed when not
+    given); ``pictures`` maps a picture's role (busbw, load, job) to its Markdown image line."""
+    r = results if results is not None else design_results(d)
+    if r is None:
+        return None
+    from ..emit.markdown import table
+
+    pictures = pictures or {}
+    big = len(r["sizes"]) - 1
+    rows = [[e["name"], f"{e['busbw_GBps'][big]:.1f}", f"{e['time_ms'][big]:.2f}",
+             "-" if e["max_over_mean"] is None else f"{e['max_over_mean']:.2f}"] for e in r["schemes"]]
+    out = [f"## Collective performance (twin)\n\nThe build's default twin run. Ring AllReduce over the first {r['gpus']} GPUs "
+           f"({r['racks']} racks), flow-level max-min model, protocol efficiency {r['protocol_efficiency']:g}; the table is at "
+           f"{r['sizes'][big] / 2**30:g} GiB. Run `twin simulate` with a scenario for the whole site, failures and jobs.\n\n"
+           + table(["routing", "busbw GB/s", "time ms", "max/mean fabric link load"], rows, "lrrr")]
+    out += [pictures[k] for k in ("busbw", "load") if k in pictures]
+    j = r.get("job")
+    if j and "error" in j:
+        out.append(f"\nJob `{j['workload']}` was not timed: {j['error']}.\n")
+    elif j:
+        out.append(f"\n### Training step of `{j['workload']}` (job twin)\n\n{j['parallelism']} on {j['gpus']:,} GPUs in topology order, "
+                   f"{j['microbatches']} micro-batches per pipeline: compute {j['compute_s']:.3f} s, pipeline bubble {j['bubble_s']:.3f} s per step.\n\n"
+                   + table(["routing", "step s", "TP s", "CP s", "PP exposed s", "DP s (exposed)", "exposed %", "predicted TFLOPs/GPU"],
+                           [[s["scheme"], f"{s['step_s']:.3f}", f"{s['tp_s']:.3f}", f"{s['cp_s']:.3f}", f"{s['pp_exposed_s']:.3f}",
+                             f"{s['dp_s']:.3f} ({s['dp_exposed_s']:.3f})", f"{100 * s['exposed_fraction']:.1f}",
+                             f"{s['predicted_tflops_per_gpu']:.0f}"] for s in j["schemes"]], "lrrrrrrr"))
+        if "job" in pictures:
+            out.append(pictures["job"])
+    return "\n".join(out)
