@@ -14,7 +14,7 @@ from ..design import Design
 from ..feasibility import hall_capacity
 from ..spec.models import Family
 from ..spec.units import kw
-from . import bom, configs_report, fabric_report, placement
+from . import bom, configs_report, cost_report, fabric_report, placement
 from .markdown import pct, table
 
 Section = Callable[[Design], str | None]
@@ -120,7 +120,7 @@ def sim_section(d: Design) -> str | None:
     return design_section(d)
 
 
-SECTIONS: list[Section] = [summary, rack_section, power_section, placement.section, fabric_report.fabric_section, bom.section, fabric_report.cabling_section, configs_report.section, workloads_section, sim_section]
+SECTIONS: list[Section] = [summary, rack_section, power_section, placement.section, fabric_report.fabric_section, bom.section, cost_report.section, fabric_report.cabling_section, configs_report.section, workloads_section, sim_section]
 TRAILING: list[Section] = [warnings_section]
 
 
