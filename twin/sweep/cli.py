@@ -62,7 +62,7 @@ def _json_row(sw, oc: Outcome, v) -> dict:
     r = oc.results.get(v.hash) or {}
     figs = {k: (None if isinstance(x, float) and math.isnan(x) else x) for k, x in (r.get("figures") or {}).items() if k in sw.figures}
     return {"variant": v.index, "label": v.label, "spec_hash": v.hash, "status": r.get("status", "pending"),
-            "error": r.get("error", ""), "values": v.values, "figures": figs, "seconds": oc.seconds.get(v.hash)}
+            "error": v.message(r.get("error", "")), "values": v.values, "figures": figs, "seconds": oc.seconds.get(v.hash)}
 
 
 def _with_progress(sw, folder, workers, scheduler, fresh, timeout, err: Console) -> Outcome:
@@ -95,7 +95,7 @@ def _show(sw, oc: Outcome, folder: Path, files: dict, out: Console) -> None:
     for v in oc.variants:
         r = oc.results.get(v.hash) or {}
         if r.get("error"):
-            out.print(f"  {v.index} ({v.label}): {r['status']}: {r['error']}", markup=False)
+            out.print(f"  {v.index} ({v.label}): {r['status']}: {v.message(r['error'])}", markup=False)
     if oc.worker_peak_rss:
         out.print("peak memory per worker: " + ", ".join(f"{b / 2**30:.2f} GiB" for b in oc.worker_peak_rss.values()), markup=False)
     if oc.interrupted:

@@ -50,6 +50,10 @@ class Variant:
     def folder(self) -> str:
         return f"variants/{self.index:03d}"
 
+    def message(self, text: str) -> str:
+        """An error of this variant's result, naming this variant's files."""
+        return text.replace(PLACE, self.folder)
+
 
 @dataclass
 class Outcome:
@@ -72,7 +76,8 @@ def variants(sw: Sweep) -> list[Variant]:
     placement = [] if sw.file.placement == "spec" else [(("placement", "method"), sw.file.placement)]
     extra = sorted(f for f in sw.figures if ":" in f)
     for k, combo in enumerate(itertools.product(*sw.axes) if sw.axes else [()], start=1):
-        settings = [s for _, ss in combo for s in ss]
+        # a section before the fields inside it, whatever order the axes name them in
+        settings = sorted((s for _, ss in combo for s in ss), key=lambda s: len(s.path))
         label = ", ".join(lbl for lbl, _ in combo if lbl) or "base"
         site = apply(sw.site, placement + [(s.path, s.value) for s in settings if s.target == "site"])
         scen = apply(sw.scenario, [(s.path, s.value) for s in settings if s.target == "scenario"]) if sw.scenario is not None else None
@@ -83,9 +88,12 @@ def variants(sw: Sweep) -> list[Variant]:
     return out
 
 
+PLACE = "@variant@"  # the variant's folder in messages; rows put their own (equal variants share one result)
+
+
 def payload(sw: Sweep, v: Variant) -> dict:
-    return {"site_text": v.site_text, "site_name": f"{v.folder}/site.yaml", "scenario_text": v.scenario_text,
-            "scenario_name": f"{v.folder}/scenario.yaml", "job": sw.file.job, "scheme": sw.file.scheme,
+    return {"site_text": v.site_text, "site_name": f"{PLACE}/site.yaml", "scenario_text": v.scenario_text,
+            "scenario_name": f"{PLACE}/scenario.yaml", "job": sw.file.job, "scheme": sw.file.scheme,
             "wanted": [f for f in sw.figures if ":" in f]}
 
 

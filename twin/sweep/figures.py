@@ -12,7 +12,7 @@ ran, else the job's tokens per day; energy per year is priced at the power twin'
 it ran, else at the budgeted full-load draw (IT x PUE).
 
 >>> sorted(FIGURES)[:4]
-['capex', 'capex_cables', 'capex_facility', 'capex_network']
+['cables', 'capex', 'capex_cables', 'capex_facility']
 >>> read_path({"a": [{"b": "22200 W"}]}, "a[0].b")
 22200.0
 """

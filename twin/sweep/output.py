@@ -34,7 +34,7 @@ def rows(sw: Sweep, oc: Outcome) -> list[dict[str, Any]]:
     for v in oc.variants:
         r = oc.results.get(v.hash)
         row: dict[str, Any] = {"variant": v.index, "label": v.label, "spec_hash": v.hash,
-                               "status": r["status"] if r else "pending", "error": r["error"] if r else ""}
+                               "status": r["status"] if r else "pending", "error": v.message(r["error"]) if r else ""}
         for col in sw.columns:
             val = v.values.get(col)
             row[col] = "" if val is None else (f"{val:g}" if isinstance(val, float) else str(val))
@@ -139,6 +139,8 @@ def _fmt(name: str, v: Any) -> str:
         return str(v)
     if math.isnan(v):
         return "-"
+    if v == int(v) and abs(v) < 1e6 and not name.startswith("capex"):
+        return f"{int(v):,}"
     if name.startswith("capex") or name.startswith("energy_cost"):
         return f"${v / 1e6:,.1f} M" if abs(v) >= 1e6 else f"${v:,.0f}"
     if name == "network_share" or name.startswith("ettr"):
@@ -154,7 +156,10 @@ def summary(sw: Sweep, table: list[dict], interrupted: bool) -> str:
     lines = [f"# Sweep {sw.name}", ""]
     if sw.file.description:
         lines += [sw.file.description, ""]
-    lines += [f"Base site `{sw.site_path.name}`" + (f", scenario `{Path(sw.scenario_name).name}`" if sw.scenario_name else "")
+    scn = ""
+    if sw.scenario is not None:
+        scn = f", scenario `{Path(sw.scenario_name).name}`" if sw.file.scenario and isinstance(sw.file.scenario, str) else f", inline scenario `{sw.scenario.get('name')}`"
+    lines += [f"Base site `{sw.site_path.name}`" + scn
               + f"; {len(table)} variants, {len(ok)} ok" + (f", {len(table) - len(ok)} not" if len(ok) < len(table) else "") + ".", ""]
     if interrupted:
         lines += ["**Interrupted**: rows marked `pending` were not computed; rerun the sweep to finish them.", ""]

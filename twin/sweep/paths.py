@@ -109,7 +109,7 @@ def check_value(kind: Any, value: Any) -> Any:
 def apply(data: dict, overrides: list[tuple[tuple, Any]]) -> dict:
     """A deep copy of ``data`` with every ``(path, value)`` set (None deletes), in order.
 
-    >>> apply({"a": {"b": 1}}, [(("a", "c"), 2), (("a", "b"), None), (("d", "e"), "x")])
+    >>> apply({"a": {"b": 1}}, [(("a", "c"), 2), (("a", "b"), None), (("d", "e"), "x"), (("f", "g"), None)])
     {'a': {'c': 2}, 'd': {'e': 'x'}}
     """
     out = copy.deepcopy(data)
@@ -120,12 +120,18 @@ def apply(data: dict, overrides: list[tuple[tuple, Any]]) -> dict:
                 node = node[p]
             else:
                 if not isinstance(node.get(p), (dict, list)):
+                    if value is None:
+                        break  # removing below a section that is not there: nothing to remove
                     node[p] = {}
                 node = node[p]
-        last = path[-1]
-        if value is None:
-            if isinstance(last, str):
-                node.pop(last, None)
         else:
-            node[last] = copy.deepcopy(value)
+            _set(node, path[-1], value)
     return out
+
+
+def _set(node, last, value) -> None:
+    if value is None:
+        if isinstance(last, str):
+            node.pop(last, None)
+    else:
+        node[last] = copy.deepcopy(value)
