@@ -106,7 +106,7 @@ def parse(value: Any, kind: Kind) -> float:
     expected = ureg.parse_units(kind.dimensionality).dimensionality
     if q.dimensionality != expected:
         raise QuantityError(
-            f"'{written}' is a {_describe(q)}, expected a {kind.name} such as '{kind.example}'"
+            f"'{written}' is {_a(_describe(q))}, expected a {kind.name} such as '{kind.example}'"
         )
     if kind.must_mention:
         if not any(w in str(q.units) for w in kind.must_mention):
@@ -130,6 +130,10 @@ def dollars(value: str) -> str:
         raise QuantityError(f"'{value}' is not a dollar amount; write e.g. '$25,000', '$0.09/kWh' or '25000 USD'")
     tail = (m.group(3) or "").replace(" ", "")
     return f"{m.group(1).replace(',', '')}{m.group(2) or ''} USD{tail}"
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
 
 
 def _describe(q: pint.Quantity) -> str:

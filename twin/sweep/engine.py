@@ -194,11 +194,12 @@ def run(sw: Sweep, out: Path, workers: int | None = None, scheduler: str | None 
         for f in futures:
             f.cancel()
     finally:
-        _close(client)
+        close_client(client)
     return oc
 
 
-def _close(client) -> None:
+def close_client(client) -> None:
+    """Close the client, and its LocalCluster when it made one."""
     cluster = client.cluster if scheduler_is_local(client) else None
     try:
         client.close(timeout=10)

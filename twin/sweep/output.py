@@ -126,7 +126,7 @@ def pareto_plot(table: list[dict], x: str, xlabel: str, scale: float, title: str
     ax.set_ylabel("delivered tokens per day (billions)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})

@@ -103,7 +103,8 @@ def check_value(kind: Any, value: Any) -> Any:
         err = e.errors(include_url=False)[0]
         msg = err["msg"].removeprefix("Value error, ")
         inner = dotted(tuple(err["loc"]))
-        raise PathError(f"{value!r}: {msg}" + (f" (at {inner})" if inner else "")) from None
+        said = msg if str(value) in msg else f"{value!r}: {msg}"
+        raise PathError(said + (f" (at {inner})" if inner else "")) from None
 
 
 def apply(data: dict, overrides: list[tuple[tuple, Any]]) -> dict:
