@@ -47,7 +47,8 @@ AXES = """  - path: fabric.atsw.oversubscription
   - path: fabric.rtsw.uplinks
     values: [16, 64]
 """
-FIGS = "figures: [gpus, capex, capex_servers, capex_network, capex_per_gpu, step_time_s, tokens_per_day, tokens_per_day_per_dollar]\n"
+FIGS = ("figures: [gpus, capex, capex_servers, capex_network, capex_per_gpu, step_time_s, tokens_per_day, tokens_per_day_per_dollar,"
+        " 'design:derived.rack.power', 'sim:cases[0].jobs[0].microbatches']\n")
 
 
 def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -102,6 +103,8 @@ def test_rows_follow_the_axes(swept):
         assert r["gpus"] == 128 and r["capex_per_gpu"] == pytest.approx(r["capex"] / 128)
         assert r["tokens_per_day"] == pytest.approx(64 * 8192 * 86400 / r["step_time_s"], rel=1e-12)
         assert r["tokens_per_day_per_dollar"] == pytest.approx(r["tokens_per_day"] / r["capex"], rel=1e-12)
+        assert r["design:derived.rack.power"] == 2 * 10_200 + 1_500 + 300  # design.json: 2 servers, an RTSW, 300 W other
+        assert r["sim:cases[0].jobs[0].microbatches"] == 64 / 8  # global batch / DP
     by = {(r["fabric.atsw.oversubscription"], r["scenario.jobs[0].order"]): r for r in ok}
     # 1:1 gives each CTSW 16 ATSW uplinks instead of 8: more switch ports cabled, a dearer network
     assert by[("1:1", "topology")]["capex_network"] > by[("2:1", "topology")]["capex_network"]
@@ -166,3 +169,13 @@ def test_interrupted_sweep_keeps_finished_results(tmp_path):
     second = json.loads(r.stdout)
     assert r.returncode == 0 and (second["computed"], second["cached"]) == (24 - done, done)
     assert all(row["status"] == "ok" for row in second["rows"])
+
+
+def test_help_lists_every_named_figure():
+    from typer.testing import CliRunner
+
+    from twin.cli import app
+    from twin.sweep.figures import FIGURES
+
+    text = " ".join(CliRunner().invoke(app, ["sweep", "--help"], terminal_width=200).output.split())
+    assert [f for f in FIGURES if f not in text] == []

@@ -82,14 +82,14 @@ def _show(sw, oc: Outcome, folder: Path, files: dict, out: Console) -> None:
     t = Table(title=f"sweep {sw.name}: {len(oc.variants)} variants ({oc.computed} computed, {oc.cached} from the cache)", title_justify="left")
     for col in ("#", "variant", "status", "s", *sw.figures):
         t.add_column(col, justify="left" if col in ("variant", "status") else "right")
-    from .output import _fmt
+    from .output import fmt_figure
 
     for v in oc.variants:
         r = oc.results.get(v.hash) or {}
         figs = r.get("figures") or {}
         sec = oc.seconds.get(v.hash)
         t.add_row(str(v.index), v.label, r.get("status", "pending"), "-" if sec is None else f"{sec:.1f}",
-                  *(_fmt(f, figs.get(f, math.nan)) for f in sw.figures))
+                  *(fmt_figure(f, figs.get(f, math.nan)) for f in sw.figures))
     out.width = max(out.width, 160)
     out.print(t)
     for v in oc.variants:

@@ -1,6 +1,6 @@
 """The sweep language: a base site, a scenario, axes of overrides, the figures to collect.
 
-Example (``sweeps/lab-oversubscription.yaml``)::
+Example::
 
     name: lab-oversubscription
     site: ../sites/lab-2zone.yaml              # relative to this file

@@ -134,7 +134,7 @@ def pareto_plot(table: list[dict], x: str, xlabel: str, scale: float, title: str
     return buf.getvalue()
 
 
-def _fmt(name: str, v: Any) -> str:
+def fmt_figure(name: str, v: Any) -> str:
     if not isinstance(v, float):
         return str(v)
     if math.isnan(v):
@@ -167,7 +167,7 @@ def summary(sw: Sweep, table: list[dict], interrupted: bool) -> str:
     lines.append("| # | variant | status | " + " | ".join(figs) + " |")
     lines.append("|---:|:---|:---|" + "---:|" * len(figs))
     for r in table:
-        lines.append(f"| {r['variant']} | {r['label']} | {r['status']} | " + " | ".join(_fmt(f, r[f]) for f in figs) + " |")
+        lines.append(f"| {r['variant']} | {r['label']} | {r['status']} | " + " | ".join(fmt_figure(f, r[f]) for f in figs) + " |")
     bad = [r for r in table if r["status"] not in ("ok", "pending")]
     if bad:
         lines += ["", "Variants that did not build or run:", ""] + [f"- {r['variant']} ({r['label']}): {r['status']}: {r['error']}" for r in bad]
