@@ -120,8 +120,11 @@ def pareto_plot(table: list[dict], x: str, xlabel: str, scale: float, title: str
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
     ax.scatter(xs, ys, color="#7a8ca5", zorder=2, label="variant")
     ax.plot([xs[i] for i in front], [ys[i] for i in front], "-o", color="#c0392b", zorder=3, label="Pareto front")
+    same: dict[tuple[float, float], list[str]] = {}  # variants at one point share one label
     for r, px, py in zip(pts, xs, ys):
-        ax.annotate(str(r["variant"]), (px, py), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        same.setdefault((px, py), []).append(str(r["variant"]))
+    for (px, py), names in same.items():
+        ax.annotate(",".join(names), (px, py), textcoords="offset points", xytext=(4, 4), fontsize=8)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("delivered tokens per day (billions)")
     ax.set_title(title, fontsize=10)
