@@ -30,4 +30,5 @@ def merged(site_catalog: Catalog) -> Catalog:
         switches={**base.switches, **site_catalog.switches},
         media={**base.media, **site_catalog.media},
         reliability={**base.reliability, **site_catalog.reliability},
+        facility={**base.facility, **site_catalog.facility},
     )

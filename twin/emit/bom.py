@@ -1,4 +1,4 @@
-"""bom.csv: switches, transceivers and cables with quantities, power and the catalog source."""
+"""bom.csv: switches, transceivers and cables with quantities, power, price and the catalog source."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import csv
 import io
 
 from ..design import Design
-from ..fabric.bom import cable_mass, network_power
+from ..fabric.bom import cable_mass, network_power, network_price
 from ..spec.units import kw
 from .markdown import table
 
-COLUMNS = ["category", "item", "description", "length_m", "quantity", "unit_power_w", "total_power_w", "total_mass_kg", "source"]
+COLUMNS = ["category", "item", "description", "length_m", "quantity", "unit_power_w", "total_power_w", "total_mass_kg", "unit_price_usd", "total_price_usd", "source"]
 
 
 def _num(v: float) -> str:
@@ -26,11 +26,13 @@ def emit(design: Design) -> dict[str, bytes]:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(COLUMNS)
     for ln in lines:
-        w.writerow([ln.category, ln.item, ln.description, "" if ln.length_m is None else _num(ln.length_m), ln.quantity, _num(ln.unit_power_w), _num(ln.total_power_w), _num(ln.total_mass_kg), ln.source])
+        price = ["", ""] if ln.unit_price is None else [_num(ln.unit_price), _num(ln.total_price)]
+        w.writerow([ln.category, ln.item, ln.description, "" if ln.length_m is None else _num(ln.length_m), ln.quantity, _num(ln.unit_power_w), _num(ln.total_power_w), _num(ln.total_mass_kg), *price, ln.source])
     p = network_power(lines)
     what = "switches + powered cable ends" + (" + fabric attachments" if p["endpoint"] else "")
-    w.writerow(["total", "network power", what, "", "", "", _num(p["total"]), "", ""])
-    w.writerow(["total", "cable mass", "every cable at its stock length (tray load)", "", "", "", "", _num(cable_mass(lines)), ""])
+    w.writerow(["total", "network power", what, "", "", "", _num(p["total"]), "", "", "", ""])
+    w.writerow(["total", "cable mass", "every cable at its stock length (tray load)", "", "", "", "", _num(cable_mass(lines)), "", "", ""])
+    w.writerow(["total", "network capex", "switches + transceivers + cables (unpriced items count zero)", "", "", "", "", "", "", _num(network_price(lines)["total"]), ""])
     return {"bom.csv": buf.getvalue().encode("utf-8")}
 
 

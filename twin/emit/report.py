@@ -17,7 +17,7 @@ from ..design import Design
 from ..feasibility import hall_capacity
 from ..spec.models import Family
 from ..spec.units import kw
-from . import bom, configs_report, fabric_report, html, pic_budget, pic_fabric, pic_floor, pic_twin, placement, report_twins, sizing_report
+from . import bom, configs_report, cost_report, fabric_report, html, pic_budget, pic_fabric, pic_floor, pic_twin, placement, report_twins, sizing_report
 from .markdown import pct, table
 
 Picture = tuple[str, str, bytes]  # file name under report/, caption, SVG
@@ -152,6 +152,7 @@ SECTIONS: list[Section] = [
     fabric_report.fabric_section,
     sizing_report.section,
     bom.section,
+    cost_report.section,
     fabric_report.cabling_section,
     configs_report.section,
     workloads_section,

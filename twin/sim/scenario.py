@@ -233,6 +233,11 @@ def parse_scenario(text: str, path: str = "<scenario>") -> tuple[Scenario, Sourc
     return _validate(src), src
 
 
+def validate_source(src: Source) -> Scenario:
+    """A scenario from an already loaded document (e.g. a section of a sweep file, keeping its positions)."""
+    return _validate(src)
+
+
 def _validate(src: Source) -> Scenario:
     if not isinstance(src.data, dict):
         raise SpecError([diagnostic(src, Severity.ERROR, (), "a scenario must be a mapping", "name:, routing:, collectives:")])

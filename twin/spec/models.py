@@ -17,10 +17,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from .attachment import Attachment
+from .cost_models import EnergyPrice, EnergyPriceField, FacilityCost
 from .portmap import PortMap
 from .power import PhasePower, UtilityLimits
 from .reliability_models import FailureClass, Storage
-from .units import ArealLoad, DataRate, DataSize, Length, Mass, Power, Temperature, Time
+from .units import ArealLoad, DataRate, DataSize, Length, Mass, Power, Price, PricePerLength, Temperature, Time
 
 SLUG = r"^[a-z0-9][a-z0-9-]{0,62}$"
 Slug = Annotated[str, Field(pattern=SLUG, description="lower-case letters, digits and '-', at most 63")]
@@ -154,6 +155,7 @@ class Chassis(Model):
     kernels: Kernels | None = Field(None, description="sustained kernel efficiencies of the GPU (the compute model's constants)")
     height_u: int = Field(ge=1, le=60)
     weight: Mass
+    price: Price | None = Field(None, description="purchase price of one server, e.g. '270000 USD' (capex)")
     source: str = Field(min_length=1, description="where the figures come from, or 'assumed'")
 
 
@@ -182,6 +184,7 @@ class SwitchModel(Model):
     latency: Time = Field(description="port-to-port forwarding latency")
     height_u: int = Field(ge=1, le=60)
     weight: Mass
+    price: Price | None = Field(None, description="purchase price of one switch with its software licence (capex)")
     source: str = Field(min_length=1)
 
     @field_validator("port_name")
@@ -223,6 +226,8 @@ class Medium(Model):
     connector: str = ""
     stock_lengths: list[Length] = Field(min_length=1)
     weight_per_metre: Mass = Field(description="cable mass per metre of length")
+    price: Price | None = Field(None, description="optic: one transceiver; DAC, AEC, AOC: one cable assembly (capex)")
+    price_per_metre: PricePerLength = Field(0.0, description="optic: its fiber per metre; DAC, AEC, AOC: added to the assembly per metre")
     source: str = Field(min_length=1)
 
     @property
@@ -238,6 +243,8 @@ class Catalog(Model):
     switches: dict[Slug, SwitchModel] = Field(default_factory=dict)
     media: dict[Slug, Medium] = Field(default_factory=dict)
     reliability: dict[Slug, FailureClass] = Field(default_factory=dict, description="failure classes (twin/spec/reliability_models.py)")
+    facility: dict[Literal["air", "liquid"], FacilityCost] = Field(
+        default_factory=dict, description="capital cost of a hall per watt of critical IT load, by cooling medium (twin/spec/cost_models.py)")
 
 
 # ---------------------------------------------------------------- facility
@@ -311,6 +318,7 @@ class SitePower(Model):
     pue_curve: list[tuple[Temperature, float]] = Field(
         default_factory=list, description="PUE against outdoor temperature, e.g. [[10 degC, 1.1], [35 degC, 1.4]] (default: pue)")
     limits: UtilityLimits | None = Field(None, description="utility ramp, swing and oscillation limits (the power twin checks them)")
+    energy_price: EnergyPrice = EnergyPriceField
 
 
 # ---------------------------------------------------------------- racks

@@ -1,0 +1,103 @@
+"""``twin sweep``: load the sweep, run it on Dask with a progress bar, write and show the results."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from ..spec.diagnostics import SpecError
+from .engine import Outcome, SchedulerError, run
+from .language import load_sweep
+from .output import write
+
+EXIT_INVALID = 2
+EXIT_INTERRUPTED = 130
+
+
+def run_sweep(path: Path, output: Path | None, workers: int | None, scheduler: str | None, fresh: bool, timeout: float,
+              as_json: bool, out: Console, err: Console, print_diags, emit_json) -> int:
+    try:
+        sw = load_sweep(path)
+    except SpecError as e:
+        if as_json:
+            emit_json({"status": "invalid", "diagnostics": [d.to_json() for d in e.diagnostics]})
+        else:
+            print_diags(e.diagnostics)
+        return EXIT_INVALID
+    if workers is not None and workers < 1:
+        err.print(f"--workers {workers}: expected 1 or more worker processes", style="red", markup=False)
+        return EXIT_INVALID
+    folder = output or Path("generated") / f"sweep-{sw.name}"
+    try:
+        if as_json:
+            oc = run(sw, folder, workers, scheduler, fresh, timeout=timeout)
+        else:
+            oc = _with_progress(sw, folder, workers, scheduler, fresh, timeout, err)
+    except SchedulerError as e:
+        if as_json:
+            emit_json({"status": "invalid", "error": str(e)})
+        else:
+            err.print(str(e), style="red", markup=False)
+        return EXIT_INVALID
+    files = write(sw, oc, folder)
+    statuses = {}
+    for v in oc.variants:
+        r = oc.results.get(v.hash)
+        s = r["status"] if r else "pending"
+        statuses[s] = statuses.get(s, 0) + 1
+    if as_json:
+        emit_json({"status": "interrupted" if oc.interrupted else "done", "sweep": sw.name, "output": str(folder),
+                   "variants": len(oc.variants), "computed": oc.computed, "cached": oc.cached, "statuses": statuses,
+                   "files": sorted(files), "worker_peak_rss_bytes": oc.worker_peak_rss,
+                   "rows": [_json_row(sw, oc, v) for v in oc.variants]})
+    else:
+        _show(sw, oc, folder, files, out)
+    return EXIT_INTERRUPTED if oc.interrupted else 0
+
+
+def _json_row(sw, oc: Outcome, v) -> dict:
+    r = oc.results.get(v.hash) or {}
+    figs = {k: (None if isinstance(x, float) and math.isnan(x) else x) for k, x in (r.get("figures") or {}).items() if k in sw.figures}
+    return {"variant": v.index, "label": v.label, "spec_hash": v.hash, "status": r.get("status", "pending"),
+            "error": v.message(r.get("error", "")), "values": v.values, "figures": figs, "seconds": oc.seconds.get(v.hash)}
+
+
+def _with_progress(sw, folder, workers, scheduler, fresh, timeout, err: Console) -> Outcome:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("sweep {task.fields[name]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), console=err, transient=False) as prog:
+        task = prog.add_task("starting workers", total=sw.count, name=sw.name)
+
+        def step(done: int, total: int, label: str) -> None:
+            prog.update(task, completed=done, total=total, description=label)
+
+        return run(sw, folder, workers, scheduler, fresh, step, timeout)
+
+
+def _show(sw, oc: Outcome, folder: Path, files: dict, out: Console) -> None:
+    t = Table(title=f"sweep {sw.name}: {len(oc.variants)} variants ({oc.computed} computed, {oc.cached} from the cache)", title_justify="left")
+    for col in ("#", "variant", "status", "s", *sw.figures):
+        t.add_column(col, justify="left" if col in ("variant", "status") else "right")
+    from .output import fmt_figure
+
+    for v in oc.variants:
+        r = oc.results.get(v.hash) or {}
+        figs = r.get("figures") or {}
+        sec = oc.seconds.get(v.hash)
+        t.add_row(str(v.index), v.label, r.get("status", "pending"), "-" if sec is None else f"{sec:.1f}",
+                  *(fmt_figure(f, figs.get(f, math.nan)) for f in sw.figures))
+    out.width = max(out.width, 160)
+    out.print(t)
+    for v in oc.variants:
+        r = oc.results.get(v.hash) or {}
+        if r.get("error"):
+            out.print(f"  {v.index} ({v.label}): {r['status']}: {v.message(r['error'])}", markup=False)
+    if oc.worker_peak_rss:
+        out.print("peak memory per worker: " + ", ".join(f"{b / 2**30:.2f} GiB" for b in oc.worker_peak_rss.values()), markup=False)
+    if oc.interrupted:
+        out.print(f"[red]interrupted[/red]: finished variants are cached in {folder}/cache; rerun to compute the rest")
+    out.print(f"results -> {folder}/ ({', '.join(sorted(files))})", markup=False)
