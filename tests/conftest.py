@@ -41,3 +41,24 @@ def lab():
 @pytest.fixture(scope="session")
 def meta24k():
     return compiled("meta-24k-roce")
+
+
+@pytest.fixture(scope="session")
+def netbox_package() -> Path:
+    """site-packages of the NetBox the tests run (made once under ~/.cache/twin-netbox): dcim/, extras/ ..."""
+    import netbox_server
+
+    why = netbox_server.why_not()
+    if why:
+        pytest.skip(why)
+    netbox_server.ensure_venv()
+    return netbox_server.package_dir()
+
+
+@pytest.fixture(scope="session")
+def netbox(netbox_package):
+    """A real NetBox on loopback for the whole session (tests/netbox_server.py), stopped at the end."""
+    import netbox_server
+
+    with netbox_server.NetBoxServer() as nb:
+        yield nb

@@ -345,6 +345,15 @@ def simulate(
     raise typer.Exit(code)
 
 
+def _register_subcommands() -> None:
+    from .netbox.cli import app as netbox_app
+
+    app.add_typer(netbox_app, name="netbox")
+
+
+_register_subcommands()
+
+
 def main() -> None:
     try:
         app()
