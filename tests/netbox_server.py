@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import glob
+import json
 import os
 import secrets
 import shutil
@@ -322,7 +323,19 @@ class NetBoxServer:
                 time.sleep(0.5)
         raise RuntimeError(f"NetBox did not answer at {self.url}: {(self.work / 'runserver.log').read_text()[-3000:]}")
 
+    def cpu_seconds(self) -> float:
+        """CPU time NetBox's runserver has used so far (user + system), for the README's cost figures."""
+        for p in self.procs:
+            if p.args[0].endswith("netbox") and p.poll() is None:
+                fields = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return 0.0
+
     def close(self) -> None:
+        if self.procs:
+            self.timings["netbox_cpu_s"] = self.cpu_seconds()
+            with contextlib.suppress(OSError):
+                (CACHE / "last-session.json").write_text(json.dumps(self.timings, indent=1, sort_keys=True) + "\n")
         for p in reversed(self.procs):
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)

@@ -31,13 +31,16 @@ def push(
     """
     from ..pipeline import compile_design
     from ..spec.diagnostics import InfeasibleError, SpecError
-    from .push import Pusher, PushError
+    from .push import Pusher, PushError, url_problem
 
     try:
         import pynetbox  # noqa: F401
     except ImportError:
         err.print("twin netbox push needs pynetbox: pip install 'twin[netbox]' (or pip install pynetbox)", style="red", markup=False)
         raise typer.Exit(2) from None
+    if why := url_problem(url):
+        err.print(why, style="red", markup=False)
+        raise typer.Exit(2)
     try:
         design = compile_design(spec)
     except SpecError as e:

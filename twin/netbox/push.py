@@ -125,6 +125,31 @@ def _plain(v):
     return v
 
 
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a NetBox address, or None.
+
+    >>> url_problem("ftp://nb"), url_problem("http://127.0.0.1:8000")
+    ("--url 'ftp://nb': expected http://HOST[:PORT] or https://HOST[:PORT], the address of NetBox", None)
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"--url {url!r}: expected http://HOST[:PORT] or https://HOST[:PORT], the address of NetBox"
+    return None
+
+
+def why_unreachable(e: Exception) -> str:
+    """A connection failure in a few words (requests' own text nests three exceptions deep)."""
+    text = str(e)
+    for needle, short in (("Connection refused", "connection refused"), ("Name or service not known", "unknown host"),
+                          ("Failed to resolve", "unknown host"), ("No route to host", "no route to host"),
+                          ("timed out", "no answer within 30 s"), ("SSL", "TLS handshake failed")):
+        if needle in text:
+            return short
+    return f"{type(e).__name__}: {text[:200]}"
+
+
 class Pusher:
     """One push of one design; ``run`` does it, ``result`` counts it."""
 
@@ -141,14 +166,14 @@ class Pusher:
         import pynetbox
         import requests
 
-        if not self.url.startswith(("http://", "https://")):
-            raise PushError(f"--url {self.url!r}: expected http://HOST[:PORT] or https://..., the address of NetBox")
+        if why := url_problem(self.url):
+            raise PushError(why)
         nb = pynetbox.api(self.url, token=self.token)
         nb.http_session.timeout = 60
         try:
             r = nb.http_session.get(self.url + "/api/status/", headers={"Authorization": self._auth(), "Accept": "application/json"}, timeout=30)
         except requests.RequestException as e:
-            raise PushError(f"NetBox at {self.url} does not answer ({type(e).__name__}: {e}); nothing written") from None
+            raise PushError(f"NetBox at {self.url} does not answer ({why_unreachable(e)}); nothing written") from None
         if r.status_code in (401, 403):
             detail = r.json().get("detail", "") if r.headers.get("Content-Type", "").startswith("application/json") else ""
             raise PushError(f"NetBox at {self.url} refused the token (HTTP {r.status_code}{': ' + detail if detail else ''}); nothing written")
