@@ -69,3 +69,24 @@ def browser():
         pytest.skip("chromium is not installed (`apt-get install chromium`; .ci/run installs it)")
     with Browser() as b:
         yield b
+
+
+@pytest.fixture(scope="session")
+def netbox_package() -> Path:
+    """site-packages of the NetBox the tests run (made once under ~/.cache/twin-netbox): dcim/, extras/ ..."""
+    import netbox_server
+
+    why = netbox_server.why_not()
+    if why:
+        pytest.skip(why)
+    netbox_server.ensure_venv()
+    return netbox_server.package_dir()
+
+
+@pytest.fixture(scope="session")
+def netbox(netbox_package):
+    """A real NetBox on loopback for the whole session (tests/netbox_server.py), stopped at the end."""
+    import netbox_server
+
+    with netbox_server.NetBoxServer() as nb:
+        yield nb

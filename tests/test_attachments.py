@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections import Counter
 
 import pytest
@@ -16,7 +17,6 @@ from fabric_helpers import variant
 import twin
 from twin.address.pools import needs
 from twin.emit import bom as bom_emit
-from twin.emit import cabling as cabling_emit
 from twin.emit import configs_ib
 from twin.fabric.shape import mismatches
 from twin.pipeline import check
@@ -75,8 +75,11 @@ def test_placement_cabling_and_bom(ib_design):
     assert lines[("endpoint", "ufm")].quantity == 2 and lines[("endpoint", "store")].total_power_w == pytest.approx(2400.0)
     rows = {(r[0], r[1]): r for r in csv.reader(io.StringIO(bom_emit.emit(d)["bom.csv"].decode()))}
     assert rows[("endpoint", "store")][4] == "2" and rows[("endpoint", "ufm")][6] == "1200"  # 2 x 600 W
-    netbox = cabling_emit.emit(d)["cabling/netbox-cables.csv"].decode()
-    assert sum(1 for line in netbox.splitlines() if line.startswith(("ufm-", "store-"))) == 6
+    from twin.emit import netbox as netbox_emit
+
+    cables = list(csv.DictReader(io.StringIO(netbox_emit.emit(d)["netbox/10-cables.csv"].decode())))
+    ends = [r["side_a_device"] for r in cables] + [r["side_b_device"] for r in cables]
+    assert sum(1 for n in ends if re.search(r"-(ufm|store)-\d+$", n)) == 6  # 2 UFM + 4 storage cables
 
 
 def test_opensm_runs_on_the_subnet_manager(ib_design):

@@ -296,12 +296,14 @@ def verify(
     RoCE (needs root): one namespace per switch, every BGP session established, every rack subnet
     at the predicted ECMP width on every switch, host pings, one CTSW link down. InfiniBand: every HCA
     pair routed, loop-free, by the configured engine. Only what the run created is removed.
+    Exit 0 verified, 1 a check failed, 2 a program or privilege the run needs is missing (named with
+    its Debian package, checked before anything starts) or the folder is not a build.
 
     Example: sudo twin verify generated/lab-2zone --json
     """
     import signal
 
-    from .verify import ib, roce
+    from .verify import ib, preflight, roce
 
     def _term(*_a):
         raise KeyboardInterrupt
@@ -314,6 +316,19 @@ def verify(
             err.print(f"--slice {slice_!r}: expected zone:N with N >= 1", style="red", markup=False)
             raise typer.Exit(EXIT_INVALID)
         zone = int(num)
+    # before anything starts: every program and privilege the run needs (exit 2: this machine, not the design)
+    if roce.is_roce(folder):
+        why = preflight.check_roce(roce.Topology.load(folder).bfd if bfd is None else bfd)
+    elif (folder / "configs" / "opensm" / "opensm.conf").is_file():
+        why = preflight.check_ib()
+    else:
+        err.print(f"{folder}: no configs/frr/topology.json or configs/opensm/opensm.conf; run twin build first", style="red", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    if why:
+        if as_json:
+            _emit_json({"site": folder.name, "ok": False, "status": "cannot run here", "problems": [why]})
+        err.print(f"twin verify: {why}", style="red", markup=False)
+        raise typer.Exit(EXIT_INVALID)
     log = (lambda m: None) if as_json else (lambda m: err.print(f"  {m}", markup=False))
     if roce.is_roce(folder):
         try:
@@ -321,15 +336,8 @@ def verify(
         except ValueError as e:
             err.print(f"{folder}: {e}", style="red", markup=False)
             raise typer.Exit(EXIT_INVALID) from None
-    elif (folder / "configs" / "opensm" / "opensm.conf").is_file():
-        why = ib.missing_binaries()
-        if why:
-            result = {"site": folder.name, "ok": False, "problems": [why]}
-        else:
-            result = {"site": folder.name, **ib.route_fabric(folder / "configs" / "opensm", folder / "model" / "topology.net").to_json()}
     else:
-        err.print(f"{folder}: no configs/frr/topology.json or configs/opensm/opensm.conf; run twin build first", style="red", markup=False)
-        raise typer.Exit(EXIT_INVALID)
+        result = {"site": folder.name, **ib.route_fabric(folder / "configs" / "opensm", folder / "model" / "topology.net").to_json()}
     if as_json:
         _emit_json(result)
     else:
@@ -396,6 +404,15 @@ def sweep(
 
     code = run_sweep(sweep_file, output, workers, scheduler, fresh, timeout, as_json, out, err, _print_diags, _emit_json)
     raise typer.Exit(code)
+
+
+def _register_subcommands() -> None:
+    from .netbox.cli import app as netbox_app
+
+    app.add_typer(netbox_app, name="netbox")
+
+
+_register_subcommands()
 
 
 def main() -> None:

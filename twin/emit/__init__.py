@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..design import Design
-from . import bom, cabling, configs, configs_ib, design_json, model_export, placement, report
+from . import bom, cabling, configs, configs_ib, design_json, model_export, netbox, placement, report
 
 Emitter = Callable[[Design], dict[str, bytes]]
 
-EMITTERS: list[Emitter] = [design_json.emit, report.emit, bom.emit, cabling.emit, model_export.emit, configs.emit, configs_ib.emit, placement.emit]
+EMITTERS: list[Emitter] = [design_json.emit, report.emit, bom.emit, cabling.emit, model_export.emit, configs.emit, configs_ib.emit, placement.emit, netbox.emit]
 
 
 def emit_all(design: Design, overrides: dict[Emitter, Emitter] | None = None) -> dict[str, bytes]:

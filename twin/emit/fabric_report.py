@@ -97,6 +97,6 @@ def cabling_section(d: Design) -> str | None:
         "cross-aisles and row ends; between halls via the hall origins) + service loop "
         f"{cabling_pass.LOOP_FACTOR:.0%} + {cabling_pass.LOOP_FIXED:g} m; inside one rack the vertical distance + "
         f"{cabling_pass.RACK_SLACK:g} m. Medium: DAC, then AEC, AOC and optics by reach; length rounded up to the next "
-        "stock length. Files: `cabling/cables.csv`, `cabling/pull-<hall>-row<NN>.csv`, `cabling/netbox-cables.csv`.\n\n"
+        "stock length. Files: `cabling/cables.csv`, `cabling/pull-<hall>-row<NN>.csv`; the NetBox import set (with the cables) in `netbox/`.\n\n"
     )
     return text + table(["tier", "medium", "cables", "length with slack", "ordered"], rows, "llrrr")

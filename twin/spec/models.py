@@ -135,6 +135,7 @@ class Chassis(Model):
     """A GPU server (e.g. Grand Teton): what a rack is filled with."""
 
     description: str = ""
+    vendor: str = Field("", description="maker of the chassis (NetBox manufacturer)")
     gpus: int = Field(ge=0, le=256)
     gpu_model: str = "H100-SXM"
     gpu_tdp: Power

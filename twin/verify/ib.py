@@ -26,8 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
-BINARIES = ["ibsim", "opensm", "ibnetdiscover", "dump_fts", "timeout", UMAD2SIM]
+from .preflight import check_ib, umad2sim
 
 
 class IbError(RuntimeError):
@@ -57,10 +56,8 @@ class IbResult:
 
 
 def missing_binaries() -> str | None:
-    for b in BINARIES:
-        if not (shutil.which(b) or Path(b).is_file()):
-            return f"{b} not installed"
-    return None
+    """Why OpenSM on ibsim cannot run here (the first missing program and its Debian package), or None."""
+    return check_ib()
 
 
 FILE_OPTIONS = {"root_guid_file": "root_guids.conf", "partition_config_file": "partitions.conf",
@@ -128,7 +125,7 @@ def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> Ib
             stdin=subprocess.PIPE, stdout=open(work / "ibsim.log", "w"), stderr=subprocess.STDOUT, env=env,
             start_new_session=True,
         )
-        client_env = {**env, "LD_PRELOAD": UMAD2SIM, "SIM_HOST": sm_host(generated, text) or first_ca.group(1)}
+        client_env = {**env, "LD_PRELOAD": umad2sim(), "SIM_HOST": sm_host(generated, text) or first_ca.group(1)}
         _wait_sim(sim, client_env, work)
 
         log = work / "osm.log"
