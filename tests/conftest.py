@@ -41,3 +41,52 @@ def lab():
 @pytest.fixture(scope="session")
 def meta24k():
     return compiled("meta-24k-roce")
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """``built(name)``: the folder of ``twin build sites/<name>.yaml``, built once per test session
+    (meta-24k-roce takes ~20 s) into a temporary folder."""
+    from twin.build import build
+
+    cache: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in cache:
+            cache[name] = tmp_path_factory.mktemp(f"built-{name}") / name
+            build(SITES / f"{name}.yaml", cache[name])
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for the session (tests/browser.py); skipped where chromium is absent."""
+    from browser import Browser, chromium
+
+    if chromium() is None:
+        pytest.skip("chromium is not installed (`apt-get install chromium`; .ci/run installs it)")
+    with Browser() as b:
+        yield b
+
+
+@pytest.fixture(scope="session")
+def netbox_package() -> Path:
+    """site-packages of the NetBox the tests run (made once under ~/.cache/twin-netbox): dcim/, extras/ ..."""
+    import netbox_server
+
+    why = netbox_server.why_not()
+    if why:
+        pytest.skip(why)
+    netbox_server.ensure_venv()
+    return netbox_server.package_dir()
+
+
+@pytest.fixture(scope="session")
+def netbox(netbox_package):
+    """A real NetBox on loopback for the whole session (tests/netbox_server.py), stopped at the end."""
+    import netbox_server
+
+    with netbox_server.NetBoxServer() as nb:
+        yield nb

@@ -47,10 +47,28 @@ def test_power_and_csv(d):
     assert p["transceiver"] + p["cable"] == pytest.approx(optics)
     rows = list(csv.DictReader(io.StringIO(bom_emit.emit(d)["bom.csv"].decode())))
     assert all(r["source"] for r in rows if r["category"] != "total")
-    assert float(rows[-2]["total_power_w"]) == pytest.approx(p["total"], abs=0.01)
+    totals = {r["item"]: r for r in rows if r["category"] == "total"}
+    assert float(totals["network power"]["total_power_w"]) == pytest.approx(p["total"], abs=0.01)
     # cable mass: every cable's stock length x its medium's weight_per_metre (copper 0.045, fiber 0.009 kg/m)
     plan, media = d.cabling, d.spec.catalog.media
     mass = sum(float(plan.stock[i]) * media[plan.media[plan.medium[i]]].weight_per_metre for i in range(len(plan)))
-    assert float(rows[-1]["total_mass_kg"]) == pytest.approx(mass, rel=1e-6)
+    assert float(totals["cable mass"]["total_mass_kg"]) == pytest.approx(mass, rel=1e-6)
     assert 1_000 < mass < 100_000  # ~120K cables of 1-100 m at 9-45 g/m
     assert "two transceivers" in bom_emit.section(d)
+
+
+def test_prices_counted_from_the_catalog(d):
+    """Every line's price is its catalog price; optics count two transceivers plus the fiber per metre."""
+    cat = d.spec.catalog
+    lines = d.bom
+    assert all(ln.unit_price is not None for ln in lines)  # the built-in catalog prices every item it has
+    by = {(ln.category, ln.item, ln.length_m): ln for ln in lines}
+    assert by[("switch", "arista-7800r3", None)].total_price == 144 * cat.switches["arista-7800r3"].price
+    assert by[("transceiver", "dr4-400g", None)].unit_price == cat.media["dr4-400g"].price
+    plan = d.cabling
+    fiber = sum(float(plan.stock[i]) * cat.media[plan.media[plan.medium[i]]].price_per_metre
+                for i in range(len(plan)) if cat.media[plan.media[plan.medium[i]]].kind == "optic")
+    assert sum(ln.total_price for ln in lines if ln.category == "cable" and ln.item.startswith("smf")) == pytest.approx(fiber, rel=1e-9)
+    rows = list(csv.DictReader(io.StringIO(bom_emit.emit(d)["bom.csv"].decode())))
+    capex = next(r for r in rows if r["item"] == "network capex")
+    assert float(capex["total_price_usd"]) == pytest.approx(sum(ln.total_price for ln in lines), abs=0.01)

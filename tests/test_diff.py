@@ -19,3 +19,115 @@ def test_diff_reports_changed_fields(tmp_path):
     assert "site.power.pue" in res.design_fields and "derived.power.facility" in res.design_fields
     assert "site.fabric.zones" not in res.design_fields
     assert not res.added and not res.removed
+
+
+# ---------------------------------------------------------------- the review (issue 13)
+
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import pytest  # noqa: E402
+from conftest import compiled  # noqa: E402
+
+from twin.diff import compare, folder_side, spec_side  # noqa: E402
+
+
+def twin_cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "twin", *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+@pytest.fixture(scope="module")
+def atsw_change(tmp_path_factory):
+    """lab-2zone with 4 ATSWs instead of 2 and PUE 1.4 instead of 1.3, reviewed against the original spec."""
+    site = ROOT / "sites" / "lab-2zone.yaml"
+    edited = tmp_path_factory.mktemp("edit") / "lab-2zone.yaml"
+    text = site.read_text()
+    assert text.count("    count: 2\n") == 1 and text.count("  pue: 1.3 ") == 1
+    edited.write_text(text.replace("    count: 2\n", "    count: 4\n").replace("  pue: 1.3 ", "  pue: 1.4 "))
+    return site, edited, compare(spec_side(site), spec_side(edited))
+
+
+def test_review_says_what_the_change_does(atsw_change):
+    """Two more ATSWs: +2 switches of their tier, their power in the IT load, facility power = IT x the new
+    PUE, the utility headroom shrinks by the facility growth, each ATSW's ECMP width halves (the same
+    links into a zone spread over twice the ATSWs: 8 CTSW uplinks per zone / 4 ATSWs x 4 CTSWs)."""
+    _site, _edited, res = atsw_change
+    moved = {r["key"]: r for r in res.figures}
+    old = compiled("lab-2zone")
+    atsw_w = old.spec.switch(old.spec.fabric.atsw.model).power
+    assert (moved["switches.atsw"]["old"], moved["switches.atsw"]["new"], moved["switches.atsw"]["delta"]) == (2, 4, 2)
+    assert moved["switches.total"]["delta"] == 2 and "switches.rtsw" not in moved and "switches.ctsw" not in moved
+    assert moved["power.it_kw"]["delta"] == pytest.approx(2 * atsw_w / 1e3, abs=0.15)
+    assert moved["power.facility_kw"]["new"] == pytest.approx(moved["power.it_kw"]["new"] * 1.4, abs=0.1)
+    assert moved["power.utility_headroom_kw"]["delta"] == pytest.approx(-moved["power.facility_kw"]["delta"], abs=0.1)
+    assert (moved["ecmp.atsw"]["old"], moved["ecmp.atsw"]["new"]) == (16, 8)
+    assert "links.ctsw-atsw" not in moved and "gpus" not in moved  # the same uplinks, the same GPUs
+    assert res.unchanged_figures > 20
+
+
+def test_review_names_configs_per_role(atsw_change):
+    """The two new ATSWs add one config per target each; the two old ATSWs lose half their links; CTSW
+    configs change only where an uplink moved to a new ATSW; RTSW configs do not change."""
+    site, _edited, res = atsw_change
+    targets = {p.split("/")[1] for p in spec_side(site).hashes if p.startswith("configs/") and "atsw-01" in p}
+    atsw, ctsw = res.configs["atsw"], res.configs["ctsw"]
+    assert atsw["added"] == 2 * len(targets) and atsw["changed"] == 2 * len(targets) and atsw["removed"] == 0
+    assert "rtsw" not in res.configs
+    assert ctsw["changed"] > 0 and ctsw["example"].startswith("configs/")
+    assert any(x in ctsw["diff"] for x in ("atsw-03", "atsw-04")) and ctsw["diff"].startswith("--- old/")
+    assert sorted(p for p in res.added if p.startswith("configs/")) == sorted(
+        p.replace("atsw-01", a) for p in spec_side(site).hashes if "atsw-01" in p and p.startswith("configs/") for a in ("atsw-03", "atsw-04"))
+
+
+def test_diff_cli_two_folders_and_html(atsw_change, tmp_path, browser):
+    """`twin diff OLD NEW` on two built folders: exit 1 with the review in JSON; the same folder twice: exit 0;
+    --html writes a page the browser opens without errors, with the moved figures in a table."""
+    site, edited, _res = atsw_change
+    build(site, tmp_path / "a")
+    build(edited, tmp_path / "b")
+    r = twin_cli("diff", tmp_path / "a", tmp_path / "b", "--json", "--html", tmp_path / "review.html")
+    assert r.returncode == 1, r.stderr
+    data = json.loads(r.stdout)
+    assert {f["key"] for f in data["figures"]} >= {"switches.atsw", "ecmp.atsw", "power.facility_kw"}
+    assert data["configs"]["atsw"]["added"] > 0
+    same = twin_cli("diff", tmp_path / "a", tmp_path / "a", "--json")
+    assert same.returncode == 0 and json.loads(same.stdout)["figures"] == []
+    page = browser.open_page(tmp_path / "review.html")
+    assert page.errors == [] and page.requests == [page.url] and page.load_ms < 2000
+    cells = page.evaluate("Array.from(document.querySelectorAll('td')).map(td => td.textContent)")
+    i = cells.index("atsw switches")
+    assert cells[i:i + 4] == ["atsw switches", "2", "4", "+2 (+100.0%)"]
+    assert page.evaluate("document.querySelectorAll('pre .add').length") > 0
+
+
+def test_diff_cli_input_errors(tmp_path):
+    assert twin_cli("diff", tmp_path / "missing.yaml", tmp_path / "also-missing").returncode == 2
+    site = ROOT / "sites" / "lab-2zone.yaml"
+    both = twin_cli("diff", site, site, "--against", tmp_path)
+    assert both.returncode == 2 and "not both" in both.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(site.read_text().replace("  pue: 1.3 ", "  pue: -1 "))
+    r = twin_cli("diff", site, bad)
+    assert r.returncode == 2 and "bad.yaml:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_folder_without_review_json_is_named(tmp_path):
+    site = ROOT / "sites" / "lab-2zone.yaml"
+    build(site, tmp_path / "out")
+    (tmp_path / "out" / "review.json").unlink()
+    res = compare(folder_side(tmp_path / "out"), spec_side(site))
+    assert res.figures == [] and any("no review.json" in n for n in res.notes)
+
+
+def test_diff_names_a_scenario_difference(tmp_path):
+    """A folder built with a scenario against the same spec without one: the review says why the report
+    moved; with --scenario on the spec side nothing changes (exit 0)."""
+    site, scenario = ROOT / "sites" / "lab-2zone.yaml", ROOT / "scenarios" / "lab-twins.yaml"
+    build(site, tmp_path / "out", scenario=scenario)
+    res = compare(folder_side(tmp_path / "out"), spec_side(site))
+    assert "report.md" in res.changed and any("different scenarios" in n for n in res.notes)
+    assert {f["key"] for f in res.figures} == {"campaign.ettr_p50", "campaign.mtti_h", "power.grid_peak_mw", "power.limits_failing"}
+    r = twin_cli("diff", tmp_path / "out", site, "--scenario", scenario, "--json")
+    assert r.returncode == 0, r.stdout[-2000:]

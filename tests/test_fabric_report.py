@@ -27,13 +27,16 @@ def test_render_collapses_padding_but_keeps_code_blocks(lab, monkeypatch):
 
 
 def test_fabric_section_explains_parallel_links(tmp_path):
-    """A 2-tier tree of 40 leaves has only 20 spines for 32 up-ports: the report says so; a 3-tier
-    tree of whole pods has no parallel links and no note."""
+    """A 2-tier tree of 40 leaves with 20 spines pinned (the fewest) for 32 up-ports: the report says
+    so; a 3-tier tree of whole pods has no parallel links and no note. Unpinned, the sizing takes 32
+    spines (the smallest count >= 20 that divides 32): one link from every leaf to every spine, no note."""
     from fabric_helpers import compile_naive, variant
 
     from twin.emit.fabric_report import fabric_section
 
-    small = fabric_section(compile_naive(variant(tmp_path, "meta-24k-ib", "ib-1280", gpus=1280)))
+    even = fabric_section(compile_naive(variant(tmp_path, "meta-24k-ib", "ib-1280-even", gpus=1280)))
+    assert "| 32 links / 32 switches |" in even and "parallel links" not in even
+    small = fabric_section(compile_naive(variant(tmp_path, "meta-24k-ib", "ib-1280", gpus=1280, atsw={"count": 20})))
     assert "| 32 links / 20 switches |" in small
     assert "- leaf: 32 up-links reach 20 distinct spines (parallel links): each tree's spine tier has 20 switches" in small
     whole = fabric_section(compile_naive(variant(tmp_path, "meta-24k-ib", "ib-4096", gpus=4096)))

@@ -170,13 +170,14 @@ def test_meta_24k_ib_spines_reach_32_distinct_cores(ib):
 
 def test_rail_optimized_partial_group_gets_its_network_racks(tmp_path):
     """128 GPUs = 16 servers on 64-port leaves (groups of 32 servers): one partial group still needs a
-    full set of 8 rail leaves, more than a plain fat-tree's ceil(N / 32) = 4; the placement must plan
-    (and power) network racks for every switch the fabric pass builds."""
+    full set of 8 rail leaves (one rail per leaf, pinned: auto packing would put 2 rails on a leaf),
+    more than a plain fat-tree's ceil(N / 32) = 4; the placement must plan (and power) network racks
+    for every switch the fabric pass builds."""
     from fabric_helpers import compile_naive, variant
 
     import twin
 
-    p = variant(tmp_path, "lab-ib", "lab-railopt", family="rail-optimized")
+    p = variant(tmp_path, "lab-ib", "lab-railopt", family="rail-optimized", rails_per_switch=1)
     d = twin.load(p)
     switches = [n for n, a in d.fabric.graph.nodes(data=True) if a.get("level", -1) >= 1]
     assert len(switches) == d.spec.shape.switches == 8 + 4  # 8 rail leaves, ceil(8 / 2) spines

@@ -30,10 +30,10 @@ def col_of(text: str, line: int, needle: str) -> int:
 
 
 def without_new_defaults(after, before):
-    """``after`` without the fields added since 43cba49 that are left empty (None, {}, [])."""
+    """``after`` without the fields added since 43cba49 that are left empty (None, {}, []) or automatic."""
     if isinstance(after, dict) and isinstance(before, dict):
         return {k: without_new_defaults(v, before[k]) if k in before else v for k, v in after.items()
-                if k in before or v not in (None, {}, [])}
+                if k in before or v not in (None, {}, [], "auto")}
     if isinstance(after, list) and isinstance(before, list) and len(after) == len(before):
         return [without_new_defaults(a, b) for a, b in zip(after, before)]
     return after
@@ -58,6 +58,10 @@ def test_rewritten_examples_keep_their_meaning(site):
     after = spec.site.model_dump(mode="json")
     after.pop("storage", None)  # sections the whole-site twins added to the examples after 43cba49
     after["power"].pop("limits", None)
+    # the calibrated job twin (issue 12) restated the workloads (measured_tflops_per_gpu, Table 4's batch and
+    # the 131K-context row) after 43cba49: compare the facility and fabric, which hall_types rewrote
+    after.pop("workloads"), before.pop("workloads")
+    after["power"].pop("energy_price", None)  # a default the cost figures added after 43cba49
     assert without_new_defaults(after, before) == before
     # the rewrite is real: one hall block, every hall names it, the provenance comments kept once
     assert text.count("positions_per_row:") == 1 and text.count("type: meta-hall") == 8

@@ -75,18 +75,24 @@ def test_two_rtsws_per_rack(tmp_path):
     assert graph_links(d) == {"nic-rtsw": 128, "rtsw-ctsw": 128, "ctsw-atsw": 64}
 
 
-@pytest.mark.parametrize("family, switches, links", [
+@pytest.mark.parametrize("family, rails, switches, links", [
     # 128 GPUs = 128 NICs on 64-port QM9700s (h = 32): a 2-tier tree of ceil(128 / 32) = 4 leaves and
     # 2 spines; each leaf has 32 uplinks -> 128 leaf-spine links.
-    ("fat-tree", {"leaf": 4, "spine": 2}, {"nic-leaf": 128, "leaf-spine": 128}),
-    # rail-optimized: 16 servers, groups of 32 servers -> 1 group x 8 rails = 8 leaves, ceil(8 / 2) = 4
-    # spines; 8 leaves x 32 uplinks = 256 leaf-spine links.
-    ("rail-optimized", {"leaf": 8, "spine": 4}, {"nic-leaf": 128, "leaf-spine": 256}),
-    # rail-only, HB domain 8: 8 rails of 16 NICs, each rail one 1-tier tree of one leaf: 8 leaves, no spine.
-    ("rail-only", {"leaf": 8}, {"nic-leaf": 128}),
+    ("fat-tree", None, {"leaf": 4, "spine": 2}, {"nic-leaf": 128, "leaf-spine": 128}),
+    # rail-optimized, one rail per leaf: 16 servers, groups of 32 servers -> 1 group x 8 rails = 8
+    # leaves, ceil(8 / 2) = 4 spines; 8 leaves x 32 uplinks = 256 leaf-spine links.
+    ("rail-optimized", 1, {"leaf": 8, "spine": 4}, {"nic-leaf": 128, "leaf-spine": 256}),
+    # auto: a rail fills 16 of a leaf's 32 down-ports (at most half), so 2 rails share a leaf: groups
+    # of 32 / 2 = 16 servers, 1 group x 8 / 2 = 4 leaves of 32 NICs, ceil(4 / 2) = 2 spines, 128 links.
+    ("rail-optimized", None, {"leaf": 4, "spine": 2}, {"nic-leaf": 128, "leaf-spine": 128}),
+    # rail-only, HB domain 8, one rail per switch: 8 rails of 16 NICs, each one 1-tier tree: 8 leaves.
+    ("rail-only", 1, {"leaf": 8}, {"nic-leaf": 128}),
+    # auto: a rail takes 16 of 64 ports, so 4 rails share a switch (4 x 16 = 64): 8 / 4 = 2 leaves.
+    ("rail-only", None, {"leaf": 2}, {"nic-leaf": 128}),
 ])
-def test_tree_families(tmp_path, family, switches, links):
-    p = variant(tmp_path, "lab-ib", f"lab-{family}", family=family, tiers=None)
+def test_tree_families(tmp_path, family, rails, switches, links):
+    extra = {"rails_per_switch": rails} if rails else {}
+    p = variant(tmp_path, "lab-ib", f"lab-{family}", family=family, tiers=None, **extra)
     d = twin.load(p)
     assert {t.role: t.count for t in d.spec.shape.tiers} == switches
     assert graph_links(d) == links

@@ -35,14 +35,19 @@ class BuildResult:
     files: dict[str, str]  # relative path -> sha256
 
 
-def manifest(design: Design, files: dict[str, bytes]) -> bytes:
+def manifest(design: Design, files: dict[str, bytes], scenario: str | Path | None = None) -> bytes:
+    """manifest.json: tool, spec (and the scenario run with the build, if any) and every artifact's sha256."""
     spec = design.spec
+    extra = {}
+    if scenario is not None:
+        extra = {"scenario": Path(scenario).name, "scenario_sha256": hashlib.sha256(Path(scenario).read_bytes()).hexdigest()}
     return dumps({
         "tool": "twin",
         "version": __version__,
         "site": spec.name,
         "spec": Path(spec.source_path).name,
         "spec_sha256": spec.source_sha256,
+        **extra,
         "artifacts": [
             {"path": p, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
             for p, data in sorted(files.items())
@@ -50,15 +55,39 @@ def manifest(design: Design, files: dict[str, bytes]) -> bytes:
     })
 
 
-def build(spec_path: str | Path, out: str | Path | None = None, progress: Callable[[str], None] | None = None) -> BuildResult:
+def render(spec_path: str | Path, scenario: str | Path | None = None, progress: Callable[[str], None] | None = None) -> tuple[Design, dict[str, bytes]]:
+    """The design and every artifact in memory, manifest included; with ``scenario`` (a scenario file)
+    the twins it names run too and the report carries their sections (SpecError for a bad scenario,
+    located in its file). ``twin build`` writes these; ``twin diff`` compares them."""
+    loaded = None
+    if scenario is not None:
+        from .sim.scenario import load_scenario
+
+        loaded = load_scenario(scenario)
     design = compile_design(spec_path, progress=progress)
-    out_dir = Path(out) if out is not None else Path("generated") / design.name
     if progress:
         progress("emit")
-    files = emit_all(design)
+    overrides = {}
+    if loaded is not None:
+        from .emit import report
+        from .sim.run import simulate
+
+        if progress:
+            progress("simulate")
+        data = simulate(design, *loaded).data
+        overrides[report.emit] = lambda d: report.emit(d, (str(scenario), data))
+    files = emit_all(design, overrides)
     for rel in files:
         _check_relative(rel)
-    files[MANIFEST] = manifest(design, files)
+    files[MANIFEST] = manifest(design, files, scenario)
+    return design, files
+
+
+def build(spec_path: str | Path, out: str | Path | None = None, progress: Callable[[str], None] | None = None,
+          scenario: str | Path | None = None) -> BuildResult:
+    """Render (:func:`render`) and write atomically into ``out`` (default: generated/<site>)."""
+    design, files = render(spec_path, scenario, progress)
+    out_dir = Path(out) if out is not None else Path("generated") / design.name
     if progress:
         progress("write")
     write_atomically(out_dir, files)

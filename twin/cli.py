@@ -66,7 +66,8 @@ def validate(
         problems = checked.budget.problems if checked.budget else []
         status = checked.status
         worst = max(worst, {"ok": 0, "infeasible": EXIT_INFEASIBLE, "invalid": EXIT_INVALID}[status])
-        results.append({"spec": str(path), "status": status, "diagnostics": [d.to_json() for d in diags], "infeasible": problems})
+        results.append({"spec": str(path), "status": status, "diagnostics": [d.to_json() for d in diags], "infeasible": problems,
+                        "shape": spec.shape.to_json() if spec is not None else None})
         if not as_json:
             _print_diags(diags)
             for p in problems:
@@ -90,12 +91,16 @@ def build(
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Output folder (default: generated/<site>)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result (artifacts and hashes) as JSON."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress or warnings."),
+    scenario: Optional[Path] = typer.Option(None, "--scenario", "-s", help="Also run this scenario's twins (collectives, jobs, "
+                                            "campaign, power) and put their sections in the report."),
 ) -> None:
-    """Compile a site spec into generated/<site>/ (design.json, report.md, manifest.json, ...).
+    """Compile a site spec into generated/<site>/ (design.json, report.md, report.html, manifest.json, ...).
 
     The previous output is replaced only when the whole build succeeds.
 
     Example: twin build sites/meta-24k-roce.yaml -o /tmp/out
+
+    Example: twin build sites/lab-2zone.yaml -o /tmp/lab --scenario scenarios/lab-twins.yaml
     """
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -107,9 +112,9 @@ def build(
         if show:
             with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True) as prog:
                 task = prog.add_task("validate", total=None)
-                result = do_build(spec, output, progress=lambda name: prog.update(task, description=name))
+                result = do_build(spec, output, progress=lambda name: prog.update(task, description=name), scenario=scenario)
         else:
-            result = do_build(spec, output)
+            result = do_build(spec, output, scenario=scenario)
     except SpecError as e:
         if as_json:
             _emit_json({"status": "invalid", "diagnostics": [d.to_json() for d in e.diagnostics]})
@@ -140,6 +145,7 @@ def build(
             "output": str(result.out_dir),
             "gpus": d.spec.gpus,
             "racks": d.spec.racks,
+            "shape": d.spec.shape.to_json(),
             "warnings": [w.to_json() for w in d.warnings],
             "artifacts": result.files,
         })
@@ -214,30 +220,50 @@ def schema(
 
 @app.command()
 def diff(
-    spec: Path = typer.Argument(..., help="Site spec file (YAML), usually edited since the last build."),
-    against: Optional[Path] = typer.Option(None, "--against", help="A build folder (default: generated/<site>)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the difference as JSON."),
+    old: Path = typer.Argument(..., help="OLD: a site spec (YAML) or a built folder. Alone (or with --against), the edited spec."),
+    new: Optional[Path] = typer.Argument(None, help="NEW: a site spec or a built folder."),
+    against: Optional[Path] = typer.Option(None, "--against", help="With one SPEC: the build folder it would replace (default: generated/<site>)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the review as JSON."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Also write the review as a self-contained page to this file."),
+    scenario: Optional[Path] = typer.Option(None, "--scenario", "-s", help="Run this scenario with every spec side, like `twin build --scenario`."),
 ) -> None:
-    """Show which artifacts a spec change would change, without writing anything.
+    """Review what a change does: figures that moved (GPUs, switches per tier, optics and cable km, power
+    and headroom per level, placement objective and gap, ECMP widths, cost, twin figures), configs changed
+    per role with one representative diff each, and the artifacts that change. Nothing is written (but --html).
 
     Exit 0 when nothing changes, 1 when something does (like `diff`), 2 on invalid input.
 
+    Example: twin diff sites/lab-2zone.yaml edited/lab-2zone.yaml --html /tmp/review.html
+
+    Example: twin diff generated/lab-2zone sites/lab-2zone.yaml      (a built folder against a spec)
+
     Example: twin diff sites/lab-2zone.yaml --against generated/lab-2zone
     """
-    from .diff import diff as do_diff
+    from .diff import compare, side
+    from .diff_report import page, terminal
     from .spec.validate import validate_file
 
-    if against is None:
-        parsed, diags = validate_file(spec)
-        if parsed is None:
-            _print_diags(diags)
-            raise typer.Exit(EXIT_INVALID)
-        against = Path("generated") / parsed.name
-    if not (against / "manifest.json").is_file():
-        err.print(f"{against}: no manifest.json (build it first with `twin build`)", style="red", markup=False)
+    if new is not None and against is not None:
+        err.print("give OLD NEW, or SPEC --against DIR, not both", style="red", markup=False)
         raise typer.Exit(EXIT_INVALID)
+    if new is None:  # the original form: the spec against the folder it would replace
+        spec, new = old, old
+        if against is None:
+            parsed, diags = validate_file(spec)
+            if parsed is None:
+                _print_diags(diags)
+                raise typer.Exit(EXIT_INVALID)
+            against = Path("generated") / parsed.name
+        old = against
+    for t in (old, new):
+        if t.is_dir() and not (t / "manifest.json").is_file():
+            err.print(f"{t}: no manifest.json (build it first with `twin build`)", style="red", markup=False)
+            raise typer.Exit(EXIT_INVALID)
+        if not t.exists():
+            err.print(f"{t}: no such spec file or build folder", style="red", markup=False)
+            raise typer.Exit(EXIT_INVALID)
     try:
-        res = do_diff(spec, against)
+        res = compare(side(old, scenario), side(new, scenario))
     except SpecError as e:
         _print_diags(e.diagnostics)
         raise typer.Exit(EXIT_INVALID) from None
@@ -245,21 +271,15 @@ def diff(
         for line in e.diagnosis:
             err.print(f"infeasible: {line}", markup=False)
         raise typer.Exit(EXIT_INVALID) from None
+    if html is not None:
+        html.parent.mkdir(parents=True, exist_ok=True)
+        html.write_bytes(page(res))
     if as_json:
         _emit_json(res.to_json())
     else:
-        for p in res.added:
-            out.print(f"[green]+ {p}[/green]")
-        for p in res.removed:
-            out.print(f"[red]- {p}[/red]")
-        for p, (a, r) in res.changed.items():
-            out.print(f"[yellow]~ {p}[/yellow] (+{a} -{r} lines)")
-        for f in res.design_fields[:50]:
-            out.print(f"    design.json: {f}", markup=False)
-        if len(res.design_fields) > 50:
-            out.print(f"    ... and {len(res.design_fields) - 50} more fields")
-        if res.empty:
-            out.print("no change")
+        terminal(res, out)
+        if html is not None:
+            out.print(f"wrote {html}", markup=False)
     raise typer.Exit(0 if res.empty else 1)
 
 
@@ -277,13 +297,15 @@ def verify(
     RoCE (needs root): one namespace per switch, every BGP session established, every rack subnet
     at the predicted ECMP width on every switch, host pings, one CTSW link down. InfiniBand: every HCA
     pair routed, loop-free, by the configured engine. Only what the run created is removed.
+    Exit 0 verified, 1 a check failed, 2 a program or privilege the run needs is missing (named with
+    its Debian package, checked before anything starts) or the folder is not a build.
 
     Example: sudo twin verify generated/lab-2zone --json
     Example: sudo twin verify generated/lab-campus --slice building:1,2
     """
     import signal
 
-    from .verify import ib, roce
+    from .verify import ib, preflight, roce
 
     def _term(*_a):
         raise KeyboardInterrupt
@@ -300,6 +322,19 @@ def verify(
             zone = int(num)
         else:
             buildings = [int(x) for x in nums]
+    # before anything starts: every program and privilege the run needs (exit 2: this machine, not the design)
+    if roce.is_roce(folder):
+        why = preflight.check_roce(roce.Topology.load(folder).bfd if bfd is None else bfd)
+    elif (folder / "configs" / "opensm" / "opensm.conf").is_file():
+        why = preflight.check_ib()
+    else:
+        err.print(f"{folder}: no configs/frr/topology.json or configs/opensm/opensm.conf; run twin build first", style="red", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    if why:
+        if as_json:
+            _emit_json({"site": folder.name, "ok": False, "status": "cannot run here", "problems": [why]})
+        err.print(f"twin verify: {why}", style="red", markup=False)
+        raise typer.Exit(EXIT_INVALID)
     log = (lambda m: None) if as_json else (lambda m: err.print(f"  {m}", markup=False))
     if roce.is_roce(folder):
         try:
@@ -307,15 +342,8 @@ def verify(
         except ValueError as e:
             err.print(f"{folder}: {e}", style="red", markup=False)
             raise typer.Exit(EXIT_INVALID) from None
-    elif (folder / "configs" / "opensm" / "opensm.conf").is_file():
-        why = ib.missing_binaries()
-        if why:
-            result = {"site": folder.name, "ok": False, "problems": [why]}
-        else:
-            result = {"site": folder.name, **ib.route_fabric(folder / "configs" / "opensm", folder / "model" / "topology.net").to_json()}
     else:
-        err.print(f"{folder}: no configs/frr/topology.json or configs/opensm/opensm.conf; run twin build first", style="red", markup=False)
-        raise typer.Exit(EXIT_INVALID)
+        result = {"site": folder.name, **ib.route_fabric(folder / "configs" / "opensm", folder / "model" / "topology.net").to_json()}
     if as_json:
         _emit_json(result)
     else:
@@ -349,6 +377,18 @@ def simulate(
 
     code = run_simulate(target, scenario, as_json, plot_dir, out, err, _print_diags, _emit_json)
     raise typer.Exit(code)
+
+
+def _register_subcommands() -> None:
+    from .netbox.cli import app as netbox_app
+    from .sweep.cli import register as register_sweep
+
+    register_sweep(app, out, err, _print_diags, _emit_json)
+
+    app.add_typer(netbox_app, name="netbox")
+
+
+_register_subcommands()
 
 
 def main() -> None:

@@ -50,7 +50,8 @@ class Budget:
 
 def network_estimate(spec: Spec) -> dict[str, tuple[int, float]]:
     """Switch counts and power per tier outside the GPU racks: {tier: (count, watts)}; the tree
-    families' tiers all share the fabric racks and are summed as ``fabric``."""
+    families' tiers all share the fabric racks and are summed as ``fabric``; fabric attachments are
+    ``ep-<name>``."""
     out: dict[str, tuple[int, float]] = {}
     for t in spec.shape.tiers:
         if t.role == "rtsw":
@@ -58,6 +59,8 @@ def network_estimate(spec: Spec) -> dict[str, tuple[int, float]]:
         key = t.role if spec.fabric.family == Family.AI_ZONE else "fabric"
         n, w = out.get(key, (0, 0.0))
         out[key] = (n + t.count, w + t.count * spec.switch(t.model).power)
+    for a in spec.fabric.attachments:  # non-GPU endpoints in their own racks (twin.fabric.attach)
+        out[f"ep-{a.name}"] = (a.count, a.count * a.power)
     return out
 
 

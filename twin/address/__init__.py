@@ -22,6 +22,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..fabric.graph import spine_group
 from ..spec.diagnostics import InfeasibleError
 from .pools import rack_span, smallest_prefix, subnet_size
 
@@ -111,7 +112,7 @@ def plan(spec: Spec, fabric: Fabric | None) -> Addressing | None:
             idx = used.get(pool_name, 0)
             used[pool_name] = idx + 1
         elif pool_name == "level2":
-            z = g.nodes[n].get("zone")
+            z = spine_group(g.nodes[n])  # one ASN per AI zone, or per pod of a tree of 3+ tiers
             if z not in zone_asn:
                 zone_asn[z] = len(zone_asn)
             idx = zone_asn[z]
@@ -120,7 +121,7 @@ def plan(spec: Spec, fabric: Fabric | None) -> Addressing | None:
         else:
             idx = 0
         if pool.first + idx > pool.last:
-            need = {"level1": sum(1 for x in switches if levels[x] == 1), "level2": len({g.nodes[x].get("zone") for x in switches if levels[x] == 2}),
+            need = {"level1": sum(1 for x in switches if levels[x] == 1), "level2": len({spine_group(g.nodes[x]) for x in switches if levels[x] == 2}),
                     "level3": len({g.nodes[x].get("building") for x in switches if levels[x] == 3}), "level4": 1}[pool_name]
             raise InfeasibleError([
                 f"routing.asn_pools.{pool_name} ({pool.first}-{pool.last}) has {pool.last - pool.first + 1} ASNs; "

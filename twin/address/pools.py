@@ -79,24 +79,35 @@ def smallest_prefix(addresses: int) -> int:
 
 def needs(spec: Spec) -> Needs:
     """Switches, switch-to-switch links and leaf NICs of the fabric ``spec`` describes (RoCE families):
-    the counts come from the fabric's shape, the NICs per leaf from its attachment rule."""
+    the counts come from the fabric's shape, the NICs per leaf from its attachment rule (rails that
+    share a leaf included), plus the fabric attachments each leaf carries (they join its subnet)."""
     f = spec.fabric
     shape = spec.shape
     switches = shape.switches
-    links = sum(b.links for b in shape.boundaries[1:])
+    links = sum(b.links for b in shape.boundaries[1:] if b.name not in {a.tier for a in shape.attachments})
     leaf = shape.tiers[0]
     if f.family == Family.AI_ZONE:
-        return Needs(switches, links, (leaf.down,) * leaf.count)
+        per_leaf = (leaf.down,) * leaf.count
+    else:
+        per_leaf = _tree_leaf_nics(spec)
+    extra = tuple(shape.attach_ports(leaf.role, i) for i in range(leaf.count))
+    return Needs(switches, links, tuple(n + x for n, x in zip(per_leaf, extra)))
+
+
+def _tree_leaf_nics(spec: Spec) -> tuple[int, ...]:
+    f, shape = spec.fabric, spec.shape
     ts = shape.tree
     k, h = ts.radix, max(1, ts.radix // 2)
+    R = shape.rails_per_switch
     g = spec.chassis.nics
     servers = math.ceil(spec.gpus / spec.chassis.gpus) if spec.chassis.gpus else 0
     if f.family == Family.RAIL_OPTIMIZED and ts.tiers > 1:
-        groups = math.ceil(servers / h)
-        return Needs(switches, links, tuple(min(h, servers - j * h) for j in range(groups) for _ in range(g)))
-    n = ts.endpoints  # NICs of one tree (one rail of rail-only)
+        group = max(1, h // R)
+        groups = math.ceil(servers / group)
+        return tuple(R * min(group, servers - j * group) for j in range(groups) for _ in range(max(1, g // R)))
+    n = ts.endpoints  # NICs of one tree (one rail, or the rails sharing its switches, of rail-only)
     per = k if ts.tiers == 1 else h
-    return Needs(switches, links, tuple(min(per, n - i * per) for i in range(ts.switches[0])) * shape.trees)
+    return tuple(min(per, n - i * per) for i in range(ts.switches[0])) * shape.trees
 
 
 def fit(spec: Spec) -> tuple[Spec, list[Finding]]:

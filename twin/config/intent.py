@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..address import ULA, Addressing
-from ..fabric.graph import Fabric
+from ..fabric.graph import Fabric, spine_group
 from ..spec.resolve import Spec
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def ecmp_widths(fabric) -> dict[str, int]:
         lo, hi = (lk.a, lk.b) if la < lb else (lk.b, lk.a)
         up[lo] += 1
         top = g.nodes[hi].get("level")
-        group = g.nodes[lo].get("zone") if top == 3 else (("building", g.nodes[lo].get("building")) if top == 4 else lo)
+        group = spine_group(g.nodes[lo]) if top == 3 else (("building", g.nodes[lo].get("building")) if top == 4 else lo)
         down[hi][group] += 1
     return {n: max([up.get(n, 0)] + list(down.get(n, Counter()).values()) + [1]) for n in fabric.switches()}
 

@@ -1,4 +1,4 @@
-"""bom.csv: switches, transceivers and cables with quantities, power and the catalog source."""
+"""bom.csv: switches, transceivers and cables with quantities, power, price and the catalog source."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import csv
 import io
 
 from ..design import Design
-from ..fabric.bom import cable_mass, network_power
+from ..fabric.bom import cable_mass, network_power, network_price
 from ..spec.units import kw
 from .markdown import table
 
-COLUMNS = ["category", "item", "description", "length_m", "quantity", "unit_power_w", "total_power_w", "total_mass_kg", "source"]
+COLUMNS = ["category", "item", "description", "length_m", "quantity", "unit_power_w", "total_power_w", "total_mass_kg", "unit_price_usd", "total_price_usd", "source"]
 
 
 def _num(v: float) -> str:
@@ -26,10 +26,13 @@ def emit(design: Design) -> dict[str, bytes]:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(COLUMNS)
     for ln in lines:
-        w.writerow([ln.category, ln.item, ln.description, "" if ln.length_m is None else _num(ln.length_m), ln.quantity, _num(ln.unit_power_w), _num(ln.total_power_w), _num(ln.total_mass_kg), ln.source])
+        price = ["", ""] if ln.unit_price is None else [_num(ln.unit_price), _num(ln.total_price)]
+        w.writerow([ln.category, ln.item, ln.description, "" if ln.length_m is None else _num(ln.length_m), ln.quantity, _num(ln.unit_power_w), _num(ln.total_power_w), _num(ln.total_mass_kg), *price, ln.source])
     p = network_power(lines)
-    w.writerow(["total", "network power", "switches + powered cable ends", "", "", "", _num(p["total"]), "", ""])
-    w.writerow(["total", "cable mass", "every cable at its stock length (tray load)", "", "", "", "", _num(cable_mass(lines)), ""])
+    what = "switches + powered cable ends" + (" + fabric attachments" if p["endpoint"] else "")
+    w.writerow(["total", "network power", what, "", "", "", _num(p["total"]), "", "", "", ""])
+    w.writerow(["total", "cable mass", "every cable at its stock length (tray load)", "", "", "", "", _num(cable_mass(lines)), "", "", ""])
+    w.writerow(["total", "network capex", "switches + transceivers + cables (unpriced items count zero)", "", "", "", "", "", "", _num(network_price(lines)["total"]), ""])
     return {"bom.csv": buf.getvalue().encode("utf-8")}
 
 
@@ -61,6 +64,7 @@ def section(design: Design) -> str | None:
     for item, (q, watts) in sorted(cables.items()):
         rows.append(["cable", item, f"{q:,}", kw(watts), "see bom.csv for stock lengths"])
     p = network_power(lines)
-    rows.append(["**total**", "network power", "", f"**{kw(p['total'])}**", f"switches {kw(p['switch'])}, optics {kw(p['transceiver'])}, active cables {kw(p['cable'])}"])
+    parts = f"switches {kw(p['switch'])}, " + (f"attachments {kw(p['endpoint'])}, " if p["endpoint"] else "")
+    rows.append(["**total**", "network power", "", f"**{kw(p['total'])}**", parts + f"optics {kw(p['transceiver'])}, active cables {kw(p['cable'])}"])
     rows.append(["**total**", "cable mass", "", "", f"{cable_mass(lines):,.0f} kg of cable on the trays (catalog weight_per_metre)"])
     return "## Bill of materials\n\n" + CONVENTION + "\n\n" + table(["category", "item", "quantity", "power", "source"], rows, "llrrl")

@@ -1,10 +1,10 @@
-"""Cabling artifacts: the cable schedule, per-row pull sheets and a NetBox cable import.
+"""Cabling artifacts: the cable schedule and per-row pull sheets.
 
 - ``cabling/cables.csv``: one row per cable (= link id) with both ends, media, lengths and labels;
 - ``cabling/pull-<hall>-row<NN>.csv``: the cables a team pulls from one row (a cable belongs to the
   row of its lower-level end: the GPU rack for NIC and rack-switch cables, the CTSW/spine rack above);
-- ``cabling/netbox-cables.csv``: NetBox's cable bulk-import format (DCIM > Cables > Import). A NIC
-  end is the server device with interface ``nicN``; switch ends use the switch's port names.
+
+NetBox gets the cables with everything they connect in ``netbox/`` (:mod:`twin.emit.netbox`).
 
 A label reads ``hall/row/rack/U/device/port``, e.g. ``dh1/R03/dh1-z1-r005/U47/dh1-z1-r005-rtsw/Ethernet17``.
 """
@@ -23,11 +23,6 @@ CABLE_COLUMNS = [
     "a_label", "b_label",
 ]
 PULL_COLUMNS = ["cable_id", "medium", "stock_length_m", "from", "to", "tier"]
-NETBOX_COLUMNS = [
-    "side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name",
-    "type", "status", "label", "length", "length_unit",
-]
-NETBOX_TYPE = {"dac": "dac-passive", "aec": "dac-active", "aoc": "aoc", "mmf": "mmf-om4", "smf": "smf-os2"}
 
 
 def _m(v: float) -> str:
@@ -47,27 +42,16 @@ def _ends(design: Design) -> dict[str, tuple[str, int, str, int]]:
     return out
 
 
-def netbox_end(g, device: str, port: str) -> tuple[str, str]:
-    """NetBox models a NIC as an interface of its server, not as a device."""
-    d = g.nodes[device]
-    if d["role"] == "nic":
-        return d["server"], device[len(d["server"]) + 1:]
-    return device, port
-
-
 def emit(design: Design) -> dict[str, bytes]:
     plan = design.cabling
     if plan is None:
         return {}
     fabric = design.fabric
-    g = fabric.graph
     media = design.spec.catalog.media
     ends = _ends(design)
-    cables_buf, netbox_buf = io.StringIO(), io.StringIO()
+    cables_buf = io.StringIO()
     cw = csv.writer(cables_buf, lineterminator="\n")
-    nw = csv.writer(netbox_buf, lineterminator="\n")
     cw.writerow(CABLE_COLUMNS)
-    nw.writerow(NETBOX_COLUMNS)
     pulls: dict[tuple[str, int], list[list[str]]] = {}
     for i, lk in enumerate(fabric.cables()):
         assert lk.id == plan.ids[i]
@@ -81,13 +65,8 @@ def emit(design: Design) -> dict[str, bytes]:
         cw.writerow([lk.id, lk.tier, name, med.kind, stock, _m(plan.length[i]), _m(plan.route[i]),
                      lk.a, lk.a_port, ah, ar, ark, au, lk.b, lk.b_port, bh, br, brk, bu, a_label, b_label])
         pulls.setdefault((ah, ar), []).append([lk.id, name, stock, a_label, b_label, lk.tier])
-        a_dev, a_if = netbox_end(g, lk.a, lk.a_port)
-        b_dev, b_if = netbox_end(g, lk.b, lk.b_port)
-        nb_type = NETBOX_TYPE[med.kind if med.kind != "optic" else med.fiber]
-        nw.writerow([a_dev, "dcim.interface", a_if, b_dev, "dcim.interface", b_if, nb_type, "planned", lk.id, stock, "m"])
     files = {
         "cabling/cables.csv": cables_buf.getvalue().encode("utf-8"),
-        "cabling/netbox-cables.csv": netbox_buf.getvalue().encode("utf-8"),
     }
     for (hall, row), rows in sorted(pulls.items()):
         buf = io.StringIO()

@@ -6,6 +6,13 @@ same topology.net serves two purposes: ibsim loads it as the fabric to route, an
 ``ibnetdiscover`` output can be diffed against it to check cabling port by port. Every port line
 carries its link's rate from the graph the way ibnetdiscover prints it (``lid 0 4xNDR``; ibsim reads
 the width and speed from it): a 200G NIC on a 400G NDR port is ``2xNDR``.
+
+Fabric attachments are HCAs of their own (``Hca <ports>``, GUIDs from ``ENDPOINT_GUID``). A
+``subnet-manager`` attachment is where OpenSM runs: ``opensm.conf`` binds it to that node's port
+(``guid``, [opensm]) and each further subnet manager gets ``<node>.conf`` (OpenSM elects the master
+among them); ``twin verify`` starts OpenSM on that node in ibsim. With attachments and the ftree engine
+the GPU HCAs are listed as compute nodes and the attachments as I/O nodes (``cn_guid_file``,
+``io_guid_file``, ``max_reverse_hops 1``), since ftree otherwise expects every HCA on a leaf.
 """
 
 from __future__ import annotations
@@ -17,12 +24,13 @@ from ..fabric.ports import port_names
 
 SWITCH_GUID = 0x0002C90300000000  # NVIDIA OUI 00:02:c9, switches
 HCA_GUID = 0x0002C90400000000  # HCAs: node GUID; ibsim gives port 1 the node GUID + 1, hence steps of 2
+ENDPOINT_GUID = 0x0002C90500000000  # fabric attachments: node GUID, port p at + p, steps of 0x100
 
 
 def guids(fabric) -> dict[str, int]:
-    """node id -> node GUID for every switch and NIC, in graph order."""
+    """node id -> node GUID for every switch, NIC and fabric attachment (an HCA of its own), in graph order."""
     out: dict[str, int] = {}
-    sw = hca = 0
+    sw = hca = ep = 0
     roles = set(fabric.roles)
     for n, role in fabric.graph.nodes(data="role"):
         if role in roles:
@@ -31,7 +39,24 @@ def guids(fabric) -> dict[str, int]:
         elif role == "nic":
             hca += 1
             out[n] = HCA_GUID + 2 * hca
+        elif role == "endpoint":
+            ep += 1
+            out[n] = ENDPOINT_GUID + 0x100 * ep
     return out
+
+
+def port_number(port: str) -> int:
+    """An endpoint's port ``port2`` is HCA port 2 (a NIC has one port).
+
+    >>> port_number("port2"), port_number("port1")
+    (2, 1)
+    """
+    return int(port[4:])
+
+
+def subnet_managers(fabric) -> list[str]:
+    """Fabric attachments of kind ``subnet-manager``, in graph order: OpenSM runs on them."""
+    return [n for n, d in fabric.graph.nodes(data=True) if d["role"] == "endpoint" and d.get("kind") == "subnet-manager"]
 
 
 def node_ref(n: str, guid: int, switch: bool) -> str:
@@ -51,7 +76,9 @@ def topology_net(design: Design, gid: dict[str, int]) -> str:
             index[n] = {p: i + 1 for i, p in enumerate(names)}
 
     def num(n: str, port: str) -> int:
-        return index[n][port] if n in index else 1
+        if n in index:
+            return index[n][port]
+        return port_number(port) if g.nodes[n]["role"] == "endpoint" else 1
 
     def port_speed(n: str) -> float:
         # a NIC's port runs at its link speed: the switch end decides the lane rate
@@ -69,6 +96,10 @@ def topology_net(design: Design, gid: dict[str, int]) -> str:
         if is_sw:
             model = design.spec.switch(g.nodes[n]["model"])
             out += [f"switchguid=0x{guid:016x}", f'Switch\t{model.ports} {node_ref(n, guid, True)}\t\t# "{n}" {g.nodes[n]["role"]}']
+        elif g.nodes[n]["role"] == "endpoint":
+            d = g.nodes[n]
+            nports = sum(1 for _ in g.edges(n))
+            out += [f"caguid=0x{guid:016x}", f'Hca\t{nports} {node_ref(n, guid, False)}\t\t# "{n}" {d["kind"]}']
         else:
             out += [f"caguid=0x{guid:016x}", f'Hca\t1 {node_ref(n, guid, False)}\t\t# "{n}"']
         for p, (peer, pp, rate) in sorted(ports[n].items()):
@@ -106,10 +137,23 @@ def emit(design: Design) -> dict[str, bytes]:
     top = max(g.nodes[n]["level"] for n in fabric.switches())
     roots = [n for n in fabric.switches() if g.nodes[n]["level"] == top]
     ib = design.spec.fabric.infiniband
-    conf = render("opensm/opensm.conf.j2", site=design.name, ib=ib, switches=len(fabric.switches()), hcas=sum(1 for _, r in g.nodes(data="role") if r == "nic"))
-    return {
-        "configs/opensm/opensm.conf": conf.encode(),
+    nics = [n for n, r in g.nodes(data="role") if r == "nic"]
+    endpoints = [n for n, r in g.nodes(data="role") if r == "endpoint"]
+    sms = subnet_managers(fabric)
+    # ftree routes compute nodes at the leaves; attachments elsewhere are I/O nodes (cn/io GUID files)
+    io = bool(endpoints) and ib.routing_engine == "ftree"
+    files = {}
+    for i, sm in enumerate(sms or [None]):
+        conf = render("opensm/opensm.conf.j2", site=design.name, ib=ib, switches=len(fabric.switches()), hcas=len(nics) + len(endpoints),
+                      sm=sm, sm_guid=gid[sm] + 1 if sm else None, standby=[x for x in sms if x != sm], io=io)
+        files["configs/opensm/opensm.conf" if i == 0 else f"configs/opensm/{sm}.conf"] = conf.encode()
+    files.update({
         "configs/opensm/root_guids.conf": "".join(f"0x{gid[n]:016x}\n" for n in roots).encode(),
         "configs/opensm/partitions.conf": partitions_conf(design, gid).encode(),
         "model/topology.net": topology_net(design, gid).encode(),
-    }
+    })
+    if io:
+        files["configs/opensm/cn_guids.conf"] = "".join(f"0x{gid[n] + 1:016x}\n" for n in nics).encode()
+        files["configs/opensm/io_guids.conf"] = "".join(
+            f"0x{gid[n] + port_number(p):016x}\n" for n in endpoints for p in sorted(fabric.ports(n), key=port_number)).encode()
+    return files

@@ -28,6 +28,8 @@ def document(design: Design) -> dict:
             name: spec.catalog.switches[name].model_dump(mode="json") for name in sorted(_switches_used(spec))
         },
         "media": {k: v.model_dump(mode="json") for k, v in sorted(spec.catalog.media.items())},
+        "facility": {m: spec.catalog.facility[m].model_dump(mode="json")
+                     for m in sorted({h.cooling.medium for h in spec.site.halls}) if m in spec.catalog.facility},
     }
     site["catalog"] = used
     b = design.budget

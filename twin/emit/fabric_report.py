@@ -35,7 +35,7 @@ def fabric_section(d: Design) -> str | None:
             f"{t.ports_used:,} / {t.ports_total:,} ({pct(t.ports_used / t.ports_total)})",
         ])
     out.append(table(["tier", "models", "switches", "down", "up", "down:up", "ECMP up (links / next hops)", "ports used"], rows, "llrrrlll"))
-    notes = [] if fabric.family == "ai-zone-clos" else parallel_link_notes(fig.tiers, s.fabric.hb_domain if fabric.family == "rail-only" else 1)
+    notes = [] if fabric.family == "ai-zone-clos" else parallel_link_notes(fig.tiers, s.shape.trees if fabric.family == "rail-only" else 1)
     if notes:
         out.append("\n" + "\n".join(f"- {n}" for n in notes) + "\n")
     out.append("\n" + table(["link tier", "links", "capacity"], [[k, f"{n:,}", _tb(c)] for k, (n, c) in fig.links.items()], "lrr"))
@@ -97,6 +97,6 @@ def cabling_section(d: Design) -> str | None:
         "cross-aisles and row ends; between halls via the hall origins) + service loop "
         f"{cabling_pass.LOOP_FACTOR:.0%} + {cabling_pass.LOOP_FIXED:g} m; inside one rack the vertical distance + "
         f"{cabling_pass.RACK_SLACK:g} m. Medium: DAC, then AEC, AOC and optics by reach; length rounded up to the next "
-        "stock length. Files: `cabling/cables.csv`, `cabling/pull-<hall>-row<NN>.csv`, `cabling/netbox-cables.csv`.\n\n"
+        "stock length. Files: `cabling/cables.csv`, `cabling/pull-<hall>-row<NN>.csv`; the NetBox import set (with the cables) in `netbox/`.\n\n"
     )
     return text + table(["tier", "medium", "cables", "length with slack", "ordered"], rows, "llrrr")

@@ -1,8 +1,11 @@
-"""report.md: the design review a reviewer reads first.
+"""report.md and report.html: the design review a reviewer reads first.
 
 The report is a list of sections; each is a function of the Design returning Markdown (or None to
 skip it). Passes added later register their own sections in SECTIONS, so the report grows with the
-pipeline without one module knowing every pass.
+pipeline without one module knowing every pass. PICTURES names, per section, the pictures drawn after
+it (hand-written SVG, ``report/*.svg``); report.md embeds them as images, so it renders on a code
+host, and report.html (:mod:`twin.emit.html`) is the same Markdown as one self-contained page with
+the SVGs inlined.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from ..design import Design
 from ..feasibility import hall_capacity
 from ..spec.models import Family
 from ..spec.units import kw
-from . import bom, campus_report, configs_report, fabric_report, placement
+from . import bom, campus_report, configs_report, cost_report, fabric_report, html, pic_budget, pic_fabric, pic_floor, pic_twin, placement, report_twins, sizing_report
 from .markdown import pct, table
+
+Picture = tuple[str, str, bytes]  # file name under report/, caption, SVG
 
 Section = Callable[[Design], str | None]
 
@@ -104,14 +109,18 @@ def workloads_section(d: Design) -> str | None:
     jobs = d.spec.site.workloads
     if not jobs:
         return None
-    rows = [[j.name, f"{j.parameters / 1e9:g}B", f"TP{j.tp} CP{j.cp} PP{j.pp} DP{j.dp}", f"{j.gpus:,}", j.sequence_length, j.global_batch, j.tflops_per_gpu or (f"MFU {j.mfu:g}" if j.mfu else "-")] for j in jobs]
-    return "## Workloads\n\n" + table(["job", "params", "parallelism", "GPUs", "seq len", "global batch", "TFLOPs/GPU"], rows, "llrrrrl")
+    rows = [[j.name, f"{j.parameters / 1e9:g}B", f"TP{j.tp} CP{j.cp} PP{j.pp} DP{j.dp}", f"{j.gpus:,}", j.sequence_length, j.global_batch,
+             f"{j.measured:g}" if j.measured is not None else (f"MFU {j.mfu:g}" if j.mfu else "-")] for j in jobs]
+    return ("## Workloads\n\n" + table(["job", "params", "parallelism", "GPUs", "seq len", "global batch", "measured TFLOPs/GPU"], rows, "llrrrrl")
+            + "\nMeasured rates are for comparison; `twin simulate` predicts each job's rate from its shape and the fabric.\n")
 
 
 def warnings_section(d: Design) -> str | None:
     if not d.warnings:
         return None
-    return "## Warnings\n\n" + "".join(f"- line {w.line}: `{w.dotted}`: {w.message}" + (f" (expected {w.expected})" if w.expected else "") + "\n" for w in d.warnings)
+    return "## Warnings\n\n" + "".join(
+        f"- `{Path(w.file).name}:{w.line}:{w.col}` `{w.dotted}`: {w.message}" + (f" (expected {w.expected})" if w.expected else "") + "\n"
+        for w in d.warnings)
 
 
 def sim_section(d: Design) -> str | None:
@@ -120,14 +129,87 @@ def sim_section(d: Design) -> str | None:
     return design_section(d)
 
 
-SECTIONS: list[Section] = [summary, rack_section, power_section, placement.section, fabric_report.fabric_section, bom.section, fabric_report.cabling_section,
-                           campus_report.section, configs_report.section, workloads_section, sim_section]
+def twins_section(d: Design) -> str:
+    """The scenario, reliability and power twins' sections; with no scenario, which twins did not run."""
+    return "\n\n".join(report_twins.twin_sections(Path(d.spec.source_path).name, None, None)[0])
+
+
+def floor_pictures(d: Design) -> list[str | Picture]:
+    pics = pic_floor.floor_pictures(d)
+    return (["### Floor plans"] + pics) if pics else []
+
+
+def placement_pictures(d: Design) -> list[str | Picture]:
+    pcs = [p for p in pic_budget.pictures(d) if p[0] == "powercap.svg"]
+    return floor_pictures(d) + ((["### GPU power-cap curve"] + pcs) if pcs else [])
+
+
+SECTIONS: list[Section] = [
+    summary,
+    rack_section,
+    power_section,
+    placement.section,
+    fabric_report.fabric_section,
+    sizing_report.section,
+    bom.section,
+    cost_report.section,
+    fabric_report.cabling_section,
+    campus_report.section,
+    configs_report.section,
+    workloads_section,
+    sim_section,
+    twins_section,
+]
 TRAILING: list[Section] = [warnings_section]
+PICTURES: dict[Section, Callable[[Design], list[str | Picture]]] = {
+    power_section: lambda d: [p for p in pic_budget.pictures(d) if p[0] == "budget.svg"],
+    placement.section: placement_pictures,
+    fabric_report.fabric_section: pic_fabric.pictures,
+    fabric_report.cabling_section: pic_budget.cable_pictures,
+}
+
+
+def image(name: str, caption: str) -> str:
+    return f"![{caption}](report/{name})"
+
+
+def compose(d: Design, scenario: tuple[str, dict] | None = None) -> tuple[str, dict[str, bytes], dict | None]:
+    """The report's Markdown, its pictures (``report/<name>.svg`` -> SVG bytes) and the build's default
+    twin run (:func:`twin.sim.report.design_results`, run once for its section, pictures and review.json);
+    ``scenario``: (file, result data) of a scenario run with the build."""
+    from ..sim.report import design_results, design_section
+
+    pictures: dict[str, bytes] = {}
+    results = None
+    parts = []
+    for sec in SECTIONS + TRAILING:
+        if sec is sim_section:  # the twin's data feeds both its tables and its pictures: run it once
+            results = design_results(d)
+            pics = pic_twin.pictures(results)
+            pictures.update({f"report/{n}": svg for _r, n, _c, svg in pics})
+            text = design_section(d, results, {role: "\n" + image(n, c) + "\n" for role, n, c, _s in pics})
+        elif sec is twins_section:
+            texts, pics = report_twins.twin_sections(Path(d.spec.source_path).name, scenario[1] if scenario else None,
+                                                     scenario[0] if scenario else None)
+            pictures.update({f"report/{n}": svg for n, _c, svg in pics})
+            text = "\n\n".join(texts)
+        else:
+            text = sec(d)
+            if text and sec in PICTURES:
+                for item in PICTURES[sec](d):
+                    if isinstance(item, str):
+                        text += f"\n\n{item}\n"
+                    else:
+                        name, caption, svg = item
+                        pictures[f"report/{name}"] = svg
+                        text += "\n\n" + image(name, caption)
+        if text:
+            parts.append(text)
+    return normalise_blank_lines("\n\n".join(parts)), pictures, results
 
 
 def render(d: Design) -> str:
-    parts = [p for sec in SECTIONS + TRAILING if (p := sec(d))]
-    return normalise_blank_lines("\n\n".join(parts))
+    return compose(d)[0]
 
 
 def normalise_blank_lines(text: str) -> str:
@@ -158,5 +240,11 @@ def normalise_blank_lines(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def emit(d: Design) -> dict[str, bytes]:
-    return {"report.md": render(d).encode("utf-8")}
+def emit(d: Design, scenario: tuple[str, dict] | None = None) -> dict[str, bytes]:
+    """report.md, report.html, report/*.svg and review.json (``scenario``: (file, data) of a scenario
+    run with the build; ``twin build --scenario`` calls this again with it)."""
+    from ..review import dumps, figures
+
+    markdown, pictures, results = compose(d, scenario)
+    return {"report.md": markdown.encode("utf-8"), "report.html": html.page(f"{d.name}: design report", markdown, pictures),
+            "review.json": dumps(figures(d, results, run_twin=False, scenario=scenario[1] if scenario else None)), **pictures}

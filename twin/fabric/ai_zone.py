@@ -22,13 +22,11 @@ from __future__ import annotations
 from ..place.model import Placement
 from ..spec.diagnostics import InfeasibleError
 from ..spec.resolve import Spec
+from .attach import add_attachments
 from .graph import Builder, Fabric
 from .hosts import add_hosts
 from .mount import Mounter, rtsw_u
 from .shape import ctsw_uplink_targets
-
-TIERS = ("nic-rtsw", "rtsw-ctsw", "ctsw-atsw")
-ROLES = ("rtsw", "ctsw", "atsw")
 
 
 def mount_tier(b: Builder, mounter: Mounter, ids: list[str], model_name: str, role: str, level: int, zone: int | None, spec: Spec,
@@ -87,7 +85,8 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
     ctsws = wire_zones(b, spec, placement)
     c = f.ctsw.count
     if shape.tier("atsw") is None:
-        return b.build(f.family.value, f.technology.value, TIERS[:2], ROLES[:2])
+        add_attachments(b, spec, placement)
+        return b.build(f.family.value, f.technology.value, shape.boundary_names, shape.roles)
     a_count = f.atsw.count
     atsws = mount_tier(b, Mounter(placement, "atsw", None), [f"atsw-{k + 1:02d}" for k in range(a_count)], f.atsw.model, "atsw", 3, None, spec)
     a_speed = shape.boundaries[2].speed
@@ -95,4 +94,5 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
         for j, cid in enumerate(ctsws[z]):
             for k in ctsw_uplink_targets(z, j, shape.ctsw_up[j], c, a_count):
                 b.uplink(cid, atsws[k], a_speed, "ctsw-atsw")
-    return b.build(f.family.value, f.technology.value, TIERS, ROLES)
+    add_attachments(b, spec, placement)
+    return b.build(f.family.value, f.technology.value, shape.boundary_names, shape.roles)

@@ -144,6 +144,7 @@ def device_table(spec: Spec, placement: Placement, fabric: Fabric, nodes: list[s
     rk = np.empty(n, np.int64)
     heights = {name: m.height_u for name, m in spec.catalog.switches.items()}
     heights[spec.rack_type.chassis] = spec.chassis.height_u
+    endpoint_u = {a.name: a.height_u for a in spec.fabric.attachments}
     for i, node in enumerate(nodes):
         d = g.nodes[node]
         r = racks[d["rack"]]
@@ -152,7 +153,10 @@ def device_table(spec: Spec, placement: Placement, fabric: Fabric, nodes: list[s
         row[i] = r.position.row
         x[i] = grids[hi].x(r.position.slot)
         y[i] = grids[hi].y(r.position.row)
-        hu = heights[d["model"]] if "model" in d and d["role"] != "nic" else spec.chassis.height_u
+        if d["role"] == "endpoint":
+            hu = endpoint_u[d["model"]]
+        else:
+            hu = heights[d["model"]] if "model" in d and d["role"] != "nic" else spec.chassis.height_u
         z[i] = (d["u"] - 1 + hu / 2) * U_METRES
         rk[i] = rack_ids.setdefault(d["rack"], len(rack_ids))
     return hall, row, x, y, z, rk, grids

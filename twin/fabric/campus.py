@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from ..place.model import Placement
 from ..spec.resolve import Spec
-from .ai_zone import ROLES, TIERS, mount_tier, wire_zones
+from .ai_zone import mount_tier, wire_zones
+from .attach import add_attachments
 from .graph import Builder, Fabric
 from .mount import Mounter
 from .shape import ctsw_uplink_targets
@@ -51,13 +52,14 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
             for j, cid in enumerate(ctsws[z]):
                 for k in ctsw_uplink_targets(local, j, shape.ctsw_up[j], c, a):
                     b.uplink(cid, atsws[-1][k], a_speed, "ctsw-atsw")
-    speed = shape.boundaries[-1].speed
+    speed = next(bd.speed for bd in shape.boundaries if bd.name == cp.tier)
     if cp.topology == "full-mesh":
         for (x, y), m in sorted(info.pair_links.items()):
             for k in range(a):
                 for _ in range(m):
                     b.uplink(atsws[x][k], atsws[y][k], speed, cp.tier)
-        return b.build(f.family.value, f.technology.value, TIERS + (cp.tier,), ROLES)
+        add_attachments(b, spec, placement)
+        return b.build(f.family.value, f.technology.value, shape.boundary_names, shape.roles)
     sb = cp.buildings[cp.spine_building]
     spines = mount_tier(b, Mounter(placement, "cssw", None, sb.halls), [f"cssw-{k + 1:02d}" for k in range(cp.spine_count)],
                         cp.spine_model, "cssw", 4, None, spec, building=sb.index)
@@ -65,4 +67,5 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
         for k in range(a):
             for t in ctsw_uplink_targets(x, k, info.atsw_up[x], a, cp.spine_count):
                 b.uplink(atsws[x][k], spines[t], speed, cp.tier)
-    return b.build(f.family.value, f.technology.value, TIERS + (cp.tier,), ROLES + ("cssw",))
+    add_attachments(b, spec, placement)
+    return b.build(f.family.value, f.technology.value, shape.boundary_names, shape.roles)

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from .shape import Boundary, FabricShape, Tier, ctsw_uplink_targets
+from .shape import Boundary, FabricShape, Tier, atsw_downlinks, ctsw_uplink_targets
 
 if TYPE_CHECKING:
     from ..spec.resolve import Spec
@@ -34,18 +34,6 @@ class CampusShape:
     tier: str = "atsw-atsw"
 
 
-def atsw_downlinks(spec: Spec, zones: int, ctsw_up: tuple[int, ...]) -> tuple[int, ...]:
-    """Links into each ATSW of a building with ``zones`` AI zones."""
-    f = spec.fabric
-    c, a = f.ctsw.count, f.atsw.count
-    per = [0] * a
-    for local in range(zones):
-        for j in range(c):
-            for k in ctsw_uplink_targets(local, j, ctsw_up[j], c, a):
-                per[k] += 1
-    return tuple(per)
-
-
 def mesh_links(downs: list[int], ratio: float) -> dict[tuple[int, int], int]:
     """Links between ATSW k of building a and ATSW k of building b (a < b) in a full mesh."""
     n = len(downs)
@@ -58,7 +46,7 @@ def campus_shape(spec: Spec, base: FabricShape) -> FabricShape:
     f = spec.fabric
     cp = spec.campus
     nb, a = len(cp.buildings), f.atsw.count
-    downs = tuple(atsw_downlinks(spec, len(b.zones), base.ctsw_up) for b in cp.buildings)
+    downs = tuple(atsw_downlinks(len(b.zones), base.ctsw_up, a) for b in cp.buildings)
     top = [max(d) for d in downs]
     atsw_model = spec.switch(f.atsw.model)
     tiers = [t for t in base.tiers if t.role != "atsw"]
@@ -86,8 +74,11 @@ def campus_shape(spec: Spec, base: FabricShape) -> FabricShape:
         speed = min(atsw_model.port_speed, spine.port_speed)
         extra = [Tier("cssw", 4, cp.spine_model, s, max(per), 0, spine.ports)]
         ports_up = links
-    tiers.append(Tier("atsw", 3, f.atsw.model, nb * a, max(top), max(up), atsw_model.ports))
+    old = base.tier("atsw")
+    tiers.append(Tier("atsw", 3, f.atsw.model, nb * a, max(top), max(up), atsw_model.ports, old.attach if old else 0))
     total_down = sum(sum(d) for d in downs)
-    bounds.append(Boundary(cp.tier, links, speed, cp.ratio, total_down / ports_up if ports_up else None))
+    n_att = len(base.attachments)  # attachments' boundaries stay last
+    core, att = bounds[:len(bounds) - n_att], bounds[len(bounds) - n_att:]
+    bounds = core + [Boundary(cp.tier, links, speed, cp.ratio, total_down / ports_up if ports_up else None)] + att
     info = CampusShape(nb, a, downs, up, pairs, spine_down, cp.tier)
     return replace(base, tiers=tuple(tiers + extra), boundaries=tuple(bounds), campus=info)

@@ -30,9 +30,11 @@ switch (``x = i*h + u``): the same properties for every full pod; a partial last
 as many tops as it has up-ports (the down path to it runs through those), and with an odd leaf count
 the top tier is h links short of full, the gap spread over its switches (floor or ceil of the mean).
 
-Only a 2-tier tree with fewer than 2h leaves keeps parallel links: its top tier has m/2 < h switches,
-so a leaf cannot reach more than m/2 distinct spines; it reaches all of them, ceil(h / (m/2)) links each
-at most.
+Only a 2-tier tree with fewer than 2h leaves keeps parallel links: its top tier has fewer than h
+switches, so a leaf cannot reach more than that many distinct spines; it reaches all of them. The
+sizing (:mod:`twin.fabric.tree_sizing`) makes that count a divisor of h (at least m/2), so every leaf
+sends the same number of links to every spine (16 spines for 24 leaves of h = 32: 2 links each, where
+the fewest, 12, would give 3 links to some spines and 2 to others).
 """
 
 from __future__ import annotations
@@ -55,17 +57,18 @@ class TreeShape:
         return sum(self.switches)
 
 
-def shape(endpoints: int, radix: int, tiers: int | None = None, leaves: int | None = None) -> TreeShape:
-    """Switch counts per tier; ``leaves`` overrides ceil(N/h) (rail-optimized groups whole servers).
+def shape(endpoints: int, radix: int, tiers: int | None = None, leaves: int | None = None, top: int | None = None) -> TreeShape:
+    """Switch counts per tier; ``leaves`` overrides ceil(N/h) (rail-optimized groups whole servers),
+    ``top`` the top tier's ceil(m/2) (:mod:`twin.fabric.tree_sizing` chooses it).
 
-    >>> shape(2048, 64).switches, shape(24576, 64).switches
-    ((64, 32), (768, 768, 384))
+    >>> shape(2048, 64).switches, shape(24576, 64).switches, shape(768, 64, top=16).switches
+    ((64, 32), (768, 768, 384), (24, 16))
     """
     L = tiers or fat_tree_tiers(endpoints, radix)
     if L == 1:
         return TreeShape(endpoints, radix, 1, (math.ceil(endpoints / radix),))
     m = leaves if leaves is not None else math.ceil(endpoints / (radix // 2))
-    return TreeShape(endpoints, radix, L, (m,) * (L - 1) + (math.ceil(m / 2),))
+    return TreeShape(endpoints, radix, L, (m,) * (L - 1) + (top if top is not None else math.ceil(m / 2),))
 
 
 def boundary(ts: TreeShape, t: int) -> list[tuple[int, int]]:
@@ -97,8 +100,10 @@ def top_classes(ts: TreeShape) -> tuple[int, int]:
 
     A class of g pod positions owns ``g * pods / 2`` top switches; g is the smallest divisor of the
     pod size that gives a class at least h tops, so every up-port of a switch below the top reaches
-    its own top switch. When pods are not whole or do not pair up, all positions form one class over
-    every top switch.
+    its own top switch. When pods are not whole or do not pair up, or the top tier is not exactly
+    half of the tier below (a pinned or even-split count), all positions form one class over every
+    top switch: consecutive up-ports on consecutive tops, so a switch's h up-ports split evenly over
+    a top tier whose size divides h.
 
     >>> top_classes(shape(24576, 64)), top_classes(shape(65536, 64)), top_classes(shape(4096, 64))
     ((4, 48), (1, 32), (16, 32))
@@ -106,7 +111,7 @@ def top_classes(ts: TreeShape) -> tuple[int, int]:
     h = ts.radix // 2
     step = h ** (ts.tiers - 2)
     pods, rest = divmod(ts.switches[0], step)
-    if rest == 0 and pods % 2 == 0:
+    if rest == 0 and pods % 2 == 0 and step * pods // 2 == ts.switches[-1]:
         for g in range(1, step + 1):
             if step % g == 0 and g * pods // 2 >= h:
                 return g, g * pods // 2

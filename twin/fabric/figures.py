@@ -69,7 +69,7 @@ class SwitchGraph:
                 us.append(self.index[lk.a])
                 vs.append(self.index[lk.b])
                 caps.append(int(round(lk.speed / GB)))
-            else:
+            elif g.nodes[lk.a]["role"] == "nic":  # fabric attachments are not GPU injection
                 inj[self.index[lk.b]] += int(round(lk.speed / GB))
         self.inj = inj
         self.u = np.array(us, dtype=np.int64)
@@ -106,7 +106,7 @@ def _tier_figures(fabric: Fabric, spec) -> list[TierFigures]:
     up: dict[str, float] = defaultdict(float)
     uplinks: dict[str, Counter] = defaultdict(Counter)
     for lk in fabric.links:
-        if lk.kind != "link":
+        if lk.kind != "link" or g.nodes[lk.a]["role"] == "endpoint":  # attachments use ports, not down:up
             continue
         down[lk.b] += lk.speed
         up[lk.a] += lk.speed

@@ -17,6 +17,20 @@ from .ports import PortBook
 HOST_TIER = "host"
 
 
+def spine_group(attrs: dict):
+    """The group a level-2 switch shares its ASN and its top-tier ECMP group with: its AI zone, or the
+    pod (and rail) of a tree of three or more tiers; None for a 2-tier tree's top.
+
+    >>> spine_group({"zone": 2}), spine_group({"zone": None, "pod": 3, "rail": 1}), spine_group({"zone": None})
+    (2, (1, 3), None)
+    """
+    if attrs.get("zone") is not None:
+        return attrs["zone"]
+    if "pod" in attrs:
+        return (attrs.get("rail"), attrs["pod"])
+    return None
+
+
 class Link(NamedTuple):
     """One edge of the graph: ``a`` is the lower-level end (NIC before leaf before spine)."""
 

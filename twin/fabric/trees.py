@@ -10,6 +10,13 @@ lands on and in how many trees there are:
   own fat-tree, named ``rail<r+1>-leaf-0001``..., with no switch joining two rails (cross-rail
   traffic is forwarded over NVLink inside the domain).
 
+Rails that share switches (``shape.rails_per_switch`` R > 1, :mod:`twin.fabric.tree_sizing`):
+rail-only rails of one tier go R to a switch, ``rails<a>-<b>-leaf-0001`` for rails a..b, each rail on
+its own run of ports (rail a first); rail-optimized groups shrink to h/R servers and leaf
+``group * g/R + i // R`` takes NICs i of rails ``R * (i // R)``... of every server in the group. A
+shared leaf carries ``rail`` (its first rail) and ``rails`` (R); the twin keeps the rails of a shared
+rail-only switch apart (one partition per rail).
+
 Switches hang on the placement's "fabric" network racks in build order (leaves, then upper tiers).
 """
 
@@ -20,6 +27,7 @@ import math
 from ..place.model import Placement
 from ..spec.models import Family
 from ..spec.resolve import Spec
+from .attach import add_attachments
 from .fat_tree import TreeShape, boundary, role_names
 from .graph import Builder, Fabric
 from .hosts import add_hosts
@@ -42,8 +50,11 @@ def site_nics(b: Builder, spec: Spec, placement: Placement, speed: float, hb_dom
 
 
 def add_tree(b: Builder, ts: TreeShape, attach: list[tuple[str, int]], spec: Spec, mounter: Mounter,
-             speed: float, prefix: str = "", rail: int | None = None, leaf_rails: int | None = None) -> None:
-    """Switches of one tree, NIC links (``attach`` = (nic, leaf index)) and the tier boundaries."""
+             speed: float, prefix: str = "", rail: int | None = None, leaf_rails: int | None = None, packed: int = 1) -> None:
+    """Switches of one tree, NIC links (``attach`` = (nic, leaf index)) and the tier boundaries.
+
+    ``rail`` tags every switch (rail-only), ``leaf_rails`` the leaves by their rail (rail-optimized:
+    leaf i of a group carries rail ``(i mod leaf_rails) * packed``); ``packed`` > 1 adds ``rails``."""
     f = spec.fabric
     model = spec.switch(f.switch)
     roles = role_names(ts.tiers)
@@ -54,8 +65,12 @@ def add_tree(b: Builder, ts: TreeShape, attach: list[tuple[str, int]], spec: Spe
         for i in range(count):
             sid = f"{prefix}{roles[t]}-{i + 1:0{w}d}"
             rack, u = mounter.mount(sid, model)
-            r = rail if rail is not None else (i % leaf_rails if leaf_rails and t == 0 else None)
+            r = rail if rail is not None else ((i % leaf_rails) * packed if leaf_rails and t == 0 else None)
             extra = {"rail": r} if r is not None else {}
+            if t == 1 and ts.tiers >= 3:
+                extra["pod"] = i // (ts.radix // 2)  # the spines of one pod: their own ASN under eBGP
+            if packed > 1 and r is not None:
+                extra["rails"] = packed
             b.switch(sid, f.switch, model, role=roles[t], level=t + 1, hall=rack.position.hall, zone=None, rack=rack.id, u=u, **extra)
             tier.append(sid)
         ids.append(tier)
@@ -72,28 +87,34 @@ def add_tree(b: Builder, ts: TreeShape, attach: list[tuple[str, int]], spec: Spe
 def synthesize(spec: Spec, placement: Placement) -> Fabric:
     f = spec.fabric
     ts = spec.shape.tree
+    R = spec.shape.rails_per_switch
     k = ts.radix
     h = max(1, k // 2)
     speed = spec.shape.boundaries[0].speed
     b = Builder()
     mounter = Mounter(placement, "fabric", None)
+    per_leaf = k if ts.tiers == 1 else h
     if f.family == Family.RAIL_ONLY:
         K = f.hb_domain
         nics = site_nics(b, spec, placement, speed, K)
-        for r in range(K):
-            members = nics[r::K]
-            attach = [(nic, e // (k if ts.tiers == 1 else h)) for e, nic in enumerate(members)]
-            add_tree(b, ts, attach, spec, mounter, speed, prefix=f"rail{r + 1}-", rail=r)
+        for grp in range(spec.shape.trees):
+            rails = range(grp * R, grp * R + R)
+            members = [nic for r in rails for nic in nics[r::K]]
+            attach = [(nic, e // per_leaf) for e, nic in enumerate(members)]
+            prefix = f"rail{grp + 1}-" if R == 1 else f"rails{rails[0] + 1}-{rails[-1] + 1}-"
+            add_tree(b, ts, attach, spec, mounter, speed, prefix=prefix, rail=rails[0], packed=R)
     elif f.family == Family.RAIL_OPTIMIZED:
         g = spec.chassis.nics
         nics = site_nics(b, spec, placement, speed, None)
         if ts.tiers == 1:
             attach = [(nic, 0) for nic in nics]
         else:
-            attach = [(nic, (e // g // h) * g + e % g) for e, nic in enumerate(nics)]
-        add_tree(b, ts, attach, spec, mounter, speed, leaf_rails=g if ts.tiers > 1 else None)
+            group, leaves = max(1, h // R), max(1, g // R)
+            attach = [(nic, (e // g // group) * leaves + (e % g) // R) for e, nic in enumerate(nics)]
+        add_tree(b, ts, attach, spec, mounter, speed, leaf_rails=max(1, g // R) if ts.tiers > 1 else None, packed=R)
     else:
         nics = site_nics(b, spec, placement, speed, None)
-        attach = [(nic, e // (k if ts.tiers == 1 else h)) for e, nic in enumerate(nics)]
+        attach = [(nic, e // per_leaf) for e, nic in enumerate(nics)]
         add_tree(b, ts, attach, spec, mounter, speed)
+    add_attachments(b, spec, placement)
     return b.build(f.family.value, f.technology.value, spec.shape.boundary_names, spec.shape.roles)

@@ -14,6 +14,7 @@ from ..spec.models import Family
 from ..spec.resolve import Spec
 from . import capacity
 from .model import Position, site_distance
+from .naive import network_device
 
 
 @dataclass(frozen=True)
@@ -110,16 +111,9 @@ def figures(spec: Spec, racks, grids) -> dict:
     }
 
 
-def role_model(spec, role: str) -> str:
-    """The switch model of a network-rack role: ctsw, atsw, cssw (a campus spine) or fabric (trees)."""
-    f = spec.fabric
-    if role == "cssw":
-        return spec.campus.spine_model
-    return f.ctsw.model if role == "ctsw" else (f.atsw.model if role == "atsw" else f.switch)
-
-
 def switch_power(spec, role: str) -> float:
-    return spec.switch(role_model(spec, role)).power
+    """Power of one device of a network rack of ``role`` (a switch, or an attachment for ``ep-...``)."""
+    return network_device(spec, role).power
 
 
 def campus_links_per_atsw(spec) -> float:

@@ -70,7 +70,7 @@ def floor_svg(site: Site, racks, pue: float) -> bytes:
                 out.append(f'<rect x="{x}" y="{y}" width="{SLOT - 1}" height="{ROW - 4}" fill="{color}"><title>{escape(r.id)}</title></rect>')
             else:
                 out.append(f'<rect x="{x}" y="{y}" width="{SLOT - 1}" height="{ROW - 4}" fill="#222"><title>{escape(r.id)}</title></rect>')
-                letter = {"ctsw": "C", "atsw": "A", "cssw": "S"}.get(r.role, "F")
+                letter = {"ctsw": "C", "atsw": "A", "cssw": "S"}.get(r.role, "E" if r.role.startswith("ep-") else "F")
                 out.append(f'<text x="{x + 2}" y="{y + 10}" fill="#fff" font-size="8">{letter}</text>')
     out.append("</svg>")
     return ("\n".join(out) + "\n").encode()

@@ -30,6 +30,39 @@ def network_rack_plan(
     if zone_hall is None and f.family == Family.AI_ZONE:
         zone_hall = {z: i for i, hb in enumerate(budget.halls) for z in hb.zones}
     if f.family == Family.AI_ZONE:
+        halls = sorted(set(zone_hall.values())) or [0]
+    else:
+        weights = hall_racks if hall_racks is not None else [hb.gpu_racks for hb in budget.halls]
+        halls = [i for i, w in enumerate(weights) if w] or [0]
+    return _switch_racks(spec, zone_hall, hall_racks, budget, plan, shelf) + attachment_racks(spec, halls, shelf)
+
+
+def attachment_racks(spec: Spec, halls: list[int], shelf: float) -> list[tuple[str, int | None, int, int, float]]:
+    """Racks of the fabric attachments (role ``ep-<name>``), one attachment per rack, as many per rack
+    as its height and the power shelf allow, round the halls that hold GPU racks (like ATSW racks).
+    Their cables are routed once placed; the fiber objective does not weigh them."""
+    plan = []
+    for a in spec.fabric.attachments:
+        per = switches_per_rack(a.height_u, a.power, shelf)
+        for k, n in enumerate(rack_fill(a.count, per)):
+            plan.append((f"ep-{a.name}", None, halls[k % len(halls)], n, n * a.power))
+    return plan
+
+
+def network_device(spec: Spec, role: str):
+    """What a network rack of ``role`` holds (``height_u``, ``power``, ``weight``): a switch model or
+    an attachment (role ``ep-<name>``); ``cssw`` is a campus spine."""
+    f = spec.fabric
+    if role.startswith("ep-"):
+        return next(a for a in f.attachments if a.name == role[3:])
+    if role == "cssw":
+        return spec.switch(spec.campus.spine_model)
+    return spec.switch(f.ctsw.model if role == "ctsw" else (f.atsw.model if role == "atsw" else f.switch))
+
+
+def _switch_racks(spec: Spec, zone_hall, hall_racks, budget, plan: list, shelf: float) -> list:
+    f = spec.fabric
+    if f.family == Family.AI_ZONE:
         ctsw = spec.switch(f.ctsw.model)
         per = switches_per_rack(ctsw.height_u, ctsw.power, shelf)
         for z in range(spec.zones):

@@ -30,7 +30,7 @@ from ..spec.models import Family
 from ..spec.resolve import Spec
 from . import diagnose, naive, powercap
 from .assign import Assignment, assign, hall_capacity
-from .figures import campus_links_per_atsw, figures, links_of, role_model
+from .figures import campus_links_per_atsw, figures, links_of
 from .hall_milp import HallResult, NetType, solve_hall
 from .model import HallGrid, PlacedRack, Placement, Position
 
@@ -75,8 +75,8 @@ def place(spec: Spec, budget: Budget | None = None) -> Placement:
     for role, zone, hi, n, power in asg.plan:
         acc.setdefault((hi, role, zone, n, power), []).append(1)
     for (hi, role, zone, n, power), lst in sorted(acc.items(), key=lambda kv: (kv[0][0], kv[0][1], -1 if kv[0][2] is None else kv[0][2], kv[0][3])):
-        swm = spec.switch(role_model(spec, role))
-        types_by_hall[hi].append(NetType(role, zone, len(lst), n, power, empty + n * swm.weight))
+        device = naive.network_device(spec, role)
+        types_by_hall[hi].append(NetType(role, zone, len(lst), n, power, empty + n * device.weight))
     core_sw_in = {i: sum(t.count * t.switches for t in ts if t.role == "atsw") for i, ts in types_by_hall.items()}
     spine_sw_in = {i: sum(t.count * t.switches for t in ts if t.role == "ctsw") for i, ts in types_by_hall.items()}
     # links between halls stay in their building (a campus: a zone's CTSWs reach its own building's ATSWs)

@@ -192,9 +192,8 @@ def cross_building_rings(design, racks: int = REPORT_RACKS) -> list[dict]:
     for label, ranks in (("one building", in_first[: max(2, len(by_building) // max(1, len(set(srv_bld.tolist()))))]),
                          ("every building", by_building)):
         tm = coll.time_collective(net, "allreduce", "ring", ranks, scheme)
-        lat = tm.latency_time()
         out.append({"ring": label, "gpus": int(len(ranks)), "steps": tm.steps,
                     "latency_us": float(max(p.latency for p in tm.phases) * 1e6),
                     "sizes": [{"bytes": int(s), "time_us": tm.time(s) * 1e6, "busbw_GBps": tm.busbw(s) / 1e9,
-                               "latency_share": lat / tm.time(s)} for s in REPORT_SIZES]})
+                               "latency_share": tm.latency(s) / tm.time(s)} for s in REPORT_SIZES]})
     return out

@@ -40,38 +40,46 @@ def max_min(A: csc_matrix, cap: np.ndarray) -> np.ndarray:
     rate = np.zeros(K)
     if K == 0:
         return rate
-    Acsc = csc_matrix(A)
-    Acsr = Acsc.tocsr()
-    col_ptr, col_arcs = Acsc.indptr, Acsc.indices
-    row_ptr, row_cls = Acsr.indptr, Acsr.indices
-    col_nz = np.diff(col_ptr) > 0
-    row_nz = np.diff(row_ptr) > 0
+    A = csc_matrix(A)
+    col_nz = np.diff(A.indptr) > 0
+    rate[~col_nz] = np.inf
     resid = cap.astype(float).copy()
-    frozen = ~col_nz
-    rate[frozen] = np.inf
-    while not frozen.all():
-        denom = Acsr @ (~frozen).astype(float)
-        live = row_nz & (denom > 0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            fs = np.where(live, np.maximum(resid, 0.0) / np.where(live, denom, 1.0), np.inf)
-        # m(f): the lowest fair share along each class' path
-        m = np.minimum.reduceat(fs[col_arcs], col_ptr[:-1][col_nz]) if col_arcs.size else np.zeros(0)
-        mf = np.full(K, np.inf)
-        mf[col_nz] = m
-        mf[frozen] = np.inf
-        # arc-wise: the lowest m over the unfrozen classes crossing it
-        rm = np.full(len(resid), np.inf)
-        rm[row_nz] = np.minimum.reduceat(mf[row_cls], row_ptr[:-1][row_nz])
-        bott = live & (fs <= rm * (1 + 1e-12))
-        if not bott.any():  # numerical guard: the global minimum is always a bottleneck
-            bott = live & (fs <= fs[live].min() * (1 + 1e-12))
-        hit = (Acsc.T @ bott.astype(float)) > 0
-        newly = hit & ~frozen
-        if not newly.any():
-            break
-        rate[newly] = mf[newly]
-        frozen |= newly
-        resid = resid - Acsr @ np.where(newly, rate, 0.0)
+    active = np.flatnonzero(col_nz)
+    # Rounds run on the classes still unfrozen; the matrix is re-sliced whenever half of them froze
+    # (compaction: late rounds, which saturate the last few levels, then touch only their classes).
+    while len(active):
+        Acsc = A[:, active]
+        Acsr = Acsc.tocsr()
+        col_ptr, col_arcs = Acsc.indptr, Acsc.indices
+        row_ptr, row_cls = Acsr.indptr, Acsr.indices
+        row_nz = np.diff(row_ptr) > 0
+        n = len(active)
+        frozen = np.zeros(n, bool)
+        local = np.zeros(n)
+        while not frozen.all() and frozen.sum() * 2 < n:
+            denom = Acsr @ (~frozen).astype(float)
+            live = row_nz & (denom > 0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                fs = np.where(live, np.maximum(resid, 0.0) / np.where(live, denom, 1.0), np.inf)
+            # m(f): the lowest fair share along each class' path
+            mf = np.minimum.reduceat(fs[col_arcs], col_ptr[:-1])
+            mf[frozen] = np.inf
+            # arc-wise: the lowest m over the unfrozen classes crossing it
+            rm = np.full(len(resid), np.inf)
+            rm[row_nz] = np.minimum.reduceat(mf[row_cls], row_ptr[:-1][row_nz])
+            bott = live & (fs <= rm * (1 + 1e-12))
+            if not bott.any():  # numerical guard: the global minimum is always a bottleneck
+                bott = live & (fs <= fs[live].min() * (1 + 1e-12))
+            hit = (Acsc.T @ bott.astype(float)) > 0
+            newly = hit & ~frozen
+            if not newly.any():
+                frozen[:] = True  # nothing left to saturate (numerically): keep what we have
+                break
+            local[newly] = mf[newly]
+            frozen |= newly
+            resid = resid - Acsr @ np.where(newly, local, 0.0)
+        rate[active[frozen]] = local[frozen]
+        active = active[~frozen]
     return rate
 
 

@@ -76,13 +76,13 @@ def roce_udp_sport(lqpn: np.ndarray, rqpn: np.ndarray) -> np.ndarray:
 
 
 def flow_fields(src_nic: np.ndarray, dst_nic: np.ndarray, qp: np.ndarray) -> dict[str, np.ndarray]:
-    """Header fields of each QP flow. QP numbers are deterministic: 0x100 + 32 * peer NIC + qp index,
-    so re-running a scenario gives the same hashes."""
+    """Header fields of each QP flow. QP numbers are deterministic, 0x100 + 256 * peer NIC + QP index
+    (up to 256 QPs per NIC pair: channels x QPs per connection), so a re-run gives the same hashes."""
     src_nic = np.asarray(src_nic, np.int64)
     dst_nic = np.asarray(dst_nic, np.int64)
     qp = np.asarray(qp, np.int64)
-    lqpn = 0x100 + 32 * dst_nic + qp
-    rqpn = 0x100 + 32 * src_nic + qp
+    lqpn = 0x100 + 256 * dst_nic + qp
+    rqpn = 0x100 + 256 * src_nic + qp
     ip = lambda nic: (10 << 24) + nic  # noqa: E731 - one /8 of host addresses, unique per NIC
     return {
         "src-ip": ip(src_nic),

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .png import save_png
 from .reliability.plots import write_plots as campaign_plots
 
 
@@ -45,7 +46,7 @@ def write_plots(result, out_dir: str | Path) -> list[Path]:
                 ax.set_title(f"{c['op']}/{c['algorithm']}, {c['ranks']} ranks ({case['case']})")
                 ax.grid(True, alpha=0.3)
                 ax.legend()
-                files.append(_save(fig, out / f"{stem}-busbw.png", plt))
+                files.append(save_png(fig, out / f"{stem}-busbw.png"))
             fig, ax = plt.subplots(figsize=(6.4, 4.0))
             loads = [result.loads.get((case["case"], c["name"], n), np.zeros(0)) for n in names]
             top = max([float(x.max()) for x in loads if len(x)] + [1e-30])
@@ -57,24 +58,17 @@ def write_plots(result, out_dir: str | Path) -> list[Path]:
             ax.set_ylabel("links")
             ax.set_title(f"fabric link load, {c['name']} ({case['case']})")
             ax.legend()
-            files.append(_save(fig, out / f"{stem}-link-load.png", plt))
+            files.append(save_png(fig, out / f"{stem}-link-load.png"))
             fig, ax = plt.subplots(figsize=(6.4, 3.6))
             mm = [e["link_load"]["max_over_mean"] for e in c["schemes"]]
             ax.bar([e["scheme"] for e in c["schemes"]], mm, color="tab:blue")
             ax.axhline(1.0, color="k", linewidth=0.8)
             ax.set_ylabel("max / mean link load")
             ax.set_title(f"load imbalance, {c['name']} ({case['case']})")
-            files.append(_save(fig, out / f"{stem}-max-mean.png", plt))
+            files.append(save_png(fig, out / f"{stem}-max-mean.png"))
     files += campaign_plots(data.get("campaign"), out)  # the reliability twin
     if getattr(result, "power_views", None):  # the power and thermal twin (twin/sim/power)
         from .power.plots import write_power_plots
 
         files += write_power_plots(result.power_views, data["power"], out)
     return files
-
-
-def _save(fig, path: Path, plt) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return path

@@ -18,23 +18,27 @@ def _schemes(data: dict) -> list[str]:
 
 def render(data: dict, console: Console) -> None:
     console.width = max(console.width, 132)  # nccl-tests-shaped tables are wide; never squeeze them
-    console.print(f"[bold]{data['scenario']}[/bold] on {data['site']} ({data['gpus']:,} GPUs); protocol efficiency "
-                  f"{data['protocol_efficiency']:g}, step overhead {data['step_overhead_us']:g} us")
+    nc = data.get("nccl", {})
+    console.print(f"[bold]{data['scenario']}[/bold] on {data['site']} ({data['gpus']:,} GPUs); Simple protocol efficiency "
+                  f"{data['protocol_efficiency']:g}; channels per NIC {nc.get('channels_per_nic', 'auto')}, NIC latency "
+                  f"{nc.get('nic_latency_us', 0):g} us; extra step overhead {data['step_overhead_us']:g} us")
     for n in data["notes"]:
         console.print(f"note: {n}", markup=False)
     names = _schemes(data)
     for case in data["cases"]:
         for c in case["collectives"]:
             t = Table(title=f"{case['case']}: {c['name']} ({c['op']}/{c['algorithm']}, {c['ranks']} ranks)", title_justify="left")
-            for col in ("size (B)", "count", "type", "routing", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
-                t.add_column(col, justify="left" if col in ("type", "routing") else "right")
+            for col in ("size (B)", "count", "type", "routing", "proto", "time (us)", "latency (us)", "algbw (GB/s)", "busbw (GB/s)"):
+                t.add_column(col, justify="left" if col in ("type", "routing", "proto") else "right")
             for row in c["table"]:
                 for k, n in enumerate(names):
                     r = row[n]
                     head = [f"{row['size']:,}", f"{row['count']:,}", row["type"]] if k == 0 else ["", "", ""]
-                    t.add_row(*head, n, f"{r['time_us']:,.1f}", f"{r['algbw_GBps']:.2f}", f"{r['busbw_GBps']:.2f}",
-                              end_section=k == len(names) - 1)
+                    t.add_row(*head, n, r.get("protocol", ""), f"{r['time_us']:,.1f}", f"{r.get('latency_us', 0):,.1f}",
+                              f"{r['algbw_GBps']:.2f}", f"{r['busbw_GBps']:.2f}", end_section=k == len(names) - 1)
             console.print(t)
+            if c.get("comparison"):
+                _comparison(console, c, [row["size"] for row in c["table"]])
             lt = Table(title="link load on the fabric (dominant phase)", title_justify="left")
             for col in ("scheme", "max/mean load", "flows", "flow classes", "rate events", "latency % (largest size)"):
                 lt.add_column(col, justify="right")
@@ -44,14 +48,27 @@ def render(data: dict, console: Console) -> None:
                            f"{100 * e.get('latency_share_at_max_size', 0.0):.1f}")
             console.print(lt)
         for j in case["jobs"]:
-            t = Table(title=f"{case['case']}: job {j['workload']} ({j['parallelism']}, {j['gpus']:,} GPUs, {j['order']} order, "
-                            f"compute {j['compute_s']:.2f} s, bubble {j['bubble_s']:.2f} s)", title_justify="left")
-            for col in ("scheme", "step s", "exposed comm s", "exposed %", "TP s", "PP s", "DP s (exposed)", "latency % of comm", "eff. TFLOPs/GPU"):
+            meas = j.get("measured_tflops_per_gpu")
+            t = Table(title=f"{case['case']}: job {j['workload']} ({j['parallelism']}, {j['gpus']:,} GPUs, seq {j['sequence_length']:,}, "
+                            f"{j['order']} order; compute {j['compute_s']:.2f} s, bubble {j['bubble_s']:.2f} s"
+                            + (f"; measured {meas:g} TFLOPs/GPU" if meas else "") + ")", title_justify="left")
+            for col in ("scheme", "step s", "exposed comm s", "exposed %", "TP s", "CP s", "PP s", "DP s (exposed)", "latency % of comm", "TFLOPs/GPU", "MFU"):
                 t.add_column(col, justify="right")
             for s in j["schemes"]:
                 t.add_row(s["scheme"], f"{s['step_s']:.3f}", f"{s['exposed_comm_s']:.3f}", f"{100 * s['exposed_fraction']:.1f}",
-                          f"{s['tp_s']:.3f}", f"{s['pp_exposed_s']:.3f}", f"{s['dp_s']:.3f} ({s['dp_exposed_s']:.3f})",
-                          f"{100 * s.get('latency_share', 0.0):.1f}", f"{s['effective_tflops_per_gpu']:.0f}")
+                          f"{s['tp_s']:.3f}", f"{s['cp_s']:.3f}", f"{s['pp_exposed_s']:.3f}", f"{s['dp_s']:.3f} ({s['dp_exposed_s']:.3f})",
+                          f"{100 * s['latency_share']:.1f}", f"{s['predicted_tflops_per_gpu']:.0f}", f"{100 * s['predicted_mfu']:.1f}%")
+            console.print(t)
+        for sv in case.get("serving", []):
+            t = Table(title=f"{case['case']}: serving {sv['name']} (TP{sv['tp']} PP{sv['pp']}, batch {sv['batch']}, prompt {sv['prompt_tokens']:,}, "
+                            f"{'across servers' if sv['spans_servers'] else 'one server'}; decode AllReduce {sv['decode_allreduce_bytes']:,} B)",
+                      title_justify="left")
+            for col in ("scheme", "TTFT ms", "latency share", "TPOT ms", "latency share", "AllReduce us", "proto", "tokens/s"):
+                t.add_column(col, justify="right")
+            for s in sv["schemes"]:
+                p, d = s["prefill"], s["decode"]
+                t.add_row(s["scheme"], f"{s['ttft_s'] * 1e3:.1f}", f"{100 * p['collective_latency_share']:.1f}%", f"{s['tpot_s'] * 1e3:.2f}",
+                          f"{100 * d['collective_latency_share']:.1f}%", f"{d['allreduce_us']:.1f}", d["allreduce_protocol"], f"{s['tokens_per_s']:.0f}")
             console.print(t)
     if "campaign" in data:  # the reliability twin (twin/sim/reliability/report.py)
         campaign_report.render(data["campaign"], console)
@@ -59,6 +76,19 @@ def render(data: dict, console: Console) -> None:
         from .power.report import render as render_power
 
         render_power(data["power"], console)
+
+
+def _comparison(console: Console, c: dict, sizes: list[int]) -> None:
+    for scheme, cmp in c["comparison"].items():
+        t = Table(title=f"fastest algorithm by size ({scheme})", title_justify="left")
+        algs = list(cmp["time_us"][0])
+        for col in ["size (B)"] + [f"{a} (us)" for a in algs] + ["fastest"]:
+            t.add_column(col, justify="right")
+        for size, times, best in zip(sizes, cmp["time_us"], cmp["fastest"]):
+            t.add_row(f"{size:,}", *[f"{times[a]:,.1f}" for a in algs], best)
+        console.print(t)
+        for x in cmp["crossovers"]:
+            console.print(f"crossover: {x['from']} -> {x['to']} between {x['between'][0]:,} and {x['between'][1]:,} bytes", markup=False)
 
 
 def markdown(data: dict) -> str:
@@ -75,21 +105,25 @@ def markdown(data: dict) -> str:
 
 
 REPORT_GPUS = 256  # the report's AllReduce runs on the first GPUs only, so `twin build` stays fast
+REPORT_SIZES = [2.0**k for k in range(20, 31, 2)]  # 1 MiB .. 1 GiB, the busbw-vs-size curve of the report
+LOAD_BIN = 0.25  # link-load histogram bin (x the mean load of the fabric links)
 
 
-def design_section(d) -> str | None:
-    """Report section: ring AllReduce busbw on the first racks of the site under three schemes.
+def design_results(d) -> dict | None:
+    """The build's default twin run, as JSON-ready data: ring AllReduce over the first REPORT_GPUS GPUs
+    under three routing schemes (busbw at REPORT_SIZES, a histogram of the fabric link loads relative to
+    their mean), and the step breakdown of the site's first workload on the whole fabric.
 
-    Cheap by construction (a subgraph of at most REPORT_GPUS GPUs, one ring phase per scheme); the
-    full what-ifs are `twin simulate`'s job."""
+    Cheap by construction (a subgraph of at most REPORT_GPUS GPUs, one ring phase per scheme; the job
+    twin's closed-form step on the whole fabric); the full what-ifs are `twin simulate`'s job."""
     fab = d.fabric
     if fab is None or getattr(fab, "graph", None) is None:
         return None
     import numpy as np
 
-    from ..emit.markdown import table
     from . import collectives as coll
     from . import routing, topology
+    from .nccl import PROTOCOL_EFFICIENCY, Library
 
     g = topology.first_gpus_subgraph(fab.graph, REPORT_GPUS)
     net = topology.from_design(d, g)
@@ -97,17 +131,76 @@ def design_section(d) -> str | None:
         return None
     qps = d.spec.fabric.routing.qps_per_gpu_pair
     ranks = np.arange(net.n_gpus)
-    size = 2.0**30
-    rows = []
-    for s in (routing.Scheme("ecmp, 1 QP", "ecmp", 1), routing.Scheme(f"e-ecmp, {qps} QPs", "e-ecmp", qps),
-              routing.Scheme("spray (upper bound)", "spray", 1)):
-        tm = coll.time_collective(net, "allreduce", "ring", ranks, s, keep_load=True)
+    schemes = [routing.Scheme("ecmp, 1 QP", "ecmp", 1), routing.Scheme(f"e-ecmp, {qps} QPs", "e-ecmp", qps),
+               routing.Scheme("spray (upper bound)", "spray", 1)]
+    sw = (net.arc_tail >= 0) & (net.arc_tail < net.n_switches) & (net.arc_head >= 0) & (net.arc_head < net.n_switches)
+    out = {"gpus": int(net.n_gpus), "racks": len(set(net.server_rack)), "protocol_efficiency": PROTOCOL_EFFICIENCY,
+           "sizes": REPORT_SIZES, "load_bin": LOAD_BIN, "schemes": []}
+    lib = Library(nic_latency=d.spec.chassis.nic_latency)
+    loads = []
+    for s in schemes:
+        tm = coll.time_collective(net, "allreduce", "ring", ranks, s, keep_load=True, lib=lib)
         ph = tm.phases[0]
-        sw = (net.arc_tail >= 0) & (net.arc_tail < net.n_switches) & (net.arc_head >= 0) & (net.arc_head < net.n_switches)
-        x = ph.load[sw & (ph.load > 0)] if ph.load is not None else np.zeros(0)
-        mm = f"{x.max() / x.mean():.2f}" if len(x) else "-"
-        rows.append([s.name, f"{tm.busbw(size) / 1e9:.1f}", f"{tm.time(size) * 1e3:.2f}", mm])
-    head = (f"## Collective performance (twin)\n\nRing AllReduce of 1 GiB over the first {net.n_gpus} GPUs "
-            f"({len(set(net.server_rack))} racks), flow-level max-min model, protocol efficiency "
-            f"{coll.PROTOCOL_EFFICIENCY:g}. Run `twin simulate` with a scenario for the whole site, failures and jobs.\n\n")
-    return head + table(["routing", "busbw GB/s", "time ms", "max/mean fabric link load"], rows, "lrrr")
+        loads.append(ph.load if ph.load is not None else np.zeros(net.n_arcs))
+        x = loads[-1][sw & (loads[-1] > 0)]
+        out["schemes"].append({"name": s.name, "busbw_GBps": [tm.busbw(z) / 1e9 for z in REPORT_SIZES],
+                               "time_ms": [tm.time(z) * 1e3 for z in REPORT_SIZES],
+                               "max_over_mean": float(x.max() / x.mean()) if len(x) else None})
+    support = sw & (loads[-1] > 0)  # the links spraying uses: every link a shortest path may take
+    for e, load in zip(out["schemes"], loads):
+        x = load[support]
+        rel = x / x.mean() if len(x) and x.mean() > 0 else x
+        bins = int(np.ceil(max(1.0, float(rel.max(initial=0.0))) / LOAD_BIN + 1e-9))
+        counts, _ = np.histogram(rel, bins=bins, range=(0.0, bins * LOAD_BIN))
+        e["load_hist"] = [int(c) for c in counts]
+    out["job"] = default_job(d, schemes, lib)
+    return out
+
+
+def default_job(d, schemes, lib) -> dict | None:
+    """The site's first workload as the job twin times it (topology rank order, healthy fabric)."""
+    if not d.spec.site.workloads:
+        return None
+    from ..spec.diagnostics import SpecError
+    from . import jobs, topology
+    from .scenario import Case, Job
+
+    w = d.spec.site.workloads[0]
+    job = Job(workload=w.name)
+    try:
+        return jobs.simulate_job(d, topology.from_design(d, d.fabric.graph), job, schemes, lib,
+                                 Case(name="healthy"), set(), None, ("workloads", 0))
+    except SpecError as e:
+        return {"workload": w.name, "error": "; ".join(x.message for x in e.diagnostics)}
+
+
+def design_section(d, results: dict | None = None, pictures: dict[str, str] | None = None) -> str | None:
+    """Report section "Collective performance (twin)" from :func:`design_results` (computed when not
+    given); ``pictures`` maps a picture's role (busbw, load, job) to its Markdown image line."""
+    r = results if results is not None else design_results(d)
+    if r is None:
+        return None
+    from ..emit.markdown import table
+
+    pictures = pictures or {}
+    big = len(r["sizes"]) - 1
+    rows = [[e["name"], f"{e['busbw_GBps'][big]:.1f}", f"{e['time_ms'][big]:.2f}",
+             "-" if e["max_over_mean"] is None else f"{e['max_over_mean']:.2f}"] for e in r["schemes"]]
+    out = [f"## Collective performance (twin)\n\nThe build's default twin run. Ring AllReduce over the first {r['gpus']} GPUs "
+           f"({r['racks']} racks), flow-level max-min model, protocol efficiency {r['protocol_efficiency']:g}; the table is at "
+           f"{r['sizes'][big] / 2**30:g} GiB. Run `twin simulate` with a scenario for the whole site, failures and jobs.\n\n"
+           + table(["routing", "busbw GB/s", "time ms", "max/mean fabric link load"], rows, "lrrr")]
+    out += [pictures[k] for k in ("busbw", "load") if k in pictures]
+    j = r.get("job")
+    if j and "error" in j:
+        out.append(f"\nJob `{j['workload']}` was not timed: {j['error']}.\n")
+    elif j:
+        out.append(f"\n### Training step of `{j['workload']}` (job twin)\n\n{j['parallelism']} on {j['gpus']:,} GPUs in topology order, "
+                   f"{j['microbatches']} micro-batches per pipeline: compute {j['compute_s']:.3f} s, pipeline bubble {j['bubble_s']:.3f} s per step.\n\n"
+                   + table(["routing", "step s", "TP s", "CP s", "PP exposed s", "DP s (exposed)", "exposed %", "predicted TFLOPs/GPU"],
+                           [[s["scheme"], f"{s['step_s']:.3f}", f"{s['tp_s']:.3f}", f"{s['cp_s']:.3f}", f"{s['pp_exposed_s']:.3f}",
+                             f"{s['dp_s']:.3f} ({s['dp_exposed_s']:.3f})", f"{100 * s['exposed_fraction']:.1f}",
+                             f"{s['predicted_tflops_per_gpu']:.0f}"] for s in j["schemes"]], "lrrrrrrr"))
+        if "job" in pictures:
+            out.append(pictures["job"])
+    return "\n".join(out)

@@ -9,7 +9,7 @@ link hurts ECMP more than a failed one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
@@ -19,7 +19,8 @@ from ..spec.diagnostics import SpecError
 from ..spec.models import FIVE_TUPLE
 from . import collectives as coll
 from . import jobs as jobs_mod
-from . import routing, topology
+from . import routing, serving, topology
+from .nccl import Library
 from .reliability.campaign import run_campaign
 from .scenario import Case, Failure, Ranks, Scenario, error
 from .topology import Net
@@ -164,19 +165,22 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
     """Time every collective and job of the scenario, per case and routing scheme.
 
     ``design`` may be None when ``graph`` is given (a synthetic fabric; catalog defaults then apply)."""
-    if not scn.collectives and not scn.jobs and scn.campaign is None:
+    if not scn.collectives and not scn.jobs and not scn.serving and scn.campaign is None:
         return _power_only(design, scn, src)
     g0 = graph if graph is not None else design.fabric.graph
     routing_spec = design.spec.fabric.routing if design is not None else None
     default_qps = routing_spec.qps_per_gpu_pair if routing_spec else 16
     schemes = schemes_of(scn, default_qps, list(routing_spec.hash_fields) if routing_spec else None)
     net0 = _compile(design, g0, None)
+    lib = library_of(scn, design)
     out: dict[str, Any] = {
         "scenario": scn.name,
         "site": design.name if design is not None else "synthetic",
         "gpus": net0.n_gpus,
         "protocol_efficiency": scn.protocol_efficiency,
         "step_overhead_us": scn.step_overhead * 1e6,
+        "nccl": {"channels_per_nic": scn.nccl.channels_per_nic or "auto", "p2p_channels": scn.nccl.p2p_channels,
+                 "protocols": list(scn.nccl.protocols), "nic_latency_us": lib.nic_latency * 1e6},
         "schemes": [{"name": s.name, "scheme": s.kind, "qps": s.qps, "hash": s.hash_function, "seed": s.seed, "per_switch": s.per_switch} for s in schemes],
         "notes": list(net0.notes),
         "cases": [],
@@ -188,7 +192,7 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
         g, down = apply_failures(g0, net0, case, src, ci)
         net = net0 if g is g0 else _compile(design, g, net0)
         c_out: dict[str, Any] = {"case": case.name, "failures": [f.model_dump(exclude_defaults=True) for f in case.failures],
-                                 "replace": [r.model_dump(by_alias=True) for r in case.replace], "collectives": [], "jobs": []}
+                                 "replace": [r.model_dump(by_alias=True) for r in case.replace], "collectives": [], "jobs": [], "serving": []}
         down_idx = {net.server_ids.index(s) for s in down}
         for k, c in enumerate(scn.collectives):
             path = ("collectives", k)
@@ -197,20 +201,27 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
                 raise SpecError([error(src, path + ("ranks",), f"case '{case.name}' fails a server this collective runs on", "replace it with `replace:` or pick other ranks")])
             peers = resolve_ranks(net, c.peers, case, src, path + ("peers",)) if c.peers is not None else None
             alg = c.algorithm or ("direct" if c.op in ("alltoall", "sendrecv") else "ring")
-            if alg not in coll.ALGORITHMS[c.op]:
-                raise SpecError([error(src, path + ("algorithm",), f"{alg} is not an algorithm of {c.op}", ", ".join(coll.ALGORITHMS[c.op]))])
+            algs = list(dict.fromkeys(c.compare)) if c.compare else [alg]
+            for k_alg, a in enumerate(algs):
+                if a not in coll.ALGORITHMS[c.op]:
+                    where = path + (("compare", k_alg) if c.compare else ("algorithm",))
+                    raise SpecError([error(src, where, f"{a} is not an algorithm of {c.op}", ", ".join(coll.ALGORITHMS[c.op]))])
+            clib = replace(lib, channels_per_nic=c.channels) if c.channels else lib
             sizes = _sizes(c)
+            comparison = {}
+            for a in algs[1:]:
+                comparison[a] = [_timed(net, c.op, a, ranks, s, peers, clib, src, path, per_rail=c.per_rail) for s in schemes]
             timings, entries = [], []
             for s in schemes:
                 if progress:
                     progress(f"{case.name}: {c.name} / {s.name}")
-                try:
-                    tm = coll.time_collective(net, c.op, alg, ranks, s, peers, scn.protocol_efficiency, scn.step_overhead, keep_load=True)
-                except ValueError as e:
-                    raise SpecError([error(src, path, str(e))]) from None
+                tm = _timed(net, c.op, algs[0], ranks, s, peers, clib, src, path, keep_load=True, per_rail=c.per_rail)
                 timings.append(tm)
                 main = max(tm.phases, key=lambda p: p.repeat * p.t_per_byte)
-                phases = coll.plan(net, c.op, alg, ranks, peers)[0]
+                if c.per_rail:
+                    phases = coll.plan_groups(net, c.op, algs[0], rail_groups(net, ranks), lib=clib)[0]
+                else:
+                    phases = coll.plan(net, c.op, algs[0], ranks, peers, clib)[0]
                 ph = phases[tm.phases.index(main)]
                 spray = routing.link_load(net, routing.route(net, ph.src, ph.dst, ph.frac, routing.Scheme("spray", "spray", 1)))
                 sw = (net.arc_tail >= 0) & (net.arc_tail < net.n_switches) & (net.arc_head >= 0) & (net.arc_head < net.n_switches)
@@ -219,7 +230,7 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
                 big = sizes[-1]
                 entries.append({
                     "scheme": s.name,
-                    "latency_share_at_max_size": tm.latency_time() / tm.time(big),
+                    "latency_share_at_max_size": tm.latency(big) / tm.time(big),
                     "busbw_GBps_at_max_size": tm.busbw(big) / 1e9,
                     "algbw_GBps_at_max_size": tm.algbw(big) / 1e9,
                     "time_us_at_max_size": tm.time(big) * 1e6,
@@ -229,13 +240,21 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
                 })
             rows = coll.nccl_table(timings, sizes, DTYPE_BYTES[c.dtype], c.dtype)
             res.sweeps[(case.name, c.name)] = rows
-            c_out["collectives"].append({"name": c.name, "op": c.op, "algorithm": alg, "ranks": int(len(ranks)),
-                                         "servers": sorted({net.server_ids[i] for i in net.gpu_server[ranks]})[:16],
-                                         "schemes": entries, "table": rows})
+            entry = {"name": c.name, "op": c.op, "algorithm": algs[0], "ranks": int(timings[0].n), "per_rail": c.per_rail,
+                     "servers": sorted({net.server_ids[i] for i in net.gpu_server[ranks]})[:16],
+                     "schemes": entries, "table": rows}
+            if comparison:
+                comparison = {algs[0]: timings, **comparison}
+                entry["comparison"] = compare_algorithms(comparison, sizes, [s.name for s in schemes])
+            c_out["collectives"].append(entry)
         for k, j in enumerate(scn.jobs):
             if progress:
                 progress(f"{case.name}: job {j.workload}")
-            c_out["jobs"].append(jobs_mod.simulate_job(design, net, j, schemes, scn, case, down_idx, src, ("jobs", k)))
+            c_out["jobs"].append(jobs_mod.simulate_job(design, net, j, schemes, lib, case, down_idx, src, ("jobs", k)))
+        for k, sv in enumerate(scn.serving):
+            if progress:
+                progress(f"{case.name}: serving {sv.name}")
+            c_out["serving"].append(serving.simulate_serving(design, net, sv, schemes, lib, down_idx, src, ("serving", k)))
         out["cases"].append(c_out)
     if scn.campaign is not None:  # the reliability twin (twin/sim/reliability)
         if design is None:
@@ -245,6 +264,55 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
     if scn.power is not None:
         _add_power(res, design, scn, src, out["cases"][0]["jobs"] if out["cases"] else [], res.events)
     return res
+
+
+def library_of(scn: Scenario, design) -> Library:
+    """The collective library's settings: the scenario's, with the chassis' NIC latency."""
+    nic = design.spec.chassis.nic_latency if design is not None else Library().nic_latency
+    return Library(eta=scn.protocol_efficiency, protocols=tuple(scn.nccl.protocols), channels_per_nic=scn.nccl.channels_per_nic,
+                   p2p_channels=scn.nccl.p2p_channels, nic_latency=nic, step_overhead=scn.step_overhead)
+
+
+def rail_groups(net: Net, ranks: np.ndarray) -> list[np.ndarray]:
+    """The selection split by GPU index inside the server: rail c holds GPU c of every server."""
+    loc = net.gpu_local[ranks]
+    groups = [ranks[loc == c] for c in sorted(set(loc.tolist()))]
+    if len({len(g) for g in groups}) != 1:
+        raise ValueError("per_rail needs the same GPUs on every selected server")
+    return groups
+
+
+def _timed(net, op, alg, ranks, scheme, peers, lib, src, path, keep_load=False, per_rail=False):
+    try:
+        if per_rail:
+            return coll.time_collective(net, op, alg, None, scheme, keep_load=keep_load, groups=rail_groups(net, ranks), lib=lib)
+        return coll.time_collective(net, op, alg, ranks, scheme, peers, keep_load=keep_load, lib=lib)
+    except ValueError as e:
+        raise SpecError([error(src, path, str(e))]) from None
+
+
+def compare_algorithms(timings: dict[str, list], sizes: list[float], schemes: list[str]) -> dict:
+    """Per scheme: the fastest algorithm at each size, its time, and the sizes where the winner changes.
+
+    >>> class T:
+    ...     def __init__(self, a, b): self.a, self.b = a, b
+    ...     def time(self, s): return self.a + s / self.b
+    >>> c = compare_algorithms({"ring": [T(10.0, 2.0)], "direct": [T(1.0, 1.0)]}, [1, 8, 16, 32], ["x"])
+    >>> c["x"]["fastest"], c["x"]["crossovers"]
+    (['direct', 'direct', 'direct', 'ring'], [{'from': 'direct', 'to': 'ring', 'between': [16, 32]}])
+    """
+    out = {}
+    for k, name in enumerate(schemes):
+        best, times = [], []
+        for s in sizes:
+            t = {a: ts[k].time(s) for a, ts in timings.items()}
+            a = min(t, key=t.get)
+            best.append(a)
+            times.append({alg: v * 1e6 for alg, v in t.items()})
+        cross = [{"from": best[i], "to": best[i + 1], "between": [int(sizes[i]), int(sizes[i + 1])]}
+                 for i in range(len(best) - 1) if best[i] != best[i + 1]]
+        out[name] = {"fastest": best, "time_us": times, "crossovers": cross}
+    return out
 
 
 # ---------------------------------------------------------------- the power and thermal twin (twin/sim/power)
@@ -290,7 +358,7 @@ def campaign_job(design, g0, net0: Net, scn: Scenario, schemes, src, out: dict, 
     g, down = apply_failures(g0, net0, case, src)
     net = net0 if g is g0 else _compile(design, g, net0)
     picked = [s for s in schemes if s.name == scn.campaign.routing] or schemes[:1]
-    return jobs_mod.simulate_job(design, net, scn.jobs[k], picked, scn, case, {net.server_ids.index(s) for s in down}, src, ("jobs", k))
+    return jobs_mod.simulate_job(design, net, scn.jobs[k], picked, library_of(scn, design), case, {net.server_ids.index(s) for s in down}, src, ("jobs", k))
 
 
 def _sizes(c) -> list[float]:

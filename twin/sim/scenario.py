@@ -1,7 +1,8 @@
 """The scenario language: what to simulate on a compiled design, validated like a site spec.
 
-A scenario names collectives and training jobs to time, the routing schemes to compare side by side,
-and what-if *cases* (failures, degraded links, a replaced server). Errors come back as
+A scenario names collectives, training jobs and serving deployments to time, the routing schemes to
+compare side by side, the collective library's settings (``nccl:``), and what-if *cases* (failures,
+degraded links, a replaced server). Errors come back as
 ``FILE:LINE:COL: path: message (expected ...)`` through the same loader and pydantic mapping as specs.
 
 Example (scenarios/server5.yaml, the talk's static-routing collision)::
@@ -28,7 +29,7 @@ from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_va
 
 from ..spec.diagnostics import Diagnostic, Severity, SpecError
 from ..spec.loader import LoadError, Source, load_file, load_text
-from ..spec.models import IndexList, Model, Slug
+from ..spec.models import Count, IndexList, Model, Slug
 from ..spec.units import DataSize, Time
 from ..spec.validate import diagnostic, pydantic_diagnostics, strip_optional, unwrap_model
 from .power.config import PowerScenario
@@ -77,10 +78,23 @@ class Sweep(Model):
     factor: float = Field(2.0, gt=1.0, le=1024)
 
 
+class Nccl(Model):
+    """How the collective library runs (defaults: what NCCL picks on this topology; see twin/sim/nccl.py)."""
+
+    channels_per_nic: int | None = Field(None, ge=1, le=16, description="ring/tree connections per NIC (default: NCCL's pick, 2; 4 when a server is partly used)")
+    p2p_channels: int = Field(2, ge=1, le=16, description="connections per network peer for send/recv and all-to-all (NCCL_NCHANNELS_PER_NET_PEER)")
+    protocols: list[Literal["LL", "LL128", "Simple"]] = Field(default_factory=lambda: ["LL", "LL128", "Simple"], min_length=1,
+                                                              description="protocols the library may pick from (the fastest per size)")
+
+
 class Collective(Model):
     name: Slug
     op: Op
     algorithm: Algorithm | None = Field(None, description="default: ring (direct for alltoall and sendrecv)")
+    compare: list[Algorithm] | None = Field(None, min_length=2, description="time the collective under each of these algorithms and report the fastest per size")
+    channels: int | None = Field(None, ge=1, le=16, description="connections per NIC for this collective (default: nccl.channels_per_nic)")
+    per_rail: bool = Field(False, description="run it in every rail group at once (GPU c of each selected server), as the "
+                           "inter-server stage of a hierarchical collective or a job's DP groups do")
     ranks: Ranks = Field(default_factory=lambda: Ranks(gpus="all"))
     peers: Ranks | None = Field(None, description="sendrecv: the receiving GPUs, paired in order with ranks")
     sizes: list[DataSize] | None = None
@@ -100,10 +114,43 @@ class Job(Model):
     workload: Slug = Field(description="a workload name of the site spec")
     order: Literal["topology", "naive"] = Field("topology", description="rank order: topology-aware or shuffled servers")
     dims: str = Field("tp-cp-pp-dp", pattern=r"^(tp|cp|pp|dp)(-(tp|cp|pp|dp)){3}$", description="rank decomposition, fastest first")
-    dp_overlap: float = Field(0.8, ge=0, le=1, description="fraction of compute that hides DP communication")
-    kv_heads: int | None = Field(None, ge=1, description="GQA key/value heads (default: heads)")
-    virtual_stages: int = Field(1, ge=1, le=64, description="interleaved pipeline stages per GPU")
+    dp_overlap: float = Field(1.0, ge=0, le=1, description="share of the first forward / last backward micro-batch that hides the DP all-gather / reduce-scatter")
+    kv_heads: int | None = Field(None, ge=1, description="GQA key/value heads (default: the workload's)")
+    virtual_stages: int | None = Field(None, ge=1, le=64, description="interleaved pipeline stages per GPU (default: the workload's)")
     seed: int = 7
+
+
+class ServedModel(Model):
+    """A model's shape for serving (the fields of a site workload that the math reads)."""
+
+    parameters: Count
+    layers: int = Field(ge=1, le=10_000)
+    hidden_size: int = Field(ge=1)
+    ffn_hidden_size: int | None = Field(None, ge=1)
+    heads: int | None = Field(None, ge=1)
+    kv_heads: int | None = Field(None, ge=1)
+    vocab_size: int | None = Field(None, ge=1)
+
+
+class Serving(Model):
+    """Inference of one model replica: time to first token (prefill) and time per output token (decode)."""
+
+    name: Slug
+    workload: Slug | None = Field(None, description="take the model shape from this site workload")
+    model: ServedModel | None = Field(None, description="or give the shape here")
+    tp: int = Field(8, ge=1, le=1024, description="tensor parallelism; beyond a server's GPUs it spans servers over the fabric")
+    pp: int = Field(1, ge=1, le=256, description="pipeline stages, one server group each, over the fabric")
+    servers: IndexList | None = Field(None, description="servers of the replica, in stage order (default: the first ones)")
+    batch: int = Field(1, ge=1, le=65536, description="sequences decoded together")
+    prompt_tokens: int = Field(2048, ge=1)
+    output_tokens: int = Field(256, ge=1)
+    bytes_per_param: int = Field(2, ge=1, le=8, description="weight precision (2: BF16)")
+
+    @model_validator(mode="after")
+    def _one_model(self) -> "Serving":
+        if (self.workload is None) == (self.model is None):
+            raise ValueError("give either workload (a site workload's shape) or model")
+        return self
 
 
 class Failure(Model):
@@ -137,13 +184,15 @@ class Case(Model):
 class Scenario(Model):
     name: Slug
     description: str = ""
-    protocol_efficiency: float = Field(0.94, gt=0, le=1)
-    step_overhead: Time = Field(2e-6, description="per-step software latency of the collective library")
+    protocol_efficiency: float = Field(0.94, gt=0, le=1, description="Simple protocol: share of line rate a NIC moves")
+    step_overhead: Time = Field(0.0, description="extra per-step latency on top of NCCL's model (a what-if)")
+    nccl: Nccl = Field(default_factory=Nccl)
     hash: Hash = Field(default_factory=Hash)
     power: PowerScenario | None = Field(None, description="the power and thermal twin (twin/sim/power)")
     routing: list[RoutingCase] = Field(default_factory=list, min_length=1, description="needed for collectives and jobs")
     collectives: list[Collective] = Field(default_factory=list)
     jobs: list[Job] = Field(default_factory=list)
+    serving: list[Serving] = Field(default_factory=list)
     cases: list[Case] = Field(default_factory=lambda: [Case(name="baseline")])
     campaign: Campaign | None = Field(None, description="reliability twin: a training campaign (twin/sim/reliability)")
 
@@ -160,10 +209,10 @@ class Scenario(Model):
             dup = {n for n in names if names.count(n) > 1}
             if dup:
                 raise ValueError(f"duplicate {what} name(s): {', '.join(sorted(dup))}")
-        if not self.collectives and not self.jobs and self.campaign is None and self.power is None:
-            raise ValueError("nothing to simulate: give collectives, jobs, a campaign or power")
-        if (self.collectives or self.jobs) and not self.routing:
-            raise ValueError("collectives and jobs need routing: at least one routing scheme")
+        if not self.collectives and not self.jobs and not self.serving and self.campaign is None and self.power is None:
+            raise ValueError("nothing to simulate: give collectives, jobs, serving, a campaign or power")
+        if (self.collectives or self.jobs or self.serving) and not self.routing:
+            raise ValueError("collectives, jobs and serving need routing: at least one routing scheme")
         return self
 
 
@@ -182,6 +231,11 @@ def parse_scenario(text: str, path: str = "<scenario>") -> tuple[Scenario, Sourc
     except LoadError as e:
         raise SpecError(e.diagnostics) from None
     return _validate(src), src
+
+
+def validate_source(src: Source) -> Scenario:
+    """A scenario from an already loaded document (e.g. a section of a sweep file, keeping its positions)."""
+    return _validate(src)
 
 
 def _validate(src: Source) -> Scenario:

@@ -39,7 +39,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from .basics import Model, Ratio, Slug
+from .common import Model, Ratio, Slug
 from .diagnostics import Diagnostic, Severity, dotted
 from .loader import PathT, Source
 from .units import Length, Power

@@ -43,6 +43,7 @@ def references(site: Site, catalog: Catalog) -> Iterator[Finding]:
     rt = site.rack_types.get(f.rack_type)
     if rt is not None and rt.rtsw is not None:
         models.append((("rack_types", f.rack_type, "rtsw"), rt.rtsw))
+    attached = {f"{a.name}-{a.tier}" for a in f.attachments}
     for tier, names in f.media.items():
         if f.family == Family.AI_ZONE:
             known = tier in ("nic-rtsw", "rtsw-ctsw", "ctsw-atsw")
@@ -50,6 +51,8 @@ def references(site: Site, catalog: Catalog) -> Iterator[Finding]:
         else:
             known = re.fullmatch(r"nic-leaf|(leaf|spine|super\d*)-(spine|super\d*|core)", tier) is not None
             tiers = "nic-leaf, leaf-spine, spine-core (spine-super, super-core with 4 tiers)"
+        known = known or tier in attached
+        tiers += "".join(f", {t}" for t in sorted(attached))
         if not known:
             yield E, ("fabric", "media", tier), f"'{tier}' is not a link tier of a {f.family.value} fabric", tiers
         for i, n in enumerate(names):
@@ -71,8 +74,8 @@ def family_shape(site: Site) -> Iterator[Finding]:
     if f.family == Family.AI_ZONE:
         if not ((f.zones and f.racks_per_zone) or (f.gpus and f.racks_per_zone)):
             yield E, ("fabric",), "an ai-zone-clos fabric needs zones and racks_per_zone (or gpus and racks_per_zone)", "zones: 8, racks_per_zone: 192"
-        if f.ctsw is None or f.ctsw.model is None or f.ctsw.count is None:
-            yield E, ("fabric", "ctsw"), "an ai-zone-clos fabric needs a CTSW tier with model and count", "ctsw: {model: arista-7800r3, count: 16}"
+        if f.ctsw is None or f.ctsw.model is None:
+            yield E, ("fabric", "ctsw"), "an ai-zone-clos fabric needs a CTSW tier with a model (count: pinned, or sized)", "ctsw: {model: arista-7800r3, count: 16}"
         rtsw_model = (f.rtsw.model if f.rtsw and f.rtsw.model else None) or (rt.rtsw if rt else None)
         if rtsw_model is None:
             yield E, ("rack_types", f.rack_type, "rtsw"), "an ai-zone-clos fabric needs a rack switch in its rack type", "rtsw: minipack2"
@@ -80,16 +83,13 @@ def family_shape(site: Site) -> Iterator[Finding]:
             yield E, ("fabric", "rtsw", "model"), f"'{f.rtsw.model}' differs from the rack type's RTSW '{rt.rtsw}'", f"'{rt.rtsw}' or omit it"
         if (f.zones or 0) > 1 and f.atsw is None:
             yield E, ("fabric", "atsw"), f"{f.zones} zones need an ATSW tier to join them", "atsw: {model: ..., count: ..., oversubscription: '1:7'}"
-        if f.atsw is not None and (f.atsw.model is None or f.atsw.count is None):
-            yield E, ("fabric", "atsw"), "the ATSW tier needs model and count", "atsw: {model: arista-7800r3, count: 16}"
+        if f.atsw is not None and f.atsw.model is None:
+            yield E, ("fabric", "atsw"), "the ATSW tier needs a model (count: pinned, or sized)", "atsw: {model: arista-7800r3, count: 16}"
     else:
         if f.switch is None:
             yield E, ("fabric", "switch"), f"a {f.family.value} fabric needs the switch model of its tiers", "switch: qm9700"
         if f.gpus is None and not (f.zones and f.racks_per_zone):
             yield E, ("fabric", "gpus"), f"a {f.family.value} fabric needs a GPU count", "gpus: 24576"
-        for tier in ("ctsw", "atsw"):
-            if getattr(f, tier) is not None:
-                yield W, ("fabric", tier), f"{tier} is ignored by the {f.family.value} family", "switch and tiers"
 
 
 def arithmetic(spec: Spec) -> Iterator[Finding]:
@@ -140,10 +140,6 @@ def _ai_zone_ports(spec: Spec) -> Iterator[Finding]:
             f"RTSWs are oversubscribed {down}:{up} ({down / up:.2f}:1); traffic leaving a rack is throttled"
         ), f"uplinks >= {down} for full bisection"
     c = f.ctsw.count
-    if shape.rack_uplinks % c:
-        yield W, ("fabric", "ctsw", "count"), (
-            f"{shape.rack_uplinks} uplinks per rack do not spread evenly over {c} CTSWs; ECMP weights will be uneven"
-        ), f"a divisor of {shape.rack_uplinks}"
     if ct.down + ct.up > ct.radix:
         free = max(1, ct.radix - ct.up)
         yield E, ("fabric", "ctsw", "count"), (
@@ -287,11 +283,13 @@ def routing(spec: Spec) -> Iterator[Finding]:
         top = 4 if spec.campus is not None else 3  # a campus spine is a fourth routed tier
         if len(tiers) > top:
             yield E, ("fabric", "tiers"), (
-                f"a RoCE fabric of {len(tiers)} switch tiers: twin's routed configs (eBGP, RFC 7938) cover at most 3"
+                f"a RoCE fabric of {len(tiers)} switch tiers: twin's routed configs (eBGP, RFC 7938) cover at most {top}"
             ), "tiers <= 3 (a larger switch), or technology: infiniband"
-        # ASNs a level needs: one per leaf; one per zone at level 2 (AI zones; trees share one); one at the top
+        # ASNs a level needs: one per leaf; one per AI zone or tree pod at level 2 (else one); one at the top
         # (a campus: one per building's ATSW layer, and one for a campus spine)
-        need = {1: tiers[0].count, 2: spec.zones if f.family == Family.AI_ZONE else 1,
+        ts = spec.shape.tree
+        pods = math.ceil(ts.switches[0] / (ts.radix // 2)) * spec.shape.trees if ts and ts.tiers >= 3 else 1
+        need = {1: tiers[0].count, 2: spec.zones if f.family == Family.AI_ZONE else pods,
                 3: len(spec.campus.buildings) if spec.campus is not None else 1, 4: 1}
         for t in tiers[:top]:
             name = f"level{t.level}"
@@ -344,8 +342,20 @@ def workloads(spec: Spec) -> Iterator[Finding]:
             yield W, base + ("pp",), f"{j.layers} layers do not split evenly over PP{j.pp}; stages are unbalanced", f"a divisor of {j.layers}"
         if j.hidden_size % j.tp:
             yield E, base + ("tp",), f"hidden size {j.hidden_size} does not split over TP{j.tp}", f"a divisor of {j.hidden_size}"
-        if j.tflops_per_gpu is None and j.mfu is None:
-            yield W, base, "neither tflops_per_gpu nor mfu given; the twin assumes 40% MFU", "tflops_per_gpu or mfu"
+        peak = spec.chassis.gpu_peak_tflops
+        if j.measured is not None and j.measured > peak:
+            key = "measured_tflops_per_gpu" if j.measured_tflops_per_gpu is not None else "tflops_per_gpu"
+            yield E, base + (key,), f"a measured rate of {j.measured:g} TFLOPs/GPU is above the {spec.chassis.gpu_model} peak of {peak:g}", f"at most {peak:g}"
+        if j.tflops_per_gpu is not None:
+            yield W, base + ("tflops_per_gpu",), "tflops_per_gpu is deprecated: it is a measured figure the twin compares with, never the rate of its math", "measured_tflops_per_gpu"
+        if j.mfu is not None:
+            yield W, base + ("mfu",), "mfu is deprecated: the twin predicts MFU from its compute model; state a measurement as measured_tflops_per_gpu", "measured_tflops_per_gpu"
+        if j.heads is not None and j.heads % j.tp:
+            yield E, base + ("tp",), f"{j.heads} heads do not split over TP{j.tp}", f"a divisor of {j.heads}"
+        if j.ffn_hidden_size is not None and j.ffn_hidden_size % j.tp:
+            yield E, base + ("tp",), f"FFN size {j.ffn_hidden_size} does not split over TP{j.tp}", f"a divisor of {j.ffn_hidden_size}"
+        if j.sequence_length % (2 * j.cp) and j.cp > 1:
+            yield E, base + ("cp",), f"sequence {j.sequence_length} does not split into 2 x CP{j.cp} load-balanced chunks", f"a multiple of {2 * j.cp}"
 
 
 def _one_of(names) -> str:

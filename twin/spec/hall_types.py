@@ -30,8 +30,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from .basics import SLUG, Model, Slug
 from .campus import Building
+from .common import SLUG, Model, Slug
 from .diagnostics import Diagnostic, Severity
 from .loader import PathT, Source
 from .models import Hall, Site

@@ -10,181 +10,29 @@ Every physical value is a float in a canonical SI unit after validation (see :mo
 
 from __future__ import annotations
 
-import re
 from enum import Enum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from .basics import Model, Ratio, Slug
+from .attachment import Attachment
 from .campus import Building, Campus
-from .portmap import PortMap
-from .power import PhasePower, UtilityLimits
-from .reliability_models import FailureClass, Storage
+from .catalog_models import PORT_PLACEHOLDERS as PORT_PLACEHOLDERS
+from .catalog_models import Catalog as Catalog
+from .catalog_models import Chassis as Chassis
+from .catalog_models import Kernels as Kernels
+from .catalog_models import Medium as Medium
+from .catalog_models import SwitchModel as SwitchModel
+from .common import SLUG as SLUG
+from .common import Count as Count
+from .common import IndexList as IndexList
+from .common import Model as Model
+from .common import Ratio as Ratio
+from .common import Slug as Slug
+from .cost_models import EnergyPrice, EnergyPriceField
+from .power import UtilityLimits
+from .reliability_models import Storage
 from .units import ArealLoad, DataRate, DataSize, Length, Mass, Power, Temperature, Time
-
-# ---------------------------------------------------------------- small parsed types
-
-
-def _parse_ranges(v: Any) -> Any:
-    """'1-4, 7' -> [1, 2, 3, 4, 7]; lists of ints pass through. Rows and positions count from 1."""
-    if isinstance(v, int) and not isinstance(v, bool):
-        return [v]
-    if isinstance(v, str):
-        out: list[int] = []
-        for part in v.split(","):
-            part = part.strip()
-            m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
-            if not m:
-                raise ValueError(f"'{part}' is not a number or range like '3-7'")
-            a = int(m.group(1))
-            b = int(m.group(2) or a)
-            if b < a or b - a > 100_000:
-                raise ValueError(f"range '{part}' is empty or too large")
-            out.extend(range(a, b + 1))
-        return out
-    return v
-
-
-IndexList = Annotated[
-    list[Annotated[int, Field(ge=1)]],
-    BeforeValidator(_parse_ranges),
-    WithJsonSchema({"anyOf": [
-        {"type": "integer", "minimum": 1},
-        {"type": "string", "pattern": r"^\s*\d+(\s*-\s*\d+)?(\s*,\s*\d+(\s*-\s*\d+)?)*\s*$"},
-        {"type": "array", "items": {"type": "integer", "minimum": 1}},
-    ], "description": "numbers from 1: 3, '1-4, 7' or [1, 2]"}),
-]
-
-
-def _parse_count(v: Any) -> Any:
-    """'405B', '70B', '8M' -> numbers: model sizes are written the way people say them."""
-    if isinstance(v, str):
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMBT]?)\s*", v)
-        if not m:
-            raise ValueError(f"'{v}' is not a count; expected e.g. 405B or 405e9")
-        return float(m.group(1)) * {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}[m.group(2)]
-    return v
-
-
-Count = Annotated[
-    float,
-    Field(gt=0),
-    BeforeValidator(_parse_count),
-    WithJsonSchema({"anyOf": [{"type": "number", "exclusiveMinimum": 0},
-                              {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*[KMBT]?\s*$"}],
-                    "description": "a count such as 405e9 or '405B'"}),
-]
-
-
-# ---------------------------------------------------------------- catalog
-
-
-class Chassis(Model):
-    """A GPU server (e.g. Grand Teton): what a rack is filled with."""
-
-    description: str = ""
-    gpus: int = Field(ge=0, le=256)
-    gpu_model: str = "H100-SXM"
-    gpu_tdp: Power
-    gpu_min_power: Power | None = Field(None, description="lowest settable GPU power cap")
-    max_power: Power = Field(description="server input power at full load with GPUs at TDP")
-    nics: int = Field(ge=0, le=64, description="backend (GPU fabric) NICs")
-    nic_speed: DataRate
-    nvlink_bandwidth: DataRate | None = Field(None, description="per-GPU NVLink bandwidth, one direction")
-    gpu_peak_tflops: float = Field(989.0, gt=0, description="dense BF16 peak per GPU")
-    perf_vs_power: list[tuple[float, float]] = Field(
-        default_factory=list,
-        description="GPU throughput (fraction of TDP throughput) at power cap (fraction of TDP); concave",
-    )
-    phase_power: PhasePower | None = Field(None, description="per-GPU power by training phase (the power twin)")
-    height_u: int = Field(ge=1, le=60)
-    weight: Mass
-    source: str = Field(min_length=1, description="where the figures come from, or 'assumed'")
-
-
-PORT_PLACEHOLDERS = ("n", "n0", "n0_step", "cage", "sub")
-
-
-class SwitchModel(Model):
-    """A switch model: radix, speed and the physical figures placement and the BOM need."""
-
-    description: str = ""
-    vendor: str
-    technology: Literal["ethernet", "infiniband"] = "ethernet"
-    asic: str = Field("", description="switch ASIC, shown in the report's fabric table")
-    ports: int = Field(ge=1, le=4096, description="logical ports at port_speed")
-    port_speed: DataRate
-    ports_per_cage: int = Field(1, ge=1, le=8, description="e.g. 2 for an 800G OSFP cage split 2x400G")
-    port_name: str = Field(
-        "Ethernet{n}",
-        description="port naming: {n} 1-based port, {n0} 0-based, {n0_step} 0-based x port_map.name_step, "
-        "{cage} 1-based cage, {sub} 1-based lane",
-    )
-    port_map: PortMap | None = Field(None, description="SONiC platform port layout (required for SONiC configs)")
-    power: Power = Field(description="typical power with optics excluded")
-    max_power: Power | None = None
-    buffer: DataSize | None = Field(None, description="packet buffer; SONiC buffer pools are sized from it")
-    latency: Time = Field(description="port-to-port forwarding latency")
-    height_u: int = Field(ge=1, le=60)
-    weight: Mass
-    source: str = Field(min_length=1)
-
-    @field_validator("port_name")
-    @classmethod
-    def _port_name_placeholders(cls, v: str) -> str:
-        known = "|".join(PORT_PLACEHOLDERS)
-        bad = set(re.findall(r"\{([^}]*)\}", v)) - set(PORT_PLACEHOLDERS)
-        if bad:
-            raise ValueError(f"unknown placeholder(s) {sorted(bad)}; allowed: {', '.join(PORT_PLACEHOLDERS)}")
-        rest = re.sub(r"\{(" + known + r")\}", "", v)
-        if "{" in rest or "}" in rest:
-            raise ValueError("unbalanced braces")
-        return v
-
-    @model_validator(mode="after")
-    def _cages(self) -> "SwitchModel":
-        if self.ports % self.ports_per_cage:
-            raise ValueError(f"ports ({self.ports}) must be a multiple of ports_per_cage ({self.ports_per_cage})")
-        if "{n0_step}" in self.port_name and self.port_map is None:
-            raise ValueError("port_name uses {n0_step}, which needs a port_map (its name_step)")
-        if self.port_map is not None and self.port_map.speeds[0] != self.port_speed:
-            raise ValueError(
-                f"port_map breakout mode '{self.port_map.breakouts[0]}' runs ports at "
-                f"{self.port_map.speeds[0] / 1e9:g}G, port_speed is {self.port_speed / 1e9:g}G"
-            )
-        return self
-
-
-class Medium(Model):
-    """A cable or optic: reach decides where it can be used, power and count go to the BOM."""
-
-    description: str = ""
-    kind: Literal["dac", "aec", "aoc", "optic"]
-    speed: DataRate
-    reach: Length
-    min_length: Length = 0.0
-    power_per_end: Power = 0.0
-    fiber: Literal["copper", "mmf", "smf"]
-    connector: str = ""
-    stock_lengths: list[Length] = Field(min_length=1)
-    weight_per_metre: Mass = Field(description="cable mass per metre of length")
-    source: str = Field(min_length=1)
-
-    @property
-    def pluggable(self) -> bool:
-        """Optics are two transceivers plus a fiber; DAC/AEC/AOC are one assembly with fixed ends."""
-        return self.kind == "optic"
-
-
-class Catalog(Model):
-    """Hardware entries; a site's catalog adds to (and may override) the built-in one."""
-
-    chassis: dict[Slug, Chassis] = Field(default_factory=dict)
-    switches: dict[Slug, SwitchModel] = Field(default_factory=dict)
-    media: dict[Slug, Medium] = Field(default_factory=dict)
-    reliability: dict[Slug, FailureClass] = Field(default_factory=dict, description="failure classes (twin/spec/reliability_models.py)")
-
 
 # ---------------------------------------------------------------- facility
 
@@ -257,6 +105,7 @@ class SitePower(Model):
     pue_curve: list[tuple[Temperature, float]] = Field(
         default_factory=list, description="PUE against outdoor temperature, e.g. [[10 degC, 1.1], [35 degC, 1.4]] (default: pue)")
     limits: UtilityLimits | None = Field(None, description="utility ramp, swing and oscillation limits (the power twin checks them)")
+    energy_price: EnergyPrice = EnergyPriceField
 
 
 # ---------------------------------------------------------------- racks
@@ -290,10 +139,19 @@ class Family(str, Enum):
 
 
 class Tier(Model):
-    model: str | None = Field(None, description="catalog switch model (RTSW: default the rack type's)")
-    count: int | None = Field(None, ge=1, le=100_000, description="CTSW: per zone; ATSW / spines: in total")
-    uplinks: int | None = Field(None, ge=0, le=1024, description="RTSW: uplinks per rack switch")
-    oversubscription: Ratio | None = Field(None, description="down:up at this tier, e.g. '1:7'")
+    """One switch tier. AI-zone Clos: rtsw, ctsw, atsw. Fat-tree and rail families: rtsw = the leaves,
+    atsw = the top tier (spines of 2 tiers, cores of 3), ctsw = the spines of a 3-tier tree."""
+
+    model: str | None = Field(None, description="catalog switch model (RTSW: default the rack type's; trees: fabric.switch)")
+    count: int | None = Field(
+        None, ge=1, le=100_000,
+        description="switches of the tier, pinned: CTSW per zone; RTSW per rack (the rack type's rtsw_count); "
+        "ATSW, leaves and spines/cores of the tree families in total (default: the fewest that carry the uplinks "
+        "and split every lower switch's uplinks evenly)",
+    )
+    uplinks: int | None = Field(None, ge=0, le=1024, description="AI zone, RTSW: uplinks per rack switch")
+    oversubscription: Ratio | None = Field(
+        None, description="down:up asked for, e.g. '1:7': AI zone RTSW (uplinks = ceil(down / ratio)) and ATSW (the CTSW's down:up)")
 
 
 class AsnPool(Model):
@@ -409,6 +267,12 @@ class Fabric(Model):
     switch: str | None = Field(None, description="fat-tree / rail families: the switch model of every tier")
     tiers: int | None = Field(None, ge=1, le=5, description="fat-tree tiers; default: the minimum for N")
     hb_domain: int = Field(8, ge=1, le=4096, description="rail families: GPUs per NVLink domain (rails)")
+    rails_per_switch: Annotated[int, Field(ge=1, le=4096)] | Literal["auto"] = Field(
+        "auto",
+        description="rail families: rails that share one switch (rail-only: a 1-tier rail's leaf; rail-optimized: a "
+        "leaf of a server group); auto packs when one rail fills at most half of the switch's ports",
+    )
+    attachments: list[Attachment] = Field(default_factory=list, description="non-GPU endpoints on a switch tier")
     media: dict[LinkTier, list[str]] = Field(
         default_factory=dict,
         description="allowed catalog media per link tier, in preference order (default: any, by length: "
@@ -436,10 +300,29 @@ class TrainingJob(Model):
     cp: int = Field(1, ge=1)
     pp: int = Field(1, ge=1)
     dp: int = Field(1, ge=1)
-    tflops_per_gpu: float | None = Field(None, gt=0, description="achieved BF16 TFLOPs per GPU")
-    mfu: float | None = Field(None, gt=0, le=1)
+    kv_heads: int | None = Field(None, ge=1, description="key/value heads (grouped-query attention); default: heads")
+    vocab_size: int | None = Field(None, ge=1, description="vocabulary size (output layer); default 0: no output layer counted")
+    virtual_stages: int = Field(1, ge=1, le=64, description="interleaved pipeline: model chunks per GPU")
+    measured_tflops_per_gpu: float | None = Field(
+        None, gt=0, description="a measured end-to-end BF16 TFLOPs per GPU to compare the twin's prediction with (never an input of the math)"
+    )
+    tflops_per_gpu: float | None = Field(None, gt=0, description="deprecated alias of measured_tflops_per_gpu")
+    mfu: float | None = Field(None, gt=0, le=1, description="deprecated: a measured MFU (compare-only), as measured_tflops_per_gpu / peak")
     bytes_per_param: int = Field(2, ge=1, le=8)
     source: str = ""
+
+    @model_validator(mode="after")
+    def _one_measured(self) -> "TrainingJob":
+        if self.measured_tflops_per_gpu is not None and self.tflops_per_gpu is not None:
+            raise ValueError("give measured_tflops_per_gpu or its deprecated alias tflops_per_gpu, not both")
+        if self.heads is not None and self.kv_heads is not None and self.heads % self.kv_heads:
+            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        return self
+
+    @property
+    def measured(self) -> float | None:
+        """The measured TFLOPs/GPU this job is compared with (the deprecated alias included)."""
+        return self.measured_tflops_per_gpu if self.measured_tflops_per_gpu is not None else self.tflops_per_gpu
 
     @property
     def gpus(self) -> int:

@@ -21,12 +21,19 @@ import pint
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+# "$25,000", "$0.09/kWh", "$11,700,000/MW": a dollar sign, digits with optional thousands commas, an
+# optional "/unit" tail. The same amounts are "25000 USD", "0.09 USD/kWh", "11.7 MUSD/MW".
+_DOLLAR = re.compile(r"^\s*\$\s*(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*(/\s*\S.*?)?\s*$")
 
 
 @lru_cache(maxsize=1)
 def registry() -> pint.UnitRegistry:
     """The one unit registry of the process (pint registries are expensive to build)."""
     ureg = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
+    # Money is a dimension of its own, so "11.7 MUSD/MW" or "0.09 USD/kWh" convert like any other
+    # quantity and a price where a power belongs is refused by its dimension. One currency only:
+    # twin keeps no exchange rates, so a figure in another currency is converted by the user.
+    ureg.define("USD = [currency]")
     return ureg
 
 
@@ -53,6 +60,10 @@ TEMPERATURE = Kind("temperature", "degC", "27 degC", "K")
 ENERGY = Kind("energy", "J", "1 kWh", "J")
 POWER_RATE = Kind("power ramp rate", "W/s", "5 MW/s", "W/s")
 FREQUENCY = Kind("frequency", "Hz", "0.1 Hz", "1/s", (), ("bit", "byte"))
+PRICE = Kind("price", "USD", "25000 USD", "USD")
+PRICE_PER_LENGTH = Kind("price per length", "USD/m", "1.5 USD/m", "USD/m")
+PRICE_PER_POWER = Kind("price per power", "USD/W", "11.7 MUSD/MW", "USD/W")
+ENERGY_PRICE = Kind("energy price", "USD/kWh", "0.09 USD/kWh", "USD/J")
 
 
 class QuantityError(ValueError):
@@ -77,9 +88,12 @@ def parse(value: Any, kind: Kind) -> float:
         )
     if not isinstance(value, str):
         raise QuantityError(f"expected a {kind.name} such as '{kind.example}', got {type(value).__name__}")
+    written = value
+    if value.lstrip().startswith("$"):
+        value = dollars(value)
     m = _NUMBER.match(value)
     if not m or not m.group(2):
-        raise QuantityError(f"'{value}' is not a number with a unit; expected a {kind.name} such as '{kind.example}'")
+        raise QuantityError(f"'{written}' is not a number with a unit; expected a {kind.name} such as '{kind.example}'")
     number, unit = float(m.group(1)), m.group(2)
     if len(unit) > 40:
         raise QuantityError(f"unit '{unit[:40]}...' is too long")
@@ -87,26 +101,44 @@ def parse(value: Any, kind: Kind) -> float:
     try:
         q = ureg.Quantity(number, ureg.parse_units(unit))
     except Exception:  # pint raises several unrelated types for bad units
-        raise QuantityError(f"unknown unit '{unit}'; expected a {kind.name} such as '{kind.example}'") from None
+        money = " (twin counts money in USD only)" if "USD" in kind.canonical else ""
+        raise QuantityError(f"unknown unit '{unit}'; expected a {kind.name} such as '{kind.example}'{money}") from None
     expected = ureg.parse_units(kind.dimensionality).dimensionality
     if q.dimensionality != expected:
         raise QuantityError(
-            f"'{value}' is a {_describe(q)}, expected a {kind.name} such as '{kind.example}'"
+            f"'{written}' is {_a(_describe(q))}, expected a {kind.name} such as '{kind.example}'"
         )
     if kind.must_mention:
         if not any(w in str(q.units) for w in kind.must_mention):
-            raise QuantityError(f"'{value}' is not a {kind.name}; expected e.g. '{kind.example}'")
+            raise QuantityError(f"'{written}' is not a {kind.name}; expected e.g. '{kind.example}'")
     if any(w in str(q.units) for w in kind.must_not_mention):
-        raise QuantityError(f"'{value}' is not a {kind.name}; expected e.g. '{kind.example}'")
+        raise QuantityError(f"'{written}' is not a {kind.name}; expected e.g. '{kind.example}'")
     out = float(q.to(kind.canonical).magnitude)
     if not math.isfinite(out):
-        raise QuantityError(f"'{value}' is not finite")
+        raise QuantityError(f"'{written}' is not finite")
     return out
+
+
+def dollars(value: str) -> str:
+    """The ``$`` shorthand as a quantity in USD; anything else after a ``$`` is refused.
+
+    >>> dollars("$25,000"), dollars("$0.0892/kWh"), dollars("$11,700,000 / MW")
+    ('25000 USD', '0.0892 USD/kWh', '11700000 USD/MW')
+    """
+    m = _DOLLAR.match(value)
+    if not m:
+        raise QuantityError(f"'{value}' is not a dollar amount; write e.g. '$25,000', '$0.09/kWh' or '25000 USD'")
+    tail = (m.group(3) or "").replace(" ", "")
+    return f"{m.group(1).replace(',', '')}{m.group(2) or ''} USD{tail}"
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
 
 
 def _describe(q: pint.Quantity) -> str:
     dim = str(q.dimensionality) or "dimensionless number"
-    for k in (POWER, LENGTH, MASS, AREAL_LOAD, TIME, TEMPERATURE, ENERGY, POWER_RATE):
+    for k in (POWER, LENGTH, MASS, AREAL_LOAD, TIME, TEMPERATURE, ENERGY, POWER_RATE, PRICE, PRICE_PER_LENGTH, PRICE_PER_POWER, ENERGY_PRICE):
         if q.dimensionality == registry().parse_units(k.dimensionality).dimensionality:
             return k.name
     return f"quantity of dimension {dim}"
@@ -123,9 +155,15 @@ def _g(x: float) -> str:
     return repr(round(x, 9))
 
 
+_QUANTITY_PATTERN = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*\S.*$"
+_MONEY_PATTERN = r"^\s*(\$\s*\d[\d,]*(\.\d+)?(\s*/\s*\S.*)?|[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*\S.*)$"
+
+
 def _annotated(kind: Kind):
     def validate(v: Any) -> float:
         return parse(v, kind)
+
+    money = "USD" in kind.canonical
 
     return Annotated[
         float,
@@ -134,8 +172,9 @@ def _annotated(kind: Kind):
         WithJsonSchema(
             {
                 "type": "string",
-                "pattern": r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*\S.*$",
-                "description": f"{kind.name} with a unit, e.g. '{kind.example}' (stored in {kind.canonical})",
+                "pattern": _MONEY_PATTERN if money else _QUANTITY_PATTERN,
+                "description": f"{kind.name} with a unit, e.g. '{kind.example}'" + (" or '$25,000'" if money else "")
+                + f" (stored in {kind.canonical})",
                 "examples": [kind.example],
             }
         ),
@@ -153,6 +192,10 @@ Temperature = _annotated(TEMPERATURE)
 Energy = _annotated(ENERGY)
 PowerRate = _annotated(POWER_RATE)
 Frequency = _annotated(FREQUENCY)
+Price = _annotated(PRICE)
+PricePerLength = _annotated(PRICE_PER_LENGTH)
+PricePerPower = _annotated(PRICE_PER_POWER)
+EnergyPrice = _annotated(ENERGY_PRICE)
 
 
 def kw(watts: float) -> str:

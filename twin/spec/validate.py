@@ -21,7 +21,8 @@ from .. import catalog as catalog_mod
 from ..address import pools as address_pools
 from ..fabric.campus_shape import campus_shape
 from ..fabric.shape import fabric_shape
-from . import campus, campus_plan, checks, hall_types
+from ..fabric.zone_counts import with_counts
+from . import campus, campus_plan, checks, fabric_checks, hall_types
 from .diagnostics import Diagnostic, Severity, SpecError
 from .loader import LoadError, Source, load_file, load_text
 from .models import ROLE_POOL_NAMES, Site
@@ -69,11 +70,13 @@ def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     diags += [diagnostic(src, *f) for f in checks.references(site, cat)]
     diags += [diagnostic(src, *f) for f in campus_plan.references(site, cat)]
     diags += [diagnostic(src, *f) for f in checks.family_shape(site)]
+    diags += [diagnostic(src, *f) for f in fabric_checks.fields(site)]
     diags += [diagnostic(src, *f) for f in checks.facility(site)]
     if any(d.severity is Severity.ERROR for d in diags):
         return None, _finish(diags)
     spec = _resolve(src, site, cat)
-    for check in (checks.arithmetic, campus_plan.arithmetic, checks.config_targets, checks.routing, checks.workloads):
+    for check in (checks.arithmetic, fabric_checks.sizing, campus_plan.arithmetic, checks.config_targets, checks.routing,
+                  checks.workloads):
         diags += [diagnostic(src, *f) for f in check(spec)]
     if not any(d.severity is Severity.ERROR for d in diags):
         spec, findings = address_pools.fit(spec)  # defaults grow with the fabric; a short pool names its prefix
@@ -109,8 +112,9 @@ def _resolve(src: Source, site: Site, cat) -> Spec:
         nic_speed=f.nic_speed or chassis.nic_speed,
         slots={h.name: HallSlots.of(h) for h in site.halls},
     )
+    spec = with_counts(spec)  # an AI zone's CTSW / ATSW counts when the site leaves them out
     if site.buildings:  # a campus: zones to buildings and the routes between them, before the shape reads them
-        spec = replace(spec, site=campus_plan.with_campus_pools(site))
+        spec = replace(spec, site=campus_plan.with_campus_pools(spec.site))
         spec = replace(spec, campus=campus_plan.plan(spec))
         return replace(spec, shape=campus_shape(spec, fabric_shape(spec)))
     return replace(spec, shape=fabric_shape(spec))

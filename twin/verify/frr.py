@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .netns import LabError, Namespaces, run
+from .preflight import frr_lib
 
-FRR_LIB = Path("/usr/lib/frr")
 VTYSH = "vtysh"
 
 
@@ -65,7 +65,7 @@ class HostAttachment:
 
 
 def binaries(bfd: bool = False) -> list[str]:
-    return [VTYSH, str(FRR_LIB / "zebra"), str(FRR_LIB / "bgpd")] + ([str(FRR_LIB / "bfdd")] if bfd else [])
+    return [VTYSH, str(frr_lib() / "zebra"), str(frr_lib() / "bgpd")] + ([str(frr_lib() / "bfdd")] if bfd else [])
 
 
 class FrrLab:
@@ -153,7 +153,7 @@ class FrrLab:
         os.chown(d, frr.pw_uid, frr.pw_gid)
         for daemon in daemons:
             cmd = [
-                "ip", "netns", "exec", self.swns[name], str(FRR_LIB / daemon), "-d", "-F", "datacenter", "-P", "0",
+                "ip", "netns", "exec", self.swns[name], str(frr_lib() / daemon), "-d", "-F", "datacenter", "-P", "0",
                 "-i", str(d / f"{daemon}.pid"), "-z", str(d / "zserv.api"), "--vty_socket", str(d),
                 "-f", str(d / f"{daemon}.conf"), "--log", f"file:{d / daemon}.log",
             ]

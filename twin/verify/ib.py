@@ -26,8 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
-BINARIES = ["ibsim", "opensm", "ibnetdiscover", "dump_fts", "timeout", UMAD2SIM]
+from .preflight import check_ib, umad2sim
 
 
 class IbError(RuntimeError):
@@ -57,26 +56,41 @@ class IbResult:
 
 
 def missing_binaries() -> str | None:
-    for b in BINARIES:
-        if not (shutil.which(b) or Path(b).is_file()):
-            return f"{b} not installed"
-    return None
+    """Why OpenSM on ibsim cannot run here (the first missing program and its Debian package), or None."""
+    return check_ib()
 
 
-def _rewrite_conf(conf: str, roots: Path | None, partitions: Path | None) -> tuple[str, str]:
-    """Point the generated opensm.conf's file options at the run's copies; return (conf, engine)."""
+FILE_OPTIONS = {"root_guid_file": "root_guids.conf", "partition_config_file": "partitions.conf",
+                "cn_guid_file": "cn_guids.conf", "io_guid_file": "io_guids.conf"}
+
+
+def _rewrite_conf(conf: str, files: dict[str, Path]) -> tuple[str, str]:
+    """Point the generated opensm.conf's file options at the run's copies (``files``: option ->
+    path); return (conf, engine)."""
     engine = "minhop"
     out = []
     for line in conf.splitlines():
         key = line.split()[0] if line.split() and not line.startswith("#") else ""
         if key == "routing_engine":
             engine = line.split()[1]
-        if key == "root_guid_file" and roots is not None:
-            line = f"root_guid_file {roots}"
-        elif key == "partition_config_file" and partitions is not None:
-            line = f"partition_config_file {partitions}"
+        if key in files:
+            line = f"{key} {files[key]}"
         out.append(line)
     return "\n".join(out) + "\n", engine
+
+
+def sm_host(conf: str, topology: str) -> str | None:
+    """The node OpenSM runs on: the HCA whose port 1 GUID is the conf's ``guid`` (a subnet-manager
+    attachment), else None (the first HCA of the topology).
+
+    >>> sm_host("guid 0x0002c90500000101", 'Hca\t1 "H-0002c90500000100"\t\t# "ufm-01" subnet-manager')
+    'H-0002c90500000100'
+    """
+    m = re.search(r"^guid\s+0x([0-9a-f]+)\s*$", conf, re.M)
+    if not m:
+        return None
+    ref = f"H-{int(m.group(1), 16) - 1:016x}"
+    return ref if f'"{ref}"' in topology else None
 
 
 def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> IbResult:
@@ -96,15 +110,13 @@ def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> Ib
         first_ca = re.search(r'^Hca\t\d+ "([^"]+)"', text, re.M)
         if not first_ca:
             raise IbError(f"{topology}: no Hca in the topology")
-        roots = opensm_dir / "root_guids.conf"
-        parts = opensm_dir / "partitions.conf"
-        wroots = work / "root_guids.conf"
-        wparts = work / "partitions.conf"
-        if roots.exists():
-            shutil.copy(roots, wroots)
-        if parts.exists():
-            shutil.copy(parts, wparts)
-        conf, engine = _rewrite_conf((opensm_dir / "opensm.conf").read_text(), wroots if roots.exists() else None, wparts if parts.exists() else None)
+        files = {}
+        for key, name in FILE_OPTIONS.items():
+            if (opensm_dir / name).exists():
+                shutil.copy(opensm_dir / name, work / name)
+                files[key] = work / name
+        generated = (opensm_dir / "opensm.conf").read_text()
+        conf, engine = _rewrite_conf(generated, files)
         (work / "opensm.conf").write_text(conf)
 
         # ibsim's console reads stdin: keep a pipe open so it stays up until we stop it.
@@ -113,7 +125,7 @@ def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> Ib
             stdin=subprocess.PIPE, stdout=open(work / "ibsim.log", "w"), stderr=subprocess.STDOUT, env=env,
             start_new_session=True,
         )
-        client_env = {**env, "LD_PRELOAD": UMAD2SIM, "SIM_HOST": first_ca.group(1)}
+        client_env = {**env, "LD_PRELOAD": umad2sim(), "SIM_HOST": sm_host(generated, text) or first_ca.group(1)}
         _wait_sim(sim, client_env, work)
 
         log = work / "osm.log"

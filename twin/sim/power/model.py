@@ -14,11 +14,12 @@ import numpy as np
 
 from ...feasibility import hall_capacity
 from ...spec.diagnostics import SpecError
+from ..jobs import step_profile
 from ..scenario import error
 from ..timeline import Event, StepProfile
 from . import thermal
 from .config import PowerScenario
-from .phases import GpuPhases, gpu_phases, step_profile_from_job
+from .phases import GpuPhases, gpu_phases
 from .schedule import Channels, Step, build_segments, job_states, schedule_events
 from .tree import PowerTree, build_tree
 
@@ -56,7 +57,7 @@ def resolve_profile(design, cfg: PowerScenario, jobs: list[dict] | None, src) ->
             raise SpecError([error(src, WHERE + ("job", "workload"), f"workload '{j.workload}' is not among this scenario's jobs",
                                    "list it under jobs: (the job twin computes its step) or give power.job.step")])
         try:
-            prof = step_profile_from_job(found[0], j.scheme)
+            prof = step_profile(found[0], j.scheme)
         except KeyError:
             names = ", ".join(r["scheme"] for r in found[0]["schemes"])
             raise SpecError([error(src, WHERE + ("job", "scheme"), f"unknown routing scheme '{j.scheme}'", names)]) from None

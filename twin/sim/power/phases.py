@@ -70,21 +70,3 @@ def gpu_phases(pp: PhasePower | None, tdp: float, cap: float, server_max: float,
     )
 
 
-def step_profile_from_job(job: dict, scheme: str | None = None) -> StepProfile:
-    """The job twin's result for one job (``twin.sim.jobs.simulate_job``) as a :class:`StepProfile`.
-
-    The one place the power twin reads the job twin's output; ``scheme`` picks a routing scheme's
-    step (default: the first).
-
-    >>> j = {"gpus": 16, "compute_s": 6.0, "bubble_s": 1.5, "schemes": [{"scheme": "a", "step_s": 8.0,
-    ...      "exposed_comm_s": 0.5, "tokens_per_s": 2.0}]}
-    >>> step_profile_from_job(j)
-    StepProfile(step_s=8.0, compute_s=6.0, exposed_comm_s=0.5, bubble_s=1.5, tokens_per_step=16.0, gpus=16)
-    """
-    rows = job["schemes"]
-    row = next((r for r in rows if r["scheme"] == scheme), None) if scheme else rows[0]
-    if row is None:
-        raise KeyError(scheme)
-    return StepProfile(step_s=float(row["step_s"]), compute_s=float(job["compute_s"]), exposed_comm_s=float(row["exposed_comm_s"]),
-                       bubble_s=float(job["bubble_s"]), tokens_per_step=float(row.get("tokens_per_s", 0.0)) * float(row["step_s"]),
-                       gpus=int(job["gpus"]))

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..png import save_png
+
 
 def write_power_plots(views: dict, data: dict, out_dir: str | Path, limits=None) -> list[Path]:
     import matplotlib
@@ -31,7 +33,7 @@ def write_power_plots(views: dict, data: dict, out_dir: str | Path, limits=None)
     for a in axes:
         a.set_ylabel("MW")
         a.grid(True, alpha=0.3)
-    files.append(_save(fig, out / "power-draw.png", plt))
+    files.append(save_png(fig, out / "power-draw.png"))
     f, ms = views["f"], views["ms"]
     fig, ax = plt.subplots(figsize=(7.2, 4.0))
     edges = np.geomspace(max(f[0], 1e-4), f[-1], 400)
@@ -49,22 +51,15 @@ def write_power_plots(views: dict, data: dict, out_dir: str | Path, limits=None)
     ax.set_xlabel("frequency (Hz)")
     ax.set_ylabel("amplitude per log bin (MW)")
     ax.set_title("spectrum of the grid draw (shaded: limit bands; dashed: 1 / step)")
-    files.append(_save(fig, out / "power-spectrum.png", plt))
+    files.append(save_png(fig, out / "power-spectrum.png"))
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ax.scatter(views["t_out"], 100 * views["throughput"], s=8)
     ax.set_xlabel("outdoor temperature (degC)")
     ax.set_ylabel("job throughput (% of unthrottled)")
     ax.set_title("throughput against outdoor temperature")
     ax.grid(True, alpha=0.3)
-    files.append(_save(fig, out / "power-throughput-vs-temperature.png", plt))
+    files.append(save_png(fig, out / "power-throughput-vs-temperature.png"))
     return files
-
-
-def _save(fig, path: Path, plt) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return path
 
 
 def _band(name: str) -> tuple[float | None, float | None]:

@@ -15,6 +15,7 @@ from dataclasses import asdict, replace
 
 from ...spec.diagnostics import SpecError
 from ...spec.reliability_models import FailureClass
+from ..jobs import step_profile
 from ..scenario import error
 from ..timeline import Event, StepProfile
 from . import answers, checkpoint
@@ -24,19 +25,6 @@ from .engine import Plan, simulate, timeline
 # failure -> the job twin's result dict for the campaign's job on the graph with that failure applied;
 # the failure is None (intact fabric), {"switch": id} or {"link": id}. None when the scenario has no job.
 JobUnder = Callable[[dict | None], dict | None]
-
-
-def step_profile(job: dict, scheme: str | None = None) -> StepProfile:
-    """The job twin's result (an entry of a case's ``jobs``) as the shared :class:`StepProfile`.
-
-    >>> step_profile({"gpus": 8, "compute_s": 6.0, "bubble_s": 1.0, "schemes": [
-    ...     {"scheme": "a", "step_s": 8.0, "exposed_comm_s": 1.0, "tokens_per_s": 2.0}]}).step_s
-    8.0
-    """
-    s = next((x for x in job["schemes"] if scheme is None or x["scheme"] == scheme), job["schemes"][0])
-    return StepProfile(step_s=float(s["step_s"]), compute_s=float(job["compute_s"]), exposed_comm_s=float(s["exposed_comm_s"]),
-                       bubble_s=float(job["bubble_s"]), tokens_per_step=float(s.get("tokens_per_s", 0.0)) * float(s["step_s"]),
-                       gpus=int(job["gpus"]))
 
 
 def resolve_classes(catalog: dict[str, FailureClass], c, src) -> dict[str, FailureClass]:

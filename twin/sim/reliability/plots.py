@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..png import save_png
+
 
 def _plt():
     import matplotlib
@@ -36,7 +38,7 @@ def write_plots(c: dict | None, out_dir: str | Path) -> list[Path]:
             ax.axvline(s["interval"]["young_daly_s"] / 60, color="tab:red", linestyle=":", label=f"Young/Daly {s['interval']['young_daly_s'] / 60:.1f} min")
         ax.set_title(f"ETTR vs checkpoint interval, {c['job']['gpus']:,} GPUs, {c['days']:g} days")
         ax.legend()
-        files.append(_save(fig, out / "campaign-ettr-vs-interval.png", plt))
+        files.append(save_png(fig, out / "campaign-ettr-vs-interval.png"))
     if "spares" in s:
         rows = s["spares"]["rows"]
         fig, ax = _band(plt, [r["spares"] for r in rows], [r["ettr"] for r in rows], "hot spare servers", "o")
@@ -48,7 +50,7 @@ def write_plots(c: dict | None, out_dir: str | Path) -> list[Path]:
                        label=f"smallest pool {s['spares']['smallest_within_tolerance']}")
         ax.set_title(f"ETTR vs spare pool, {c['job']['gpus']:,} GPUs, {c['days']:g} days")
         ax.legend()
-        files.append(_save(fig, out / "campaign-ettr-vs-spares.png", plt))
+        files.append(save_png(fig, out / "campaign-ettr-vs-spares.png"))
     if "gpus" in s:
         rows = s["gpus"]["rows"]
         fig, ax = _band(plt, [r["gpus"] for r in rows], [r["ettr"] for r in rows], "GPUs in the job", "o")
@@ -58,7 +60,7 @@ def write_plots(c: dict | None, out_dir: str | Path) -> list[Path]:
             ax.axvspan(min(ext), max(ext), color="0.9", label="extrapolated beyond the site")
         ax.set_title(f"ETTR vs job size, {c['days']:g} days, each at its Young/Daly interval")
         ax.legend()
-        files.append(_save(fig, out / "campaign-ettr-vs-gpus.png", plt))
+        files.append(save_png(fig, out / "campaign-ettr-vs-gpus.png"))
     return files
 
 
@@ -70,10 +72,3 @@ def _band(plt, xs, qs, xlabel: str, marker: str):
     ax.set_ylabel("ETTR (%)")
     ax.grid(True, alpha=0.3)
     return fig, ax
-
-
-def _save(fig, path: Path, plt) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return path

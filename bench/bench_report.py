@@ -1,0 +1,70 @@
+"""Benchmark: the design review of meta-24k-roce (24,576 GPUs, 8 halls, 1,680 switches).
+
+Goals: report.html under 5 MB; the page loads in Chromium in under 2 s; the report (report.md,
+report.html, every picture and review.json, with the build's default twin run) renders in under 5 s
+of CPU; `twin diff` of two specs of the lab site in under 15 s.
+
+The design is compiled once (the compiler is not what is measured). The report is rendered
+``--reps`` times and the median reported; the page is loaded in one headless Chromium (tests/browser.py,
+skipped without chromium) ``--reps`` times, the median of the navigation-to-load-event times reported.
+
+    python bench/bench_report.py            # 5 repetitions
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=5)
+    args = ap.parse_args()
+    import twin
+    from twin.emit import report
+
+    t = time.perf_counter()
+    d = twin.load(ROOT / "sites" / "meta-24k-roce.yaml")
+    print(f"compile meta-24k-roce: {time.perf_counter() - t:.1f} s (not measured)")
+    times, cpu, files = [], [], {}
+    for _ in range(args.reps):
+        t, c = time.perf_counter(), time.process_time()
+        files = report.emit(d)
+        times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+    page = files["report.html"]
+    pics = [p for p in files if p.startswith("report/")]
+    print(f"report (md + html + {len(pics)} pictures + review.json, default twin run included): median {statistics.median(cpu):.2f} s CPU, "
+          f"{statistics.median(times):.2f} s wall ({min(times):.2f}-{max(times):.2f}); report.html {len(page) / 1e6:.2f} MB (goal < 5 MB)")
+    from browser import Browser, chromium
+
+    with tempfile.TemporaryDirectory() as tmp:
+        html = Path(tmp) / "report.html"
+        html.write_bytes(page)
+        if chromium() is None:
+            print("chromium not installed: page load not measured")
+        else:
+            with Browser() as b:
+                loads = [b.open_page(html).load_ms for _ in range(args.reps)]
+            print(f"Chromium load (navigation start to load event): median {statistics.median(loads):.0f} ms "
+                  f"({min(loads):.0f}-{max(loads):.0f}) (goal < 2000 ms)")
+        edited = Path(tmp) / "lab-2zone.yaml"
+        edited.write_text((ROOT / "sites" / "lab-2zone.yaml").read_text().replace("    count: 2\n", "    count: 4\n"))
+        t = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "twin", "diff", str(ROOT / "sites" / "lab-2zone.yaml"), str(edited), "--json"],
+                           cwd=ROOT, capture_output=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        print(f"twin diff lab-2zone (2 -> 4 ATSWs), two specs compiled and emitted: {time.perf_counter() - t:.1f} s, exit {r.returncode} (goal < 15 s)")
+
+
+if __name__ == "__main__":
+    main()

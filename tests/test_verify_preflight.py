@@ -1,0 +1,118 @@
+"""twin verify checks its tools before it starts anything: each program it needs, hidden from PATH (or
+from FRR's daemon directory) in turn, is a one-line message naming its Debian package and exit 2, while
+a configuration that fails its check is exit 1."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SITES
+
+from twin.build import build
+from twin.verify import preflight
+from twin.verify.roce import Topology
+
+LAB = ROOT / "generated" / "lab-2zone"
+ROCE = preflight.roce_needs(bfd=Topology.load(LAB).bfd)
+IB = preflight.ib_needs()
+
+
+def real(need: preflight.Need) -> str | None:
+    if need.where == "frr":
+        p = preflight.frr_lib() / need.program
+        return str(p) if p.is_file() else None
+    if need.where == "file":
+        return need.program if Path(need.program).is_file() else None
+    return shutil.which(need.program)
+
+
+def toolbox(tmp_path: Path, needs: list[preflight.Need], hide: str | None) -> dict[str, str]:
+    """An environment whose PATH and FRR directory hold every needed program (links to the real ones)
+    except ``hide``; nothing else is on PATH."""
+    missing = [n.program for n in needs if real(n) is None]
+    if missing:
+        pytest.skip(f"not installed here: {missing}")
+    bin_dir, frr_dir = tmp_path / "bin", tmp_path / "frr"
+    bin_dir.mkdir()
+    frr_dir.mkdir()
+    env = {**os.environ, "PATH": str(bin_dir), "TWIN_FRR_LIB": str(frr_dir), "PYTHONPATH": str(ROOT)}
+    for n in needs:
+        if n.program == hide:
+            if n.where == "file":
+                env["TWIN_UMAD2SIM"] = str(tmp_path / "absent" / Path(n.program).name)
+            continue
+        if n.where == "path":
+            (bin_dir / n.program).symlink_to(real(n))
+        elif n.where == "frr":
+            (frr_dir / n.program).symlink_to(real(n))
+    return env
+
+
+def verify_cli(folder: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "twin", "verify", str(folder)], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=600)
+
+
+def namespaces() -> list[str]:
+    ip = shutil.which("ip")
+    return subprocess.run([ip, "netns", "list"], capture_output=True, text=True).stdout.split() if ip else []
+
+
+@pytest.mark.parametrize("hidden", [n.program for n in ROCE])
+def test_each_missing_roce_program_is_exit_2_naming_its_package(tmp_path, hidden):
+    env = toolbox(tmp_path, ROCE, hidden)
+    before = namespaces()
+    p = verify_cli(LAB, env)
+    need = next(n for n in ROCE if n.program == hidden)
+    assert p.returncode == 2, p.stderr + p.stdout
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and hidden in lines[0] and f"Debian package {need.package}" in lines[0], p.stderr
+    assert "FAILED" not in p.stdout and namespaces() == before  # nothing was started
+
+
+@pytest.fixture(scope="module")
+def lab_ib(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gen") / "lab-ib"
+    build(SITES / "lab-ib.yaml", out)
+    return out
+
+
+@pytest.mark.parametrize("hidden", [n.program for n in IB])
+def test_each_missing_infiniband_program_is_exit_2_naming_its_package(tmp_path, lab_ib, hidden):
+    env = toolbox(tmp_path, IB, hidden)
+    p = verify_cli(lab_ib, env)
+    need = next(n for n in IB if n.program == hidden)
+    assert p.returncode == 2, p.stderr + p.stdout
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and Path(hidden).name in lines[0] and f"apt-get install {need.package}" in lines[0], p.stderr
+
+
+def test_the_toolbox_is_complete(tmp_path, monkeypatch):
+    """With nothing hidden the same environment passes the check: each case above fails for its one program."""
+    env = toolbox(tmp_path, ROCE + IB, None)
+    monkeypatch.setenv("PATH", env["PATH"])
+    monkeypatch.setenv("TWIN_FRR_LIB", env["TWIN_FRR_LIB"])
+    assert preflight.missing_program(ROCE) is None and preflight.check_ib() is None
+
+
+def test_not_root_is_a_permission_message(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert "needs root" in preflight.roce_permissions()
+
+
+@pytest.mark.skipif(preflight.check_ib() is not None, reason=preflight.check_ib() or "")
+def test_a_failed_verification_is_exit_1(tmp_path, lab_ib):
+    """Every tool present, the configuration wrong (leaves named as the fat tree's roots: OpenSM falls
+    back to min-hop routing): that is the design's problem, exit 1."""
+    folder = tmp_path / "lab-ib"
+    shutil.copytree(lab_ib, folder)
+    net = (folder / "model" / "topology.net").read_text()
+    leaves = [line.split("=")[1] for line in net.splitlines() if line.startswith("switchguid=")][:2]
+    (folder / "configs" / "opensm" / "root_guids.conf").write_text("\n".join(leaves) + "\n")
+    p = verify_cli(folder, {**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 1 and "FAILED" in p.stdout, p.stdout + p.stderr

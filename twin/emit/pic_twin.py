@@ -1,0 +1,76 @@
+"""Pictures of the build's default twin run (:func:`twin.sim.report.design_results`): busbw against
+message size per routing scheme, the histogram of fabric link loads, and the job's step breakdown."""
+
+from __future__ import annotations
+
+from .svg import INK, PALETTE, Canvas, line_chart, nice_ticks
+
+PARTS = [("compute_s", "compute", "#4e79a7"), ("bubble_s", "pipeline bubble", "#bab0ac"), ("tp_s", "TP", "#f28e2b"),
+         ("cp_s", "CP", "#b07aa1"), ("pp_exposed_s", "PP (exposed)", "#76b7b2"), ("dp_exposed_s", "DP (exposed)", "#e15759")]
+
+
+def size_label(b: float) -> str:
+    """1 MiB, 64 MiB, 1 GiB.
+
+    >>> size_label(2**20), size_label(2**30)
+    ('1 MiB', '1 GiB')
+    """
+    return f"{b / 2**30:g} GiB" if b >= 2**30 else f"{b / 2**20:g} MiB"
+
+
+def busbw_svg(r: dict) -> bytes:
+    series = [(e["name"], PALETTE[k], list(zip(r["sizes"], e["busbw_GBps"]))) for k, e in enumerate(r["schemes"])]
+    return line_chart(f"Ring AllReduce busbw over {r['gpus']} GPUs by message size", "message size (log scale)", "busbw (GB/s)",
+                      series, [(z, size_label(z)) for z in r["sizes"]], log_x=True)
+
+
+def load_svg(r: dict) -> bytes:
+    """Frequency polygons: fabric links per load bin (x the mean load), one line per scheme."""
+    b = r["load_bin"]
+    series = [(e["name"], PALETTE[k], [((i + 0.5) * b, n) for i, n in enumerate(e["load_hist"])]) for k, e in enumerate(r["schemes"])]
+    top = max(len(e["load_hist"]) for e in r["schemes"]) * b
+    ticks = [(t, f"{t:g}") for t in nice_ticks(top, 6)]
+    return line_chart("Fabric link load during the AllReduce (links per bin; 1 = the mean load)", "link load / mean load", "links",
+                      series, ticks)
+
+
+def job_svg(j: dict) -> bytes:
+    """One stacked bar per routing scheme: compute, bubble and each exposed communication part of a step."""
+    L, R, T, bar = 150, 40, 40, 22
+    W = 760
+    H = T + len(j["schemes"]) * (bar + 12) + 60
+    top = nice_ticks(max(s["step_s"] for s in j["schemes"]) * 1.05, 5)[-1] or 1
+    pw = W - L - R
+    c = Canvas(W, H, f"Training step of {j['workload']}")
+    c.text(12, 18, f"Training step of {j['workload']} ({j['parallelism']}, {j['gpus']:,} GPUs): where the time goes", bold=True)
+    for t in nice_ticks(top, 5):
+        x = L + t / top * pw
+        c.line(x, T - 4, x, H - 46, "#eeeeee")
+        c.text(x, H - 34, f"{t:g} s", anchor="middle", size=9)
+    y = T
+    for s in j["schemes"]:
+        c.text(L - 8, y + bar / 2 + 4, s["scheme"], anchor="end", size=10)
+        x = L
+        for key, label, colour in PARTS:
+            v = s[key] if key != "compute_s" and key != "bubble_s" else j[key]
+            if v <= 0:
+                continue
+            w = v / top * pw
+            c.rect(x, y, w, bar, colour, tip=f"{s['scheme']}: {label} {v:.3f} s")
+            x += w
+        c.text(x + 4, y + bar / 2 + 4, f"{s['step_s']:.3f} s", size=9, fill=INK)
+        y += bar + 12
+    c.legend(L, H - 10, [(col, label) for _, label, col in PARTS])
+    return c.svg()
+
+
+def pictures(r: dict | None) -> list[tuple[str, str, str, bytes]]:
+    """(role, file name, caption, svg) for the report's twin section."""
+    if not r:
+        return []
+    out = [("busbw", "twin-busbw.svg", "Ring AllReduce bus bandwidth against message size, per routing scheme", busbw_svg(r)),
+           ("load", "twin-link-load.svg", "Histogram of fabric link loads during the AllReduce, per routing scheme", load_svg(r))]
+    j = r.get("job")
+    if j and "schemes" in j:
+        out.append(("job", "twin-job-step.svg", f"Step breakdown of {j['workload']} per routing scheme", job_svg(j)))
+    return out

@@ -1,0 +1,58 @@
+"""NCCL's double binary tree (Sanders et al.; NCCL 2.4): parents of every rank in the two trees.
+
+Why two trees: in one binary tree the leaves only receive and the interior nodes carry twice the
+data; NCCL runs two trees where most interior nodes of one are leaves of the other, so every node
+sends and receives about the same, and each tree carries half the message.
+
+>>> btree_parents(8).tolist()
+[-1, 2, 4, 2, 0, 6, 4, 6]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def btree_parents(n: int) -> np.ndarray:
+    """Parent of each rank in NCCL's binary tree (root 0, parent by the lowest set bit), -1 at root."""
+    par = np.full(n, -1, np.int64)
+    for r in range(1, n):
+        bit = r & -r
+        up = (r ^ bit) | (bit << 1)
+        if up >= n:
+            up = r ^ bit
+        par[r] = up
+    return par
+
+
+def dtree_parents(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The two trees of NCCL's double binary tree: the second mirrors (even n) or shifts (odd n) the
+    first, so most nodes are a leaf in one tree and interior in the other."""
+    a = btree_parents(n)
+    if n % 2 == 0:
+        m = lambda r: n - 1 - r  # noqa: E731
+    else:
+        m = lambda r: (r + 1) % n  # noqa: E731
+        inv = lambda r: (r - 1) % n  # noqa: E731
+    b = np.full(n, -1, np.int64)
+    for r in range(n):
+        pr = a[m(r)]
+        if pr >= 0:
+            b[r] = (n - 1 - pr) if n % 2 == 0 else inv(pr)
+    return a, b
+
+
+def tree_depth(par: np.ndarray) -> int:
+    """Longest path from a rank to the root.
+
+    >>> tree_depth(btree_parents(16))
+    4
+    """
+    depth = 0
+    for r in range(len(par)):
+        d, x = 0, r
+        while par[x] >= 0:
+            x = par[x]
+            d += 1
+        depth = max(depth, d)
+    return depth

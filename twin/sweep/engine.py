@@ -1,0 +1,213 @@
+"""Running a sweep on Dask: the variants, their cache, the cluster, and the results in variant order.
+
+Each variant is one task (:func:`twin.sweep.worker.evaluate`) on a ``dask.distributed`` cluster: a
+``LocalCluster`` of worker processes (one thread each: the passes and twins are CPU-bound Python and
+numpy, so processes, not threads, use the cores) or an existing scheduler. The client writes every
+finished variant's result to ``cache/<spec hash>.json`` as it arrives, so an interrupted sweep keeps
+what it finished and a rerun computes only variants it has no result for. The spec hash is the
+SHA-256 of the variant's site and scenario (as data, key order kept), the path figures it collects
+and the twin version; the named figures are always all computed, so asking for another one later
+is answered from the cache.
+
+Results do not depend on the number of workers or the order tasks finish in: rows are put in variant
+order and every figure is a function of the variant alone (fixed seeds everywhere).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .. import __version__
+from .language import Sweep
+from .paths import apply
+from .worker import evaluate, peak_rss_bytes
+
+
+class SchedulerError(RuntimeError):
+    """The Dask scheduler given with ``--scheduler`` cannot be reached (or the local cluster cannot start)."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    index: int  # 1-based, in product order (first axis slowest)
+    label: str
+    values: dict[str, Any]  # axis column -> the value set (None: removed, the field's default)
+    site_text: str
+    scenario_text: str | None
+    hash: str
+
+    @property
+    def folder(self) -> str:
+        return f"variants/{self.index:03d}"
+
+    def message(self, text: str) -> str:
+        """An error of this variant's result, naming this variant's files."""
+        return text.replace(PLACE, self.folder)
+
+
+@dataclass
+class Outcome:
+    variants: list[Variant]
+    results: dict[str, dict]  # spec hash -> evaluate() result
+    computed: int = 0
+    cached: int = 0
+    interrupted: bool = False
+    worker_peak_rss: dict[str, int] = field(default_factory=dict)  # worker address -> bytes
+    seconds: dict[str, float] = field(default_factory=dict)  # spec hash -> seconds (computed here)
+
+
+def _dump(data: dict, header: str) -> str:
+    return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False, width=4096)
+
+
+def variants(sw: Sweep) -> list[Variant]:
+    """Every variant of the sweep: the product of its axes, first axis slowest."""
+    out = []
+    placement = [] if sw.file.placement == "spec" else [(("placement", "method"), sw.file.placement)]
+    extra = sorted(f for f in sw.figures if ":" in f)
+    for k, combo in enumerate(itertools.product(*sw.axes) if sw.axes else [()], start=1):
+        # a section before the fields inside it, whatever order the axes name them in
+        settings = sorted((s for _, ss in combo for s in ss), key=lambda s: len(s.path))
+        label = ", ".join(lbl for lbl, _ in combo if lbl) or "base"
+        site = apply(sw.site, placement + [(s.path, s.value) for s in settings if s.target == "site"])
+        scen = apply(sw.scenario, [(s.path, s.value) for s in settings if s.target == "scenario"]) if sw.scenario is not None else None
+        key = json.dumps({"site": site, "scenario": scen, "paths": extra, "twin": __version__}, sort_keys=False, default=str)
+        head = f"# twin sweep {sw.name}, variant {k}: {label}\n# base: {sw.site_path.name}\n"
+        out.append(Variant(k, label, {s.column: s.value for s in settings}, _dump(site, head),
+                           _dump(scen, head) if scen is not None else None, hashlib.sha256(key.encode()).hexdigest()))
+    return out
+
+
+PLACE = "@variant@"  # the variant's folder in messages; rows put their own (equal variants share one result)
+
+
+def payload(sw: Sweep, v: Variant) -> dict:
+    return {"site_text": v.site_text, "site_name": f"{PLACE}/site.yaml", "scenario_text": v.scenario_text,
+            "scenario_name": f"{PLACE}/scenario.yaml", "job": sw.file.job, "scheme": sw.file.scheme,
+            "wanted": [f for f in sw.figures if ":" in f]}
+
+
+def write_variants(out: Path, vs: list[Variant]) -> None:
+    """Each variant's site (and scenario) as a file a user can build or simulate on its own."""
+    for v in vs:
+        d = out / v.folder
+        d.mkdir(parents=True, exist_ok=True)
+        _write(d / "site.yaml", v.site_text)
+        if v.scenario_text is not None:
+            _write(d / "scenario.yaml", v.scenario_text)
+
+
+def _write(p: Path, text: str) -> None:
+    if not p.exists() or p.read_text(encoding="utf-8") != text:
+        tmp = p.with_name(f".{p.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, p)
+
+
+def read_cache(out: Path, hashes: set[str]) -> dict[str, dict]:
+    found = {}
+    for h in sorted(hashes):
+        p = out / "cache" / f"{h}.json"
+        if p.is_file():
+            try:
+                found[h] = json.loads(p.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue  # a damaged entry is computed again
+    return found
+
+
+def write_cache(out: Path, h: str, result: dict) -> None:
+    d = out / "cache"
+    d.mkdir(parents=True, exist_ok=True)
+    _write(d / f"{h}.json", json.dumps({k: v for k, v in result.items() if k != "seconds"}, sort_keys=True, indent=1) + "\n")
+
+
+def connect(scheduler: str | None, workers: int | None, timeout: float = 10.0):
+    """A Dask client: on ``scheduler`` if given, else on a new LocalCluster of ``workers`` processes."""
+    from distributed import Client, LocalCluster
+
+    if scheduler:
+        try:
+            return Client(scheduler, timeout=timeout, set_as_default=False)
+        except (OSError, TimeoutError, ValueError, TypeError) as e:
+            raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler!r} within {timeout:g} s: {e}") from None
+    n = workers or os.cpu_count() or 1
+    try:
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.ERROR)
+    except Exception as e:  # no sockets, no fork: say so instead of a traceback
+        raise SchedulerError(f"cannot start a local Dask cluster of {n} worker processes: {e}") from None
+    return Client(cluster, set_as_default=False)
+
+
+def run(sw: Sweep, out: Path, workers: int | None = None, scheduler: str | None = None, fresh: bool = False,
+        progress: Callable[[int, int, str], None] | None = None, timeout: float = 10.0) -> Outcome:
+    """Evaluate every variant not in the cache (all of them with ``fresh``); results in variant order."""
+    vs = variants(sw)
+    out.mkdir(parents=True, exist_ok=True)
+    write_variants(out, vs)
+    results = {} if fresh else read_cache(out, {v.hash for v in vs})
+    oc = Outcome(vs, results, cached=len({v.hash for v in vs} & set(results)))
+    todo: dict[str, Variant] = {}
+    for v in vs:
+        if v.hash not in results:
+            todo.setdefault(v.hash, v)
+    if progress:
+        progress(oc.cached, oc.cached + len(todo), "cached")
+    if not todo:
+        return oc
+    from distributed import as_completed
+
+    client = connect(scheduler, workers, timeout)
+    futures = {}
+    try:
+        for h, v in todo.items():
+            futures[client.submit(evaluate, payload(sw, v), key=f"twin-sweep-{h[:24]}", pure=False)] = h
+        for fut in as_completed(list(futures), loop=client.loop):
+            h = futures[fut]
+            try:
+                r = fut.result()
+                write_cache(out, h, r)
+            except Exception as e:  # the worker died (memory, a signal): a row, not cached, tried again next run
+                r = {"status": "error", "error": f"worker lost: {type(e).__name__}: {e}", "figures": {}}
+            results[h] = r
+            oc.seconds[h] = float(r.get("seconds", 0.0))
+            oc.computed += 1
+            if progress:
+                progress(oc.cached + oc.computed, oc.cached + len(todo), todo[h].label)
+        try:
+            oc.worker_peak_rss = dict(sorted(client.run(peak_rss_bytes).items()))
+        except Exception:
+            oc.worker_peak_rss = {}
+    except KeyboardInterrupt:
+        oc.interrupted = True
+        for f in futures:
+            f.cancel()
+    finally:
+        close_client(client)
+    return oc
+
+
+def close_client(client) -> None:
+    """Close the client, and its LocalCluster when it made one."""
+    cluster = client.cluster if scheduler_is_local(client) else None
+    try:
+        client.close(timeout=10)
+        if cluster is not None:
+            cluster.close(timeout=10)
+    except Exception:  # closing after an interrupt may race the workers' shutdown; nothing to keep
+        pass
+
+
+def scheduler_is_local(client) -> bool:
+    return getattr(client, "cluster", None) is not None
