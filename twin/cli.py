@@ -311,17 +311,11 @@ def verify(
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _term)
-    zone, buildings = None, None
-    if slice_:
-        kind, _, num = slice_.partition(":")
-        nums = num.split(",")
-        if kind not in ("zone", "building") or not all(x.isdigit() and int(x) >= 1 for x in nums) or (kind == "zone" and len(nums) != 1):
-            err.print(f"--slice {slice_!r}: expected zone:N or building:I,J with numbers >= 1", style="red", markup=False)
-            raise typer.Exit(EXIT_INVALID)
-        if kind == "zone":
-            zone = int(num)
-        else:
-            buildings = [int(x) for x in nums]
+    try:
+        zone, buildings = preflight.parse_slice(slice_)
+    except ValueError as e:
+        err.print(f"--slice {slice_!r}: {e}", style="red", markup=False)
+        raise typer.Exit(EXIT_INVALID) from None
     # before anything starts: every program and privilege the run needs (exit 2: this machine, not the design)
     if roce.is_roce(folder):
         why = preflight.check_roce(roce.Topology.load(folder).bfd if bfd is None else bfd)

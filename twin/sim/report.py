@@ -168,7 +168,9 @@ def default_job(d, schemes, lib) -> dict | None:
     w = d.spec.site.workloads[0]
     job = Job(workload=w.name)
     try:
-        return jobs.simulate_job(d, topology.from_design(d, d.fabric.graph), job, schemes, lib,
+        # the job's GPUs come first in topology order: the fabric that serves them times it exactly
+        g = topology.first_gpus_subgraph(d.fabric.graph, w.gpus)
+        return jobs.simulate_job(d, topology.from_design(d, g), job, schemes, lib,
                                  Case(name="healthy"), set(), None, ("workloads", 0))
     except SpecError as e:
         return {"workload": w.name, "error": "; ".join(x.message for x in e.diagnostics)}

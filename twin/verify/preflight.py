@@ -104,3 +104,18 @@ def check_roce(bfd: bool) -> str | None:
 def check_ib() -> str | None:
     """None when an InfiniBand verify can run here (no root needed), else the one-line reason."""
     return missing_program(ib_needs())
+
+
+def parse_slice(text: str | None) -> tuple[int | None, list[int] | None]:
+    """``--slice``: (zone, buildings), 1-based; raises ValueError with what was expected.
+
+    >>> parse_slice("zone:2"), parse_slice("building:1,3"), parse_slice(None)
+    ((2, None), (None, [1, 3]), (None, None))
+    """
+    if not text:
+        return None, None
+    kind, _, num = text.partition(":")
+    nums = num.split(",")
+    if kind not in ("zone", "building") or not all(x.isdigit() and int(x) >= 1 for x in nums) or (kind == "zone" and len(nums) != 1):
+        raise ValueError("expected zone:N or building:I,J with numbers >= 1")
+    return (int(num), None) if kind == "zone" else (None, [int(x) for x in nums])
