@@ -26,12 +26,20 @@ of every step taken from the design instead of NCCL's fixed figure:
   (0.94: 46-48 GB/s on a 50 GB/s NIC in nccl-tests); NVLink arcs carry ``nvlink_eta`` of their rate
   (370 of 450 GB/s: nccl-tests' ring AllReduce busbw inside one 8x H100 server).
 
-Channels: NCCL's ring search on a server with one 400G NIC per GPU finds one channel per NIC at
-~48 GB/s (``search.cc``; no duplication above 4 channels on Hopper below 50 GB/s), then doubles them
-when connecting rings (``connect.cc``): 2 channels per NIC, each its own connection with
-``NCCL_IB_QPS_PER_CONNECTION`` QPs (default 1; Meta: 16). With fewer than 8 GPUs of a server in the
-communicator, Hopper doubles again (4 per NIC). Point-to-point uses 2 connections per network peer.
-So "1-QP ECMP" still hashes 2 flows per GPU pair of a ring and "16 QPs" 32.
+Channels (:func:`ring_channels`), from NCCL's source, on a Hopper server with one 400G NIC per GPU:
+``search.cc`` ``ncclTopoCompute`` finds one ring channel per NIC at 48 GB/s (the first speed of
+``sm90SpeedArrayInter``; PCIe Gen5 x16 is 48 GB/s to NCCL) and stops once 8 x 48 exceeds the GPU's
+NVLink total (18 x 20.6 GB/s); ``ncclTopoDupChannels`` does not duplicate them (compute capability
+above 8.0, bandwidth below 50, more than 4 channels). ``connect.cc`` ``ncclTopoPostset`` doubles them
+when it connects the rings (16, 2 per NIC), then on Hopper ("4 compute channels per search channel")
+doubles again while fewer than 16 (NCCL 2.20.3 on): still 16. NCCL 2.18.1-2.19.x doubled whenever
+2 x channels fit MAXCHANNELS (32), so the library of 2023 opened 32: 4 per NIC (``Library.version``).
+With fewer than 8 GPUs of a server in the communicator the search finds at most 4 channels,
+duplicates them at 24 GB/s, and connecting doubles them: 4 per NIC in every version. Each channel is
+its own connection (``net.cc``: ring and tree buffers are never shared), with
+``NCCL_IB_QPS_PER_CONNECTION`` QPs (default 1; Meta: 16), each QP its own RoCEv2 UDP source port.
+Point-to-point uses 2 connections per network peer (``NCCL_NCHANNELS_PER_NET_PEER``). So "1-QP
+ECMP" still hashes 2 flows per GPU pair of a ring (4 under NCCL 2.18-2.19) and "16 QPs" 32.
 
 Worked example (8 B AllReduce, 16 servers x 8 GPUs, tree, LL, 1 us NIC, 2.4 us path):
 6.8 + 2 x (7 x 0.6 + 4 x (5.0 + 1 + 2.4)) = 82 us: tens of microseconds, where NCCL's own model
@@ -58,8 +66,10 @@ NET_OVERHEAD = {"LL": 1.0 * US, "LL128": 1.0 * US, "Simple": 3.0 * US}  # getNet
 PROTO_BW = {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}  # tuning.cc model refinements (ring)
 LL_MAX_BUSBW = (141e9, 39e9, 20.4e9)  # llMaxBws: Hopper in one node; x86 Intel, 2 nodes; more nodes
 LL128_MAX_BUSBW_PER_CHANNEL = 36.7e9  # perChMaxRingLL128Bws, Hopper
-RING_CHANNELS_PER_NIC = 2  # search.cc one per NIC, connect.cc duplication
-PARTIAL_SERVER_CHANNELS_PER_NIC = 4  # connect.cc: Hopper, fewer than 8 GPUs per node: 4 per search channel
+RING_CHANNELS_PER_NIC = 2  # search.cc one per NIC, connect.cc duplication (NCCL >= 2.20.3)
+HOPPER_DOUBLING_ALWAYS = ((2, 18), (2, 20))  # connect.cc: versions whose Hopper doubling only needed 2 x 16 <= 32
+PARTIAL_SERVER_CHANNELS_PER_NIC = 4  # search.cc dup + connect.cc: fewer than 8 GPUs per node, every version
+NCCL_VERSION = (2, 30)  # the NCCL whose tuning constants and channel rules the twin follows
 P2P_CHANNELS_PER_PEER = 2  # NCCL_NCHANNELS_PER_NET_PEER
 PROTOCOL_EFFICIENCY = 0.94  # Simple protocol on a 50 GB/s NIC: 46-48 GB/s (nccl-tests reports)
 NVLINK_EFFICIENCY = 370 / 450  # calibrated: nccl-tests ring AllReduce busbw ~370 GB/s in one 8x H100 server (450 GB/s NVLink)
@@ -74,7 +84,8 @@ class Library:
     eta: float = PROTOCOL_EFFICIENCY
     nvlink_eta: float = NVLINK_EFFICIENCY
     protocols: tuple[str, ...] = PROTOCOLS
-    channels_per_nic: int | None = None  # None: NCCL's pick (2, or 4 with a partly used server)
+    channels_per_nic: int | None = None  # None: NCCL's pick (2, or 4 with a partly used server or NCCL 2.18-2.19)
+    version: tuple[int, int] = NCCL_VERSION  # (major, minor): which channel rules apply (see ring_channels)
     p2p_channels: int = P2P_CHANNELS_PER_PEER
     nic_latency: float = 1e-6  # s, from the chassis
     step_overhead: float = 0.0  # s, extra per step (a what-if; NCCL's model has none)
@@ -168,10 +179,19 @@ class Cost:
 
 
 def ring_channels(lib: Library, ranks_per_server: int, gpus_per_server: int) -> int:
-    """Connections per NIC that NCCL opens for a ring or tree on this communicator."""
+    """Connections per NIC that NCCL opens for a ring or tree on this communicator (module docstring:
+    search.cc finds one channel per NIC, connect.cc doubles them, and doubles them again on Hopper in
+    NCCL 2.18.1-2.19.x).
+
+    >>> ring_channels(Library(), 8, 8), ring_channels(Library(version=(2, 18)), 8, 8), ring_channels(Library(), 1, 8)
+    (2, 4, 4)
+    """
     if lib.channels_per_nic is not None:
         return lib.channels_per_nic
-    return RING_CHANNELS_PER_NIC if ranks_per_server >= gpus_per_server else PARTIAL_SERVER_CHANNELS_PER_NIC
+    if ranks_per_server < gpus_per_server:
+        return PARTIAL_SERVER_CHANNELS_PER_NIC
+    lo, hi = HOPPER_DOUBLING_ALWAYS
+    return 2 * RING_CHANNELS_PER_NIC if lo <= tuple(lib.version) < hi else RING_CHANNELS_PER_NIC
 
 
 def tree_latency_example() -> float:

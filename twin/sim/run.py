@@ -180,7 +180,8 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
         "protocol_efficiency": scn.protocol_efficiency,
         "step_overhead_us": scn.step_overhead * 1e6,
         "nccl": {"channels_per_nic": scn.nccl.channels_per_nic or "auto", "p2p_channels": scn.nccl.p2p_channels,
-                 "protocols": list(scn.nccl.protocols), "nic_latency_us": lib.nic_latency * 1e6},
+                 "protocols": list(scn.nccl.protocols), "nic_latency_us": lib.nic_latency * 1e6,
+                 **({"version": scn.nccl.version} if scn.nccl.version else {})},
         "schemes": [{"name": s.name, "scheme": s.kind, "qps": s.qps, "hash": s.hash_function, "seed": s.seed, "per_switch": s.per_switch} for s in schemes],
         "notes": list(net0.notes),
         "cases": [],
@@ -269,8 +270,9 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
 def library_of(scn: Scenario, design) -> Library:
     """The collective library's settings: the scenario's, with the chassis' NIC latency."""
     nic = design.spec.chassis.nic_latency if design is not None else Library().nic_latency
+    version = tuple(int(x) for x in scn.nccl.version.split(".")) if scn.nccl.version else Library().version
     return Library(eta=scn.protocol_efficiency, protocols=tuple(scn.nccl.protocols), channels_per_nic=scn.nccl.channels_per_nic,
-                   p2p_channels=scn.nccl.p2p_channels, nic_latency=nic, step_overhead=scn.step_overhead)
+                   p2p_channels=scn.nccl.p2p_channels, nic_latency=nic, step_overhead=scn.step_overhead, version=version)
 
 
 def rail_groups(net: Net, ranks: np.ndarray) -> list[np.ndarray]:

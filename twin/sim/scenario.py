@@ -81,8 +81,10 @@ class Sweep(Model):
 class Nccl(Model):
     """How the collective library runs (defaults: what NCCL picks on this topology; see twin/sim/nccl.py)."""
 
-    channels_per_nic: int | None = Field(None, ge=1, le=16, description="ring/tree connections per NIC (default: NCCL's pick, 2; 4 when a server is partly used)")
+    channels_per_nic: int | None = Field(None, ge=1, le=16, description="ring/tree connections per NIC (default: NCCL's pick, 2; 4 when a server is partly used or under NCCL 2.18-2.19)")
     p2p_channels: int = Field(2, ge=1, le=16, description="connections per network peer for send/recv and all-to-all (NCCL_NCHANNELS_PER_NET_PEER)")
+    version: str | None = Field(None, pattern=r"^2\.[0-9]{1,2}$", description="NCCL version whose channel rules apply, "
+                                "e.g. '2.18' (2.18-2.19 open 4 channels per NIC on 8-GPU Hopper servers; default: current, 2)")
     protocols: list[Literal["LL", "LL128", "Simple"]] = Field(default_factory=lambda: ["LL", "LL128", "Simple"], min_length=1,
                                                               description="protocols the library may pick from (the fastest per size)")
 
