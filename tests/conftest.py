@@ -71,11 +71,35 @@ def browser():
         yield b
 
 
+WARM: list = []  # the session's tests/netbox_warm.Warm, started when collection selects a NetBox test
+
+
+def pytest_collection_finish(session):
+    wanted = {f for item in session.items for f in getattr(item, "fixturenames", ())}
+    if "netbox_package" in wanted or "netbox" in wanted:
+        import netbox_warm
+
+        WARM.append(netbox_warm.Warm(want_server="netbox" in wanted))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    for w in WARM:
+        w.close()
+
+
 @pytest.fixture(scope="session")
 def netbox_package() -> Path:
     """site-packages of the NetBox the tests run (made once under ~/.cache/twin-netbox): dcim/, extras/ ..."""
     import netbox_server
 
+    if WARM:
+        w = WARM[0]
+        w.wait()
+        if w.skip:
+            pytest.skip(w.skip)
+        if w.package is None:
+            raise RuntimeError(f"preparing NetBox failed (log: {netbox_server.CACHE / 'warm.log'})") from w.error
+        return w.package
     why = netbox_server.why_not()
     if why:
         pytest.skip(why)
@@ -85,8 +109,16 @@ def netbox_package() -> Path:
 
 @pytest.fixture(scope="session")
 def netbox(netbox_package):
-    """A real NetBox on loopback for the whole session (tests/netbox_server.py), stopped at the end."""
+    """A real NetBox on loopback for the whole session (tests/netbox_server.py), stopped at the end; started
+    in the background from the end of collection (tests/netbox_warm.py)."""
     import netbox_server
 
+    if WARM and WARM[0].want_server:
+        w = WARM[0]
+        w.wait()
+        if w.server is None:
+            raise RuntimeError(f"starting NetBox failed (log: {netbox_server.CACHE / 'warm.log'})") from w.error
+        yield w.server
+        return
     with netbox_server.NetBoxServer() as nb:
         yield nb
