@@ -301,6 +301,7 @@ def verify(
     its Debian package, checked before anything starts) or the folder is not a build.
 
     Example: sudo twin verify generated/lab-2zone --json
+
     Example: sudo twin verify generated/lab-campus --slice building:1,2
     """
     import signal
