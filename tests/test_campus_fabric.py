@@ -198,3 +198,28 @@ def test_sonic_lossless_profile_per_campus_link():
     assert pgs.count("pg_lossless_400000_12060m_profile") == 4 and pgs.count("pg_lossless_400000_profile") == 8
     need = 8 * 142_432 + 4 * pfc_xoff(400e9, 310, 9216) + 4 * 6_002_832
     assert need > 2**24 and db["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"] == str(2**24)  # the 12 km ports do not fit
+
+
+def test_attachments_on_a_campus(tmp_path):
+    """Storage on the RTSW tier of a campus: 2 nodes x 2 ports round lab-campus's 6 RTSWs (RTSWs 1-4 take
+    one each, 31 of 36 ports left on the busiest); the graph is the shape, the campus tier stays what it
+    was, every attachment lives in a building and the whole site builds."""
+    from fabric_helpers import variant as fabric_variant
+
+    from twin.build import build
+
+    store = {"name": "store", "kind": "storage", "tier": "rtsw", "count": 2, "ports": 2, "speed": "400 Gbit/s",
+             "power": "1200 W", "height_u": 2}
+    path = fabric_variant(tmp_path, "lab-campus", "lab-campus-att", attachments=[store])
+    d = twin.load(path)
+    base = compiled("lab-campus")
+    rtsw = d.spec.shape.tier("rtsw")
+    assert (rtsw.count, rtsw.attach, rtsw.free) == (6, 1, base.spec.shape.tier("rtsw").free - 1)
+    assert mismatches(d.spec.shape, d.fabric) == []
+    assert d.spec.shape.boundary("atsw-atsw") == base.spec.shape.boundary("atsw-atsw")
+    assert d.spec.shape.boundary_names[-1] == "store-rtsw"
+    g = d.fabric.graph
+    ends = [lk for lk in d.fabric.cables() if lk.a.startswith("store-")]
+    assert len(ends) == 4 and all(g.nodes[lk.a]["building"] in (0, 1, 2) for lk in ends)
+    build(path, tmp_path / "out")
+    assert (tmp_path / "out" / "report.md").is_file()

@@ -73,7 +73,7 @@ def _buildings(d: Design) -> str:
 def _tier(d: Design) -> str:
     cp, shape = d.spec.campus, d.spec.shape
     info = shape.campus
-    b = shape.boundaries[-1]
+    b = shape.boundary(cp.tier)
     at = shape.tier("atsw")
     if cp.topology == "full-mesh":
         how = (f"full mesh: ATSW k of each building to ATSW k of every other, {', '.join(f'{cp.buildings[x].name}-{cp.buildings[y].name} {m}' for (x, y), m in sorted(info.pair_links.items()))} "

@@ -52,13 +52,13 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
             for j, cid in enumerate(ctsws[z]):
                 for k in ctsw_uplink_targets(local, j, shape.ctsw_up[j], c, a):
                     b.uplink(cid, atsws[-1][k], a_speed, "ctsw-atsw")
-    speed = next(bd.speed for bd in shape.boundaries if bd.name == cp.tier)
+    speed = shape.boundary(cp.tier).speed
     if cp.topology == "full-mesh":
         for (x, y), m in sorted(info.pair_links.items()):
             for k in range(a):
                 for _ in range(m):
                     b.uplink(atsws[x][k], atsws[y][k], speed, cp.tier)
-        add_attachments(b, spec, placement)
+        attach_in_buildings(b, spec, placement)
         return b.build(f.family.value, f.technology.value, shape.boundary_names, shape.roles)
     sb = cp.buildings[cp.spine_building]
     spines = mount_tier(b, Mounter(placement, "cssw", None, sb.halls), [f"cssw-{k + 1:02d}" for k in range(cp.spine_count)],
@@ -67,5 +67,14 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
         for k in range(a):
             for t in ctsw_uplink_targets(x, k, info.atsw_up[x], a, cp.spine_count):
                 b.uplink(atsws[x][k], spines[t], speed, cp.tier)
-    add_attachments(b, spec, placement)
+    attach_in_buildings(b, spec, placement)
     return b.build(f.family.value, f.technology.value, shape.boundary_names, shape.roles)
+
+
+def attach_in_buildings(b: Builder, spec: Spec, placement: Placement) -> None:
+    """The site's attachments (:func:`twin.fabric.attach.add_attachments`), each in the building of its hall."""
+    first = len(b.nodes)
+    add_attachments(b, spec, placement)
+    building = {h: bp.index for bp in spec.campus.buildings for h in bp.halls}
+    for _node, attrs in b.nodes[first:]:
+        attrs["building"] = building[attrs["hall"]]

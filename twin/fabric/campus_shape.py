@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from .attach import attach_ports
 from .shape import Boundary, FabricShape, Tier, atsw_downlinks, ctsw_uplink_targets
 
 if TYPE_CHECKING:
@@ -74,8 +75,8 @@ def campus_shape(spec: Spec, base: FabricShape) -> FabricShape:
         speed = min(atsw_model.port_speed, spine.port_speed)
         extra = [Tier("cssw", 4, cp.spine_model, s, max(per), 0, spine.ports)]
         ports_up = links
-    old = base.tier("atsw")
-    tiers.append(Tier("atsw", 3, f.atsw.model, nb * a, max(top), max(up), atsw_model.ports, old.attach if old else 0))
+    on_atsw = sum(x.links for x in base.attachments if x.role == "atsw")  # spread over every building's ATSWs
+    tiers.append(Tier("atsw", 3, f.atsw.model, nb * a, max(top), max(up), atsw_model.ports, attach_ports(on_atsw, nb * a, 0)))
     total_down = sum(sum(d) for d in downs)
     n_att = len(base.attachments)  # attachments' boundaries stay last
     core, att = bounds[:len(bounds) - n_att], bounds[len(bounds) - n_att:]

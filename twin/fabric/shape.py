@@ -120,6 +120,9 @@ class FabricShape:
     def tier(self, role: str) -> Tier | None:
         return next((t for t in self.tiers if t.role == role), None)
 
+    def boundary(self, name: str) -> Boundary | None:
+        return next((b for b in self.boundaries if b.name == name), None)
+
     def links(self, boundary: str) -> int:
         return next((b.links for b in self.boundaries if b.name == boundary), 0)
 

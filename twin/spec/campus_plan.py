@@ -318,7 +318,7 @@ def arithmetic(spec: Spec) -> Iterator[Finding]:
     if sp is not None and sp.down > sp.radix:
         yield E, fab + ("spine", "count"), f"each campus spine ({sp.model}, {sp.radix} ports) needs {sp.down} ports", (
             f"at least {math.ceil(shape.links(cp.tier) / sp.radix)} spine switches")
-    speed = shape.boundaries[-1].speed
+    speed = shape.boundary(cp.tier).speed
     media = spec.catalog.media
     for (a, b), route in sorted(cp.routes.items()):
         names = [route.medium] if route.medium else list(cp.media) or [n for n, m in media.items() if m.kind == "optic"]
