@@ -22,6 +22,13 @@ def check(text):
     return spec, [d for d in diags if d.severity is Severity.ERROR]
 
 
+def only_error(text: str):
+    """The one error ``text`` gives (the test fails if there are none or several)."""
+    _, errs = check(text)
+    assert len(errs) == 1, [e.message for e in errs]
+    return errs[0]
+
+
 def line_of(text: str, needle: str) -> int:
     return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
 
@@ -66,9 +73,7 @@ def test_hall_error_under_a_building_names_the_written_path():
 
 def test_building_without_halls_is_located():
     text = LAB.replace("    halls:\n      - {name: b2-lab, type: lab-hall}\n", "    halls: []\n")
-    _, errs = check(text)
-    assert len(errs) == 1
-    e = errs[0]
+    e = only_error(text)
     assert e.dotted == "buildings[1].halls" and e.line == line_of(text, "halls: []")
     assert "building b2 has no halls" in e.message
 
@@ -76,9 +81,7 @@ def test_building_without_halls_is_located():
 def test_route_shorter_than_the_straight_line():
     """b1 at (0, 0), b3 at (0, 1.2 km): a surveyed 1 km route cannot be."""
     text = LAB.replace("{between: [b1, b3], route_factor: 1.25}", "{between: [b1, b3], length: 1 km}")
-    _, errs = check(text)
-    assert len(errs) == 1
-    e = errs[0]
+    e = only_error(text)
     assert e.dotted == "campus.routes[1].length" and e.line == line_of(text, "length: 1 km}")
     assert "shorter than the straight line" in e.message and "1.200 km" in e.expected
 
@@ -86,9 +89,7 @@ def test_route_shorter_than_the_straight_line():
 def test_optic_shorter_than_its_route():
     """FR4 reaches 2 km; the b2-b3 route is 12 km."""
     text = LAB.replace("{between: [b2, b3], length: 12 km}", "{between: [b2, b3], length: 12 km, medium: fr4-400g}")
-    _, errs = check(text)
-    assert len(errs) == 1
-    e = errs[0]
+    e = only_error(text)
     assert e.dotted == "campus.routes[2].medium" and e.line == line_of(text, "medium: fr4-400g")
     assert "12.000 km" in e.message and "fr4-400g reaches 2 km" in e.message
 
