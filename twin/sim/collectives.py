@@ -256,7 +256,8 @@ def _tree(net: Net, ranks: np.ndarray, lib: Library) -> tuple[list[Phase], str]:
 
 def _hierarchical(net: Net, ranks: np.ndarray, lib: Library) -> list[Phase]:
     """ReduceScatter inside each server (NVLink), AllReduce of S/g along each rail across servers,
-    AllGather inside each server."""
+    AllGather inside each server: three collectives one after the other. Each rail ring is its own
+    communicator with one GPU per server, so it gets NCCL's channels for a partly used server."""
     groups = _by_server(net, ranks)
     g = len(groups[0])
     if len({len(x) for x in groups}) != 1:
@@ -272,7 +273,7 @@ def _hierarchical(net: Net, ranks: np.ndarray, lib: Library) -> list[Phase]:
         src = np.concatenate(rails)
         dst = np.concatenate([np.roll(r, -1) for r in rails])
         phases.append(Phase(src, dst, np.full(len(src), 1.0 / (g * m)), 2 * (m - 1), "inter-server rail rings", 2 * (m - 1),
-                            2 * (m - 1), conns=_channels(net, ranks, lib), ring=True))
+                            2 * (m - 1), conns=_channels(net, rails[0], lib), ring=True))
     if g > 1:
         phases.append(Phase(phases[0].src, phases[0].dst, phases[0].frac, g - 1, "intra-server all-gather", g - 1, ring=True))
     return phases
