@@ -206,3 +206,4 @@ collectives: [{name: c, op: allreduce, sizes: [8 B], channels: 0}]
     text = "\n".join(d.format() for d in e.value.diagnostics)
     assert "n.yaml:3:" in text and "nccl.channels_per_nic" in text
     assert "n.yaml:4:" in text and "collectives[0].channels" in text
+    assert "'0' is out of range (expected greater than or equal to 1)" in text

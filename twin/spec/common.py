@@ -75,9 +75,14 @@ IndexList = Annotated[
 
 
 def _parse_count(v: Any) -> Any:
-    """'405B', '70B', '8M' -> numbers: model sizes are written the way people say them."""
+    """'405B', '70B', '8M' -> numbers: model sizes are written the way people say them. '405e9' too:
+    YAML 1.1 reads an exponent without a dot as a string.
+
+    >>> _parse_count("405B"), _parse_count("405e9"), _parse_count(" 1.5 K ")
+    (405000000000.0, 405000000000.0, 1500.0)
+    """
     if isinstance(v, str):
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMBT]?)\s*", v)
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*([KMBT]?)\s*", v)
         if not m:
             raise ValueError(f"'{v}' is not a count; expected e.g. 405B or 405e9")
         return float(m.group(1)) * {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}[m.group(2)]
@@ -89,6 +94,6 @@ Count = Annotated[
     Field(gt=0),
     BeforeValidator(_parse_count),
     WithJsonSchema({"anyOf": [{"type": "number", "exclusiveMinimum": 0},
-                              {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*[KMBT]?\s*$"}],
+                              {"type": "string", "pattern": r"^\s*\d+(\.\d+)?([eE][+-]?\d+)?\s*[KMBT]?\s*$"}],
                     "description": "a count such as 405e9 or '405B'"}),
 ]

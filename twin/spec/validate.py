@@ -193,7 +193,7 @@ def pydantic_diagnostics(src: Source, exc: ValidationError) -> list[Diagnostic]:
             expected = msg.replace("Input should be ", "").replace("a valid ", "")
             msg = f"wrong type: got {_short(err.get('input'))!r}"
         elif typ in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "too_short", "too_long", "string_pattern_mismatch"):
-            expected = msg.replace("Input should ", "").replace("String should ", "")
+            expected = msg.replace("Input should be ", "").replace("Input should ", "").replace("String should ", "")
             msg = f"{_short(err.get('input'))!r} is out of range" if "than" in typ else f"{_short(err.get('input'))!r} is not valid"
         out.append(diagnostic(src, Severity.ERROR, loc, msg, expected))
     return list(dict.fromkeys(out))
