@@ -157,6 +157,50 @@ def solve_hall(h: Hall, pue: float, groups: list[tuple[int, int]], types: list[N
     r.solution_loader.load_vars()
     gpu = {groups[g][0]: sorted(rs_of(p) for p in Pf if pyo.value(m.x[g, p]) > 0.5) for g in G}
     net = {t: sorted(rs_of(q) for q in Q if pyo.value(m.u[t, q]) > 0.5) for t in T}
+    canonical_zones(groups, types, w_gpu, w_net, ext, gpu, net)
     bound = r.best_objective_bound if r.best_objective_bound is not None else r.best_feasible_objective
     return HallResult(gpu, net, float(r.best_feasible_objective), float(bound), status, time.perf_counter() - t0,
                       len(fidx) + len(hidx) + len(Pf) * len(G) + len(Q) * len(T))
+
+
+def _profile(g: int, groups, types: list[NetType], w_gpu, w_net, ext) -> tuple | None:
+    """What the hall model knows of group ``g``'s zone, without its name: its GPU racks, its own
+    network racks and every fiber weight they have; None if it has links to another zone's racks."""
+    z = groups[g][0]
+    own = sorted((t for t in range(len(types)) if types[t].zone == z), key=lambda t: types[t].role)
+    shared = [t for t in range(len(types)) if types[t].zone is None]
+    others = [t for t in range(len(types)) if t not in own and t not in shared]
+    if any(w_gpu.get((g, t), 0.0) for t in others):
+        return None
+    if any(w_net.get((min(t, u), max(t, u)), 0.0) for t in own for u in others):
+        return None
+    kinds = tuple((types[t].role, types[t].count, types[t].switches, types[t].power, types[t].weight,
+                   w_gpu.get((g, t), 0.0), ext.get(t, 0.0)) for t in own)
+    to_shared = tuple(w_gpu.get((g, s), 0.0) for s in shared)
+    net_net = tuple(w_net.get((min(t, u), max(t, u)), 0.0) for t in own for u in own + shared if t != u)
+    return (groups[g][1], kinds, to_shared, net_net)
+
+
+def canonical_zones(groups, types: list[NetType], w_gpu, w_net, ext, gpu: dict, net: dict) -> None:
+    """Relabel interchangeable zones in place so that the lowest zone holds the first positions.
+
+    Zones whose GPU racks, own network racks and fiber weights are the same are symmetric in the hall
+    model: any permutation of them scores the same, and which one the solver returns depends on its
+    version and seed. Sorting the zones' position sets and handing them out in zone order gives one
+    answer for every solver (byte-identical builds)."""
+    classes: dict[tuple, list[int]] = {}
+    for g in range(len(groups)):
+        prof = _profile(g, groups, types, w_gpu, w_net, ext)
+        if prof is not None:
+            classes.setdefault(prof, []).append(g)
+    for members in classes.values():
+        if len(members) < 2:
+            continue
+        zones = sorted(groups[g][0] for g in members)
+        own = {z: sorted((t for t in range(len(types)) if types[t].zone == z), key=lambda t: types[t].role) for z in zones}
+        bundles = sorted((gpu[z], [net[t] for t in own[z]]) for z in zones)
+        for z, (gp, nets) in zip(zones, bundles):
+            gpu[z] = gp
+            for t, pos in zip(own[z], nets):
+                net[t] = pos
+

@@ -14,8 +14,9 @@ status, bound and gap, the naive fill for comparison, the GPU power-cap trade-of
 
 Objective, in order: GPUs placed (stage 1: all or a diagnosis), fiber metres (stage 2), and as a tie
 breaker the peak row load (spreading load evens the busways and blocks; with 2N dual-corded racks A
-and B carry equal halves by construction). HiGHS runs single-threaded with a fixed seed, and ids are
-assigned by position order, so the same spec gives the same bytes.
+and B carry equal halves by construction). HiGHS runs single-threaded with a fixed seed, identical zones
+of a hall are relabelled in position order (:func:`.hall_milp.canonical_zones`), and ids are assigned by
+position order, so the same spec gives the same bytes.
 """
 
 from __future__ import annotations
