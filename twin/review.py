@@ -136,6 +136,9 @@ def twin_figures(r: dict | None, add: Callable) -> None:
         add("twin", f"twin.busbw.{e['name']}", f"AllReduce busbw at {r['sizes'][big] / 2**30:g} GiB, {e['name']}", round(e["busbw_GBps"][big], 2), "GB/s")
         if e["max_over_mean"] is not None:
             add("twin", f"twin.load.{e['name']}", f"max/mean fabric link load, {e['name']}", round(e["max_over_mean"], 3))
+        if e.get("hierarchical_busbw_GBps") is not None:
+            add("twin", f"twin.hier_busbw.{e['name']}", f"hierarchical AllReduce busbw at {r['sizes'][big] / 2**30:g} GiB, {e['name']}",
+                round(e["hierarchical_busbw_GBps"], 2), "GB/s")
     j = r.get("job")
     if j and "schemes" in j:
         for s in j["schemes"]:
