@@ -255,9 +255,8 @@ def _tree(net: Net, ranks: np.ndarray, lib: Library) -> tuple[list[Phase], str]:
 
 
 def _hierarchical(net: Net, ranks: np.ndarray, lib: Library) -> list[Phase]:
-    """ReduceScatter inside each server (NVLink), AllReduce of S/g along each rail across servers,
-    AllGather inside each server: three collectives one after the other. Each rail ring is its own
-    communicator with one GPU per server, so it gets NCCL's channels for a partly used server."""
+    """ReduceScatter in each server (NVLink), AllReduce of S/g along each rail (its own communicator of
+    one GPU per server: NCCL's channels for a partly used server), AllGather in each server."""
     groups = _by_server(net, ranks)
     g = len(groups[0])
     if len({len(x) for x in groups}) != 1:
