@@ -163,11 +163,15 @@ def solve_hall(h: Hall, pue: float, groups: list[tuple[int, int]], types: list[N
                       len(fidx) + len(hidx) + len(Pf) * len(G) + len(Q) * len(T))
 
 
+def own_types(types: list[NetType], zone: int) -> list[int]:
+    """Indices of the network rack types that serve ``zone`` alone, by role."""
+    return sorted((t for t in range(len(types)) if types[t].zone == zone), key=lambda t: types[t].role)
+
+
 def _profile(g: int, groups, types: list[NetType], w_gpu, w_net, ext) -> tuple | None:
     """What the hall model knows of group ``g``'s zone, without its name: its GPU racks, its own
     network racks and every fiber weight they have; None if it has links to another zone's racks."""
-    z = groups[g][0]
-    own = sorted((t for t in range(len(types)) if types[t].zone == z), key=lambda t: types[t].role)
+    own = own_types(types, groups[g][0])
     shared = [t for t in range(len(types)) if types[t].zone is None]
     others = [t for t in range(len(types)) if t not in own and t not in shared]
     if any(w_gpu.get((g, t), 0.0) for t in others):
@@ -197,7 +201,7 @@ def canonical_zones(groups, types: list[NetType], w_gpu, w_net, ext, gpu: dict, 
         if len(members) < 2:
             continue
         zones = sorted(groups[g][0] for g in members)
-        own = {z: sorted((t for t in range(len(types)) if types[t].zone == z), key=lambda t: types[t].role) for z in zones}
+        own = {z: own_types(types, z) for z in zones}
         bundles = sorted((gpu[z], [net[t] for t in own[z]]) for z in zones)
         for z, (gp, nets) in zip(zones, bundles):
             gpu[z] = gp

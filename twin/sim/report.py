@@ -137,17 +137,21 @@ def design_results(d) -> dict | None:
     out = {"gpus": int(net.n_gpus), "racks": len(set(net.server_rack)), "protocol_efficiency": PROTOCOL_EFFICIENCY,
            "sizes": REPORT_SIZES, "load_bin": LOAD_BIN, "schemes": []}
     lib = Library(nic_latency=d.spec.chassis.nic_latency)
-    out["channels_per_nic"] = channels_per_nic(net, ranks, lib)
+    out["channels_per_nic"] = {}
     loads = []
     for s in schemes:
         tm = coll.time_collective(net, "allreduce", "ring", ranks, s, keep_load=True, lib=lib)
+        hier = hierarchical(net, ranks, s, lib)
+        out["channels_per_nic"]["ring"] = tm.cost.channels
+        if hier:
+            out["channels_per_nic"]["hierarchical"] = hier.cost.channels
         ph = tm.phases[0]
         loads.append(ph.load if ph.load is not None else np.zeros(net.n_arcs))
         x = loads[-1][sw & (loads[-1] > 0)]
         out["schemes"].append({"name": s.name, "busbw_GBps": [tm.busbw(z) / 1e9 for z in REPORT_SIZES],
                                "time_ms": [tm.time(z) * 1e3 for z in REPORT_SIZES],
                                "max_over_mean": float(x.max() / x.mean()) if len(x) else None,
-                               "hierarchical_busbw_GBps": hierarchical_busbw(net, ranks, s, lib)})
+                               "hierarchical_busbw_GBps": hier.busbw(REPORT_SIZES[-1]) / 1e9 if hier else None})
     support = sw & (loads[-1] > 0)  # the links spraying uses: every link a shortest path may take
     for e, load in zip(out["schemes"], loads):
         x = load[support]
@@ -159,31 +163,16 @@ def design_results(d) -> dict | None:
     return out
 
 
-def channels_per_nic(net, ranks, lib) -> dict[str, int]:
-    """Connections per NIC of the flat ring and of the hierarchical AllReduce's rail rings (where the
-    servers hold the same number of ranks)."""
-    from . import collectives as coll
-
-    out = {}
-    for a in ("ring", "hierarchical"):
-        try:
-            out[a] = max(ph.conns for ph in coll.plan(net, "allreduce", a, ranks, lib=lib)[0])
-        except ValueError:
-            continue
-    return out
-
-
-def hierarchical_busbw(net, ranks, scheme, lib) -> float | None:
-    """Hierarchical AllReduce busbw (GB/s) at the report's largest size: NVLink inside each server,
-    one ring per rail across servers (a communicator of one GPU per server: 4 channels per NIC). None
-    where servers hold different numbers of the ranks."""
+def hierarchical(net, ranks, scheme, lib):
+    """The hierarchical AllReduce timed under ``scheme`` (NVLink inside each server, one ring per rail
+    across servers: a communicator of one GPU per server, with NCCL's channels for that), or None where
+    servers hold different numbers of the ranks."""
     from . import collectives as coll
 
     try:
-        tm = coll.time_collective(net, "allreduce", "hierarchical", ranks, scheme, lib=lib)
+        return coll.time_collective(net, "allreduce", "hierarchical", ranks, scheme, lib=lib)
     except ValueError:
         return None
-    return tm.busbw(REPORT_SIZES[-1]) / 1e9
 
 
 def channels_note(ch: dict) -> str:
