@@ -28,8 +28,8 @@ GOAL_S, GOAL_GIB = 60.0, 4.0
 def run_case(out: str) -> dict:
     """One build in this process: the stages' wall and CPU seconds, the artifacts written."""
     from twin.build import manifest, write_atomically
+    from twin.compiler.pipeline import compile_design
     from twin.emit import emit_all
-    from twin.pipeline import compile_design
 
     stages: list[list] = []
     mark = [time.perf_counter(), time.process_time()]

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from twin.sweep import engine  # noqa: E402
-from twin.sweep.language import load_sweep  # noqa: E402
+from twin.sweep.load import load_sweep  # noqa: E402
 from twin.sweep.output import write  # noqa: E402
 from twin.sweep.worker import evaluate, peak_rss_bytes  # noqa: E402
 

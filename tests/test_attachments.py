@@ -15,12 +15,12 @@ import pytest
 from fabric_helpers import variant
 
 import twin
-from twin.address.pools import needs
+from twin.compiler.fabric.synthesis import mismatches
+from twin.compiler.pipeline import check
+from twin.compiler.resolve.pools import needs
 from twin.emit import bom as bom_emit
 from twin.emit import configs_ib
-from twin.fabric.shape import mismatches
-from twin.pipeline import check
-from twin.spec import Severity
+from twin.lang.diagnostics import Severity
 from twin.verify import ib
 
 UFM = {"name": "ufm", "kind": "subnet-manager", "tier": "spine", "count": 2, "ports": 1, "speed": "400 Gbit/s",

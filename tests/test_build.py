@@ -126,8 +126,8 @@ def test_validate_cli_exit_codes(tmp_path):
 
 
 def test_schema_is_current(root):
+    from twin.lang.site.reference import render
     from twin.schema import schema_text
-    from twin.spec.reference import render
 
     assert (root / "schemas" / "reference.md").read_text() == render(), "schemas/reference.md is stale: run `twin schema`"
     committed = (root / "schemas" / "twin-site.schema.json").read_text()

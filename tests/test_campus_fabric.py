@@ -12,8 +12,8 @@ import pytest
 from conftest import SITES, compiled
 
 import twin
+from twin.compiler.fabric.synthesis import mismatches
 from twin.emit import configs
-from twin.fabric.shape import mismatches
 from twin.physics import FIBER_DELAY_S_PER_M
 from twin.verify.roce import Topology, predict
 

@@ -10,10 +10,11 @@ import yaml
 from conftest import SITES, compiled
 
 import twin
-from twin.catalog import builtin
+from twin.analysis import headroom as distance
+from twin.lang.catalog import builtin
 from twin.physics import FIBER_DELAY_S_PER_M, lossless_reach, pfc_xoff
-from twin.sim import collectives as coll
-from twin.sim import distance, routing, topology
+from twin.twins.net import collectives as coll
+from twin.twins.net import routing, topology
 
 LAB = (SITES / "lab-campus.yaml").read_text()
 MTU = 9216
@@ -102,8 +103,8 @@ def test_latency_share_of_a_ring_across_buildings():
 
 
 def test_jobs_report_their_latency_share():
-    from twin.sim.run import simulate
-    from twin.sim.scenario import parse_scenario
+    from twin.lang.scenario.models import parse_scenario
+    from twin.twins.run import simulate
 
     scn, src = parse_scenario("name: t\nrouting: [{name: e, scheme: e-ecmp, qps: 16}]\njobs: [{workload: lab-llama-8b}]\n")
     out = simulate(compiled("lab-2zone"), scn, src).data["cases"][0]["jobs"][0]["schemes"][0]

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SITES, compiled, emitted
 
-from twin.config.sonic import headroom
-from twin.config.targets import SONIC, config_target
+from twin.compiler.config.sonic import headroom
+from twin.compiler.resolve.targets import SONIC, config_target
+from twin.compiler.resolve.validate import load_spec, validate_text
 from twin.emit import configs, configs_ib
-from twin.spec import Severity, validate_text
-from twin.spec.validate import load_spec
+from twin.lang.diagnostics import Severity
 from twin.verify import ib
 
 MODELS = ROOT.parent / "shared" / "reference" / "sonic-yang" / "models"
@@ -337,7 +337,7 @@ def line_of(text: str, needle: str) -> int:
 def test_a_sonic_switch_without_a_port_map_is_a_located_error(tmp_path):
     from typer.testing import CliRunner
 
-    from twin.cli import app
+    from twin.cli.app import app
 
     text = LAB.replace("    rtsw: minipack2\n", "    rtsw: wedge400\n")
     (e,) = errors(text)

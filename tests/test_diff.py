@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from twin.build import build
-from twin.diff import diff
+from twin.diff.compare import diff
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +30,7 @@ import sys  # noqa: E402
 import pytest  # noqa: E402
 from conftest import compiled  # noqa: E402
 
-from twin.diff import compare, folder_side, spec_side  # noqa: E402
+from twin.diff.compare import compare, folder_side, spec_side  # noqa: E402
 
 
 def twin_cli(*args, cwd=ROOT):

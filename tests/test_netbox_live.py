@@ -22,7 +22,7 @@ import yaml
 from conftest import ROOT, SITES, compiled
 
 from twin.emit.netbox import table_csv
-from twin.netbox.objects import Table, device_name, import_set, nic_end
+from twin.emit.netbox_objects import Table, device_name, import_set, nic_end
 
 pytestmark = pytest.mark.netbox
 SHARED_KEY = {"extras.tag": ("slug", "/api/extras/tags/"), "dcim.manufacturer": ("name", "/api/dcim/manufacturers/"),

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from fabric_helpers import compile_naive, variant
 
-from twin.fabric.shape import mismatches
-from twin.pipeline import check
-from twin.sim import routing, topology
-from twin.spec import Severity
+from twin.compiler.fabric.synthesis import mismatches
+from twin.compiler.pipeline import check
+from twin.lang.diagnostics import Severity
+from twin.twins.net import routing, topology
 
 # a 256-port InfiniBand switch for the example (figures assumed: only the port count matters)
 BIG = {"switches": {"ib256": {

@@ -134,10 +134,10 @@ def test_build_with_a_scenario_carries_every_twin(tmp_path, browser, built):
 
     from twin.build import build
     from twin.emit.report import normalise_blank_lines
-    from twin.sim.power.report import markdown_section
-    from twin.sim.reliability.report import markdown as campaign_markdown
-    from twin.sim.run import simulate
-    from twin.sim.scenario import load_scenario
+    from twin.emit.report_power import markdown_section
+    from twin.emit.report_reliability import markdown as campaign_markdown
+    from twin.lang.scenario.models import load_scenario
+    from twin.twins.run import simulate
 
     root = compiled("lab-2zone").spec.source_path.rsplit("/sites/", 1)[0]
     scenario = f"{root}/scenarios/lab-twins.yaml"

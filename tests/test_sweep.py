@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from twin.spec.diagnostics import SpecError
+from twin.lang.diagnostics import SpecError
 from twin.sweep import engine
-from twin.sweep.language import load_sweep
+from twin.sweep.load import load_sweep
 from twin.sweep.output import write
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -174,8 +174,8 @@ def test_interrupted_sweep_keeps_finished_results(tmp_path):
 def test_help_lists_every_named_figure():
     from typer.testing import CliRunner
 
-    from twin.cli import app
-    from twin.sweep.figures import FIGURES
+    from twin.analysis.figures import FIGURES
+    from twin.cli.app import app
 
     text = " ".join(CliRunner().invoke(app, ["sweep", "--help"], terminal_width=200).output.split())
     assert [f for f in FIGURES if f not in text] == []

@@ -15,11 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from . import __version__
-from .design import Design
-from .emit import emit_all
-from .emit.design_json import dumps
-from .pipeline import compile_design
+from twin.compiler.design import Design
+from twin.compiler.pipeline import compile_design
+from twin.emit import emit_all
+from twin.emit.design_json import dumps
+from twin.twins.default import design_results
+from twin.twins.results import Runs
+from twin.version import __version__
 
 MANIFEST = "manifest.json"
 
@@ -61,26 +63,34 @@ def render(spec_path: str | Path, scenario: str | Path | None = None, progress: 
     located in its file). ``twin build`` writes these; ``twin diff`` compares them."""
     loaded = None
     if scenario is not None:
-        from .sim.scenario import load_scenario
+        from twin.lang.scenario.models import load_scenario
 
         loaded = load_scenario(scenario)
     design = compile_design(spec_path, progress=progress)
+    runs = run_twins(design, loaded and (str(scenario), loaded), progress)
     if progress:
         progress("emit")
-    overrides = {}
-    if loaded is not None:
-        from .emit import report
-        from .sim.run import simulate
-
-        if progress:
-            progress("simulate")
-        data = simulate(design, *loaded).data
-        overrides[report.emit] = lambda d: report.emit(d, (str(scenario), data))
-    files = emit_all(design, overrides)
+    files = emit_all(design, runs)
     for rel in files:
         _check_relative(rel)
     files[MANIFEST] = manifest(design, files, scenario)
     return design, files
+
+
+def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progress: Callable[[str], None] | None = None) -> Runs:
+    """The twins a build runs, once: the default run (the report's twin section, its pictures and
+    review.json) and, with ``scenario`` ((file, loaded scenario)), that scenario's twins."""
+    if progress:
+        progress("twin")
+    default = design_results(design)
+    data = None
+    if scenario is not None:
+        from twin.twins.run import simulate
+
+        if progress:
+            progress("simulate")
+        data = (scenario[0], simulate(design, *scenario[1]).data)
+    return Runs(default, data)
 
 
 def build(spec_path: str | Path, out: str | Path | None = None, progress: Callable[[str], None] | None = None,

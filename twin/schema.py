@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .resources import data_dir, in_checkout
-from .spec.hall_types import SiteInput
+from twin.lang.site.hall_types import SiteInput
+from twin.resources import data_dir, in_checkout
 
 SCHEMA_FILE = "twin-site.schema.json"
 REFERENCE_FILE = "reference.md"
@@ -27,7 +27,7 @@ def schema_text() -> str:
 
 def schema_files(schema_path: Path) -> dict[Path, str]:
     """What the schema at ``schema_path`` and the reference beside it should read."""
-    from .spec.reference import render
+    from twin.lang.site.reference import render
 
     return {schema_path: schema_text(), schema_path.with_name(REFERENCE_FILE): render()}
 

@@ -11,11 +11,11 @@ import io
 
 import numpy as np
 
-from ..design import Design
-from ..physics import FIBER_DELAY_S_PER_M, HEADROOM_SHARE, PFC_RESPONSE_S
-from ..sim import distance
-from ..spec.units import kw
-from .markdown import pct, table
+from twin.analysis import headroom as distance
+from twin.compiler.design import Design
+from twin.emit.markdown import pct, table
+from twin.lang.units import kw
+from twin.physics import FIBER_DELAY_S_PER_M, HEADROOM_SHARE, PFC_RESPONSE_S
 
 TRUNK_COLUMNS = ["building_a", "building_b", "route_m", "route", "one_way_us", "links", "optics", "fibers_in_use",
                  "fibers_with_spare", "trunk_cables", "fibers_per_cable", "panels_per_end", "fibers_per_panel"]

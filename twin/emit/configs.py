@@ -1,9 +1,9 @@
 """Switch configurations: FRR per switch, SONiC config_db.json, Arista EOS, and the verify topology.
 
-Which targets a switch gets (:func:`twin.config.targets.config_target`): every routed switch gets an
+Which targets a switch gets (:func:`twin.compiler.resolve.targets.config_target`): every routed switch gets an
 FRR config (the routing stack of SONiC and the model that ``twin verify`` runs); switches of an Arista
 model get an EOS config (Jinja2), every other Ethernet switch a SONiC config_db.json (dictionaries,
-:mod:`twin.config.sonic`). ``configs/frr/topology.json`` lists the links, host attachments and the
+:mod:`twin.compiler.config.sonic`). ``configs/frr/topology.json`` lists the links, host attachments and the
 design's predictions' inputs (ASNs, ECMP width) so that ``twin verify`` needs nothing but the
 generated folder.
 """
@@ -14,11 +14,11 @@ import gc
 import ipaddress
 import json
 
-from ..config import sonic
-from ..config.intent import Intent
-from ..config.render import render
-from ..config.targets import EOS, config_target
-from ..design import Design
+from twin.compiler.config import sonic
+from twin.compiler.config.intent import Intent
+from twin.compiler.config.render import render
+from twin.compiler.design import Design
+from twin.compiler.resolve.targets import EOS, config_target
 
 FRR_TEMPLATE = {r: f"frr/{r}.conf.j2" for r in ("rtsw", "ctsw", "atsw", "cssw")}
 EOS_TEMPLATE = {r: f"eos/{r}.cfg.j2" for r in ("rtsw", "ctsw", "atsw", "cssw")}

@@ -17,10 +17,10 @@ the GPU HCAs are listed as compute nodes and the attachments as I/O nodes (``cn_
 
 from __future__ import annotations
 
-from ..config.render import render
-from ..config.targets import ib_rate
-from ..design import Design
-from ..fabric.ports import port_names
+from twin.compiler.config.render import render
+from twin.compiler.design import Design
+from twin.compiler.fabric.ports import port_names
+from twin.compiler.resolve.targets import ib_rate
 
 SWITCH_GUID = 0x0002C90300000000  # NVIDIA OUI 00:02:c9, switches
 HCA_GUID = 0x0002C90400000000  # HCAs: node GUID; ibsim gives port 1 the node GUID + 1, hence steps of 2
@@ -120,7 +120,7 @@ def partitions_conf(design: Design, gid: dict[str, int]) -> str:
         else:
             bad = [m for m in p.members if m > len(hcas)]
             if bad:
-                from ..spec.diagnostics import InfeasibleError
+                from twin.lang.diagnostics import InfeasibleError
 
                 raise InfeasibleError([f"fabric.infiniband.partitions.{p.name}: GPU {bad[0]} does not exist (the fabric has {len(hcas)} GPUs)"])
             members = ", ".join(f"0x{gid[hcas[m - 1]] + 1:016x}=full" for m in p.members) + ", ALL_SWITCHES=full, SELF=full"

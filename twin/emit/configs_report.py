@@ -10,8 +10,8 @@ from __future__ import annotations
 import ipaddress
 from collections import defaultdict
 
-from ..design import Design
-from .markdown import table
+from twin.compiler.design import Design
+from twin.emit.markdown import table
 
 
 def section(d: Design) -> str | None:
@@ -29,7 +29,7 @@ def section(d: Design) -> str | None:
     a = d.addressing
     if a is None:
         return None
-    from ..config.intent import ecmp_widths
+    from twin.compiler.config.intent import ecmp_widths
 
     g = fabric.graph
     widths = ecmp_widths(fabric)

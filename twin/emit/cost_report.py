@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..cost import cost
-from ..design import Design
-from ..spec.units import kw
-from .markdown import pct, table
+from twin.compiler.cost import cost
+from twin.compiler.design import Design
+from twin.emit.markdown import pct, table
+from twin.lang.units import kw
 
 
 def usd(x: float) -> str:

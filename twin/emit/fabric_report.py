@@ -6,10 +6,10 @@ from collections import Counter
 
 import numpy as np
 
-from ..design import Design
-from ..fabric import cabling as cabling_pass
-from ..fabric.figures import compute
-from .markdown import pct, table
+from twin.compiler.design import Design
+from twin.compiler.fabric import cabling as cabling_pass
+from twin.compiler.fabric.figures import compute
+from twin.emit.markdown import pct, table
 
 
 def _tb(bps: float) -> str:
@@ -58,12 +58,12 @@ def fabric_section(d: Design) -> str | None:
 def parallel_link_notes(tiers: list, trees: int = 1) -> list[str]:
     """Why a fat-tree tier sends several links to the same upper switch, where it does.
 
-    The tree wiring (``twin.fabric.fat_tree``) gives every up-port its own next hop whenever the tree
+    The tree wiring (``twin.compiler.resolve.fat_tree``) gives every up-port its own next hop whenever the tree
     has enough upper switches to allow it; the two cases where it cannot are a tree whose upper tier
     is smaller than a switch's up-ports (a 2-tier tree of fewer than 2h leaves; ``trees`` counts the
     separate trees of a rail-only fabric) and the switches of a partial last pod. The report says
     which, because a failed upper switch takes all of its parallel links at once. (The AI-zone Clos
-    uses parallel links by design and documents them in ``twin.fabric.ai_zone``.)
+    uses parallel links by design and documents them in ``twin.compiler.fabric.ai_zone``.)
     """
     out = []
     for lower, upper in zip(tiers, tiers[1:]):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from .svg import INK, MUTED, Canvas
+from twin.emit.svg import INK, MUTED, Canvas
 
 TIER_COLOURS = {1: "#4e79a7", 2: "#f28e2b", 3: "#59a14f", 4: "#b07aa1"}
 NIC_COLOUR = "#bab0ac"

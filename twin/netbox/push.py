@@ -1,6 +1,6 @@
 """``twin netbox push``: write a design into a running NetBox through its REST API (pynetbox), idempotently.
 
-The objects are those of the bulk-import set (:func:`twin.netbox.objects.import_set`), so a push and a
+The objects are those of the bulk-import set (:func:`twin.emit.netbox_objects.import_set`), so a push and a
 file import make the same NetBox. Each object is found by its natural key (a site, rack or device by
 name, an interface by device and name, a cable by its two ends) and
 
@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..design import Design
-from .objects import NAME_MAX, TAG, Table, import_set, long_names
+from twin.compiler.design import Design
+from twin.emit.netbox_objects import NAME_MAX, TAG, Table, import_set, long_names
 
 # (pynetbox app, endpoint) per NetBox model; which column names the object (its key); which columns
 # refer to another model's object (resolved to ids); how the other columns are typed in the API.

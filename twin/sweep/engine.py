@@ -27,10 +27,10 @@ from typing import Any
 
 import yaml
 
-from .. import __version__
-from .language import Sweep
-from .paths import apply
-from .worker import evaluate, peak_rss_bytes
+from twin.lang.sweep.models import Sweep
+from twin.lang.sweep.paths import apply
+from twin.sweep.worker import evaluate, peak_rss_bytes
+from twin.version import __version__
 
 
 class SchedulerError(RuntimeError):

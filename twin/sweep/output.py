@@ -21,8 +21,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .engine import Outcome
-from .language import Sweep
+from twin.lang.sweep.models import Sweep
+from twin.sweep.engine import Outcome
 
 BASE = ["variant", "label", "spec_hash", "status", "error"]
 Y = "delivered_tokens_per_day"

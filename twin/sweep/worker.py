@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..spec.diagnostics import InfeasibleError, Severity, SpecError
-from .figures import build_figures, sim_figures
+from twin.analysis.figures import build_figures, sim_figures
+from twin.lang.diagnostics import InfeasibleError, Severity, SpecError
 
 MAX_MESSAGES = 5
 
@@ -53,9 +53,9 @@ def evaluate(payload: dict[str, Any]) -> dict[str, Any]:
     ``job`` (1-based), ``scheme``, ``wanted`` (path figures). Status is ``ok``, ``invalid`` (the spec or
     the scenario), ``infeasible`` (a valid design that does not fit) or ``error`` (a twin failed).
     """
-    from ..pipeline import compile_design
-    from ..sim.run import simulate
-    from ..sim.scenario import parse_scenario
+    from twin.compiler.pipeline import compile_design
+    from twin.lang.scenario.models import parse_scenario
+    from twin.twins.run import simulate
 
     t0 = time.perf_counter()
     wanted = list(payload.get("wanted") or [])

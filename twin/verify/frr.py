@@ -30,8 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .netns import LabError, Namespaces, run
-from .preflight import frr_lib
+from twin.verify.netns import LabError, Namespaces, run
+from twin.verify.preflight import frr_lib
 
 VTYSH = "vtysh"
 

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .preflight import check_ib, umad2sim
+from twin.verify.preflight import check_ib, umad2sim
 
 
 class IbError(RuntimeError):

@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .frr import FrrLab, HostAttachment, Link, Switch, binaries, wait
-from .netns import require_root
+from twin.verify.frr import FrrLab, HostAttachment, Link, Switch, binaries, wait
+from twin.verify.netns import require_root
 
 
 @dataclass

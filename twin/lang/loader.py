@@ -1,0 +1,151 @@
+"""YAML loading that remembers where every value came from.
+
+We compose the YAML with PyYAML's *safe* loader (no tags that build Python objects) and convert the node
+tree ourselves, recording the line and column of every key and value under its path. Diagnostics found
+later (by pydantic or by the design checks) are keyed by a field path; this map turns the path into
+``FILE:LINE:COL`` so a user can jump to the spot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from twin.lang.diagnostics import Diagnostic, Severity
+
+try:  # the C loader is ~10x faster; fall back when libyaml is absent
+    _Loader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on the PyYAML build
+    _Loader = yaml.SafeLoader
+
+PathT = tuple[str | int, ...]
+MAX_BYTES = 16 * 1024 * 1024
+MAX_DEPTH = 64
+MAX_NODES = 2_000_000
+_PLAIN_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:omap"}
+
+
+@dataclass
+class Source:
+    """A loaded YAML document: plain data plus the position of every path in it.
+
+    ``inherited`` is filled by :func:`twin.lang.site.hall_types.expand`: for a path of an expanded hall that
+    came from its hall type, which hall and which type path (its position is the type's line).
+    ``moved`` is filled by :func:`twin.lang.site.campus.expand`: a hall written under a building
+    (``("halls", 5)`` -> ``("buildings", 1, "halls", 2)``).
+    """
+
+    path: str
+    data: Any
+    text: str
+    positions: dict[PathT, tuple[int, int]] = field(default_factory=dict)
+    inherited: dict[PathT, Any] = field(default_factory=dict)
+    moved: dict[PathT, PathT] = field(default_factory=dict)
+
+    def anchor(self, loc: PathT) -> PathT:
+        """The nearest path on ``loc`` (itself or an ancestor) that has a position; ``()`` if none."""
+        loc = tuple(loc)
+        while loc and loc not in self.positions:
+            loc = loc[:-1]
+        return loc
+
+    def locate(self, loc: PathT) -> tuple[int, int]:
+        """Best position for ``loc``: the value itself, else its nearest existing ancestor."""
+        return self.positions.get(self.anchor(loc), (1, 1))
+
+
+class LoadError(Exception):
+    def __init__(self, diagnostics: list[Diagnostic]):
+        super().__init__("; ".join(d.message for d in diagnostics))
+        self.diagnostics = diagnostics
+
+
+def load_text(text: str, path: str = "<string>") -> Source:
+    """Parse ``text`` into a :class:`Source`; raise :class:`LoadError` with positioned diagnostics."""
+    if len(text.encode("utf-8", "replace")) > MAX_BYTES:
+        raise LoadError([Diagnostic(Severity.ERROR, path, 1, 1, (), "file is larger than 16 MiB")])
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        msg = " ".join(x for x in (e.context, e.problem) if x) or "invalid YAML"
+        raise LoadError([Diagnostic(Severity.ERROR, path, line, col, (), f"YAML syntax: {msg}")]) from None
+    except yaml.YAMLError as e:
+        raise LoadError([Diagnostic(Severity.ERROR, path, 1, 1, (), f"YAML: {e}")]) from None
+    src = Source(path=path, data=None, text=text)
+    errors: list[Diagnostic] = []
+    if node is None:
+        raise LoadError([Diagnostic(Severity.ERROR, path, 1, 1, (), "the file is empty", "a site mapping")])
+    budget = [MAX_NODES]  # aliases can expand exponentially ("billion laughs"): cap the converted size
+    try:
+        src.data = _convert(node, (), src, errors, loader, 0, budget)
+    finally:
+        loader.dispose()
+    if errors:
+        raise LoadError(errors)
+    return src
+
+
+def load_file(path: str | Path) -> Source:
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise LoadError([Diagnostic(Severity.ERROR, str(path), 0, 0, (), f"cannot read: {e.strerror}")]) from None
+    if len(raw) > MAX_BYTES:
+        raise LoadError([Diagnostic(Severity.ERROR, str(path), 1, 1, (), "file is larger than 16 MiB")])
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise LoadError([Diagnostic(Severity.ERROR, str(path), 1, 1, (), f"not UTF-8 text ({e.reason})")]) from None
+    return load_text(text, str(path))
+
+
+def _convert(
+    node: yaml.Node, loc: PathT, src: Source, errors: list[Diagnostic], loader, depth: int, budget: list[int]
+) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0:
+        if budget[0] == -1:
+            errors.append(Diagnostic(Severity.ERROR, src.path, 1, 1, (), "document expands to too many values (aliases?)"))
+        return None
+    pos = (node.start_mark.line + 1, node.start_mark.column + 1)
+    src.positions.setdefault(loc, pos)
+    if depth > MAX_DEPTH:
+        errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, "nesting deeper than 64 levels"))
+        return None
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_TAGS:
+        errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, f"YAML tag '{node.tag}' is not allowed", "plain YAML"))
+        return None
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, "YAML merge keys (<<) are not supported"))
+                continue
+            if not isinstance(key_node, yaml.ScalarNode):
+                kp = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                errors.append(Diagnostic(Severity.ERROR, src.path, *kp, loc, "a mapping key must be a plain scalar"))
+                continue
+            key = str(key_node.value)
+            kp = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            if key in out:
+                errors.append(
+                    Diagnostic(Severity.ERROR, src.path, *kp, loc + (key,), f"duplicate key '{key}'", "each key once")
+                )
+                continue
+            src.positions[loc + (key,)] = (value_node.start_mark.line + 1, value_node.start_mark.column + 1)
+            out[key] = _convert(value_node, loc + (key,), src, errors, loader, depth + 1, budget)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_convert(v, loc + (i,), src, errors, loader, depth + 1, budget) for i, v in enumerate(node.value)]
+    try:
+        return loader.construct_object(node, deep=True)
+    except yaml.YAMLError as e:
+        errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, f"YAML value: {getattr(e, 'problem', e)}"))
+        return None
