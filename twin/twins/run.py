@@ -23,6 +23,7 @@ from twin.twins.net import routing, topology
 from twin.twins.net.nccl import Library
 from twin.twins.net.topology import Net
 from twin.twins.reliability.campaign import run_campaign
+from twin.twins.results import SCHEMA_VERSION
 from twin.twins.workload import jobs as jobs_mod
 from twin.twins.workload import serving
 
@@ -175,6 +176,7 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
     net0 = _compile(design, g0, None)
     lib = library_of(scn, design)
     out: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
         "scenario": scn.name,
         "site": design.name if design is not None else "synthetic",
         "gpus": net0.n_gpus,
@@ -340,7 +342,7 @@ def _add_power(res: Result, design, scn: Scenario, src, jobs: list[dict], events
 
 
 def _power_only(design, scn: Scenario, src) -> Result:
-    out: dict[str, Any] = {"scenario": scn.name, "site": design.name if design is not None else "synthetic",
+    out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "scenario": scn.name, "site": design.name if design is not None else "synthetic",
                            "gpus": design.spec.gpus if design is not None else 0, "protocol_efficiency": scn.protocol_efficiency,
                            "step_overhead_us": scn.step_overhead * 1e6, "schemes": [], "notes": [], "cases": []}
     res = Result(out)
