@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from twin.lang.diagnostics import SpecError
-from twin.sweep.engine import Outcome, SchedulerError, run
-from twin.sweep.load import load_sweep
-from twin.sweep.output import write
+
+if TYPE_CHECKING:
+    from twin.sweep.engine import Outcome
 
 EXIT_INVALID = 2
 EXIT_INTERRUPTED = 130
@@ -21,6 +20,11 @@ EXIT_INTERRUPTED = 130
 
 def run_sweep(path: Path, output: Path | None, workers: int | None, scheduler: str | None, fresh: bool, timeout: float,
               as_json: bool, out: Console, err: Console, print_diags, emit_json) -> int:
+    # Dask and the twins load here, when a sweep runs: `twin --help` and the other commands skip them
+    from twin.sweep.engine import SchedulerError, run
+    from twin.sweep.load import load_sweep
+    from twin.sweep.output import write
+
     try:
         sw = load_sweep(path)
     except SpecError as e:
@@ -70,6 +74,8 @@ def _json_row(sw, oc: Outcome, v) -> dict:
 def _with_progress(sw, folder, workers, scheduler, fresh, timeout, err: Console) -> Outcome:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from twin.sweep.engine import run
+
     with Progress(TextColumn("sweep {task.fields[name]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.description}"), console=err, transient=False) as prog:
         task = prog.add_task("starting workers", total=sw.count, name=sw.name)
@@ -81,6 +87,8 @@ def _with_progress(sw, folder, workers, scheduler, fresh, timeout, err: Console)
 
 
 def _show(sw, oc: Outcome, folder: Path, files: dict, out: Console) -> None:
+    from rich.table import Table
+
     t = Table(title=f"sweep {sw.name}: {len(oc.variants)} variants ({oc.computed} computed, {oc.cached} from the cache)", title_justify="left")
     for col in ("#", "variant", "status", "s", *sw.figures):
         t.add_column(col, justify="left" if col in ("variant", "status") else "right")
