@@ -31,8 +31,6 @@ from .spec.diagnostics import Diagnostic, InfeasibleError, Severity, SpecError
 from .spec.resolve import Spec
 from .spec.validate import validate_file
 
-STAGES = ("placement", "fabric", "cabling", "bom", "addressing", "intent")
-
 
 @dataclass(frozen=True)
 class Checked:
