@@ -75,6 +75,8 @@ WARM: list = []  # the session's tests/netbox_warm.Warm, started when collection
 
 
 def pytest_collection_finish(session):
+    if session.config.option.collectonly:
+        return
     wanted = {f for item in session.items for f in getattr(item, "fixturenames", ())}
     if "netbox_package" in wanted or "netbox" in wanted:
         import netbox_warm
