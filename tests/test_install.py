@@ -22,6 +22,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from golden import differences, files_under
 
 ROOT = Path(__file__).resolve().parents[1]
 MAPPED = {"twin.templates": "templates", "twin.schemas": "schemas"}
@@ -31,10 +32,6 @@ IGNORED = (".git", "generated", "build", "dist", "*.egg-info", "__pycache__", ".
 
 def pyproject() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-
-
-def files_under(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def run(*args, cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
@@ -98,10 +95,8 @@ def test_wheel_install_rebuilds_lab_2zone(tmp_path):
     assert Path(where).resolve().is_relative_to(venv.resolve()), f"twin imported from {where}, not the venv"
 
     run(twin, "build", ROOT / "sites" / "lab-2zone.yaml", "-o", tmp_path / "out", "-q", cwd=work, env=env)
-    built, committed = files_under(tmp_path / "out"), files_under(ROOT / "generated" / "lab-2zone")
-    assert sorted(built) == sorted(committed)
-    differ = [rel for rel in committed if built[rel] != committed[rel]]
-    assert not differ, f"built from the wheel, these differ from generated/lab-2zone: {differ}"
+    diff = differences(files_under(tmp_path / "out"), files_under(ROOT / "generated" / "lab-2zone"))
+    assert not diff, f"built from the wheel, the build differs from generated/lab-2zone:\n{diff}"
 
     # The schema the wheel ships is the one its models produce; without a checkout there is nowhere
     # to write by default, so `twin schema` asks for -o (exit 2) instead of writing into site-packages.
