@@ -23,7 +23,7 @@ from conftest import ROOT, SITES, compiled
 from twin.emit.netbox import table_csv
 from twin.netbox.objects import Table, device_name, import_set, nic_end
 
-pytestmark = pytest.mark.netbox
+pytestmark = [pytest.mark.netbox, pytest.mark.slow]
 # `twin netbox push` needs pynetbox, the tests' own REST calls requests (pynetbox's dependency): without
 # them the module is skipped, so no NetBox is started for it
 pytest.importorskip("pynetbox", reason="pynetbox is not installed (a test extra: pip install -e '.[test]')")
