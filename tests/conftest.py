@@ -85,13 +85,20 @@ def browser():
 
 
 WARM: list = []  # the session's tests/netbox_warm.Warm, started when collection selects a NetBox test
+NETBOX_FIXTURES = {"netbox_package", "netbox"}
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The tests that need NetBox run last (in their order): its preparation, minutes on a fresh machine,
+    then overlaps the whole rest of the suite instead of keeping the suite waiting in the middle."""
+    items.sort(key=lambda item: bool(NETBOX_FIXTURES & set(getattr(item, "fixturenames", ()))))
 
 
 def pytest_collection_finish(session):
     if session.config.option.collectonly:
         return
     wanted = {f for item in session.items for f in getattr(item, "fixturenames", ())}
-    if "netbox_package" in wanted or "netbox" in wanted:
+    if NETBOX_FIXTURES & wanted:
         import netbox_warm
 
         WARM.append(netbox_warm.Warm(want_server="netbox" in wanted))
