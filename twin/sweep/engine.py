@@ -143,8 +143,9 @@ def connect(scheduler: str | None, workers: int | None, timeout: float = 10.0):
             raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler!r} within {timeout:g} s: {e}") from None
     n = workers or os.cpu_count() or 1
     try:
+        # the scheduler's HTTP server (on even without a dashboard) on a free loopback port, not 8787 shared with any other cluster
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR)
+                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, silence_logs=logging.ERROR)
     except Exception as e:  # no sockets, no fork: say so instead of a traceback
         raise SchedulerError(f"cannot start a local Dask cluster of {n} worker processes: {e}") from None
     return Client(cluster, set_as_default=False)

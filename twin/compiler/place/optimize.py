@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import time
-import tracemalloc
 
 from twin.compiler.place import diagnose, naive, powercap
 from twin.compiler.place.assign import Assignment, assign, hall_capacity
@@ -206,14 +205,3 @@ def placed_racks(spec, asg: Assignment, types_by_hall, results, halls) -> list[P
 
 def _hall_order(halls, name: str) -> int:
     return [h.name for h in halls].index(name)
-
-
-def peak_memory(fn, *args):
-    """(result, peak MiB) of ``fn(*args)`` under tracemalloc (Python allocations; for the benchmark)."""
-    tracemalloc.start()
-    try:
-        out = fn(*args)
-        _cur, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return out, peak / 2**20
