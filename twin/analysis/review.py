@@ -65,17 +65,14 @@ def fabric_figures(d: Design, add: Callable) -> None:
     for bd in d.spec.shape.boundaries:
         if bd.built is not None:
             add("fabric", f"oversubscription.{bd.name}", f"oversubscription below {bd.name} (down:up)", round(bd.built, 3), ":1")
-    if d.addressing is not None:
-        from twin.compiler.config.intent import ecmp_widths
-
-        widths = ecmp_widths(f)
-        cap = d.spec.fabric.routing.ecmp_width
-        per_role: dict[str, set[int]] = {}
-        for n, w in widths.items():
-            per_role.setdefault(g.nodes[n]["role"], set()).add(w if cap is None else min(w, cap))
+    if d.intent is not None:  # the width each switch is configured with (maximum-paths), from the intent
+        per_role: dict[str, int] = {}
+        for n, sw in d.intent.switches.items():
+            role = g.nodes[n]["role"]
+            per_role[role] = max(per_role.get(role, 0), sw["maximum_paths"])
         for role in f.roles:
             if role in per_role:
-                add("fabric", f"ecmp.{role}", f"ECMP width (maximum-paths) of {role}", max(per_role[role]))
+                add("fabric", f"ecmp.{role}", f"ECMP width (maximum-paths) of {role}", per_role[role])
     plan = d.cabling
     if plan is not None:
         add("cabling", "cables", "cables", len(plan))
