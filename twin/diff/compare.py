@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 
 from twin.analysis.registry import lookup
 from twin.build import MANIFEST, render
+from twin.twins.results import SCHEMA_VERSION
 
 ROLES = ("rtsw", "ctsw", "atsw", "leaf", "spine", "super", "core")
 # review.json keys of folders built before the figure registry (issue 23): old key -> (name, factor to its unit)
@@ -70,8 +71,11 @@ def folder_side(folder: str | Path) -> Side:
             return b""
 
     rj = folder / "review.json"
-    figs = [renamed(r) for r in json.loads(rj.read_text(encoding="utf-8"))["figures"]] if rj.is_file() else None
-    note = "" if figs is not None else f"{folder} has no review.json (built by an older twin): its figures are not compared; rebuild it"
+    doc = json.loads(rj.read_text(encoding="utf-8")) if rj.is_file() else {}
+    figs = doc.get("figures") if isinstance(doc, dict) and doc.get("schema_version") == SCHEMA_VERSION else None
+    figs = [renamed(r) for r in figs] if figs is not None else None
+    note = "" if figs is not None else (f"{folder} has no review.json of schema version {SCHEMA_VERSION} (built by another twin version): "
+                                        "its figures are not compared; rebuild it")
     return Side(str(folder), hashes, read, figs, note, m.get("scenario"))
 
 
