@@ -148,8 +148,8 @@ def test_build_with_a_scenario_carries_every_twin(tmp_path, browser, built):
     assert normalise_blank_lines(markdown_section(data["power"])) in md
     assert "## Scenario `lab-twins` (twin)" in md and "## Twins not run" not in md
     review = {r["key"]: r["value"] for r in json.loads((tmp_path / "out" / "review.json").read_text())["figures"]}
-    assert review["campaign.ettr_p50"] == round(100 * data["campaign"]["ettr"]["p50"], 2)
-    assert review["power.grid_peak_mw"] == round(data["power"]["grid"]["peak_W"] / 1e6, 4)
+    assert review["ettr_p50"] == round(data["campaign"]["ettr"]["p50"], 4)
+    assert review["grid_peak_mw"] == round(data["power"]["grid"]["peak_W"] / 1e6, 4)
     man = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert man["scenario"] == "lab-twins.yaml"
     assert man["scenario_sha256"] == hashlib.sha256(open(scenario, "rb").read()).hexdigest()

@@ -33,7 +33,7 @@ def summary(d: Design) -> str:
     f = s.fabric
     rows = [
         ["GPUs", f"{s.gpus:,}"],
-        ["GPU servers", f"{s.racks * s.rack_type.servers:,} x {s.rack_type.chassis}"],
+        ["GPU servers", f"{d.fabric.server_count():,} x {s.rack_type.chassis}"],
         ["GPU racks", f"{s.racks:,} x {s.rack_type_name} ({s.rack.gpus} GPUs each)"],
         ["Fabric", f"{f.technology.value}, {f.family.value}"],
         ["AI zones", f"{s.zones} x {s.racks_per_zone} racks" if f.family == Family.AI_ZONE else "-"],

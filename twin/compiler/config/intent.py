@@ -8,12 +8,12 @@ targets cannot disagree with each other. Every port's speed is its link's ``spee
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from twin.compiler.address import ULA, Addressing
+from twin.compiler.config import buffers
 from twin.compiler.fabric.graph import Fabric, spine_group
 from twin.compiler.resolve.spec import Spec
 
@@ -69,16 +69,20 @@ def ecmp_widths(fabric) -> dict[str, int]:
     return {n: max([up.get(n, 0)] + list(down.get(n, Counter()).values()) + [1]) for n in fabric.switches()}
 
 
-def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None, cabling: CablePlan | None = None) -> Intent | None:
+def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None, cabling: CablePlan) -> Intent | None:
     """The config-intent pass: per-switch context for every config target (None when not routed).
 
-    A link between buildings (``cabling.campus``) also gives its two ends the cable's length
-    (``reach``, whole metres), so a target can size that port's lossless headroom for it."""
+    Every port (a neighbour's or a server's) carries its cable's length in whole metres (``cable_m``)
+    and the PFC headroom its lossless priority group reserves (``xoff``, bytes), both from
+    :func:`twin.compiler.config.buffers.plan`, the model the distance verdict reads too."""
     if addr is None:
         return None
-    reach: dict[str, int] = {}
-    if cabling is not None and cabling.campus is not None:
-        reach = {cabling.ids[i]: math.ceil(cabling.stock[i]) for i in cabling.campus.index.tolist()}
+    hr = buffers.plan(spec, fabric, cabling)
+    row = {link: i for i, link in enumerate(hr.ids)}
+
+    def cable(link: str) -> dict:
+        i = row[link]
+        return {"cable_m": int(hr.metres[i]), "xoff": int(hr.xoff[i])}
     f = spec.fabric
     g = fabric.graph
     r = f.routing
@@ -112,7 +116,7 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None, cabling: C
         if lk.a not in sw or lk.b not in sw:
             if lk.b in sw and lk.a not in sw:
                 server_ports[lk.b].append(dict({
-                    "link": lk.id, "port": lk.b_port, "peer": lk.a, "peer_port": lk.a_port, "speed": int(lk.speed),
+                    "link": lk.id, "port": lk.b_port, "peer": lk.a, "peer_port": lk.a_port, "speed": int(lk.speed), **cable(lk.id),
                 }))
             continue
         for me, my_port, peer, peer_port, end in ((lk.a, lk.a_port, lk.b, lk.b_port, 0), (lk.b, lk.b_port, lk.a, lk.a_port, 1)):
@@ -140,7 +144,8 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None, cabling: C
                 "peer_asn": sw[peer]["asn"],
                 "group": group,
                 "speed": int(lk.speed),
-            } | ({"reach": reach[lk.id]} if lk.id in reach else {})))
+                **cable(lk.id),
+            }))
     for n, subnet in addr.rack_subnet.items():
         ctx = sw[n]
         ctx["host"] = dict({

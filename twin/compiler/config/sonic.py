@@ -19,9 +19,11 @@ egress_lossless_pool    egress  static     buffer (lossless queues are held back
 egress_lossy_pool       egress  dynamic    buffer - shared headroom
 ======================  ======  =========  ==============================================================
 
-The shared headroom is the sum of every used port's xoff (at most a quarter of the buffer); xoff at a
-port's speed is what arrives after a PAUSE is sent (:func:`headroom`). A link between buildings gets a
-lossless profile of its own, sized for its real length (``pg_lossless_400000_3212m_profile``).
+Each used port's lossless priority group gets the profile of its link's speed and cable length in whole
+metres (``pg_lossless_400000_3m_profile`` for a 3 m DAC, ``pg_lossless_400000_12060m_profile`` for a
+route between buildings), whose ``xoff`` is what arrives after a PAUSE is sent over that cable; the shared
+headroom is the sum of every used port's xoff, at most a quarter of the buffer. Both come from
+:mod:`twin.compiler.config.buffers` through the intent, the model the distance verdict reads too.
 """
 
 from __future__ import annotations
@@ -29,33 +31,16 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from twin.compiler.config.buffers import pool_cap
 from twin.compiler.fabric.ports import port_names
 from twin.lang.site.catalog_models import SwitchModel
-from twin.physics import HEADROOM_SHARE, pfc_xoff
 
 DEVICE_TYPE = {1: "ToRRouter", 2: "LeafRouter"}  # level 3 and above: SpineRouter
 HASH_FIELD = {"src-ip": "SRC_IP", "dst-ip": "DST_IP", "protocol": "IP_PROTOCOL", "src-port": "L4_SRC_PORT",
               "dst-port": "L4_DST_PORT", "flow-label": "IPV6_FLOW_LABEL"}  # roce-dst-qp: no SONiC hash field
 QUEUES = 8
-REACH = 100.0  # m: assumed longest in-hall cable a PAUSE has to cross
 MAP = "TWIN"
 LOSSLESS_WRED = "TWIN_LOSSLESS"
-
-
-def headroom(speed: float, mtu: int) -> dict[str, int]:
-    """Lossless headroom (bytes) of one priority group at a port speed (bit/s).
-
-    xoff absorbs what is in flight after a PAUSE is sent: two cable delays over ``REACH`` plus the
-    MAC/PHY response, at line rate, plus two maximum frames; xon is two frames; the guaranteed size is
-    one xon. At 400G and MTU 9216: 50 GB/s x 2.48 us = 124,000 bytes + 18,432 = 142,432.
-
-    >>> headroom(400e9, 9216)
-    {'xoff': 142432, 'xon': 18432, 'size': 18432}
-    >>> headroom(200e9, 9216)["xoff"]
-    80432
-    """
-    xoff = pfc_xoff(speed, REACH, mtu)
-    return {"xoff": xoff, "xon": 2 * mtu, "size": 2 * mtu}
 
 
 def queue_ranges(lossless: int) -> list[str]:
@@ -122,33 +107,25 @@ def shared_tables(site: dict) -> dict:
     return tables
 
 
-def buffer_tables(model: SwitchModel, speeds: dict[str, float], site: dict, reach: dict[str, int] | None = None) -> dict:
-    """BUFFER_POOL/PROFILE/PG/QUEUE for the used ports (``speeds``: port -> link speed; ``reach``: port ->
-    cable metres where a link between buildings is longer than the in-hall :data:`REACH`)."""
+def buffer_tables(model: SwitchModel, ports: dict[str, dict], site: dict) -> dict:
+    """BUFFER_POOL/PROFILE/PG/QUEUE for the used ports (``ports``: port -> its intent entry, with the link's
+    ``speed``, ``cable_m`` and ``xoff`` from :mod:`twin.compiler.config.buffers`)."""
     total, mtu, p = int(model.buffer), site["mtu"], site["pfc_priority"]
-    reach = reach or {}
-    pg = {s: headroom(s, mtu) for s in sorted(set(speeds.values()))}
-    long = {port: pfc_xoff(speeds[port], m, mtu) for port, m in reach.items() if m > REACH}  # a campus link's own xoff
-    shared = min(int(total * HEADROOM_SHARE), sum(long.get(port, pg[s]["xoff"]) for port, s in speeds.items()))
+    shared = min(pool_cap(total), sum(lk["xoff"] for lk in ports.values()))
     profiles = {
         "egress_lossless_profile": {"pool": "egress_lossless_pool", "size": "0", "static_th": str(total)},
         "egress_lossy_profile": {"dynamic_th": "3", "pool": "egress_lossy_pool", "size": "1518"},
         "ingress_lossy_profile": {"dynamic_th": "3", "pool": "ingress_lossless_pool", "size": "0"},
     }
-    for s, h in pg.items():
-        profiles[f"pg_lossless_{mbps(s)}_profile"] = {
-            "dynamic_th": "0", "pool": "ingress_lossless_pool", "size": str(h["size"]), "xoff": str(h["xoff"]), "xon": str(h["xon"]),
-        }
-    for port, xoff in long.items():
-        profiles[f"pg_lossless_{mbps(speeds[port])}_{reach[port]}m_profile"] = {
-            "dynamic_th": "0", "pool": "ingress_lossless_pool", "size": str(2 * mtu), "xoff": str(xoff), "xon": str(2 * mtu),
-        }
     buffer_pg, buffer_queue = {}, {}
     lossy = queue_ranges(p)
-    for port, s in speeds.items():
+    for port, lk in ports.items():
+        name = lossless_profile(lk["speed"], lk["cable_m"])
+        profiles[name] = {
+            "dynamic_th": "0", "pool": "ingress_lossless_pool", "size": str(2 * mtu), "xoff": str(lk["xoff"]), "xon": str(2 * mtu),
+        }
         buffer_pg[f"{port}|0"] = {"profile": "ingress_lossy_profile"}
-        length = f"_{reach[port]}m" if port in long else ""
-        buffer_pg[f"{port}|{p}"] = {"profile": f"pg_lossless_{mbps(s)}{length}_profile"}
+        buffer_pg[f"{port}|{p}"] = {"profile": name}
         buffer_queue[f"{port}|{p}"] = {"profile": "egress_lossless_profile"}
         for q in lossy:
             buffer_queue[f"{port}|{q}"] = {"profile": "egress_lossy_profile"}
@@ -162,6 +139,15 @@ def buffer_tables(model: SwitchModel, speeds: dict[str, float], site: dict, reac
         "BUFFER_PROFILE": profiles,
         "BUFFER_QUEUE": buffer_queue,
     }
+
+
+def lossless_profile(speed: float, metres: int) -> str:
+    """A lossless priority group's profile, named as SONiC names them by port speed and cable length.
+
+    >>> lossless_profile(400e9, 12060)
+    'pg_lossless_400000_12060m_profile'
+    """
+    return f"pg_lossless_{mbps(speed)}_{metres}m_profile"
 
 
 def port_tables(sw: dict, model: SwitchModel, site: dict) -> tuple[dict, dict[str, float]]:
@@ -250,8 +236,8 @@ def config_db(sw: dict, site: dict, model: SwitchModel, shared: dict) -> dict:
     }}
     tables.update(routing_tables(sw, site))
     tables.update(qos_port_tables(list(speeds), site))
-    reach = {nb["port"]: nb["reach"] for nb in sw["neighbors"] if "reach" in nb}  # links between buildings
-    tables.update(buffer_tables(model, speeds, site, reach))
+    used = {lk["port"]: lk for lk in sw["neighbors"] + sw["server_ports"]}
+    tables.update(buffer_tables(model, {port: used[port] for port in speeds}, site))
     tables.update(shared)
     return tables
 
