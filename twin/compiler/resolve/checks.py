@@ -14,7 +14,7 @@ from itertools import pairwise
 
 from twin.compiler.resolve.sizing import fat_tree_capacity, fat_tree_tiers
 from twin.compiler.resolve.spec import Spec
-from twin.compiler.resolve.targets import SONIC, config_target, ib_rate
+from twin.compiler.resolve.targets import ib_rate, target_of
 from twin.lang.diagnostics import Severity
 from twin.lang.site.catalog_models import Catalog
 from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, family_traits
@@ -184,9 +184,10 @@ def _fat_tree_ports(spec: Spec) -> Iterator[Finding]:
 
 
 def config_targets(spec: Spec) -> Iterator[Finding]:
-    """What the switch OS of each tier needs from its model: a SONiC config_db needs the platform's
-    port map (PORT rows carry lanes) and the buffer size (buffer pools), and every link speed must be
-    one the port's breakout mode allows (a link runs at the slower of its two ends)."""
+    """What the config target of each tier's model needs from the model (its registry entry's
+    ``needs``: a SONiC config_db needs the platform's port map and the buffer size), and, for a target
+    that runs ports in the port map's breakout mode, every link speed must be one that mode allows (a
+    link runs at the slower of its two ends)."""
     f = spec.fabric
     if f.technology != Technology.ROCE:
         sw = spec.catalog.switches.get(f.switch) if f.switch else None
@@ -201,16 +202,9 @@ def config_targets(spec: Spec) -> Iterator[Finding]:
     tiers = [(path, name) for path, name in SWITCH_PATHS[spec.family.layout](spec) if name in spec.catalog.switches]
     for path, name in tiers:
         sw = spec.catalog.switches[name]
-        if config_target(sw) != SONIC:
-            continue
-        if sw.port_map is None:
-            yield E, path, (
-                f"switch model '{name}' has no port_map; its SONiC config_db.json needs each port's lanes"
-            ), f"catalog.switches.{name}.port_map with platform, hwsku, lanes_per_port, name_step, breakouts"
-        if sw.buffer is None:
-            yield E, path, f"switch model '{name}' has no buffer size; SONiC buffer pools are sized from it", (
-                f"catalog.switches.{name}.buffer, e.g. 64 MiB"
-            )
+        for need in target_of(sw).needs:
+            if getattr(sw, need.field) is None:
+                yield E, path, f"switch model '{name}' has no {need.field}; {need.why}", need.example.format(model=name)
     if not tiers:
         return
     models = [spec.catalog.switches[n] for _, n in tiers]
@@ -220,7 +214,7 @@ def config_targets(spec: Spec) -> Iterator[Finding]:
         speed = min(a.port_speed, b.port_speed)
         speeds += [(pa, na, a, speed), (pb, nb, b, speed)]
     for path, name, sw, speed in speeds:
-        if sw.port_map is not None and config_target(sw) == SONIC and speed not in sw.port_map.speeds:
+        if sw.port_map is not None and target_of(sw).breakouts and speed not in sw.port_map.speeds:
             allowed = ", ".join(f"{s / 1e9:g}G" for s in sw.port_map.speeds)
             yield E, path, (
                 f"{name} ports run in breakout mode '{sw.port_map.breakouts[0]}', which has no {speed / 1e9:g}G"

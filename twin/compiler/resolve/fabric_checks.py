@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from twin.compiler.resolve.shape import ctsw_uplink_targets
 from twin.compiler.resolve.spec import Spec
-from twin.compiler.resolve.targets import SONIC, config_target, ib_rate
+from twin.compiler.resolve.targets import ib_rate, target_of
 from twin.compiler.resolve.tree_sizing import packings, rail_fill, split
 from twin.lang.diagnostics import Severity
 from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, FAMILY_FIELDS, FIELD_USE, families_with, family_traits
@@ -221,7 +221,7 @@ def _attachments(spec: Spec) -> Iterator[Finding]:
             yield E, base + ("speed",), f"{a.speed / 1e9:g}G exceeds the {t.role} port speed {port / 1e9:g}G ({t.model})", f"at most {port / 1e9:g}G"
         sw = spec.switch(t.model)
         speed = min(a.speed, port)
-        if sw.port_map is not None and config_target(sw) == SONIC and speed not in sw.port_map.speeds:
+        if sw.port_map is not None and target_of(sw).breakouts and speed not in sw.port_map.speeds:
             allowed = ", ".join(f"{x / 1e9:g}G" for x in sw.port_map.speeds)
             yield E, base + ("speed",), f"{t.model} ports run in breakout mode '{sw.port_map.breakouts[0]}', which has no {speed / 1e9:g}G", f"a speed of {allowed}"
         if f.technology == Technology.ROCE:
