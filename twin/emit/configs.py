@@ -15,12 +15,15 @@ from __future__ import annotations
 import gc
 import ipaddress
 import json
+from collections.abc import Callable
+from typing import NamedTuple
 
 from twin.compiler.config import sonic
-from twin.compiler.config.intent import Intent
+from twin.compiler.config.intent import Intent, SwitchIntent
 from twin.compiler.config.render import render
 from twin.compiler.design import Design
 from twin.compiler.resolve.targets import target_of
+from twin.lang.site.catalog_models import SwitchModel
 from twin.lang.site.config_targets import ConfigTarget
 
 FRR_TEMPLATE = {r: f"frr/{r}.conf.j2" for r in ("rtsw", "ctsw", "atsw", "cssw")}
@@ -34,25 +37,25 @@ def _host_ip(gateway: str) -> str:
 def topology(intent: Intent) -> dict:
     """The lab a verify run builds: one entry per switch, link and rack (sorted, deterministic)."""
     switches, links, hosts = [], [], []
-    ifname = {(name, nb["link"]): nb["ifname"] for name, sw in intent.switches.items() for nb in sw["neighbors"]}
+    ifname = {(name, nb.link): nb.ifname for name, sw in intent.switches.items() for nb in sw.neighbors}
     for name, sw in sorted(intent.switches.items()):
         switches.append({
-            "name": name, "role": sw["role"], "level": sw["level"], "zone": sw["zone"], "asn": sw["asn"],
-            "maximum_paths": sw["maximum_paths"], "originate": sw["originate"], "originate6": sw["originate6"],
-            "loopback": sw["loopback"],
+            "name": name, "role": sw.role, "level": sw.level, "zone": sw.zone, "asn": sw.asn,
+            "maximum_paths": sw.maximum_paths, "originate": sw.originate, "originate6": sw.originate6,
+            "loopback": sw.loopback,
             "config": f"{name}.conf",
-        } | ({"building": sw["building"]} if sw.get("building") is not None else {}))
-        for nb in sw["neighbors"]:
-            if name < nb["peer"] or (name == nb["peer"] and nb["port"] < nb["peer_port"]):
-                peer_if = ifname[(nb["peer"], nb["link"])]
-                links.append({"id": nb["link"], "a": name, "a_if": nb["ifname"], "b": nb["peer"], "b_if": peer_if})
-        if sw["host"]:
-            h = sw["host"]
+        } | ({"building": sw.building} if sw.building is not None else {}))
+        for nb in sw.neighbors:
+            if name < nb.peer or (name == nb.peer and nb.port < nb.peer_port):
+                peer_if = ifname[(nb.peer, nb.link)]
+                links.append({"id": nb.link, "a": name, "a_if": nb.ifname, "b": nb.peer, "b_if": peer_if})
+        if sw.host:
+            h = sw.host
             hosts.append({
-                "switch": name, "ifname": h["ifname"], "subnet": h["subnet"], "gateway": h["gateway"].split("/")[0],
-                "host_ip": _host_ip(h["gateway"]),
-                "subnet6": h["subnet6"], "gateway6": h["gateway6"].split("/")[0] if h["gateway6"] else None,
-                "host_ip6": _host_ip(h["gateway6"]) if h["gateway6"] else None,
+                "switch": name, "ifname": h.ifname, "subnet": h.subnet, "gateway": h.gateway.split("/")[0],
+                "host_ip": _host_ip(h.gateway),
+                "subnet6": h.subnet6, "gateway6": h.gateway6.split("/")[0] if h.gateway6 else None,
+                "host_ip6": _host_ip(h.gateway6) if h.gateway6 else None,
             })
     links.sort(key=lambda lk: lk["id"])
     return {"site": intent.site["name"], "unnumbered": intent.site["unnumbered"], "ipv6": intent.site["ipv6"],
@@ -85,18 +88,24 @@ def emit(design: Design) -> dict[str, bytes]:
             gc.enable()
 
 
-def _sonic(name: str, sw, site: dict, model, shared) -> dict[str, bytes]:
+class Builder(NamedTuple):
+    """How a built target is written."""
+
+    shared: Callable[[dict], object]  # what every switch shares, built once per build from the site context
+    switch: Callable[[SwitchIntent, dict, SwitchModel, object], dict[str, bytes]]  # one switch's files
+
+
+def _sonic(sw: SwitchIntent, site: dict, model: SwitchModel, shared) -> dict[str, bytes]:
     db = sonic.config_db(sw, site, model, shared)
-    return {f"configs/sonic/{name}/config_db.json": sonic.config_db_json(db)}
+    return {f"configs/sonic/{sw.name}/config_db.json": sonic.config_db_json(db)}
 
 
-# Built targets: (what every switch shares, built once per build from the site context; one switch's files)
-BUILDERS = {"sonic": (sonic.shared_tables, _sonic)}
+BUILDERS = {"sonic": Builder(sonic.shared_tables, _sonic)}
 
 
-def _template(t: ConfigTarget, name: str, sw, site: dict, shared: dict) -> dict[str, bytes]:
-    text = render(f"{t.folder}/{sw['role']}.{t.template}.j2", sw=sw, site=site, **shared)
-    return {f"configs/{t.folder}/{name}.{t.template}": text.encode()}
+def _template(t: ConfigTarget, sw: SwitchIntent, site: dict, shared: dict) -> dict[str, bytes]:
+    text = render(f"{t.folder}/{sw.role}.{t.template}.j2", sw=sw, site=site, **shared)
+    return {f"configs/{t.folder}/{sw.name}.{t.template}": text.encode()}
 
 
 def _emit(design: Design) -> dict[str, bytes]:
@@ -110,17 +119,17 @@ def _emit(design: Design) -> dict[str, bytes]:
             if t.template is not None:
                 shared[t.name] = {s: render(f"{t.folder}/{s}.j2", site=site).rstrip("\n") for s in t.shared}
             elif t.name in BUILDERS:
-                shared[t.name] = BUILDERS[t.name][0](site)
+                shared[t.name] = BUILDERS[t.name].shared(site)
         return shared.get(t.name)
 
     for name, sw in intent.switches.items():
-        files[f"configs/frr/{name}.conf"] = render(FRR_TEMPLATE[sw["role"]], sw=sw, site=site).encode()
-        model = design.spec.switch(sw["model"])
+        files[f"configs/frr/{name}.conf"] = render(FRR_TEMPLATE[sw.role], sw=sw, site=site).encode()
+        model = design.spec.switch(sw.model)
         t = target_of(model)
         if t.template is not None:
-            files.update(_template(t, name, sw, site, shared_of(t)))
+            files.update(_template(t, sw, site, shared_of(t)))
         elif t.name in BUILDERS:
-            files.update(BUILDERS[t.name][1](name, sw, site, model, shared_of(t)))
+            files.update(BUILDERS[t.name].switch(sw, site, model, shared_of(t)))
     files["configs/frr/topology.json"] = topology_json(topology(intent)).encode()
     return files
 

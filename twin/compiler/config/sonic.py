@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from twin.compiler.config.intent import Neighbor, ServerPort, SwitchIntent
 from twin.compiler.fabric.ports import port_names
 from twin.lang.site.catalog_models import SwitchModel
 from twin.physics import HEADROOM_SHARE, pfc_xoff
@@ -164,56 +165,56 @@ def buffer_tables(model: SwitchModel, speeds: dict[str, float], site: dict, reac
     }
 
 
-def port_tables(sw: dict, model: SwitchModel, site: dict) -> tuple[dict, dict[str, float]]:
+def port_tables(sw: SwitchIntent, model: SwitchModel, site: dict) -> tuple[dict, dict[str, float]]:
     """PORT and BREAKOUT_CFG for every front-panel port, DEVICE_NEIGHBOR for the cabled ones; the speed
     of each used port is its link's speed in the fabric graph."""
-    links = {nb["port"]: nb for nb in sw["neighbors"]}
-    links.update({sp["port"]: sp for sp in sw["server_ports"]})
+    links: dict[str, Neighbor | ServerPort] = {nb.port: nb for nb in sw.neighbors}
+    links.update({sp.port: sp for sp in sw.server_ports})
     port, neighbor = {}, {}
     speeds: dict[str, float] = {}
     for name, base in platform_ports(model):
         lk = links.get(name)
         row = dict(base, admin_status="down" if lk is None else "up", fec=model.port_map.fec, mtu=str(site["mtu"]))
         if lk is not None:
-            row["speed"] = mbps(lk["speed"])
-            row["description"] = f"{lk['peer']}:{lk['peer_port']}"
-            neighbor[name] = {"name": lk["peer"], "port": lk["peer_port"]}
-            speeds[name] = lk["speed"]
+            row["speed"] = mbps(lk.speed)
+            row["description"] = f"{lk.peer}:{lk.peer_port}"
+            neighbor[name] = {"name": lk.peer, "port": lk.peer_port}
+            speeds[name] = lk.speed
         port[name] = row
     mode = {"brkout_mode": model.port_map.breakouts[0]}
     return {"BREAKOUT_CFG": {name: mode for name, _ in platform_ports(model)}, "DEVICE_NEIGHBOR": neighbor, "PORT": port}, speeds
 
 
-def routing_tables(sw: dict, site: dict) -> dict:
+def routing_tables(sw: SwitchIntent, site: dict) -> dict:
     """Addresses of the routed ports, the loopback, the rack VLAN and the BGP peers' names."""
     interface, bgp = {}, {}
-    for nb in sw["neighbors"]:
-        port = nb["port"]
+    for nb in sw.neighbors:
+        port = nb.port
         if site["unnumbered"]:
             interface[port] = {"ipv6_use_link_local_only": "enable"}
             continue
         interface[port] = {}
-        interface[f"{port}|{nb['address']}"] = {}
-        peer = {"admin_status": "up", "asn": str(nb["peer_asn"]), "holdtime": "9", "keepalive": "3", "name": nb["peer"]}
-        bgp[nb["peer_ip"]] = dict(peer, local_addr=nb["address"].split("/")[0])
-        if nb["address6"]:
-            interface[f"{port}|{nb['address6']}"] = {}
-            bgp[nb["peer_ip6"]] = dict(peer, local_addr=nb["address6"].split("/")[0])
-    loopback = {"Loopback0": {}, f"Loopback0|{sw['loopback']}": {}}
-    if sw["loopback6"]:
-        loopback[f"Loopback0|{sw['loopback6']}"] = {}
+        interface[f"{port}|{nb.address}"] = {}
+        peer = {"admin_status": "up", "asn": str(nb.peer_asn), "holdtime": "9", "keepalive": "3", "name": nb.peer}
+        bgp[nb.peer_ip] = dict(peer, local_addr=nb.address.split("/")[0])
+        if nb.address6:
+            interface[f"{port}|{nb.address6}"] = {}
+            bgp[nb.peer_ip6] = dict(peer, local_addr=nb.address6.split("/")[0])
+    loopback = {"Loopback0": {}, f"Loopback0|{sw.loopback}": {}}
+    if sw.loopback6:
+        loopback[f"Loopback0|{sw.loopback6}"] = {}
     tables = {"INTERFACE": interface, "LOOPBACK_INTERFACE": loopback}
     if bgp:
         tables["BGP_NEIGHBOR"] = bgp
-    host = sw["host"]
+    host = sw.host
     if host:
-        vlan = host["ifname"]
-        svi = {vlan: {}, f"{vlan}|{host['gateway']}": {}}
-        if host["gateway6"]:
-            svi[f"{vlan}|{host['gateway6']}"] = {}
-        tables["VLAN"] = {vlan: {"vlanid": str(host["vlan"])}}
+        vlan = host.ifname
+        svi = {vlan: {}, f"{vlan}|{host.gateway}": {}}
+        if host.gateway6:
+            svi[f"{vlan}|{host.gateway6}"] = {}
+        tables["VLAN"] = {vlan: {"vlanid": str(host.vlan)}}
         tables["VLAN_INTERFACE"] = svi
-        tables["VLAN_MEMBER"] = {f"{vlan}|{p}": {"tagging_mode": "untagged"} for p in host["ports"]}
+        tables["VLAN_MEMBER"] = {f"{vlan}|{p}": {"tagging_mode": "untagged"} for p in host.ports}
     return tables
 
 
@@ -238,19 +239,19 @@ def qos_port_tables(ports: list[str], site: dict) -> dict:
     return tables
 
 
-def config_db(sw: dict, site: dict, model: SwitchModel, shared: dict) -> dict:
+def config_db(sw: SwitchIntent, site: dict, model: SwitchModel, shared: dict) -> dict:
     """The whole config_db of one switch (``sw``: its intent; ``shared``: :func:`shared_tables`)."""
     pm = model.port_map
     tables, speeds = port_tables(sw, model, site)
     tables["DEVICE_METADATA"] = {"localhost": {
-        "bgp_asn": str(sw["asn"]), "bgp_router_id": sw["router_id"], "buffer_model": "traditional",
+        "bgp_asn": str(sw.asn), "bgp_router_id": sw.router_id, "buffer_model": "traditional",
         "default_bgp_status": "up", "default_pfcwd_status": "enable" if site["pfc_watchdog_ms"] else "disable",
-        "docker_routing_config_mode": "split", "hostname": sw["name"], "hwsku": pm.hwsku, "platform": pm.platform,
-        "synchronous_mode": "enable", "type": DEVICE_TYPE.get(sw["level"], "SpineRouter"),
+        "docker_routing_config_mode": "split", "hostname": sw.name, "hwsku": pm.hwsku, "platform": pm.platform,
+        "synchronous_mode": "enable", "type": DEVICE_TYPE.get(sw.level, "SpineRouter"),
     }}
     tables.update(routing_tables(sw, site))
     tables.update(qos_port_tables(list(speeds), site))
-    reach = {nb["port"]: nb["reach"] for nb in sw["neighbors"] if "reach" in nb}  # links between buildings
+    reach = {nb.port: nb.reach for nb in sw.neighbors if nb.reach is not None}  # links between buildings
     tables.update(buffer_tables(model, speeds, site, reach))
     tables.update(shared)
     return tables
