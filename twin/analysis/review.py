@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from twin.compiler.design import Design
+from twin.twins.results import SCHEMA_VERSION
 
 Row = dict  # {"group", "key", "label", "value", "unit"}
 
@@ -159,4 +160,4 @@ def scenario_figures(data: dict | None, add: Callable) -> None:
 
 def dumps(rows: list[Row]) -> bytes:
     """``review.json`` (written by the report emitter, which has the twin's results at hand)."""
-    return (json.dumps({"figures": rows}, indent=1, sort_keys=True) + "\n").encode("utf-8")
+    return (json.dumps({"schema_version": SCHEMA_VERSION, "figures": rows}, indent=1, sort_keys=True) + "\n").encode("utf-8")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from twin.build import MANIFEST, render
+from twin.twins.results import SCHEMA_VERSION
 
 ROLES = ("rtsw", "ctsw", "atsw", "leaf", "spine", "super", "core")
 DIFF_LINES = 60  # lines of a representative config diff
@@ -64,8 +65,10 @@ def folder_side(folder: str | Path) -> Side:
             return b""
 
     rj = folder / "review.json"
-    figs = json.loads(rj.read_text(encoding="utf-8"))["figures"] if rj.is_file() else None
-    note = "" if figs is not None else f"{folder} has no review.json (built by an older twin): its figures are not compared; rebuild it"
+    doc = json.loads(rj.read_text(encoding="utf-8")) if rj.is_file() else {}
+    figs = doc.get("figures") if isinstance(doc, dict) and doc.get("schema_version") == SCHEMA_VERSION else None
+    note = "" if figs is not None else (f"{folder} has no review.json of schema version {SCHEMA_VERSION} (built by another twin version): "
+                                        "its figures are not compared; rebuild it")
     return Side(str(folder), hashes, read, figs, note, m.get("scenario"))
 
 

@@ -337,7 +337,7 @@ class PlacementOptions(Model):
 class Site(Model):
     """A site: its halls, power, cooling, hardware, the GPU fabric and the jobs it runs."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, title="twin site")
+    model_config = ConfigDict(title="twin site")  # the rest from Model
 
     name: Slug = Field(description="the site name; also the output folder generated/<name>/")
     description: str = ""
