@@ -198,4 +198,4 @@ def test_python_api_exposes_passes(lab):
     assert g.number_of_nodes() == 128 + 16 + 8 + 8 + 2  # NICs, servers, RTSWs, CTSWs, ATSWs
     assert len(lab.placement.gpu_racks()) == 8 and len(lab.cabling) == 128 + 8 * 16 + 8 * 8  # CTSW: 4 racks x 16 / 4 = 16 down, 1:2 -> 8 up
     assert {b.category for b in lab.bom} == {"switch", "cable"}  # DAC and AOC only: no pluggable optics
-    assert len(lab.intent.switches) == 18 and lab.addressing.asn["atsw-01"] == lab.intent.switches["atsw-01"]["asn"]
+    assert len(lab.intent.switches) == 18 and lab.addressing.asn["atsw-01"] == lab.intent.switches["atsw-01"].asn

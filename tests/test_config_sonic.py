@@ -19,7 +19,7 @@ import pytest
 from conftest import ROOT, SITES, compiled, emitted
 
 from twin.compiler.config.buffers import port_xoff
-from twin.compiler.resolve.targets import SONIC, config_target
+from twin.compiler.resolve.targets import target_of
 from twin.compiler.resolve.validate import load_spec, validate_text
 from twin.emit import configs, configs_ib
 from twin.lang.diagnostics import Severity
@@ -33,6 +33,7 @@ catalog:
   switches:
     arista-7060dx5:
       vendor: Arista
+      config: eos
       ports: 64
       port_speed: 400 Gbit/s
       port_name: "Ethernet{n}/1"
@@ -51,7 +52,7 @@ def sonic_sites() -> list[str]:
         spec = load_spec(path)
         f = spec.fabric
         names = [spec.rack_type.rtsw, f.switch] + [t.model for t in (f.ctsw, f.atsw) if t is not None]
-        if f.technology.value == "roce" and any(n and config_target(spec.switch(n)) == SONIC for n in names):
+        if f.technology.value == "roce" and any(n and target_of(spec.switch(n)).name == "sonic" for n in names):
             out.append(path.stem)
     return out
 
@@ -122,7 +123,7 @@ def rtsw_sample(g, names) -> set[str]:
 def test_every_sonic_config_is_valid_under_sonic_yang(site, yang):
     d = compiled(site)
     g = d.fabric.graph
-    want = {n for n in d.fabric.switches() if config_target(d.spec.switch(g.nodes[n]["model"])) == SONIC}
+    want = {n for n in d.fabric.switches() if target_of(d.spec.switch(g.nodes[n]["model"])).name == "sonic"}
     files = sonic_files(site)
     assert set(files) == want and want  # meta-24k-roce: the 1,536 RTSWs (CTSW/ATSW are Arista: EOS)
     sample = rtsw_sample(g, files)
@@ -384,7 +385,7 @@ def test_a_nic_speed_the_breakout_mode_lacks_is_a_located_error():
 
 
 def test_a_port_map_must_agree_with_the_port_speed():
-    text = LAB + ARISTA_RTSW.replace("arista-7060dx5", "tor").replace("vendor: Arista", "vendor: Acme") + (
+    text = LAB + ARISTA_RTSW.replace("arista-7060dx5", "tor").replace("vendor: Arista", "vendor: Acme").replace("config: eos", "config: sonic") + (
         "      port_map: {platform: p, hwsku: h, lanes_per_port: 4, breakouts: ['1x200G'], source: assumed}\n"
     )
     errs = errors(text)

@@ -98,7 +98,7 @@ def test_fabric_diagram_screenshot_shows_every_tier(built, browser):
     page = browser.open_page(built("lab-2zone") / "report.html")
     seen = colours(page.screenshot("#fig-fabric"))
     assert seen[pic_fabric.NIC_COLOUR] >= 430 * 40 * 0.8  # less the text on it
-    rows = pic_fabric.detail_nodes(d.fabric, d.fabric.family)
+    rows = pic_fabric.detail_nodes(d.fabric)
     assert [len(r) for r in rows] == [4, 4, 2]  # zone 1: 4 RTSWs, its 4 CTSWs, the 2 ATSWs
     for level, nodes in enumerate(rows, start=1):
         colour = pic_fabric.TIER_COLOURS[level]

@@ -103,7 +103,7 @@ def _design_figures() -> list[Figure]:
             return []
         g, widths = x.design.fabric.graph, {}
         for n, sw in x.design.intent.switches.items():
-            widths[g.nodes[n]["role"]] = max(widths.get(g.nodes[n]["role"], 0), sw["maximum_paths"])
+            widths[g.nodes[n]["role"]] = max(widths.get(g.nodes[n]["role"], 0), sw.maximum_paths)
         return _each([r for r in x.design.fabric.roles if r in widths], widths.get)
 
     def tier_km(x):

@@ -35,7 +35,7 @@ def section(d: Design) -> str | None:
         r = by_role[g.nodes[n]["role"]]
         r["n"] += 1
         r["asns"].add(asn)
-        r["width"].add(d.intent.switches[n]["maximum_paths"])  # as configured (the intent owns the width)
+        r["width"].add(d.intent.switches[n].maximum_paths)  # as configured (the intent owns the width)
     rows = [
         [role, f"{v['n']:,}", f"{len(v['asns']):,} ({min(v['asns'])}-{max(v['asns'])})", ", ".join(map(str, sorted(v["width"])))]
         for role, v in sorted(by_role.items(), key=lambda kv: g.nodes[next(n for n in a.asn if g.nodes[n]['role'] == kv[0])]["level"])

@@ -32,6 +32,7 @@ import json
 from functools import lru_cache
 
 from twin.compiler.config.buffers import pool_cap
+from twin.compiler.config.intent import Neighbor, ServerPort, SwitchIntent
 from twin.compiler.fabric.ports import port_names
 from twin.lang.site.catalog_models import SwitchModel
 
@@ -107,11 +108,11 @@ def shared_tables(site: dict) -> dict:
     return tables
 
 
-def buffer_tables(model: SwitchModel, ports: dict[str, dict], site: dict) -> dict:
+def buffer_tables(model: SwitchModel, ports: dict[str, Neighbor | ServerPort], site: dict) -> dict:
     """BUFFER_POOL/PROFILE/PG/QUEUE for the used ports (``ports``: port -> its intent entry, with the link's
     ``speed``, ``cable_m`` and ``xoff`` from :mod:`twin.compiler.config.buffers`)."""
     total, mtu, p = int(model.buffer), site["mtu"], site["pfc_priority"]
-    shared = min(pool_cap(total), sum(lk["xoff"] for lk in ports.values()))
+    shared = min(pool_cap(total), sum(lk.xoff for lk in ports.values()))
     profiles = {
         "egress_lossless_profile": {"pool": "egress_lossless_pool", "size": "0", "static_th": str(total)},
         "egress_lossy_profile": {"dynamic_th": "3", "pool": "egress_lossy_pool", "size": "1518"},
@@ -120,9 +121,9 @@ def buffer_tables(model: SwitchModel, ports: dict[str, dict], site: dict) -> dic
     buffer_pg, buffer_queue = {}, {}
     lossy = queue_ranges(p)
     for port, lk in ports.items():
-        name = lossless_profile(lk["speed"], lk["cable_m"])
+        name = lossless_profile(lk.speed, lk.cable_m)
         profiles[name] = {
-            "dynamic_th": "0", "pool": "ingress_lossless_pool", "size": str(2 * mtu), "xoff": str(lk["xoff"]), "xon": str(2 * mtu),
+            "dynamic_th": "0", "pool": "ingress_lossless_pool", "size": str(2 * mtu), "xoff": str(lk.xoff), "xon": str(2 * mtu),
         }
         buffer_pg[f"{port}|0"] = {"profile": "ingress_lossy_profile"}
         buffer_pg[f"{port}|{p}"] = {"profile": name}
@@ -150,56 +151,56 @@ def lossless_profile(speed: float, metres: int) -> str:
     return f"pg_lossless_{mbps(speed)}_{metres}m_profile"
 
 
-def port_tables(sw: dict, model: SwitchModel, site: dict) -> tuple[dict, dict[str, float]]:
+def port_tables(sw: SwitchIntent, model: SwitchModel, site: dict) -> tuple[dict, dict[str, float]]:
     """PORT and BREAKOUT_CFG for every front-panel port, DEVICE_NEIGHBOR for the cabled ones; the speed
     of each used port is its link's speed in the fabric graph."""
-    links = {nb["port"]: nb for nb in sw["neighbors"]}
-    links.update({sp["port"]: sp for sp in sw["server_ports"]})
+    links: dict[str, Neighbor | ServerPort] = {nb.port: nb for nb in sw.neighbors}
+    links.update({sp.port: sp for sp in sw.server_ports})
     port, neighbor = {}, {}
     speeds: dict[str, float] = {}
     for name, base in platform_ports(model):
         lk = links.get(name)
         row = dict(base, admin_status="down" if lk is None else "up", fec=model.port_map.fec, mtu=str(site["mtu"]))
         if lk is not None:
-            row["speed"] = mbps(lk["speed"])
-            row["description"] = f"{lk['peer']}:{lk['peer_port']}"
-            neighbor[name] = {"name": lk["peer"], "port": lk["peer_port"]}
-            speeds[name] = lk["speed"]
+            row["speed"] = mbps(lk.speed)
+            row["description"] = f"{lk.peer}:{lk.peer_port}"
+            neighbor[name] = {"name": lk.peer, "port": lk.peer_port}
+            speeds[name] = lk.speed
         port[name] = row
     mode = {"brkout_mode": model.port_map.breakouts[0]}
     return {"BREAKOUT_CFG": {name: mode for name, _ in platform_ports(model)}, "DEVICE_NEIGHBOR": neighbor, "PORT": port}, speeds
 
 
-def routing_tables(sw: dict, site: dict) -> dict:
+def routing_tables(sw: SwitchIntent, site: dict) -> dict:
     """Addresses of the routed ports, the loopback, the rack VLAN and the BGP peers' names."""
     interface, bgp = {}, {}
-    for nb in sw["neighbors"]:
-        port = nb["port"]
+    for nb in sw.neighbors:
+        port = nb.port
         if site["unnumbered"]:
             interface[port] = {"ipv6_use_link_local_only": "enable"}
             continue
         interface[port] = {}
-        interface[f"{port}|{nb['address']}"] = {}
-        peer = {"admin_status": "up", "asn": str(nb["peer_asn"]), "holdtime": "9", "keepalive": "3", "name": nb["peer"]}
-        bgp[nb["peer_ip"]] = dict(peer, local_addr=nb["address"].split("/")[0])
-        if nb["address6"]:
-            interface[f"{port}|{nb['address6']}"] = {}
-            bgp[nb["peer_ip6"]] = dict(peer, local_addr=nb["address6"].split("/")[0])
-    loopback = {"Loopback0": {}, f"Loopback0|{sw['loopback']}": {}}
-    if sw["loopback6"]:
-        loopback[f"Loopback0|{sw['loopback6']}"] = {}
+        interface[f"{port}|{nb.address}"] = {}
+        peer = {"admin_status": "up", "asn": str(nb.peer_asn), "holdtime": "9", "keepalive": "3", "name": nb.peer}
+        bgp[nb.peer_ip] = dict(peer, local_addr=nb.address.split("/")[0])
+        if nb.address6:
+            interface[f"{port}|{nb.address6}"] = {}
+            bgp[nb.peer_ip6] = dict(peer, local_addr=nb.address6.split("/")[0])
+    loopback = {"Loopback0": {}, f"Loopback0|{sw.loopback}": {}}
+    if sw.loopback6:
+        loopback[f"Loopback0|{sw.loopback6}"] = {}
     tables = {"INTERFACE": interface, "LOOPBACK_INTERFACE": loopback}
     if bgp:
         tables["BGP_NEIGHBOR"] = bgp
-    host = sw["host"]
+    host = sw.host
     if host:
-        vlan = host["ifname"]
-        svi = {vlan: {}, f"{vlan}|{host['gateway']}": {}}
-        if host["gateway6"]:
-            svi[f"{vlan}|{host['gateway6']}"] = {}
-        tables["VLAN"] = {vlan: {"vlanid": str(host["vlan"])}}
+        vlan = host.ifname
+        svi = {vlan: {}, f"{vlan}|{host.gateway}": {}}
+        if host.gateway6:
+            svi[f"{vlan}|{host.gateway6}"] = {}
+        tables["VLAN"] = {vlan: {"vlanid": str(host.vlan)}}
         tables["VLAN_INTERFACE"] = svi
-        tables["VLAN_MEMBER"] = {f"{vlan}|{p}": {"tagging_mode": "untagged"} for p in host["ports"]}
+        tables["VLAN_MEMBER"] = {f"{vlan}|{p}": {"tagging_mode": "untagged"} for p in host.ports}
     return tables
 
 
@@ -224,19 +225,19 @@ def qos_port_tables(ports: list[str], site: dict) -> dict:
     return tables
 
 
-def config_db(sw: dict, site: dict, model: SwitchModel, shared: dict) -> dict:
+def config_db(sw: SwitchIntent, site: dict, model: SwitchModel, shared: dict) -> dict:
     """The whole config_db of one switch (``sw``: its intent; ``shared``: :func:`shared_tables`)."""
     pm = model.port_map
     tables, speeds = port_tables(sw, model, site)
     tables["DEVICE_METADATA"] = {"localhost": {
-        "bgp_asn": str(sw["asn"]), "bgp_router_id": sw["router_id"], "buffer_model": "traditional",
+        "bgp_asn": str(sw.asn), "bgp_router_id": sw.router_id, "buffer_model": "traditional",
         "default_bgp_status": "up", "default_pfcwd_status": "enable" if site["pfc_watchdog_ms"] else "disable",
-        "docker_routing_config_mode": "split", "hostname": sw["name"], "hwsku": pm.hwsku, "platform": pm.platform,
-        "synchronous_mode": "enable", "type": DEVICE_TYPE.get(sw["level"], "SpineRouter"),
+        "docker_routing_config_mode": "split", "hostname": sw.name, "hwsku": pm.hwsku, "platform": pm.platform,
+        "synchronous_mode": "enable", "type": DEVICE_TYPE.get(sw.level, "SpineRouter"),
     }}
     tables.update(routing_tables(sw, site))
     tables.update(qos_port_tables(list(speeds), site))
-    used = {lk["port"]: lk for lk in sw["neighbors"] + sw["server_ports"]}
+    used: dict[str, Neighbor | ServerPort] = {lk.port: lk for lk in sw.neighbors + sw.server_ports}
     tables.update(buffer_tables(model, {port: used[port] for port in speeds}, site))
     tables.update(shared)
     return tables

@@ -1,29 +1,26 @@
-"""Which configuration target a switch model gets: one owner for the choice the checks and emitters share.
+"""What the config targets need from a design: the target of a switch model, and InfiniBand link rates.
 
-Every routed Ethernet switch also gets an FRR config (the routing stack SONiC runs, and what ``twin
-verify`` brings up); on top of that an Arista model gets an EOS running-config and every other
-Ethernet model a SONiC ``config_db.json``. InfiniBand switches are configured by the subnet manager.
+A switch model names its target in the catalog (``config``); the targets are the registry
+:mod:`twin.lang.site.config_targets`. The OpenSM target's topology and the spec checks share the rates.
 """
 
 from __future__ import annotations
 
 from twin.lang.site.catalog_models import SwitchModel
+from twin.lang.site.config_targets import ConfigTarget, config_target
 
-SONIC, EOS, OPENSM = "sonic", "eos", "opensm"
 IB_LANES = 4  # an InfiniBand port is 4x: 4 lanes (NDR: 4 x 100G, NVIDIA Quantum-2 QM9700 datasheet)
 LANE_NAME = {2.5e9: "SDR", 5e9: "DDR", 10e9: "QDR", 14e9: "FDR", 25e9: "EDR", 50e9: "HDR", 100e9: "NDR", 200e9: "XDR"}
 
 
-def config_target(model: SwitchModel) -> str:
-    """The switch OS a model's configuration is written for.
+def target_of(model: SwitchModel) -> ConfigTarget:
+    """The config target a switch model names in the catalog.
 
     >>> from twin.lang.catalog import builtin
-    >>> [config_target(builtin().switches[m]) for m in ("minipack2", "arista-7800r3", "qm9700")]
+    >>> [target_of(builtin().switches[m]).name for m in ("minipack2", "arista-7800r3", "qm9700")]
     ['sonic', 'eos', 'opensm']
     """
-    if model.technology == "infiniband":
-        return OPENSM
-    return EOS if model.vendor.lower().startswith("arista") else SONIC
+    return config_target(model.config)
 
 
 def ib_rate(speed: float, port_speed: float) -> str:

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from twin.lang.base import Model, Slug
+from twin.lang.site.config_targets import ConfigName, check_technology
 from twin.lang.site.cost_models import FacilityCost
 from twin.lang.site.portmap import PortMap
 from twin.lang.site.power import PhasePower
@@ -77,6 +78,10 @@ class SwitchModel(Model):
     description: str = ""
     vendor: str
     technology: Literal["ethernet", "infiniband"] = "ethernet"
+    config: ConfigName = Field(
+        description="the configuration target its switches get: sonic (config_db.json), eos (EOS running-config), "
+        "opensm (InfiniBand: the subnet manager) or none; required, never guessed from the vendor",
+    )
     asic: str = Field("", description="switch ASIC, shown in the report's fabric table")
     ports: int = Field(ge=1, le=4096, description="logical ports at port_speed")
     port_speed: DataRate
@@ -106,6 +111,13 @@ class SwitchModel(Model):
         rest = re.sub(r"\{(" + known + r")\}", "", v)
         if "{" in rest or "}" in rest:
             raise ValueError("unbalanced braces")
+        return v
+
+    @field_validator("config")
+    @classmethod
+    def _config_fits_technology(cls, v: str, info) -> str:
+        if "technology" in info.data:
+            check_technology(v, info.data["technology"])
         return v
 
     @model_validator(mode="after")
