@@ -132,8 +132,11 @@ def build(
             err.print("output left untouched", markup=False)
         raise typer.Exit(EXIT_INFEASIBLE) from None
     except OutputError as e:
-        err.print(f"{spec}: {e}", style="red", markup=False)
-        raise typer.Exit(EXIT_INVALID) from None
+        if as_json:
+            _emit_json({"status": "not written", "error": str(e), "exit": e.code})
+        else:
+            err.print(f"{spec}: {e}", style="red", markup=False)
+        raise typer.Exit(e.code) from None
     d = result.design
     placement = d.placement
     solver = placement.figures.get("solver") if placement is not None else None
