@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import math
 import os
 import re
 import stat
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 MANIFEST = "manifest.json"
-JSON_LIMIT = 256 * 2**20  # bytes; twin's largest JSON document (a 24K-GPU manifest) is 0.6 MB
+JSON_LIMIT = 64 * 2**20  # bytes; twin's largest JSON document (a 24K-GPU manifest) is 0.6 MB
 MAX_DEPTH = 64  # nesting of a JSON document; twin writes at most ~10
 SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -108,6 +109,13 @@ def _constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _float(text: str) -> float:
+    x = float(text)
+    if math.isinf(x):
+        raise ValueError(f"{text[:40]} is beyond the range of a number")
+    return x
+
+
 def parse_json(data: bytes, where: str):
     """Strict JSON: UTF-8, no NaN/Infinity, no huge integers, nesting at most MAX_DEPTH (FolderError,
     located at the line and column where the parser stopped)."""
@@ -116,7 +124,7 @@ def parse_json(data: bytes, where: str):
     except UnicodeDecodeError as e:
         raise FolderError(f"{where}: not UTF-8 (byte {e.start})") from None
     try:
-        doc = json.loads(text, parse_constant=_constant)
+        doc = json.loads(text, parse_constant=_constant, parse_float=_float)
     except json.JSONDecodeError as e:
         raise FolderError(f"{where}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
     except RecursionError:
@@ -206,6 +214,8 @@ def parse_manifest(doc, where: str) -> Manifest:
 
 def load_manifest(folder: Path) -> Manifest:
     """The folder's manifest.json, checked (FolderError when missing, not JSON or not twin's)."""
+    if not (folder / MANIFEST).exists() and not (folder / MANIFEST).is_symlink():
+        raise FolderError(f"{folder}: no {MANIFEST} (not a folder twin built; build one with `twin build`)")
     return parse_manifest(read_json(folder, MANIFEST), str(folder / MANIFEST))
 
 

@@ -20,11 +20,13 @@ import difflib
 import hashlib
 import json
 import math
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from twin.build import MANIFEST, render
+from twin.build import render
+from twin.folder import MANIFEST, FolderError, expect, inside, load_manifest, parse_json, printable, read_artifact
 
 ROLES = ("rtsw", "ctsw", "atsw", "leaf", "spine", "super", "core")
 DIFF_LINES = 60  # lines of a representative config diff
@@ -52,21 +54,56 @@ def spec_side(path: str | Path, scenario: str | Path | None = None) -> Side:
 
 
 def folder_side(folder: str | Path) -> Side:
-    """A built folder as it is on disk (``FileNotFoundError`` without a manifest)."""
+    """A built folder as it is on disk, read as untrusted input (FolderError: one located line).
+
+    The manifest must be twin's with every path inside the folder; every artifact it lists must be a
+    regular file of the recorded size (a file is read only through :func:`twin.folder.read_artifact`,
+    which checks its sha256); review.json, when listed, must hold figures of the right types."""
     folder = Path(folder)
-    m = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    hashes = {a["path"]: a["sha256"] for a in m["artifacts"]}
+    m = load_manifest(folder)
+    for rel, a in m.artifacts.items():
+        path = inside(folder, rel, "artifact")
+        try:
+            st = path.lstat()
+        except FileNotFoundError:
+            raise FolderError(f"{path}: listed in {MANIFEST} but missing (rebuild the folder)") from None
+        except OSError as e:
+            raise FolderError(f"{path}: cannot read ({e.strerror})") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise FolderError(f"{path}: not a regular file (twin writes regular files only)")
+        if st.st_size != a.size:
+            raise FolderError(f"{path}: {st.st_size:,} bytes, {MANIFEST} records {a.size:,} (changed after the build; rebuild the folder)")
+    hashes = {p: a.sha256 for p, a in m.artifacts.items()}
 
     def read(p: str) -> bytes:
-        try:
-            return (folder / p).read_bytes()
-        except OSError:
-            return b""
+        return read_artifact(folder, m, p) if p in m.artifacts else b""
 
-    rj = folder / "review.json"
-    figs = json.loads(rj.read_text(encoding="utf-8"))["figures"] if rj.is_file() else None
-    note = "" if figs is not None else f"{folder} has no review.json (built by an older twin): its figures are not compared; rebuild it"
-    return Side(str(folder), hashes, read, figs, note, m.get("scenario"))
+    figs, note = None, f"{folder} has no review.json (built by an older twin): its figures are not compared; rebuild it"
+    if "review.json" in m.artifacts:
+        figs, note = figures_of(parse_json(read("review.json"), str(folder / "review.json")), str(folder / "review.json")), ""
+    return Side(str(folder), hashes, read, figs, note, m.scenario)
+
+
+FIGURE_TEXT = ("group", "key", "label", "unit")
+FIGURE_MAX = 1e18  # a review figure's magnitude (the largest twin writes, a campus's capex in dollars, is ~1e10)
+
+
+def figures_of(doc, where: str) -> list[dict]:
+    """review.json's ``figures``, each checked: text group/key/label/unit, a value that is null, a
+    number, a truth value or text."""
+    expect(doc, dict, where, "a JSON object with figures")
+    figs = expect(doc.get("figures"), list, f"{where}: figures", "a list")
+    for i, f in enumerate(figs):
+        at = f"{where}: figures[{i}]"
+        expect(f, dict, at, "an object")
+        for k in FIGURE_TEXT:
+            expect(f.get(k), str, f"{at}.{k}", "text")
+        v = f.get("value")
+        if v is not None:
+            expect(v, (bool, int, float, str), f"{at}.value", "a number, text, a truth value or null")
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and not abs(v) < FIGURE_MAX:
+                raise FolderError(f"{at}.value: {printable(repr(v), 40)} is out of range (expected a magnitude below {FIGURE_MAX:.0e})")
+    return figs
 
 
 def side(target: str | Path, scenario: str | Path | None = None) -> Side:
@@ -129,11 +166,16 @@ def compare(old: Side, new: Side) -> DiffResult:
                 minus += 1
         res.changed[p] = (plus, minus)
         if p == "design.json":
-            res.design_fields = changed_paths(json.loads(before or "{}"), json.loads(after or "{}"))
+            res.design_fields = changed_paths(design_doc(old.read(p), old.label), design_doc(new.read(p), new.label))
     if old.figures is not None and new.figures is not None:
         res.figures, res.unchanged_figures = moved_figures(old.figures, new.figures)
     res.configs = config_changes(res, old, new)
     return res
+
+
+def design_doc(data: bytes, label: str) -> dict:
+    where = f"{label}/design.json"
+    return expect(parse_json(data, where), dict, where, "a JSON object") if data else {}
 
 
 def text(data: bytes) -> str:
