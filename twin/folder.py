@@ -49,7 +49,7 @@ def safe_relative(rel: str) -> str | None:
     absolute path, ``..``, ``.``, empty part, backslash, NUL or other control character."""
     if not isinstance(rel, str) or not rel or len(rel) > 4096 or "\\" in rel:
         return None
-    if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn") for c in rel):
+    if not (rel.isascii() and rel.isprintable()) and any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn") for c in rel):
         return None
     parts = rel.split("/")
     if PurePosixPath(rel).is_absolute() or any(p in ("", ".", "..") or len(p.encode("utf-8", "surrogatepass")) > 255 for p in parts):
@@ -57,13 +57,21 @@ def safe_relative(rel: str) -> str | None:
     return rel
 
 
-def inside(folder: Path, rel: str, what: str = "path") -> Path:
+def inside(folder: Path, rel: str, what: str = "path", resolved: dict[str, Path] | None = None) -> Path:
     """``folder/rel`` after proving it stays in ``folder``: ``rel`` is a safe relative path and no
-    symlink on the way leads out (FolderError otherwise)."""
+    symlink on the way leads out (FolderError otherwise). ``resolved`` caches the folders resolved
+    so far (one call per artifact of a big build would resolve the same folders thousands of times)."""
     if safe_relative(rel) is None:
         raise FolderError(f"{folder}: {what} {printable(repr(rel))} leaves the folder or is not a plain relative path")
-    base = folder.resolve()
-    target = (base / rel).resolve()
+    cache = {} if resolved is None else resolved
+    if "" not in cache:
+        cache[""] = folder.resolve()
+    base = cache[""]
+    parent, _, name = rel.rpartition("/")
+    if parent not in cache:
+        cache[parent] = (base / parent).resolve()
+    where = cache[parent] / name
+    target = where.resolve() if where.is_symlink() else where
     if target != base and base not in target.parents:
         raise FolderError(f"{folder / rel}: a symlink leads outside {folder}")
     return base / rel

@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from twin.build import render
-from twin.folder import MANIFEST, FolderError, expect, inside, load_manifest, parse_json, printable, read_artifact
+from twin.folder import JSON_LIMIT, MANIFEST, FolderError, expect, inside, load_manifest, parse_json, printable, read_artifact
 
 ROLES = ("rtsw", "ctsw", "atsw", "leaf", "spine", "super", "core")
 DIFF_LINES = 60  # lines of a representative config diff
+LINE_DIFF_LIMIT = JSON_LIMIT  # bytes: a changed artifact larger than this is named, its lines not counted
 
 
 @dataclass
@@ -42,6 +43,7 @@ class Side:
     figures: list[dict] | None
     note: str = ""
     scenario: str | None = None  # file name of the scenario run with the build (manifest.json)
+    sizes: dict[str, int] = field(default_factory=dict)  # artifact -> bytes
 
 
 def spec_side(path: str | Path, scenario: str | Path | None = None) -> Side:
@@ -50,7 +52,8 @@ def spec_side(path: str | Path, scenario: str | Path | None = None) -> Side:
     _design, files = render(path, scenario)
     hashes = {p: hashlib.sha256(b).hexdigest() for p, b in files.items() if p != MANIFEST}
     figs = json.loads(files["review.json"])["figures"] if "review.json" in files else None
-    return Side(str(path), hashes, lambda p: files.get(p, b""), figs, scenario=Path(scenario).name if scenario else None)
+    return Side(str(path), hashes, lambda p: files.get(p, b""), figs, scenario=Path(scenario).name if scenario else None,
+                sizes={p: len(b) for p, b in files.items()})
 
 
 def folder_side(folder: str | Path) -> Side:
@@ -61,8 +64,9 @@ def folder_side(folder: str | Path) -> Side:
     which checks its sha256); review.json, when listed, must hold figures of the right types."""
     folder = Path(folder)
     m = load_manifest(folder)
+    resolved: dict[str, Path] = {}
     for rel, a in m.artifacts.items():
-        path = inside(folder, rel, "artifact")
+        path = inside(folder, rel, "artifact", resolved)
         try:
             st = path.lstat()
         except FileNotFoundError:
@@ -80,8 +84,11 @@ def folder_side(folder: str | Path) -> Side:
 
     figs, note = None, f"{folder} has no review.json (built by an older twin): its figures are not compared; rebuild it"
     if "review.json" in m.artifacts:
-        figs, note = figures_of(parse_json(read("review.json"), str(folder / "review.json")), str(folder / "review.json")), ""
-    return Side(str(folder), hashes, read, figs, note, m.scenario)
+        where = str(folder / "review.json")
+        if m.artifacts["review.json"].size > JSON_LIMIT:
+            raise FolderError(f"{where}: {m.artifacts['review.json'].size:,} bytes, more than the {JSON_LIMIT:,} bytes twin reads")
+        figs, note = figures_of(parse_json(read("review.json"), where), where), ""
+    return Side(str(folder), hashes, read, figs, note, m.scenario, {p: a.size for p, a in m.artifacts.items()})
 
 
 FIGURE_TEXT = ("group", "key", "label", "unit")
@@ -115,7 +122,7 @@ def side(target: str | Path, scenario: str | Path | None = None) -> Side:
 class DiffResult:
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
-    changed: dict[str, tuple[int, int]] = field(default_factory=dict)  # path -> (+lines, -lines)
+    changed: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)  # path -> (+lines, -lines); None: too large to count
     design_fields: list[str] = field(default_factory=list)
     old: str = ""
     new: str = ""
@@ -156,6 +163,12 @@ def compare(old: Side, new: Side) -> DiffResult:
                          " report and twin figures differ for that reason too (`--scenario` runs one with every spec side)")
     for p in sorted(set(new.hashes) & set(old.hashes)):
         if new.hashes[p] == old.hashes[p]:
+            continue
+        if max(old.sizes.get(p, 0), new.sizes.get(p, 0)) > LINE_DIFF_LIMIT:
+            res.changed[p] = (None, None)  # changed (by sha256); too large to count lines
+            if p == "design.json":
+                raise FolderError(f"{old.label if old.sizes.get(p, 0) > JSON_LIMIT else new.label}/design.json: more than the "
+                                  f"{JSON_LIMIT:,} bytes twin reads (twin writes a few MB at most)")
             continue
         before, after = text(old.read(p)), text(new.read(p))
         plus = minus = 0

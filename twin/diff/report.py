@@ -40,6 +40,13 @@ def delta(r: dict) -> str:
     return f"{sign}{value(r['delta'], '' if r['unit'] == ':1' else r['unit'])}{pct}"
 
 
+def lines(added: int | None, removed: int | None) -> str:
+    """>>> lines(3, 1), lines(None, None)
+    ('+3 -1', 'too large to count lines')
+    """
+    return "too large to count lines" if added is None else f"+{added} -{removed}"
+
+
 def summary(res: DiffResult) -> str:
     cfg = sum(r["changed"] + r["added"] + r["removed"] for r in res.configs.values())
     return (f"{len(res.figures)} figure(s) moved ({res.unchanged_figures} unchanged); {len(res.changed)} artifact(s) changed, "
@@ -73,7 +80,7 @@ def markdown(res: DiffResult) -> str:
     else:
         out.append("No config changed.\n")
     out.append("\n## Artifacts\n")
-    rows = [[f"`{p}`", "changed", f"+{a} -{r}"] for p, (a, r) in list(res.changed.items())[:ARTIFACT_ROWS]]
+    rows = [[f"`{p}`", "changed", lines(a, r)] for p, (a, r) in list(res.changed.items())[:ARTIFACT_ROWS]]
     rows += [[f"`{p}`", "added", ""] for p in res.added[:ARTIFACT_ROWS]] + [[f"`{p}`", "removed", ""] for p in res.removed[:ARTIFACT_ROWS]]
     more = max(0, len(res.changed) - ARTIFACT_ROWS) + max(0, len(res.added) - ARTIFACT_ROWS) + max(0, len(res.removed) - ARTIFACT_ROWS)
     out.append(table(["artifact", "", "lines"], rows, "llr") if rows else "No artifact changed.\n")
@@ -115,7 +122,7 @@ def terminal(res: DiffResult, out) -> None:
     for p in res.removed:
         out.print(f"[red]- {t(p)}[/red]")
     for p, (a, r) in res.changed.items():
-        out.print(f"[yellow]~ {t(p)}[/yellow] (+{a} -{r} lines)")
+        out.print(f"[yellow]~ {t(p)}[/yellow] ({lines(a, r)}{' lines' if a is not None else ''})")
     for f in res.design_fields[:50]:
         out.print(f"    design.json: {printable(f, 400)}", markup=False)
     if len(res.design_fields) > 50:
