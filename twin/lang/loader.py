@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from twin.lang.diagnostics import Diagnostic, Severity
+from twin.lang.files import FileRefused, read_bytes
 
 try:  # the C loader is ~10x faster; fall back when libyaml is absent
     _Loader = yaml.CSafeLoader
@@ -25,7 +26,9 @@ PathT = tuple[str | int, ...]
 MAX_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_NODES = 2_000_000
+MAX_INT_DIGITS = 30  # far beyond any count, seed or size a spec holds; Python refuses int() past 4,300
 _PLAIN_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:omap"}
+_INT = "tag:yaml.org,2002:int"
 
 
 @dataclass
@@ -92,13 +95,10 @@ def load_text(text: str, path: str = "<string>") -> Source:
 
 
 def load_file(path: str | Path) -> Source:
-    p = Path(path)
     try:
-        raw = p.read_bytes()
-    except OSError as e:
-        raise LoadError([Diagnostic(Severity.ERROR, str(path), 0, 0, (), f"cannot read: {e.strerror}")]) from None
-    if len(raw) > MAX_BYTES:
-        raise LoadError([Diagnostic(Severity.ERROR, str(path), 1, 1, (), "file is larger than 16 MiB")])
+        raw = read_bytes(Path(path), MAX_BYTES, "YAML file")
+    except FileRefused as e:
+        raise LoadError([Diagnostic(Severity.ERROR, str(path), 0, 0, (), str(e), "a YAML file")]) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -120,7 +120,7 @@ def _convert(
         errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, "nesting deeper than 64 levels"))
         return None
     if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_TAGS:
-        errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, f"YAML tag '{node.tag}' is not allowed", "plain YAML"))
+        errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, f"YAML tag '{_short(node.tag)}' is not allowed", "plain YAML"))
         return None
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
@@ -144,8 +144,23 @@ def _convert(
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_convert(v, loc + (i,), src, errors, loader, depth + 1, budget) for i, v in enumerate(node.value)]
+    plain = node.style in (None, "")  # PyYAML says None, libyaml says ""
+    implicit = loader.resolve(yaml.ScalarNode, node.value, (plain, not plain))
+    if node.tag != implicit:  # an explicit tag (!!int x, !!binary, !custom): plain values only
+        errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, f"YAML tag '{_short(node.tag)}' is not allowed",
+                                 "a plain value (quote it to make it a string)"))
+        return None
+    if node.tag == _INT and len(node.value.lstrip("+-").replace("_", "")) > MAX_INT_DIGITS:
+        errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, f"an integer of {len(node.value):,} characters",
+                                 f"at most {MAX_INT_DIGITS} digits"))
+        return None
     try:
         return loader.construct_object(node, deep=True)
-    except yaml.YAMLError as e:
+    except (yaml.YAMLError, ValueError, ArithmeticError, KeyError) as e:
         errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, f"YAML value: {getattr(e, 'problem', e)}"))
         return None
+
+
+def _short(tag: str) -> str:
+    """``tag:yaml.org,2002:int`` as written: ``!!int``."""
+    return "!!" + tag[len("tag:yaml.org,2002:"):] if tag.startswith("tag:yaml.org,2002:") else tag
