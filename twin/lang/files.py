@@ -18,13 +18,17 @@ import os
 import stat
 from pathlib import Path
 
+from twin.lang import limits
+
 
 class FileRefused(OSError):
     """A path that is not a readable regular file within its cap, or that leaves its root."""
 
 
-def read_bytes(path: str | Path, max_bytes: int, what: str = "file") -> bytes:
-    """The bytes of a regular file of at most ``max_bytes``; :class:`FileRefused` says why not."""
+def read_bytes(path: str | Path, limit: str, what: str = "file") -> bytes:
+    """The bytes of a regular file within the size limit ``limit`` (:mod:`twin.lang.limits`);
+    :class:`FileRefused` says why not."""
+    max_bytes = int(limits.value(limit))
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
         fd = os.open(path, flags)
@@ -38,7 +42,7 @@ def read_bytes(path: str | Path, max_bytes: int, what: str = "file") -> bytes:
                     "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
             raise FileRefused(f"{kind}, not a regular {what}")
         if st.st_size > max_bytes:
-            raise FileRefused(f"{what} of {st.st_size:,} bytes is larger than {_size(max_bytes)}")
+            raise FileRefused(f"{what}: {limits.message(limit, st.st_size)}")
         chunks, total = [], 0
         while True:
             b = os.read(fd, min(1 << 20, max_bytes + 1 - total))
@@ -47,7 +51,7 @@ def read_bytes(path: str | Path, max_bytes: int, what: str = "file") -> bytes:
             chunks.append(b)
             total += len(b)
             if total > max_bytes:  # it grew while we read it
-                raise FileRefused(f"{what} is larger than {_size(max_bytes)}")
+                raise FileRefused(f"{what}: {limits.message(limit, total, 'bytes or more')}")
         return b"".join(chunks)
     except OSError as e:
         if isinstance(e, FileRefused):
@@ -71,7 +75,3 @@ def inside(named: str, base: Path, root: Path | None = None) -> Path:
         raise FileRefused(f"{how} outside {root}; files are named relative to the file that names them, inside its folder "
                           f"(twin sweep --root DIR widens it)")
     return full
-
-
-def _size(n: int) -> str:
-    return f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n:,} bytes"

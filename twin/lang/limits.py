@@ -32,6 +32,8 @@ class Limit:
 
 
 LIMITS: dict[str, Limit] = {x.name: x for x in (
+    Limit("input_bytes", 1_048_576, "bytes", "size of a YAML input (site, scenario, sweep); the largest example is 22 KB"),
+    Limit("yaml_values", 200_000, "values", "values of a YAML input, aliases expanded (about 40 us each to load)"),
     Limit("halls", 1_000, "halls", "halls of a site, campus buildings' halls included (1,000 validate in about 3 s)"),
     Limit("rack_positions", 1_000_000, "rack positions", "rows x positions over every hall (about 80 bytes each while validating)"),
     Limit("collective_sizes", 1_000, "message sizes", "sizes of one collective (its sizes: list, or what its sweep: expands to)"),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from twin.lang.base import Text
 from twin.lang.units import EnergyPrice, PricePerPower
 
 # [eia-epa-2023]: U.S. EIA, Electric Power Annual with data for 2023, average revenue per kWh by state:
@@ -30,9 +31,9 @@ class _Model(BaseModel):
 class FacilityCost(_Model):
     """What one watt of critical IT load costs to build: power distribution, cooling and the building."""
 
-    description: str = ""
+    description: Text = ""
     price: PricePerPower = Field(description="capital cost per watt of critical IT load, e.g. '11.7 MUSD/MW'")
-    source: str = Field(min_length=1, description="where the figure comes from, or 'assumed'")
+    source: Text = Field(min_length=1, description="where the figure comes from, or 'assumed'")
 
 
 EnergyPriceField = Field(DEFAULT_ENERGY_PRICE, description="price of the energy the site draws from the utility "

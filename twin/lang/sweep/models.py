@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from twin.lang.base import Model, Slug
+from twin.lang.base import Model, Slug, Text
 
 MAX_VARIANTS = 10_000
 Target = Literal["site", "scenario"]
@@ -50,7 +50,7 @@ class Axis(Model):
     values: list[Any] | None = None
     range: Range | None = None
     zip: dict[str, list[Any]] | None = Field(None, description="paths to lists of equal length, taken item by item")
-    labels: list[str] | None = Field(None, description="zip: a short name per item for the variant labels")
+    labels: list[Text] | None = Field(None, description="zip: a short name per item for the variant labels")
 
     @model_validator(mode="after")
     def _one_form(self) -> "Axis":
@@ -72,7 +72,7 @@ class Axis(Model):
 
 class SweepFile(Model):
     name: Slug
-    description: str = ""
+    description: Text = ""
     site: str = Field(description="the base site spec, relative to the sweep file")
     scenario: str | dict[str, Any] | None = Field(None, description="a scenario file or an inline scenario")
     placement: Literal["spec", "naive", "optimize"] = "spec"
