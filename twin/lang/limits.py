@@ -41,6 +41,7 @@ LIMITS: dict[str, Limit] = {x.name: x for x in (
           "a campaign's failure events per run, summed over the main run and every sweep point (about 0.3 ms each)"),
     Limit("campaign_cells", 20_000_000, "run x event cells",
           "runs x failure events per run of one Monte Carlo pass (about 24 bytes each)"),
+    Limit("campaign_checkpoints", 100_000, "checkpoints", "checkpoint writes in a campaign's representative run (its timeline)"),
     Limit("power_samples", 50_000_000, "samples", "duration / resolution of a power trace (tens of bytes each)"),
     Limit("power_segments", 20_000, "segments",
           "thermal intervals plus job-state changes (checkpoints, failures) of a power trace (about 1.3 ms each)"),

@@ -35,7 +35,6 @@ from pydantic import Field, model_validator
 
 from twin.lang.base import Model, Slug, Text
 
-MAX_VARIANTS = 10_000
 Target = Literal["site", "scenario"]
 
 
@@ -73,8 +72,8 @@ class Axis(Model):
 class SweepFile(Model):
     name: Slug
     description: Text = ""
-    site: str = Field(description="the base site spec, relative to the sweep file")
-    scenario: str | dict[str, Any] | None = Field(None, description="a scenario file or an inline scenario")
+    site: str = Field(description="the base site spec (YAML), relative to the sweep file and inside its folder")
+    scenario: str | dict[str, Any] | None = Field(None, description="a scenario file (the same rule) or an inline scenario")
     placement: Literal["spec", "naive", "optimize"] = "spec"
     axes: list[Axis] = Field(default_factory=list)
     figures: list[str] | None = None
