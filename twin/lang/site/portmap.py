@@ -32,7 +32,7 @@ class PortMap(BaseModel):
     lanes_per_port: int = Field(ge=1, le=16, description="SerDes lanes per logical port")
     first_lane: int = Field(0, ge=0, description="number of port 1's first lane (platforms count from 0 or 1)")
     name_step: int = Field(1, ge=1, le=16, description="step between port numbers in SONiC names (Ethernet0, Ethernet8: 8)")
-    alias: str = Field("etp{n}", description="front-panel alias; placeholders {n} (1-based port), {n0}")
+    alias: Text = Field("etp{n}", description="front-panel alias; placeholders {n} (1-based port), {n0}")
     fec: Literal["rs", "fc", "none", "auto"] = "rs"
     breakouts: tuple[Annotated[str, Field(pattern=BREAKOUT_RE)], ...] = Field(
         min_length=1,
