@@ -38,8 +38,12 @@ SCENARIO = """scenario:
 
 
 def sweep_file(tmp: Path, axes: str, extra: str = "", name: str = "t") -> Path:
+    """A sweep file beside a copy of the lab site (a sweep names files inside its own folder)."""
+    site = tmp / "lab-2zone.yaml"
+    if not site.exists():
+        site.write_bytes((ROOT / "sites" / "lab-2zone.yaml").read_bytes())
     p = tmp / f"{name}.yaml"
-    p.write_text(f"name: {name}\nsite: {ROOT / 'sites' / 'lab-2zone.yaml'}\nplacement: naive\n{SCENARIO}{extra}axes:\n{axes}")
+    p.write_text(f"name: {name}\nsite: lab-2zone.yaml\nplacement: naive\n{SCENARIO}{extra}axes:\n{axes}")
     return p
 
 

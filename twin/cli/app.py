@@ -47,6 +47,13 @@ def _root(version: bool = typer.Option(False, "--version", help="Print the versi
     if version:
         out.print(f"twin {__version__}")
         raise typer.Exit(0)
+    from twin.lang.limits import LimitsError, overrides
+
+    try:
+        overrides()  # a malformed TWIN_LIMITS is one line before any command reads it
+    except LimitsError as e:
+        err.print(str(e), style="red", markup=False)
+        raise typer.Exit(EXIT_INVALID) from None
 
 
 @app.command()

@@ -14,7 +14,7 @@ from itertools import pairwise
 
 from twin.compiler.resolve.sizing import fat_tree_capacity, fat_tree_tiers
 from twin.compiler.resolve.spec import Spec
-from twin.compiler.resolve.targets import ib_rate, target_of
+from twin.compiler.resolve.targets import hostname_findings, ib_rate, port_name_problem, target_of
 from twin.lang.diagnostics import Severity
 from twin.lang.site.catalog_models import Catalog
 from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, family_traits
@@ -63,6 +63,10 @@ def references(site: Site, catalog: Catalog) -> Iterator[Finding]:
                 yield E, path, f"unknown switch model '{m}'", _one_of(catalog.switches)
         elif sw.technology != want:
             yield E, path, f"'{m}' is an {sw.technology} switch but the fabric is {f.technology.value}", f"an {want} switch"
+    for name, sw in site.catalog.switches.items():  # the built-in models are checked by the tests
+        if (problem := port_name_problem(sw)) is not None:
+            yield E, ("catalog", "switches", name, "port_name"), problem, "names its switch OS accepts as interface names"
+    yield from hostname_findings(site)
 
 
 def family_shape(site: Site) -> Iterator[Finding]:

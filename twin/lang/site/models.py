@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from twin.lang.base import Count, IndexList, Model, Ratio, Slug
+from twin.lang.base import Count, IndexList, Model, Ratio, Slug, Text
 from twin.lang.site.attachment import Attachment
 from twin.lang.site.campus import Building, Campus
 from twin.lang.site.catalog_models import Catalog
@@ -293,7 +293,7 @@ class TrainingJob(Model):
     tflops_per_gpu: float | None = Field(None, gt=0, description="deprecated alias of measured_tflops_per_gpu")
     mfu: float | None = Field(None, gt=0, le=1, description="deprecated: a measured MFU (compare-only), as measured_tflops_per_gpu / peak")
     bytes_per_param: int = Field(2, ge=1, le=8)
-    source: str = ""
+    source: Text = ""
 
     @model_validator(mode="after")
     def _one_measured(self) -> "TrainingJob":
@@ -340,7 +340,7 @@ class Site(Model):
     model_config = ConfigDict(title="twin site")  # the rest from Model
 
     name: Slug = Field(description="the site name; also the output folder generated/<name>/")
-    description: str = ""
+    description: Text = ""
     power: SitePower
     halls: list[Hall] = Field(min_length=1)
     buildings: list[Building] = Field(default_factory=list, exclude_if=lambda v: not v, description=(
