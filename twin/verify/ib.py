@@ -23,6 +23,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,10 +94,11 @@ def sm_host(conf: str, topology: str) -> str | None:
     return ref if f'"{ref}"' in topology else None
 
 
-def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> IbResult:
-    """Load ``topology`` (ibnetdiscover format) into ibsim, run OpenSM once with the generated
-    ``opensm.conf`` (+ root GUIDs and partitions beside it) and check every HCA pair's route."""
-    t0 = time.monotonic()
+@contextmanager
+def simulated(topology: Path, sm_conf: str = ""):
+    """ibsim running ``topology`` (ibnetdiscover format) on a socket of its own; yields
+    ``(client_env, work)``: the environment a libibumad client (OpenSM, ibnetdiscover) needs to talk
+    to it, and the run's scratch folder. The simulator and the folder are removed on exit."""
     work = Path(tempfile.mkdtemp(prefix="twin-ib-"))
     sock = f"twin-ibsim-{os.getpid()}-{secrets.token_hex(3)}"
     env = {**os.environ, "IBSIM_SOCKNAME": sock, "OSM_CACHE_DIR": str(work), "OSM_TMP_DIR": str(work)}
@@ -105,28 +107,63 @@ def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> Ib
         net = work / "fabric.net"
         shutil.copy(topology, net)
         text = net.read_text()
-        n_sw = text.count("\nSwitch\t") + text.startswith("Switch\t")
-        n_ca = text.count("\nHca\t") + text.startswith("Hca\t")
+        n_sw, n_ca = count_nodes(text)
         first_ca = re.search(r'^Hca\t\d+ "([^"]+)"', text, re.M)
         if not first_ca:
             raise IbError(f"{topology}: no Hca in the topology")
-        files = {}
-        for key, name in FILE_OPTIONS.items():
-            if (opensm_dir / name).exists():
-                shutil.copy(opensm_dir / name, work / name)
-                files[key] = work / name
-        generated = (opensm_dir / "opensm.conf").read_text()
-        conf, engine = _rewrite_conf(generated, files)
-        (work / "opensm.conf").write_text(conf)
-
         # ibsim's console reads stdin: keep a pipe open so it stays up until we stop it.
         sim = subprocess.Popen(
             ["ibsim", "-s", "-N", str(max(2048, n_ca + n_sw + 16)), "-S", str(max(256, n_sw + 8)), str(net)],
             stdin=subprocess.PIPE, stdout=open(work / "ibsim.log", "w"), stderr=subprocess.STDOUT, env=env,
             start_new_session=True,
         )
-        client_env = {**env, "LD_PRELOAD": umad2sim(), "SIM_HOST": sm_host(generated, text) or first_ca.group(1)}
+        client_env = {**env, "LD_PRELOAD": umad2sim(), "SIM_HOST": sm_host(sm_conf, text) or first_ca.group(1)}
         _wait_sim(sim, client_env, work)
+        yield client_env, work
+    finally:
+        if sim is not None and sim.poll() is None:
+            try:
+                os.killpg(sim.pid, signal.SIGTERM)
+                sim.wait(timeout=5)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(sim.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                sim.wait(timeout=5)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def count_nodes(text: str) -> tuple[int, int]:
+    """(switches, HCAs) of a topology in ibnetdiscover format."""
+    return text.count("\nSwitch\t") + text.startswith("Switch\t"), text.count("\nHca\t") + text.startswith("Hca\t")
+
+
+def discover(topology: Path, timeout: float = 120.0) -> str:
+    """What the real ``ibnetdiscover`` prints for ``topology`` brought up in ibsim (no subnet manager
+    runs: ibnetdiscover sweeps with directed-route SMPs, so it needs no LIDs)."""
+    with simulated(topology) as (env, _work):
+        p = _client(["ibnetdiscover"], env, timeout)
+        if p.returncode != 0:
+            raise IbError(f"ibnetdiscover exited {p.returncode}: {(p.stdout + p.stderr)[-500:]}")
+        return p.stdout
+
+
+def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> IbResult:
+    """Load ``topology`` (ibnetdiscover format) into ibsim, run OpenSM once with the generated
+    ``opensm.conf`` (+ root GUIDs and partitions beside it) and check every HCA pair's route."""
+    t0 = time.monotonic()
+    generated = (opensm_dir / "opensm.conf").read_text()
+    with simulated(topology, generated) as (client_env, work):
+        text = topology.read_text()
+        n_sw, n_ca = count_nodes(text)
+        files = {}
+        for key, name in FILE_OPTIONS.items():
+            if (opensm_dir / name).exists():
+                shutil.copy(opensm_dir / name, work / name)
+                files[key] = work / name
+        conf, engine = _rewrite_conf(generated, files)
+        (work / "opensm.conf").write_text(conf)
 
         log = work / "osm.log"
         t1 = time.monotonic()
@@ -146,32 +183,20 @@ def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> Ib
             problems.append("OpenSM rejected the partition file: " + " | ".join(x.strip() for x in prtn[:3]))
         disc = _client(["ibnetdiscover"], client_env, 120)
         fts = _client(["dump_fts"], client_env, 300)
-        nodes, ports = parse_ibnetdiscover(disc.stdout)
-        lfts = parse_dump_fts(fts.stdout)
-        check = check_routes(nodes, ports, lfts)
-        problems += check["problems"]
-        problems += width_mismatches(link_widths(text), link_widths(disc.stdout))
-        if check["hcas"] != n_ca:
-            problems.append(f"ibnetdiscover found {check['hcas']} HCAs, topology has {n_ca}")
-        if len(lfts) != n_sw:
-            problems.append(f"dump_fts returned {len(lfts)} switch tables, topology has {n_sw}")
-        return IbResult(
-            engine=engine, engine_in_use=in_use, hcas=check["hcas"], switches=len(lfts),
-            pairs_checked=check["pairs"], unrouted=check["unrouted"], loops=check["loops"], max_hops=check["max_hops"],
-            route_seconds=round(route_s, 3), total_seconds=round(time.monotonic() - t0, 3), problems=problems,
-        )
-    finally:
-        if sim is not None and sim.poll() is None:
-            try:
-                os.killpg(sim.pid, signal.SIGTERM)
-                sim.wait(timeout=5)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
-                    os.killpg(sim.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                sim.wait(timeout=5)
-        shutil.rmtree(work, ignore_errors=True)
+    nodes, ports = parse_ibnetdiscover(disc.stdout)
+    lfts = parse_dump_fts(fts.stdout)
+    check = check_routes(nodes, ports, lfts)
+    problems += check["problems"]
+    problems += width_mismatches(link_widths(text), link_widths(disc.stdout))
+    if check["hcas"] != n_ca:
+        problems.append(f"ibnetdiscover found {check['hcas']} HCAs, topology has {n_ca}")
+    if len(lfts) != n_sw:
+        problems.append(f"dump_fts returned {len(lfts)} switch tables, topology has {n_sw}")
+    return IbResult(
+        engine=engine, engine_in_use=in_use, hcas=check["hcas"], switches=len(lfts),
+        pairs_checked=check["pairs"], unrouted=check["unrouted"], loops=check["loops"], max_hops=check["max_hops"],
+        route_seconds=round(route_s, 3), total_seconds=round(time.monotonic() - t0, 3), problems=problems,
+    )
 
 
 def _client(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
