@@ -375,10 +375,12 @@ def simulate(
 
 
 def _register_subcommands() -> None:
+    from twin.cli.asbuilt import register as register_as_built
     from twin.cli.netbox import app as netbox_app
     from twin.cli.sweep import register as register_sweep
 
     register_sweep(app, out, err, _print_diags, _emit_json)
+    register_as_built(app, out, err, _print_diags, _emit_json)
 
     app.add_typer(netbox_app, name="netbox")
 
