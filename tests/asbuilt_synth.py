@@ -156,3 +156,31 @@ def inject(plan: Plan, seed: int, moved: int, swaps: int, missing: int, unexpect
 def got(findings) -> set:
     """Findings in the form :func:`inject` states its faults."""
     return {(f.kind, frozenset(f.ends[0])) if f.kind == "unexpected" else (f.kind, tuple(f.cables)) for f in findings}
+
+
+def number(plan: Plan, end: End) -> int:
+    """InfiniBand port number of a plan end (a switch port's place in its model's names)."""
+    dev, port = end
+    if port.startswith("port") and port[4:].isdigit():
+        return int(port[4:])
+    return plan.port_names[plan.devices[dev].model].index(port) + 1
+
+
+def topology(plan: Plan, planned: str, wiring: dict[End, End], rates: dict[frozenset, str] | None = None) -> str:
+    """The build's ``model/topology.net`` with its port lines rewritten for ``wiring`` (each link at the
+    planned rate unless ``rates`` gives one, e.g. ``2xNDR``): what ibsim loads and what
+    ibnetdiscover prints back."""
+    ref = {dev: ("S" if plan.roles[dev] not in ("nic", "endpoint") else "H") + f"-{g:016x}" for g, dev in plan.guid.items()}
+    out = []
+    for line in planned.splitlines():
+        if line.startswith("["):
+            continue
+        out.append(line)
+        if line.startswith(("Switch\t", "Hca\t")):
+            dev = line.split('# "')[1].split('"')[0]
+            ports = sorted((number(plan, x), x, y) for x, y in wiring.items() if x[0] == dev)
+            for p, x, y in ports:
+                w, sp = plan.rate.get(x) or plan.rate.get(y) or (4, "NDR")
+                rate = (rates or {}).get(frozenset((x, y)), f"{w}x{sp}")
+                out.append(f'[{p}]\t"{ref[y[0]]}"[{number(plan, y)}]\t\t# "{y[0]}" lid 0 {rate}')
+    return "\n".join(out) + "\n"
