@@ -51,7 +51,7 @@ class Lines:
     """Line numbers of offsets met in increasing order (one pass over the text, however many
     entries a merged file has).
 
-    >>> n = Lines("a\nb\nc"); n.at(2), n.at(4), n.at(0)
+    >>> n = Lines("a\\nb\\nc"); n.at(2), n.at(4), n.at(0)
     (2, 3, 1)
     """
 
@@ -105,15 +105,16 @@ def decode(data: bytes, shown: str, problems: Problems) -> str | None:
     nul = data.find(b"\0")
     try:
         text = data.decode("utf-8")
+        bad = -1
     except UnicodeDecodeError as e:
-        bad = e.start if nul < 0 else min(nul, e.start)
-        good = data[:bad].decode("utf-8", errors="replace")
-        line, col = line_col(good, len(good))
-        problems.error(shown, line, col, f"binary content (byte {bad} is not UTF-8)", expected)
+        text, bad = None, e.start
+    if nul >= 0 and (bad < 0 or nul < bad):
+        good = data[:nul].decode("utf-8", errors="replace")
+        problems.error(shown, *line_col(good, len(good)), f"binary content (a NUL byte at byte {nul})", expected)
         return None
-    if nul >= 0:
-        line, col = line_col(text, len(data[:nul].decode("utf-8")))
-        problems.error(shown, line, col, f"binary content (a NUL byte at byte {nul})", expected)
+    if text is None:
+        good = data[:bad].decode("utf-8", errors="replace")
+        problems.error(shown, *line_col(good, len(good)), f"binary content (byte {bad} is not UTF-8)", expected)
         return None
     return text
 

@@ -146,14 +146,20 @@ class Wording:
                        f"{s.width}x{s.speed or '?'}, planned {w}x{sp}", s.evidence, sources=s.srcs,
                        detail={"planned_rate": f"{w}x{sp}", "seen_rate": f"{s.width}x{s.speed}"})
 
-    def disagree(self, i: int | None, x: End, y: End, z: End | None, src: str) -> Finding:
+    def disagree(self, i: int | None, stories: list[tuple[End, End, End | None, str]]) -> Finding:
+        """The ends of cable ``i`` (or of no planned cable) tell different stories: each story is
+        (port, what it reports, what that port reports in turn, source)."""
         p = self.plan
+        x = stories[0][0]
         i = p.at.get(x) if i is None else i
-        other = f"{y[0]} reports {self.label(z)} on {y[1]}" if z else f"{y[0]} reports more than one neighbour on {y[1]}"
+        told = []
+        for x1, y, z, _src in stories:
+            other = f"{y[0]} reports {self.label(z)} on {y[1]}" if z else f"{y[0]} reports more than one neighbour on {y[1]}"
+            told.append(f"{x1[0]} reports {self.label(y)} on {x1[1]}, but {other}")
         return Finding("disagree", (p.ids[i],) if i is not None else (), (self._cable(i),) if i is not None else (), x,
                        f"check the cable at {self.label(x)}: the two ends tell different stories (a stale table or a cable moved "
-                       f"while collecting); collect both devices again", f"the ends disagree: {x[0]} reports {self.label(y)}, but {other}",
-                       now=self.label(x), sources=(src,))
+                       f"while collecting); collect both devices again", "the ends disagree: " + "; ".join(told),
+                       now=self.label(x), sources=tuple(s[3] for s in stories))
 
     def conflict(self, x: End, others: list[tuple[End, str]], silent: bool = False) -> Finding:
         p = self.plan

@@ -59,7 +59,7 @@ def analyse(col: Collection, check_speed: bool = True) -> Result:
         _interpret(piece, plan, seen, res, w, disputes, conflicts)
     for x, (y, z, src) in sorted(disputes.items()):
         if x not in res.absorbed:
-            res.add(w.disagree(None, x, y, z, src))
+            res.add(w.disagree(None, [(x, y, z, src)]))
     return res
 
 
@@ -170,14 +170,12 @@ def _interpret(piece: tuple[list[Edge], bool], plan, seen: list[Seen], res: Resu
             res.add(w.unexpected(seen[e.idx]))
             continue
         a, b = plan.a[e.idx], plan.b[e.idx]
-        told = [(x, disputes[x]) for x in (a, b) if x in disputes] or [(x, None) for x in (a, b) if x in conflicts]
-        if told and told[0][1] is not None:
-            x, (y, z, src) = told[0]
-            res.absorbed.add(x)
-            res.add(w.disagree(e.idx, x, y, z, src))
-        elif not told:
+        stories = [(x, *disputes[x]) for x in (a, b) if x in disputes]
+        if stories:
+            res.absorbed.update(s[0] for s in stories)
+            res.add(w.disagree(e.idx, stories))
+        elif a not in conflicts and b not in conflicts:  # a planned cable at a conflicted port is told by the conflict finding
             res.add(w.missing(e.idx))
-        # a planned cable at a conflicted port is told by the conflict finding
 
 
 def _best_pairs(edges: list[Edge], cycle: bool, plan) -> list[tuple[int, int]]:

@@ -157,7 +157,7 @@ def load(root: Path) -> tuple[Plan | None, Problems]:
             reader.sha[a["path"]] = a["sha256"]
     plan = Plan(root, site)
     _cables(plan, reader)
-    _model(plan, reader)
+    _model(plan, reader, cables_read=not problems.errors)
     _catalog(plan, reader)
     _floor(plan, reader)
     if plan.technology == "infiniband" and not problems.errors:
@@ -290,7 +290,7 @@ def _device(plan: Plan, key: tuple, side: str, row: list[str], n: int, col: dict
     return f"{hall}/R{int(r):02d}/{rack}/U{int(u):02d}/{dev}/"
 
 
-def _model(plan: Plan, reader: _Reader) -> None:
+def _model(plan: Plan, reader: _Reader, cables_read: bool) -> None:
     rel = "model/fabric.json"
     doc, text = reader.json(rel)
     if doc is None:
@@ -333,6 +333,8 @@ def _model(plan: Plan, reader: _Reader) -> None:
             plan.nics.setdefault(server, []).append(nid)
             iface = nid[len(server) + 1:] if nid.startswith(server + "-") else nid
             plan.host_iface[(server, iface)] = nid
+    if not cables_read:  # the cable schedule's own errors are reported; comparing with it would repeat them
+        return
     links = {}
     for lk in doc.get("links") or []:
         if isinstance(lk, list) and len(lk) == len(LINK_FIELDS) and lk[1] == "link":
