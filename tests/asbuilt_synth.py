@@ -32,13 +32,6 @@ def mac(name: str) -> str:
     return "02:" + ":".join(f"{(h >> s) & 0xFF:02x}" for s in (32, 24, 16, 8, 0))
 
 
-def _server(plan: Plan, nic: str) -> tuple[str, str]:
-    for (server, iface), n in plan.host_iface.items():
-        if n == nic:
-            return server, iface
-    raise KeyError(nic)
-
-
 def reporters(plan: Plan) -> list[str]:
     """Every device that runs LLDP: switches and servers (a server answers for its NICs)."""
     return sorted(set(plan.nics) | {d for d, dev in plan.devices.items() if dev.role not in ("nic", "endpoint")})

@@ -141,7 +141,8 @@ def find_key(text: str, key: str, start: int = 0) -> int:
     >>> find_key('{"a": {"b": 1}, "b": 2}', "b", 8)
     16
     """
-    for needle in dict.fromkeys((json.dumps(key, ensure_ascii=False), json.dumps(key))):
+    plain = key.isascii() and key.isprintable() and '"' not in key and "\\" not in key
+    for needle in (f'"{key}"',) if plain else dict.fromkeys((json.dumps(key, ensure_ascii=False), json.dumps(key))):
         i = text.find(needle, start)
         while i >= 0:
             j = i + len(needle)

@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from twin.asbuilt.files import Problems, decode, find_key, inside, line_col, load_json, read_bytes
-from twin.build import MANIFEST
 from twin.emit.cabling import CABLE_COLUMNS
 from twin.emit.model_export import FORMAT, LINK_FIELDS
+
+MANIFEST = "manifest.json"  # twin.build writes it beside the artifacts (importing the build would load the whole compiler)
 
 End = tuple[str, str]  # (device, port)
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$")  # device, port, rack and hall names as twin writes them
@@ -75,6 +76,7 @@ class Plan:
         self.port_names: dict[str, tuple[str, ...]] = {}  # switch model -> port names in port order
         self.port_alias: dict[str, dict[str, str]] = {}  # switch model -> {alias or name: name}
         self.rate: dict[End, tuple[int, str]] = {}  # InfiniBand: planned (width, speed) per end
+        self._ports: dict[str, dict[str, str]] = {}  # device -> {name, alias or planned port: name} (built when first asked)
         self.slot: dict[str, int] = {}  # rack -> its position in its row (placement/floor.csv)
         self.guid: dict[int, str] = {}  # InfiniBand node GUID -> device
         self.port_guid: dict[int, End] = {}  # InfiniBand port GUID (OpenSM's files) -> end
@@ -90,15 +92,15 @@ class Plan:
     def port(self, dev: str, raw: str) -> str | None:
         """The plan's name of port ``raw`` of device ``dev`` (a name, a SONiC alias or a port number
         of its model; a NIC's one port), or None."""
-        d = self.devices.get(dev)
-        if d is None:
-            return None
-        if d.role == "nic":
-            return "port1"
-        names = self.port_alias.get(d.model or "")
-        if names and raw in names:
-            return names[raw]
-        return raw if (dev, raw) in self.at else None
+        ports = self._ports.get(dev)
+        if ports is None:
+            d = self.devices.get(dev)
+            if d is None:
+                return None
+            if d.role == "nic":
+                return "port1"
+            ports = self._ports[dev] = self.port_alias.get(d.model or "") or {p: p for (x, p) in self.at if x == dev}
+        return ports.get(raw)
 
     def numbered(self, dev: str, number: int) -> str | None:
         """Port ``number`` (1-based, as InfiniBand numbers ports) of ``dev``."""
