@@ -145,11 +145,12 @@ def test_work_order_walks_the_room_and_writes_only_there(plan, tmp_path):
     out = tmp_path / "out" / "order"
     p = twin("as-built", str(GEN), str(folder), "-o", str(out))
     assert p.returncode == 1, p.stderr
-    assert sorted(p for p in tmp_path.rglob("*")) == sorted(before + [tmp_path / "out", out, out / "work-order.csv", out / "as-built.json"])
+    written = [out / "work-order.csv", out / "as-built.json", out / "as-built.html"]
+    assert sorted(p for p in tmp_path.rglob("*")) == sorted(before + [tmp_path / "out", out, *written])
     assert {p: p.read_bytes() for p in GEN.rglob("*") if p.is_file()} == gen_before
     rows = list(csv.DictReader((out / "work-order.csv").open()))
     assert len(rows) == 12 and [int(r["step"]) for r in rows] == list(range(1, 13))
-    keys = [(r["hall"], int(r["row"]), plan.slot[r["rack"]], r["rack"], int(r["u"])) for r in rows]
+    keys = [(r["hall"], int(r["row"]), plan.floor[r["rack"]][2], r["rack"], int(r["u"])) for r in rows]
     assert keys == sorted(keys)  # hall, row, position in the row, rack, U
     swap = next(r for r in rows if r["finding"] == "swapped")
     assert len(swap["cables"].split()) == 2 and swap["a_label"].count(" | ") == 1
@@ -225,3 +226,23 @@ def test_tampered_plan_rows_are_located(tmp_path):
     assert errors == 2 and _res is None  # each row's own fault, not their consequences
     assert "cables.csv:4:" in text and "a_label" in text and "disagrees with its own columns" in text
     assert "cables.csv:6:" in text and "row and U must be whole numbers" in text
+
+
+def test_page_puts_the_findings_on_the_floor_plan(plan, tmp_path):
+    """as-built.html: one floor plan per hall, a rack red exactly when a finding's work is there (its
+    tooltip names the finding), green when all it reported is correct; the same bytes every time."""
+    import re
+
+    from twin.asbuilt.page import page
+    from twin.emit.svg import OK, OVER
+
+    wiring, _want = inject(plan, 11, 2, 2, 2, 1)
+    res, _d, _e = check(GEN, [write(tmp_path, collection(plan, wiring))])
+    html = page(res)
+    assert html == page(res) and html.count(b"<svg") == 1  # lab-2zone has one hall
+    cells = {rack: colour for colour, rack in re.findall(r'fill="(#[0-9a-f]{6})"><title>([a-z0-9-]+): \d+ of', html.decode())}
+    red = {plan.devices[f.work[0]].rack for f in res.findings}
+    assert {r for r, c in cells.items() if c == OVER} == red and len(red) >= 3
+    assert {r for r, c in cells.items() if c == OK} == set(cells) - red
+    first = res.ordered()[0]
+    assert first.action.split(":")[0].encode() in html

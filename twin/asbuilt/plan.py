@@ -77,7 +77,7 @@ class Plan:
         self.port_alias: dict[str, dict[str, str]] = {}  # switch model -> {alias or name: name}
         self.rate: dict[End, tuple[int, str]] = {}  # InfiniBand: planned (width, speed) per end
         self._ports: dict[str, dict[str, str]] = {}  # device -> {name, alias or planned port: name} (built when first asked)
-        self.slot: dict[str, int] = {}  # rack -> its position in its row (placement/floor.csv)
+        self.floor: dict[str, tuple[str, int, int]] = {}  # rack -> (hall, row, position in the row) (placement/floor.csv)
         self.guid: dict[int, str] = {}  # InfiniBand node GUID -> device
         self.port_guid: dict[int, End] = {}  # InfiniBand port GUID (OpenSM's files) -> end
 
@@ -133,7 +133,7 @@ class Plan:
         d = self.devices.get(end[0])
         if d is None:
             return ("~", 1 << 30, 0, "", 0, end[0], end[1])
-        return (d.hall, d.row, self.slot.get(d.rack, 0), d.rack, d.u, end[0], end[1])
+        return (d.hall, d.row, self.floor.get(d.rack, ("", 0, 0))[2], d.rack, d.u, end[0], end[1])
 
 
 def load(root: Path) -> tuple[Plan | None, Problems]:
@@ -397,7 +397,8 @@ def _catalog(plan: Plan, reader: _Reader) -> None:
 
 
 def _floor(plan: Plan, reader: _Reader) -> None:
-    """Each rack's position in its row (``placement/floor.csv``), so the work order walks a row in order."""
+    """Each rack's place on the floor (``placement/floor.csv``): the work order walks a row in order and
+    the page draws the floor plan."""
     rel = "placement/floor.csv"
     text = reader.text(rel)
     if text is None:
@@ -407,7 +408,7 @@ def _floor(plan: Plan, reader: _Reader) -> None:
         reader.problems.error(reader.shown(rel), 1, 1, "not twin's floor plan header", "hall,row,slot,rack,...")
         return
     for n, row in enumerate(rows, start=2):
-        if len(row) < 4 or not row[2].isdigit():
-            reader.problems.error(reader.shown(rel), n, 1, "not a rack position", "hall,row,slot,rack with a whole slot number")
+        if len(row) < 4 or not row[1].isdigit() or not row[2].isdigit() or not NAME.match(row[0]) or not NAME.match(row[3]):
+            reader.problems.error(reader.shown(rel), n, 1, "not a rack position", "hall,row,slot,rack with whole row and slot numbers")
             return
-        plan.slot[row[3]] = int(row[2])
+        plan.floor[row[3]] = (row[0], int(row[1]), int(row[2]))

@@ -17,10 +17,13 @@ def write_outputs(folder: Path, files: dict[str, bytes]) -> list[str]:
     """Write ``files`` into ``folder`` (created) and nowhere else: each through a temporary file in
     that folder, renamed into place."""
     folder.mkdir(parents=True, exist_ok=True)
+    umask = os.umask(0)
+    os.umask(umask)
     written = []
     for name, data in files.items():
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
         try:
+            os.fchmod(fd, 0o666 & ~umask)  # as an ordinary file (mkstemp makes it private)
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
             os.replace(tmp, folder / name)
@@ -34,6 +37,7 @@ def write_outputs(folder: Path, files: dict[str, bytes]) -> list[str]:
 def run_as_built(generated: Path, neighbours: list[Path], output: Path | None, as_json: bool, ignore_speed: bool, complete: bool,
                  out, err, print_diags, emit_json) -> int:
     from twin.asbuilt import check
+    from twin.asbuilt.page import page
     from twin.asbuilt.report import document, status, terminal, work_order
 
     if output is not None:
@@ -46,7 +50,7 @@ def run_as_built(generated: Path, neighbours: list[Path], output: Path | None, a
     files: list[str] = []
     if res is not None and output is not None:
         doc = document(res, str(generated), diags, errors, complete)
-        files = write_outputs(output, {"work-order.csv": work_order(res),
+        files = write_outputs(output, {"work-order.csv": work_order(res), "as-built.html": page(res),
                                        "as-built.json": (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8")})
     st, code = status(res, errors, complete)
     if as_json:
@@ -75,8 +79,8 @@ def register(app, out, err, print_diags, emit_json) -> None:
         generated: Path = typer.Argument(..., metavar="GENERATED_DIR", help="A folder written by twin build (the plan)."),
         neighbours: list[Path] = typer.Argument(..., metavar="NEIGHBOURS...", help="Neighbour files or folders of them: lldpd JSON, "
                                                 "EOS JSON, ibnetdiscover output; per device, merged, or a mix."),
-        output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write work-order.csv and as-built.json into this folder "
-                                              "(created; nothing else is written)."),
+        output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write work-order.csv, as-built.json and as-built.html (the "
+                                              "findings on the floor plan) into this folder (created; nothing else is written)."),
         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         ignore_speed: bool = typer.Option(False, "--ignore-speed", help="InfiniBand: compare link widths only (ibsim trains every link at SDR)."),
         complete: bool = typer.Option(False, "--complete", help="Also exit 1 when a planned device never reported."),
