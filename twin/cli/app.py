@@ -377,8 +377,10 @@ def simulate(
 def _register_subcommands() -> None:
     from twin.cli.netbox import app as netbox_app
     from twin.cli.sweep import register as register_sweep
+    from twin.cli.validate_jobs import register as register_validate_jobs
 
     register_sweep(app, out, err, _print_diags, _emit_json)
+    register_validate_jobs(app, out, err, _emit_json)
 
     app.add_typer(netbox_app, name="netbox")
 

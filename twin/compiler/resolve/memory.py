@@ -105,8 +105,9 @@ def layer_bytes_per_token(s, p: Plan) -> tuple[float, float]:
     drop = 1.0 if s.dropout else 0.0
     ctx = min(s.window or p.seq, p.seq)
     norm_in = BF16 * h / spd
-    core = (BF16 * h / t + 4 * s.heads / t) if p.fused_attention else (5 * s.heads * ctx / t + BF16 * h / t)
-    attn = {"norm": norm_in, "qkv_in": BF16 * h / spd, "qkv": BF16 * (h + 2 * kv) / t, "core": core, "drop": drop * h / spd}
+    core = 4 * s.heads / t if p.fused_attention else 5 * s.heads * ctx / t  # log-sum-exp, or scores, mask and dropped probabilities
+    attn = {"norm": norm_in, "qkv_in": BF16 * h / spd, "qkv": BF16 * (h + 2 * kv) / t, "core": core, "ctx": BF16 * h / t,
+            "drop": drop * h / spd}
     width = 2 * s.ffn if s.mlp == "swiglu" else s.ffn
     if s.moe:  # per token: the visited experts' activations (expert TP 1: not split by TP)
         m = s.moe
@@ -209,9 +210,10 @@ def training(s, p: Plan, hbm: float) -> TrainingMemory:
 
 
 def largest_micro_batch(s, w, hbm: float, fused_attention: bool = True) -> int:
-    """The largest micro-batch (sequences, up to the batch per DP rank) whose plan fits, 0 if none."""
+    """The largest micro-batch (sequences dividing the batch per DP rank) whose plan fits, 0 if none."""
+    per_replica = max(1, w.global_batch // w.dp)
     best = 0
-    for mb in range(1, max(1, w.global_batch // w.dp) + 1):
+    for mb in (d for d in range(1, per_replica + 1) if per_replica % d == 0):
         if not training(s, Plan.of(w, fused_attention, mb), hbm).fits:
             break
         best = mb

@@ -23,7 +23,8 @@ Data parallelism over the DP x CP ranks of a stage (G = its gradients, 2 bytes p
   (``overlap_param_gather``) hides behind the first micro-batch's forward.
 - ZeRO 3 (FSDP full shard): per layer and micro-batch, an all-gather of the layer's weights before its
   forward and again before its backward, and a reduce-scatter of its gradients after it; with prefetch
-  (``overlap_param_gather``) each hides behind the previous layer's compute where it is shorter.
+  (``overlap_param_gather``) each hides behind the previous layer's compute where it is shorter, except
+  the first gather and the last reduce-scatter of every micro-batch.
   The per-step count grows with micro-batches and layers, and each collective's latency with DP:
   ZeRO 3 loses throughput as data parallelism grows at a fixed micro-batch.
 
@@ -171,11 +172,12 @@ def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
     layer = s.layer_params / r.tp * BF16
     t_l, l_l = ag.at(layer)
     gathers = 2 + (1 if {"attention", "mlp"} & r.recomputed() else 0)
-    per_layer = gathers * t_l + t_l
-    if r.overlap_param_gather:
-        fwd = max(0.0, (gathers - 1) * t_l - c.layer_forward_s)
-        bwd = max(0.0, 2 * t_l - c.layer_backward_s)
-    else:
-        fwd, bwd = (gathers - 1) * t_l, 2 * t_l
     n = m * c.layers
-    return n * per_layer, n * (fwd + bwd), n * (gathers + 1) * l_l
+    total = n * (gathers + 1) * t_l
+    if r.overlap_param_gather:  # prefetch: the next layer's collectives behind this layer's compute; the first
+        fwd = max(0.0, (gathers - 1) * t_l - c.layer_forward_s)  # gather of each micro-batch and its last
+        bwd = max(0.0, 2 * t_l - c.layer_backward_s)  # reduce-scatter have nothing to hide behind
+        exposed = m * ((c.layers - 1) * (fwd + bwd) + 2 * t_l)
+    else:
+        exposed = total
+    return total, exposed, n * (gathers + 1) * l_l
