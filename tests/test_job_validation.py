@@ -1,11 +1,11 @@
 """The validation table (`twin validate-jobs`): the open validation set, one set of constants for all rows.
 
-Known answers and their sources (../shared/reference/job-validation.md, the open set):
+Known answers and their sources (the open validation set):
 - [llama3] Table 4: 430 > 400 > 380 TFLOPs/GPU (8,192 GPUs; 16,384; 16,384 at 131K tokens).
 - [megatron-sc21] Table 1: ten GPT runs on DGX A100, 137-163 TFLOPs/GPU; the share of peak rises from 44%
   (1.7B) to 52% (1T) in hardware FLOPs with recomputation (Eq. 3).
 - [dgxc-nccl] all_reduce_perf on one DGX H100: 466 GB/s busbw at 1 GiB and 479.9 at 16 GiB (NVLS); a ring
-  over NVLink alone tops out near 370 GB/s (nccl-tests reports, ../shared/reference/facts.md).
+  over NVLink alone tops out near 370 GB/s ([nccl-tests] reports by NVIDIA maintainers).
 Every row within 10% and the mean absolute error under 5%; the two latency-floor rows (8 B, 1 KiB), to
 which NCCL's own model gives the same time although nccl-tests measures 13.67 and 16.9 us, are held to
 that measured band instead.

@@ -228,7 +228,7 @@ def table(rows: list[Row]) -> str:
         conv = {"TFLOPs/GPU": "TFLOPs/GPU", "us": "us", "GB/s": "busbw GB/s"}[r.unit]
         conv = ("Eq.3 " if "Eq. 3" in r.convention else "model " if "model" in r.convention else "") + conv
         flag = "" if r.open_set else " (out of sample)"
-        lines.append(f"{r.source[:58]:<58} {conv:<16} {r.measured:>10,.1f} {r.predicted:>10,.1f} {100 * r.error:>+6.1f}%  {r.inputs}{flag}"
+        lines.append(f"{r.source.split(';')[0][:58]:<58} {conv:<16} {r.measured:>10,.1f} {r.predicted:>10,.1f} {100 * r.error:>+6.1f}%  {r.inputs}{flag}"
                      + (f" [{r.note}]" if r.note else ""))
     s = summary(rows)
     lines.append("")
