@@ -1,36 +1,31 @@
 """``twin build``: compile a spec and write its artifacts atomically with a manifest.
 
 Each emitter's files go to a temporary sibling folder as soon as they are rendered (a 24K-GPU site's
-~230 MB are never in memory at once); the folder replaces the previous output with two renames once
-every file and the manifest are written. A failed build therefore leaves the old output untouched, and
-a reader never sees a half-written folder (except for the instant between the two renames).
-``render`` gives the same files in memory (``twin diff``).
+~230 MB are never in memory at once; :func:`render` gives them all in memory for ``twin diff``); then
+:mod:`twin.output` exchanges the folder with the previous output in one atomic step. A failed build leaves the
+old output untouched, a reader never sees a half-written or missing folder, a folder twin did not
+write is never replaced, and a second build of the same folder stops at once (exit 3).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import nullcontext
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from twin.compiler.design import Design
 from twin.compiler.pipeline import compile_design
 from twin.emit import emit_all, emit_each
+from twin.folder import MANIFEST, safe_relative
 from twin.jsonfmt import dumps as json_dumps
+from twin.output import OutputError, claimed, write_atomically, write_claimed_parts
 from twin.twins.default import design_results
 from twin.twins.results import Runs
 from twin.version import __version__
 
-MANIFEST = "manifest.json"
-
-
-class OutputError(Exception):
-    """The output folder cannot be written safely (e.g. it holds something that is not twin output)."""
+__all__ = ["MANIFEST", "OutputError", "BuildResult", "build", "manifest", "render", "run_twins", "write_atomically"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +60,7 @@ def manifest_of(design: Design, digests: dict[str, tuple[str, int]], scenario: s
 def render(spec_path: str | Path, scenario: str | Path | None = None, progress: Callable[[str], None] | None = None) -> tuple[Design, dict[str, bytes]]:
     """The design and every artifact in memory, manifest included; with ``scenario`` (a scenario file)
     the twins it names run too and the report carries their sections (SpecError for a bad scenario,
-    located in its file). ``twin diff`` compares them; ``twin build`` writes them as they come (:func:`build`)."""
+    located in its file). ``twin build`` writes these; ``twin diff`` compares them."""
     design, runs = _compiled(spec_path, scenario, progress)
     if progress:
         progress("emit")
@@ -99,6 +94,20 @@ def _release_free_memory() -> None:
         pass
 
 
+def _parts(design: Design, runs: Runs, scenario, digests: dict[str, tuple[str, int]], progress) -> Iterator[dict[str, bytes]]:
+    """Every emitter's files in turn, their names checked and digests recorded, then the manifest."""
+    for part in emit_each(design, runs):
+        for rel, data in part.items():
+            _check_relative(rel)
+            digests[rel] = (hashlib.sha256(data).hexdigest(), len(data))
+        yield part
+    if progress:
+        progress("write")
+    man = manifest_of(design, digests, scenario)
+    digests[MANIFEST] = (hashlib.sha256(man).hexdigest(), len(man))
+    yield {MANIFEST: man}
+
+
 def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progress: Callable[[str], None] | None = None) -> Runs:
     """The twins a build runs, once: the default run (the report's twin section, its pictures and
     review.json) and, with ``scenario`` ((file, loaded scenario)), that scenario's twins."""
@@ -117,70 +126,26 @@ def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progres
 
 def build(spec_path: str | Path, out: str | Path | None = None, progress: Callable[[str], None] | None = None,
           scenario: str | Path | None = None) -> BuildResult:
-    """Compile, run the twins and write every artifact into ``out`` (default: generated/<site>): each
-    emitter's files go to the staging folder as soon as they are rendered, and the folder replaces the
-    previous output only once all of them and the manifest are written."""
-    design, runs = _compiled(spec_path, scenario, progress)
-    out_dir = Path(out) if out is not None else Path("generated") / design.name
-    if progress:
-        progress("emit")
+    """Render (:func:`render`) and write atomically into ``out`` (default: generated/<site>). With
+    ``out`` given the folder is claimed first (locked, proved twin's), so a build that could not
+    write stops before compiling; OutputError says why."""
+    held = claimed(Path(out)) if out is not None else nullcontext(None)
     digests: dict[str, tuple[str, int]] = {}
-    with _staging(out_dir) as tmp:
-        for part in emit_each(design, runs):
-            _write_into(tmp, part, digests)
+    with held as out_dir:
+        design, runs = _compiled(spec_path, scenario, progress)
         if progress:
-            progress("write")
-        _write_into(tmp, {MANIFEST: manifest_of(design, digests, scenario)}, digests)
-    return BuildResult(design, out_dir, {p: sha for p, (sha, _size) in sorted(digests.items())})
+            progress("emit")
+        parts = _parts(design, runs, scenario, digests, progress)
+        if out_dir is None:
+            out_dir = Path("generated") / design.name
+            with claimed(out_dir) as real:
+                write_claimed_parts(real, parts)
+        else:
+            write_claimed_parts(out_dir, parts)
+    return BuildResult(design, Path(out) if out is not None else out_dir, {p: sha for p, (sha, _n) in sorted(digests.items())})
 
 
 def _check_relative(rel: str) -> None:
     """Artifact names derive from user-chosen names: they must stay inside the output folder."""
-    p = PurePosixPath(rel)
-    if p.is_absolute() or ".." in p.parts or not p.parts or "\\" in rel or "\x00" in rel:
+    if safe_relative(rel) is None or rel == MANIFEST:
         raise OutputError(f"refusing to write artifact outside the output folder: {rel!r}")
-
-
-def write_atomically(out_dir: Path, files: dict[str, bytes]) -> None:
-    """Write ``files`` into ``out_dir``, replacing it only when all are written."""
-    with _staging(out_dir) as tmp:
-        _write_into(tmp, files, {})
-
-
-def _write_into(tmp: Path, files: dict[str, bytes], digests: dict[str, tuple[str, int]]) -> None:
-    """Write ``files`` under the staging folder ``tmp`` and record each one's (sha256, bytes)."""
-    made: set[Path] = set()
-    for rel, data in sorted(files.items()):
-        _check_relative(rel)
-        target = tmp / rel
-        if target.parent not in made:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            made.add(target.parent)
-        target.write_bytes(data)
-        digests[rel] = (hashlib.sha256(data).hexdigest(), len(data))
-
-
-@contextmanager
-def _staging(out_dir: Path) -> Iterator[Path]:
-    """A temporary sibling of ``out_dir`` to write into; on success it replaces ``out_dir`` with two
-    renames, on failure it is removed and ``out_dir`` is left as it was."""
-    out_dir = out_dir.resolve() if out_dir.exists() else out_dir.absolute()
-    if out_dir.exists():
-        if not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / MANIFEST).is_file()):
-            raise OutputError(f"{out_dir} exists and is not a twin output folder (no {MANIFEST}); not replacing it")
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
-    try:
-        yield tmp
-        os.chmod(tmp, 0o755)
-        if out_dir.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
-            os.rmdir(old)
-            os.rename(out_dir, old)
-            os.rename(tmp, out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise

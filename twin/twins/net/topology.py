@@ -23,6 +23,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
+from twin.lang.site.families import family_traits
 from twin.physics import DEFAULT_SWITCH_LATENCY_S, FIBER_DELAY_S_PER_M
 
 DEFAULT_LENGTH_M = {  # used only when no cabling pass gave a length (assumed, stated in results)
@@ -303,7 +304,7 @@ def from_design(design, graph: nx.MultiGraph | None = None, within: set[str] | N
         graph = fabric.graph
     spec = design.spec
     latency = {name: m.latency for name, m in spec.catalog.switches.items()}
-    if fabric is not None and fabric.family == "rail-only":
+    if fabric is not None and family_traits(fabric.family).rails_apart:
         if within is not None:
             graph, within = graph.subgraph(within), None
         graph = rail_partitions(graph)
