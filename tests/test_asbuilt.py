@@ -78,9 +78,14 @@ def test_lldpd_shapes_one_neighbour_object_and_host_mac(plan, tmp_path):
     host_port = next(iter(rtsw["lldp"]["interface"][0].values()))["port"]
     assert host_port["id"]["type"] == "mac" and host_port["descr"] == "nic1"
     merged = tmp_path / "merged.json"
-    merged.write_text(json.dumps({"lab1-z1-r001-s1": one, "lab1-z1-r001-rtsw": rtsw}))
+    merged.write_text(json.dumps({"lab1-z1-r001-s1": one, "lab1-z1-r001-rtsw": rtsw}, indent=2))  # the switch's name first appears as a neighbour
     res, _d, errors = check(GEN, [merged])
     assert errors == 0 and res.col.files[0]["format"] == "lldpd (merged)" and res.col.files[0]["devices"] == 2
+    text = merged.read_text().splitlines()
+    for c in res.col.claims:  # every entry's file:line is its interface's own line
+        line = int(c.src.rsplit(":", 1)[1])
+        local = c.x[1] if c.x[0].startswith("lab1-z1-r001-rtsw") else "nic" + c.x[0].rsplit("nic", 1)[1]
+        assert text[line - 1].strip().startswith(f'"{local}": {{'), (c, text[line - 1])
     mine = {plan.ids[i] for i, _ in res.correct}
     assert plan.ids[plan.at[("lab1-z1-r001-s1-nic1", "port1")]] in mine
     # nic2..nic8 of s1: the switch sees them, the server's table (one neighbour) does not: one end only

@@ -12,6 +12,8 @@ input.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from twin.lang.diagnostics import Diagnostic, Severity
@@ -119,18 +121,83 @@ def decode(data: bytes, shown: str, problems: Problems) -> str | None:
     return text
 
 
+def json_error(e: json.JSONDecodeError, text: str, shown: str, problems: Problems) -> None:
+    """A JSON syntax error at its line and column (a truncated file is told as such)."""
+    ends = e.pos >= len(text.rstrip())
+    what = "JSON ends early (truncated?)" if ends else f"not valid JSON: {e.msg}"
+    problems.error(shown, e.lineno, e.colno, what, "a complete JSON document")
+
+
 def load_json(text: str, shown: str, problems: Problems) -> object | None:
-    """Parsed JSON, or None with the place it breaks (a truncated file is told as such)."""
+    """Parsed JSON, or None with the place it breaks."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        ends = e.pos >= len(text.rstrip())
-        what = "JSON ends early (truncated?)" if ends else f"not valid JSON: {e.msg}"
-        problems.error(shown, e.lineno, e.colno, what, "a complete JSON document")
+        json_error(e, text, shown, problems)
         return None
     except RecursionError:
         problems.error(shown, 1, 1, "JSON nested too deeply", "a neighbour table")
         return None
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def first_key(text: str) -> str | None:
+    """The first key of a top-level JSON object without parsing its value (None when the text does
+    not open an object with a key).
+
+    >>> first_key(' {"lldp": {}}'), first_key("[1]"), first_key("{}")
+    ('lldp', None, None)
+    """
+    i = _WS.match(text, 0).end()
+    if not text.startswith("{", i):
+        return None
+    i = _WS.match(text, i + 1).end()
+    if not text.startswith('"', i):
+        return None
+    try:
+        return json.decoder.scanstring(text, i + 1)[0]
+    except (json.JSONDecodeError, ValueError):
+        return None
+
+
+def members(text: str) -> Iterator[tuple[str, int, object]]:
+    """The members of a top-level JSON object one at a time: (key, offset of the key, value). A merged
+    file of thousands of devices is parsed device by device, each key found where it really is (a
+    search could meet the same name first as a neighbour). Raises ``json.JSONDecodeError`` at the
+    place the text stops being JSON.
+
+    >>> [(k, at) for k, at, _v in members('{"a": 1, "b": {"c": 2}}')]
+    [('a', 1), ('b', 9)]
+    """
+    try:
+        i = _WS.match(text, 0).end()
+        if text[i] != "{":
+            raise json.JSONDecodeError("Expecting '{'", text, i)
+        i = _WS.match(text, i + 1).end()
+        if text[i] == "}":
+            return
+        while True:
+            if text[i] != '"':
+                raise json.JSONDecodeError("Expecting property name enclosed in double quotes", text, i)
+            key, j = json.decoder.scanstring(text, i + 1)
+            j = _WS.match(text, j).end()
+            if text[j] != ":":
+                raise json.JSONDecodeError("Expecting ':' delimiter", text, j)
+            value, end = _DECODER.raw_decode(text, _WS.match(text, j + 1).end())
+            yield key, i, value
+            i = _WS.match(text, end).end()
+            if text[i] == "}":
+                if text[i + 1:].strip():
+                    raise json.JSONDecodeError("Extra data", text, i + 1)
+                return
+            if text[i] != ",":
+                raise json.JSONDecodeError("Expecting ',' delimiter", text, i)
+            i = _WS.match(text, i + 1).end()
+    except IndexError:
+        raise json.JSONDecodeError("Expecting value", text, len(text)) from None
 
 
 def find_key(text: str, key: str, start: int = 0) -> int:
