@@ -208,6 +208,8 @@ def test_untrusted_generated_folder(tmp_path):
     doc = json.loads(p.stdout)
     assert p.returncode == 2 and doc["status"] == "invalid" and "resolves outside the generated folder" in doc["diagnostics"][0]["message"]
     assert twin("as-built", str(tmp_path / "nowhere"), str(folder)).returncode == 2
+    p = twin("as-built", str(GEN), str(folder))  # an empty collection checks nothing: not "matches"
+    assert p.returncode == 2 and "no neighbour table was read: nothing to check" in p.stderr
 
 
 def test_tampered_plan_rows_are_located(tmp_path):
@@ -251,3 +253,21 @@ def test_page_puts_the_findings_on_the_floor_plan(plan, tmp_path):
     assert {r for r, c in cells.items() if c == OK} == set(cells) - red
     first = res.ordered()[0]
     assert first.action.split(":")[0].encode() in html
+
+
+def test_a_neighbour_the_plan_does_not_have(plan, tmp_path):
+    """A switch seen on a free port that the plan has no device for: an unexpected cable whose far end is
+    labelled not-in-plan, and a located warning naming the stranger once."""
+    files = collection(plan, planned_wiring(plan), only={"lab1-z1-r001-rtsw"})
+    rtsw = json.loads(files["lab1-z1-r001-rtsw.json"])
+    stranger = {"via": "LLDP", "chassis": {"mystery-sw": {"id": {"type": "mac", "value": "02:00:00:00:00:01"}}},
+                "port": {"id": {"type": "ifname", "value": "swp7"}, "descr": "swp7"}}
+    rtsw["lldp"]["interface"].append({"Ethernet256": stranger})
+    (tmp_path / "lab1-z1-r001-rtsw.json").write_text(json.dumps(rtsw, indent=2))
+    res, diags, errors = check(GEN, [tmp_path])
+    assert errors == 0
+    un = [f for f in res.findings if f.kind == "unexpected"]
+    assert len(un) == 1 and un[0].ends[0] == (plan.label(("lab1-z1-r001-rtsw", "Ethernet256")), "not-in-plan/mystery-sw/swp7")
+    assert un[0].evidence == "seen from lab1-z1-r001-rtsw only: mystery-sw is not in the plan"
+    warn = [d for d in diags if "mystery-sw" in d.message]
+    assert len(warn) == 1 and warn[0].line > 1 and "not a device of the plan" in warn[0].message

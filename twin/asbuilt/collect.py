@@ -78,6 +78,9 @@ def collect(plan: Plan, inputs: list[Path]) -> Collection:
             _file(col, src)
         else:
             col.problems.error(str(src), 1, 1, "no such file or folder", "neighbour files or folders of them")
+    if not col.files and not col.problems.errors:
+        shown = str(inputs[0]) if inputs else "."
+        col.problems.error(shown, 1, 1, "no neighbour table was read: nothing to check", FORMATS)
     return col
 
 
