@@ -1,19 +1,22 @@
-"""``twin sweep``: load the sweep, run it on Dask with a progress bar, write and show the results."""
+"""``twin sweep``: load the sweep, run it on Dask with a progress bar, write and show the results.
+
+The sweep machinery (Dask, Parquet) is imported when the command runs, not when the CLI starts:
+every other command would otherwise pay for it."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from twin.lang.diagnostics import SpecError
-from twin.sweep.engine import Outcome, SchedulerError, run
-from twin.sweep.load import load_sweep
-from twin.sweep.output import write
+
+if TYPE_CHECKING:
+    from twin.sweep.engine import Outcome
 
 EXIT_INVALID = 2
 EXIT_INTERRUPTED = 130
@@ -21,6 +24,10 @@ EXIT_INTERRUPTED = 130
 
 def run_sweep(path: Path, output: Path | None, workers: int | None, scheduler: str | None, fresh: bool, timeout: float,
               as_json: bool, out: Console, err: Console, print_diags, emit_json) -> int:
+    from twin.sweep.engine import SchedulerError, run
+    from twin.sweep.load import load_sweep
+    from twin.sweep.output import write
+
     try:
         sw = load_sweep(path)
     except SpecError as e:
@@ -69,6 +76,8 @@ def _json_row(sw, oc: Outcome, v) -> dict:
 
 def _with_progress(sw, folder, workers, scheduler, fresh, timeout, err: Console) -> Outcome:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from twin.sweep.engine import run
 
     with Progress(TextColumn("sweep {task.fields[name]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.description}"), console=err, transient=False) as prog:
