@@ -11,7 +11,7 @@ from conftest import SITES
 from twin.asbuilt import check
 from twin.asbuilt.plan import load
 from twin.build import build
-from twin.verify import ib
+from twin.verify import ib, ibsim
 
 WHY = ib.missing_binaries()
 
@@ -60,7 +60,7 @@ def test_ibsim_fabric_read_by_ibnetdiscover(lab_ib, tmp_path):
     net = tmp_path / "faulty.net"
     net.write_text(topology(plan, (lab_ib / "model" / "topology.net").read_text(), w, rates))
     out = tmp_path / "ibnetdiscover.txt"
-    out.write_text(ib.discover(net))
+    out.write_text(ibsim.discover(net))
     assert '"S-' in out.read_text() and "2xSDR" in out.read_text()  # the real program's view: ibsim trains every link at SDR
 
     res, diags, errors = check(lab_ib, [out], check_speed=False)

@@ -35,8 +35,8 @@ class Figure(BaseModel):
     """One figure of a design review."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    group: str = Field(description="compute, fabric, power, placement, cost, twin, scenario")
-    key: str = Field(description="stable key a diff or a sweep compares by, e.g. switches.total")
+    group: str = Field(description="compute, fabric, cabling, power, placement, cost, twin, job, campaign, power twin")
+    key: str = Field(description="stable key a diff or a sweep compares by, named in twin/analysis/registry.py, e.g. switches or switches.atsw")
     label: str = Field(description="what the figure is, in words")
     value: Any = Field(description="a number, or a word (solver status)")
     unit: str = Field(description="the unit of value ('' for counts)")

@@ -22,6 +22,7 @@ from twin.lang.validator import error
 from twin.twins import bind
 from twin.twins.bind import apply_failures, resolve_ranks
 from twin.twins.net import collectives as coll
+from twin.twins.net import load as link_load
 from twin.twins.net import routing, topology
 from twin.twins.net.nccl import Library
 from twin.twins.net.topology import Net
@@ -56,15 +57,6 @@ def _compile(design, graph, net_base: Net | None) -> Net:
     if design is not None:
         return topology.from_design(design, graph)
     return topology.compile_graph(graph, {}, SYNTHETIC_NVLINK)
-
-
-def _load_stats(net: Net, load: np.ndarray, eligible: np.ndarray) -> dict:
-    """max/mean of the load on the fabric arcs that shortest-path routing may use (spray's support)."""
-    x = load[eligible]
-    if not len(x) or x.mean() <= 0:
-        return {"max_over_mean": 1.0, "max_util": 0.0, "links": int(len(x))}
-    util = load[eligible] / net.arc_cap[eligible]
-    return {"max_over_mean": float(x.max() / x.mean()), "max_util": float(util.max() / max(util.mean(), 1e-300)), "links": int(len(x))}
 
 
 def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None, progress=None) -> Result:
@@ -121,21 +113,17 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
             for a in algs[1:]:
                 comparison[a] = [_timed(net, c.op, a, ranks, s, peers, clib, src, path, per_rail=c.per_rail) for s in schemes]
             timings, entries = [], []
+            if c.per_rail:  # the plan, for the links a shortest path may take (twin.twins.net.load)
+                phases = coll.plan_groups(net, c.op, algs[0], rail_groups(net, ranks), lib=clib)[0]
+            else:
+                phases = coll.plan(net, c.op, algs[0], ranks, peers, clib)[0]
             for s in schemes:
                 if progress:
                     progress(f"{case.name}: {c.name} / {s.name}")
                 tm = _timed(net, c.op, algs[0], ranks, s, peers, clib, src, path, keep_load=True, per_rail=c.per_rail)
                 timings.append(tm)
-                main = max(tm.phases, key=lambda p: p.repeat * p.t_per_byte)
-                if c.per_rail:
-                    phases = coll.plan_groups(net, c.op, algs[0], rail_groups(net, ranks), lib=clib)[0]
-                else:
-                    phases = coll.plan(net, c.op, algs[0], ranks, peers, clib)[0]
-                ph = phases[tm.phases.index(main)]
-                spray = routing.link_load(net, routing.route(net, ph.src, ph.dst, ph.frac, routing.Scheme("spray", "spray", 1)))
-                sw = (net.arc_tail >= 0) & (net.arc_tail < net.n_switches) & (net.arc_head >= 0) & (net.arc_head < net.n_switches)
-                eligible = sw & (spray > 0)
-                res.loads[(case.name, c.name, s.name)] = main.load[eligible] / net.arc_cap[eligible] if main.load is not None else np.zeros(0)
+                ll = link_load.collective(net, tm, phases)
+                res.loads[(case.name, c.name, s.name)] = ll.utilisation()
                 big = sizes[-1]
                 entries.append({
                     "scheme": s.name,
@@ -143,7 +131,7 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
                     "busbw_GBps_at_max_size": tm.busbw(big) / 1e9,
                     "algbw_GBps_at_max_size": tm.algbw(big) / 1e9,
                     "time_us_at_max_size": tm.time(big) * 1e6,
-                    "link_load": _load_stats(net, main.load if main.load is not None else np.zeros(net.n_arcs), eligible),
+                    "link_load": ll.as_dict(),
                     "phases": [{"label": p.label, "repeat": p.repeat, "steps": p.steps, "us_per_MiB": p.t_per_byte * 2**20 * 1e6,
                                 "latency_us": p.latency * 1e6, "flows": p.flows, "classes": p.classes, "events": p.events} for p in tm.phases],
                 })

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from twin.lang.base import Model
+from twin.lang.base import Model, Text
 from twin.lang.units import DataRate, Mass, Power
 
 
@@ -26,5 +26,5 @@ class Attachment(Model):
     power: Power = Field(description="power of one endpoint (placement, budget, BOM)")
     height_u: int = Field(1, ge=1, le=48)
     weight: Mass = Field(20.0, description="one endpoint (assumed default: a 1U server)")
-    description: str = ""
-    source: str = Field("assumed", min_length=1)
+    description: Text = ""
+    source: Text = Field("assumed", min_length=1)

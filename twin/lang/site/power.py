@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from twin.lang.base import Model
+from twin.lang.base import Model, Text
 from twin.lang.units import Frequency, Power, PowerRate, Time
 
 
@@ -34,7 +34,7 @@ class PhasePower(Model):
     idle: Power = Field(description="no job on the GPU (after a failure, before a restart)")
     rest_of_server: Power | None = Field(None, description="CPUs, memory, NICs, fans, PSU loss while a job runs; default max_power - gpus x gpu_tdp")
     rest_of_server_idle: Power | None = Field(None, description="the rest of the server with no job; default half of rest_of_server")
-    source: str = Field("assumed", min_length=1)
+    source: Text = Field("assumed", min_length=1)
 
     @model_validator(mode="after")
     def _ordered(self) -> "PhasePower":
@@ -48,7 +48,7 @@ class OscillationLimit(Model):
     """At most ``max_amplitude`` (the amplitude of a sinusoid with the same energy) or ``max_share`` of
     the load's fluctuation energy inside ``band``, in any ``window`` of the grid-side draw."""
 
-    name: str = ""
+    name: Text = ""
     band: tuple[Frequency, Frequency] = Field(description="frequency band, e.g. ['0.1 Hz', '20 Hz']")
     max_amplitude: Power | None = Field(None, description="equivalent sinusoid amplitude in the band")
     max_share: float | None = Field(None, gt=0, le=1, description="share of all fluctuation energy (DC excluded)")
@@ -72,4 +72,4 @@ class UtilityLimits(Model):
     max_swing: Power | None = Field(None, description="largest peak-to-trough change within swing_window")
     swing_window: Time = Field(60.0, gt=0)
     oscillation: list[OscillationLimit] = Field(default_factory=list)
-    source: str = ""
+    source: Text = ""
