@@ -47,14 +47,16 @@ def run_as_built(generated: Path, neighbours: list[Path], output: Path | None, a
             err.print(f"-o {output}: {why}", style="red", markup=False)
             return EXIT_INVALID
     res, diags, errors = check(generated, neighbours, check_speed=not ignore_speed)
+    st, code = status(res, errors, complete)
+    doc = document(res, str(generated), diags, errors, complete) if (as_json or output is not None) and res is not None else None
     files: list[str] = []
     if res is not None and output is not None:
-        doc = document(res, str(generated), diags, errors, complete)
-        files = write_outputs(output, {"work-order.csv": work_order(res), "as-built.html": page(res),
-                                       "as-built.json": (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8")})
-    st, code = status(res, errors, complete)
+        files = [str(output / n) for n in ("work-order.csv", "as-built.html", "as-built.json")]
+        doc["files"] = files
+        write_outputs(output, {"work-order.csv": work_order(res), "as-built.html": page(res),
+                               "as-built.json": (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8")})
     if as_json:
-        emit_json(document(res, str(generated), diags, errors, complete, files))
+        emit_json(doc if doc is not None else document(res, str(generated), diags, errors, complete))
         return code
     print_diags(diags)
     if res is None:
