@@ -11,6 +11,7 @@ input.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -219,3 +220,42 @@ def find_key(text: str, key: str, start: int = 0) -> int:
                 return i
             i = text.find(needle, i + 1)
     return start
+
+
+class Folder:
+    """Files of a generated folder: inside it, regular, bounded, and as its manifest says they were
+    written (``sha`` maps each artifact's path to its sha256)."""
+
+    def __init__(self, root: Path, problems: Problems) -> None:
+        self.root, self.problems = root, problems
+        self.sha: dict[str, str] = {}
+
+    def shown(self, rel: str) -> str:
+        return str(self.root / rel)
+
+    def text(self, rel: str, verify: bool = True, required: bool = True) -> str | None:
+        shown = self.shown(rel)
+        path = inside(self.root, rel)
+        if path is None:
+            self.problems.error(shown, 1, 1, "resolves outside the generated folder (a symlink?)", "a file inside the folder")
+            return None
+        if not path.exists() and not required:
+            return None
+        data = read_bytes(path, shown, self.problems)
+        if data is None:
+            return None
+        if verify:
+            want = self.sha.get(rel)
+            if want is None:
+                self.problems.error(shown, 1, 1, "not listed in manifest.json (not written by this build)", "an artifact of the build")
+                return None
+            if hashlib.sha256(data).hexdigest() != want:
+                self.problems.error(shown, 1, 1, "differs from the sha256 manifest.json records (edited after the build?)",
+                                    "the file as `twin build` wrote it; build again")
+                return None
+        return decode(data, shown, self.problems)
+
+    def json(self, rel: str, verify: bool = True) -> tuple[object | None, str]:
+        """(document, its text); (None, "") when it cannot be read or parsed."""
+        text = self.text(rel, verify)
+        return (None, "") if text is None else (load_json(text, self.shown(rel), self.problems), text)

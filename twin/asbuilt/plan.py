@@ -19,14 +19,13 @@ A NIC is cabled as ``<server>-nicK/port1``; its host reports it as interface ``n
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import re
 from pathlib import Path
 from typing import NamedTuple
 
-from twin.asbuilt.files import Problems, decode, find_key, inside, line_col, load_json, read_bytes
+from twin.asbuilt.files import Folder, Problems, find_key, line_col
 from twin.emit.cabling import CABLE_COLUMNS
 from twin.emit.model_export import FORMAT, LINK_FIELDS
 
@@ -143,7 +142,7 @@ def load(root: Path) -> tuple[Plan | None, Problems]:
     if not root.is_dir():
         problems.error(shown, 1, 1, "not a folder", "a folder written by `twin build`")
         return None, problems
-    reader = _Reader(root, problems)
+    reader = Folder(root, problems)
     man, _ = reader.json(MANIFEST, verify=False)
     if not isinstance(man, dict):
         if man is not None:
@@ -169,45 +168,7 @@ def load(root: Path) -> tuple[Plan | None, Problems]:
     return (None if problems.errors else plan), problems
 
 
-class _Reader:
-    """Files of the generated folder: inside it, regular, and as the manifest says they were written."""
-
-    def __init__(self, root: Path, problems: Problems) -> None:
-        self.root, self.problems = root, problems
-        self.sha: dict[str, str] = {}
-
-    def shown(self, rel: str) -> str:
-        return str(self.root / rel)
-
-    def text(self, rel: str, verify: bool = True, required: bool = True) -> str | None:
-        shown = self.shown(rel)
-        path = inside(self.root, rel)
-        if path is None:
-            self.problems.error(shown, 1, 1, "resolves outside the generated folder (a symlink?)", "a file inside the folder")
-            return None
-        if not path.exists() and not required:
-            return None
-        data = read_bytes(path, shown, self.problems)
-        if data is None:
-            return None
-        if verify:
-            want = self.sha.get(rel)
-            if want is None:
-                self.problems.error(shown, 1, 1, "not listed in manifest.json (not written by this build)", "an artifact of the build")
-                return None
-            if hashlib.sha256(data).hexdigest() != want:
-                self.problems.error(shown, 1, 1, "differs from the sha256 manifest.json records (edited after the build?)",
-                                    "the file as `twin build` wrote it; build again")
-                return None
-        return decode(data, shown, self.problems)
-
-    def json(self, rel: str, verify: bool = True) -> tuple[object | None, str]:
-        """(document, its text); (None, "") when it cannot be read or parsed."""
-        text = self.text(rel, verify)
-        return (None, "") if text is None else (load_json(text, self.shown(rel), self.problems), text)
-
-
-def _cables(plan: Plan, reader: _Reader) -> None:
+def _cables(plan: Plan, reader: Folder) -> None:
     """Read the cable schedule. Tens of thousands of rows name a few thousand devices, so each
     device's columns are checked once (cached by their values) and each label is its device's
     checked prefix plus the port."""
@@ -292,7 +253,7 @@ def _device(plan: Plan, key: tuple, side: str, row: list[str], n: int, col: dict
     return f"{hall}/R{int(r):02d}/{rack}/U{int(u):02d}/{dev}/"
 
 
-def _model(plan: Plan, reader: _Reader, cables_read: bool) -> None:
+def _model(plan: Plan, reader: Folder, cables_read: bool) -> None:
     rel = "model/fabric.json"
     doc, text = reader.json(rel)
     if doc is None:
@@ -356,7 +317,7 @@ def _model(plan: Plan, reader: _Reader, cables_read: bool) -> None:
             return
 
 
-def _catalog(plan: Plan, reader: _Reader) -> None:
+def _catalog(plan: Plan, reader: Folder) -> None:
     """Port names, aliases and numbers of every switch model the plan uses (from design.json)."""
     from pydantic import ValidationError
 
@@ -396,7 +357,7 @@ def _catalog(plan: Plan, reader: _Reader) -> None:
             return
 
 
-def _floor(plan: Plan, reader: _Reader) -> None:
+def _floor(plan: Plan, reader: Folder) -> None:
     """Each rack's place on the floor (``placement/floor.csv``): the work order walks a row in order and
     the page draws the floor plan."""
     rel = "placement/floor.csv"
