@@ -271,3 +271,18 @@ def test_a_neighbour_the_plan_does_not_have(plan, tmp_path):
     assert un[0].evidence == "seen from lab1-z1-r001-rtsw only: mystery-sw is not in the plan"
     warn = [d for d in diags if "mystery-sw" in d.message]
     assert len(warn) == 1 and warn[0].line > 1 and "not a device of the plan" in warn[0].message
+
+
+def test_a_server_port_that_is_no_nic_keeps_its_rack_label(plan, tmp_path):
+    """A server cabled on an interface the plan has no NIC for (eth4 into a free switch port): the
+    far end is still labelled where the server stands, and the interface is named in a warning."""
+    files = collection(plan, planned_wiring(plan), only={"lab1-z1-r001-rtsw"})
+    rtsw = json.loads(files["lab1-z1-r001-rtsw.json"])
+    host = {"via": "LLDP", "chassis": {"lab1-z1-r001-s2": {"id": {"type": "mac", "value": "02:00:00:00:00:02"}}},
+            "port": {"id": {"type": "mac", "value": "02:00:00:00:00:02"}, "descr": "eth4"}}
+    rtsw["lldp"]["interface"].append({"Ethernet264": host})
+    (tmp_path / "lab1-z1-r001-rtsw.json").write_text(json.dumps(rtsw, indent=2))
+    res, diags, _e = check(GEN, [tmp_path])
+    un = [f for f in res.findings if f.kind == "unexpected"]
+    assert len(un) == 1 and "lab1/R01/lab1-z1-r001/U" in un[0].ends[0][1] and un[0].ends[0][1].endswith("/lab1-z1-r001-s2/eth4")
+    assert any("interface 'eth4' of server lab1-z1-r001-s2 is not one of its NICs" in d.message for d in diags)

@@ -72,6 +72,7 @@ class Plan:
         self.roles: dict[str, str] = {}  # every node of the model (servers included)
         self.host_iface: dict[tuple[str, str], str] = {}  # (server, interface) -> NIC device
         self.nics: dict[str, list[str]] = {}  # server -> its NICs
+        self.hosts: dict[str, tuple[str, int]] = {}  # server -> (rack, U): to label what a server reports on no NIC
         self.port_names: dict[str, tuple[str, ...]] = {}  # switch model -> port names in port order
         self.port_alias: dict[str, dict[str, str]] = {}  # switch model -> {alias or name: name}
         self.rate: dict[End, tuple[int, str]] = {}  # InfiniBand: planned (width, speed) per end
@@ -114,13 +115,17 @@ class Plan:
         return names[number - 1] if 1 <= number <= len(names) else None
 
     def label(self, end: End) -> str:
-        """``hall/Rrow/rack/Uu/device/port`` as the cabling plan prints it; a device the plan does not
-        have is ``not-in-plan/device/port``."""
+        """``hall/Rrow/rack/Uu/device/port`` as the cabling plan prints it (a server's other interfaces
+        too); a device the plan does not have is ``not-in-plan/device/port``."""
         dev, port = end
         d = self.devices.get(dev)
-        if d is None:
-            return f"not-in-plan/{dev}/{port}"
-        return f"{d.hall}/R{d.row:02d}/{d.rack}/U{d.u:02d}/{dev}/{port}"
+        if d is not None:
+            return f"{d.hall}/R{d.row:02d}/{d.rack}/U{d.u:02d}/{dev}/{port}"
+        rack, u = self.hosts.get(dev, ("", 0))
+        if rack in self.floor:  # a server's interface that is no NIC of the plan
+            hall, row, _slot = self.floor[rack]
+            return f"{hall}/R{row:02d}/{rack}/U{u:02d}/{dev}/{port}"
+        return f"not-in-plan/{dev}/{port}"
 
     def level(self, dev: str) -> int:
         d = self.devices.get(dev)
@@ -276,13 +281,13 @@ def _model(plan: Plan, reader: Folder, cables_read: bool) -> None:
         problems.error(shown, *line_col(text, find_key(text, "nodes")), "nodes are not rows of node_fields", "one list per node")
         return
     none = [None] * len(nodes)
-    cols = [[x[ix[f]] for x in nodes] if f in ix else none for f in ("id", "role", "level", "model", "server")]
-    if not all_names(cols[0]):
-        k = next(k for k, x in enumerate(cols[0]) if not NAME.match(x))
+    cols = [[x[ix[f]] for x in nodes] if f in ix else none for f in ("id", "role", "level", "model", "server", "rack", "u")]
+    if not all(type(x) is str for x in cols[0]) or not all_names(cols[0]):
+        k = next(k for k, x in enumerate(cols[0]) if type(x) is not str or not NAME.match(x))
         problems.error(shown, *line_col(text, find_key(text, "nodes")), f"node {k}: {cols[0][k]!r} is not a name", "a device name", ("nodes", k))
         return
     devices, roles = plan.devices, plan.roles
-    for k, (nid, role, level, model, server) in enumerate(zip(*cols)):
+    for k, (nid, role, level, model, server, rack, u) in enumerate(zip(*cols)):
         if not (type(nid) is str and type(role) is str and type(level) is int and (model is None or type(model) is str)
                 and (server is None or type(server) is str)):
             problems.error(shown, *line_col(text, find_key(text, "nodes")), f"node {k} is not [id, role, level, ...] as node_fields say",
@@ -292,6 +297,8 @@ def _model(plan: Plan, reader: Folder, cables_read: bool) -> None:
         d = devices.get(nid)
         if d is not None:
             devices[nid] = Device(role, level, d.hall, d.row, d.rack, d.u, model)
+        if role == "server" and type(rack) is str and type(u) is int:
+            plan.hosts[nid] = (rack, u)
         if server is not None and role == "nic":
             plan.nics.setdefault(server, []).append(nid)
             iface = nid[len(server) + 1:] if nid.startswith(server + "-") else nid
