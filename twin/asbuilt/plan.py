@@ -28,6 +28,7 @@ from typing import NamedTuple
 from twin.asbuilt.files import Folder, Problems, find_key, line_col
 from twin.emit.cabling import CABLE_COLUMNS
 from twin.emit.model_export import FORMAT, LINK_FIELDS
+from twin.version import __version__
 
 MANIFEST = "manifest.json"  # twin.build writes it beside the artifacts (importing the build would load the whole compiler)
 
@@ -348,9 +349,13 @@ def _catalog(plan: Plan, reader: Folder) -> None:
             model = SwitchModel.model_validate(raw)
             names = port_names(model)
         except (ValidationError, ValueError, TypeError) as e:
-            first = e.errors()[0]["msg"] if isinstance(e, ValidationError) else str(e)
-            problems.error(shown, *line_col(text, find_key(text, name)), f"switch model {name}: {first}", "a switch model of the catalog",
-                           ("site", "catalog", "switches", name))
+            if isinstance(e, ValidationError):
+                err = e.errors()[0]
+                first = ".".join(str(x) for x in err["loc"]) + ": " + err["msg"] if err["loc"] else err["msg"]
+            else:
+                first = str(e)
+            problems.error(shown, *line_col(text, find_key(text, name)), f"switch model {name}: {first}",
+                           f"a switch model of this twin's catalog (build the folder again with twin {__version__})", ("site", "catalog", "switches", name))
             continue
         plan.port_names[name] = names
         alias = {n: n for n in names}
