@@ -1,8 +1,8 @@
 """Reading files nobody vouches for: a generated folder that may have been edited or planted, and
 neighbour tables copied off thousands of devices.
 
-Every file is read as bytes first and checked before it is parsed: a path of the generated folder
-must resolve (symlinks followed) to a regular file inside that folder, no file may exceed
+Every file is read as bytes first and checked before it is parsed: a generated folder's files
+through :mod:`twin.folder` (inside the folder, as its manifest records them), a neighbour file up to
 ``MAX_BYTES``, and text must be UTF-8 without NUL bytes (a binary file is named with the byte where
 it stops being text). Every problem is a :class:`~twin.lang.diagnostics.Diagnostic` at
 ``FILE:LINE:COL``, collected in :class:`Problems` and shown together; nothing here raises on bad
@@ -11,7 +11,6 @@ input.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -19,7 +18,8 @@ from pathlib import Path
 
 from twin.lang.diagnostics import Diagnostic, Severity
 
-MAX_BYTES = 2 * 1024**3  # a neighbour table or plan file larger than this is not one
+MAX_BYTES = 2 * 1024**3  # a neighbour table larger than this is not one
+FOLDER_ERROR = re.compile(r"^(?P<file>[^:\n]+?)(?::(?P<line>\d+):(?P<col>\d+))?: (?P<what>.*)$", re.S)
 
 
 class Problems:
@@ -67,18 +67,6 @@ class Lines:
         self.n += self.text.count("\n", self.pos, pos)
         self.pos = pos
         return self.n
-
-
-def inside(root: Path, rel: str) -> Path | None:
-    """``root/rel`` when it resolves (symlinks followed) to a path inside ``root``, else None.
-
-    >>> import tempfile; d = Path(tempfile.mkdtemp())
-    >>> inside(d, "a/b.csv") == d.resolve() / "a" / "b.csv", inside(d, "../etc/passwd")
-    (True, None)
-    """
-    base = root.resolve()
-    p = (base / rel).resolve()
-    return p if p.is_relative_to(base) and p != base else None
 
 
 def read_bytes(path: Path, shown: str, problems: Problems) -> bytes | None:
@@ -223,39 +211,49 @@ def find_key(text: str, key: str, start: int = 0) -> int:
 
 
 class Folder:
-    """Files of a generated folder: inside it, regular, bounded, and as its manifest says they were
-    written (``sha`` maps each artifact's path to its sha256)."""
+    """The files of a generated folder, read through the project's reader of untrusted folders
+    (:mod:`twin.folder`: paths kept inside, no symlink followed, each file at most the size and
+    exactly the sha256 its manifest records), with every problem a located diagnostic."""
 
     def __init__(self, root: Path, problems: Problems) -> None:
+        from twin.folder import FolderError, load_manifest
+
         self.root, self.problems = root, problems
-        self.sha: dict[str, str] = {}
+        self.manifest = None
+        try:
+            self.manifest = load_manifest(root)
+        except FolderError as e:
+            self.folder_error(e, str(root / "manifest.json"))
+
+    def folder_error(self, e: Exception, shown: str) -> None:
+        """A :class:`twin.folder.FolderError` (``FILE[:LINE:COL]: what``) as a diagnostic."""
+        m = FOLDER_ERROR.match(str(e))
+        if m:
+            self.problems.error(m["file"], int(m["line"] or 1), int(m["col"] or 1), m["what"], "the folder as `twin build` wrote it")
+        else:
+            self.problems.error(shown, 1, 1, str(e), "the folder as `twin build` wrote it")
 
     def shown(self, rel: str) -> str:
         return str(self.root / rel)
 
-    def text(self, rel: str, verify: bool = True, required: bool = True) -> str | None:
+    def text(self, rel: str, required: bool = True) -> str | None:
+        from twin.folder import FolderError, read_artifact
+
         shown = self.shown(rel)
-        path = inside(self.root, rel)
-        if path is None:
-            self.problems.error(shown, 1, 1, "resolves outside the generated folder (a symlink?)", "a file inside the folder")
+        if self.manifest is None:
             return None
-        if not path.exists() and not required:
-            return None
-        data = read_bytes(path, shown, self.problems)
-        if data is None:
-            return None
-        if verify:
-            want = self.sha.get(rel)
-            if want is None:
+        if rel not in self.manifest.artifacts:
+            if required:
                 self.problems.error(shown, 1, 1, "not listed in manifest.json (not written by this build)", "an artifact of the build")
-                return None
-            if hashlib.sha256(data).hexdigest() != want:
-                self.problems.error(shown, 1, 1, "differs from the sha256 manifest.json records (edited after the build?)",
-                                    "the file as `twin build` wrote it; build again")
-                return None
+            return None
+        try:
+            data = read_artifact(self.root, self.manifest, rel)
+        except FolderError as e:
+            self.folder_error(e, shown)
+            return None
         return decode(data, shown, self.problems)
 
-    def json(self, rel: str, verify: bool = True) -> tuple[object | None, str]:
+    def json(self, rel: str) -> tuple[object | None, str]:
         """(document, its text); (None, "") when it cannot be read or parsed."""
-        text = self.text(rel, verify)
+        text = self.text(rel)
         return (None, "") if text is None else (load_json(text, self.shown(rel), self.problems), text)

@@ -1,8 +1,8 @@
 """The plan a generated folder holds, read back and checked: every cable with both ends and labels,
 where every device stands, and the names a device may use for its ports.
 
-What is read (each path checked to stay inside the folder, each file against its sha256 in
-``manifest.json``, so an edited or planted file is refused rather than trusted):
+What is read (through :mod:`twin.folder`: each path kept inside the folder, each file against its
+size and sha256 in ``manifest.json``, so an edited or planted file is refused rather than trusted):
 
 - ``cabling/cables.csv`` (:mod:`twin.emit.cabling`): cable ids, ends, hall/row/rack/U, labels; every
   label is recomputed from its columns and must agree;
@@ -28,9 +28,8 @@ from typing import NamedTuple
 from twin.asbuilt.files import Folder, Problems, find_key, line_col
 from twin.emit.cabling import CABLE_COLUMNS
 from twin.emit.model_export import FORMAT, LINK_FIELDS
+from twin.folder import MANIFEST
 from twin.version import __version__
-
-MANIFEST = "manifest.json"  # twin.build writes it beside the artifacts (importing the build would load the whole compiler)
 
 End = tuple[str, str]  # (device, port)
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$")  # device, port, rack and hall names as twin writes them
@@ -149,19 +148,12 @@ def load(root: Path) -> tuple[Plan | None, Problems]:
         problems.error(shown, 1, 1, "not a folder", "a folder written by `twin build`")
         return None, problems
     reader = Folder(root, problems)
-    man, _ = reader.json(MANIFEST, verify=False)
-    if not isinstance(man, dict):
-        if man is not None:
-            problems.error(reader.shown(MANIFEST), 1, 1, "not a twin manifest", "an object with site and artifacts")
+    if reader.manifest is None:
         return None, problems
-    site = man.get("site")
-    arts = man.get("artifacts")
-    if not isinstance(site, str) or not NAME.match(site) or not isinstance(arts, list):
-        problems.error(reader.shown(MANIFEST), 1, 1, "not a twin manifest", "an object with a site name and a list of artifacts")
+    site = reader.manifest.doc.get("site")
+    if not isinstance(site, str) or not NAME.match(site):
+        problems.error(reader.shown(MANIFEST), 1, 1, "the manifest names no site", "a site name as `twin build` writes it")
         return None, problems
-    for a in arts:
-        if isinstance(a, dict) and isinstance(a.get("path"), str) and isinstance(a.get("sha256"), str):
-            reader.sha[a["path"]] = a["sha256"]
     plan = Plan(root, site)
     _cables(plan, reader)
     _model(plan, reader, cables_read=not problems.errors)
