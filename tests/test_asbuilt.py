@@ -286,3 +286,14 @@ def test_a_server_port_that_is_no_nic_keeps_its_rack_label(plan, tmp_path):
     un = [f for f in res.findings if f.kind == "unexpected"]
     assert len(un) == 1 and "lab1/R01/lab1-z1-r001/U" in un[0].ends[0][1] and un[0].ends[0][1].endswith("/lab1-z1-r001-s2/eth4")
     assert any("interface 'eth4' of server lab1-z1-r001-s2 is not one of its NICs" in d.message for d in diags)
+
+
+def test_an_output_folder_that_cannot_be_written(plan, tmp_path):
+    """-o under a file (no user can create it, root included): one line and exit 3, as twin build says it."""
+    folder = write(tmp_path / "lldp", collection(plan, planned_wiring(plan), only={"lab1-z1-r001-rtsw"}))
+    (tmp_path / "file").write_text("x")
+    p = twin("as-built", str(GEN), str(folder), "-o", str(tmp_path / "file" / "out"))
+    assert p.returncode == 3 and "cannot write (Not a directory)" in p.stderr
+    p = twin("as-built", str(GEN), str(folder), "-o", str(tmp_path / "file" / "out"), "--json")
+    doc = json.loads(p.stdout)
+    assert p.returncode == 3 and doc["status"] == "not written" and doc["exit"] == 3
