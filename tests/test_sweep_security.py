@@ -162,3 +162,18 @@ def test_labels_are_text_not_formulas(tmp_path):
     with pytest.raises(SpecError) as e:
         load_sweep(p)
     assert e.value.diagnostics[0].format().startswith(f"{p}:6:18: axes[0].labels[1]:") and "formula" in e.value.diagnostics[0].message
+
+
+def test_the_dashboard_is_served_only_when_asked():
+    """--dashboard ADDRESS brings Dask's HTTP server back at that address (and only then)."""
+    import urllib.request
+
+    with socket.socket() as s:  # a free port for it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = engine.connect(None, 1, dashboard=f"127.0.0.1:{port}")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as r:
+            assert (r.status, r.read()) == (200, b"ok")
+    finally:
+        engine.close_client(client)
