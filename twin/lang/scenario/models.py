@@ -28,7 +28,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 
 from twin.lang import limits
 from twin.lang.base import Count, IndexList, Model, Slug, Text
-from twin.lang.diagnostics import Diagnostic, Severity, SpecError
+from twin.lang.diagnostics import Severity, SpecError
 from twin.lang.loader import LoadError, Source, load_file, load_text
 from twin.lang.scenario.campaign import Campaign
 from twin.lang.scenario.power import PowerScenario
@@ -265,8 +265,3 @@ def _validate(src: Source) -> Scenario:
         return Scenario.model_validate(src.data)
     except ValidationError as e:
         raise SpecError(pydantic_diagnostics(src, e, Scenario)) from None
-
-
-def error(src: Source, path: tuple, message: str, expected: str = "") -> Diagnostic:
-    """A positioned error for a problem found while resolving the scenario against a design."""
-    return diagnostic(src, Severity.ERROR, path, message, expected)

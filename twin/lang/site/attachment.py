@@ -8,14 +8,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from twin.lang.base import Text
+from twin.lang.base import Model, Text
 from twin.lang.units import DataRate, Mass, Power
-
-
-class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
 class Attachment(Model):

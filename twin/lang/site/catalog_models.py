@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from twin.lang.base import Model, Slug, Text
+from twin.lang.site.config_targets import ConfigName, check_technology
 from twin.lang.site.cost_models import FacilityCost
 from twin.lang.site.portmap import PortMap
 from twin.lang.site.power import PhasePower
@@ -91,6 +92,10 @@ class SwitchModel(Model):
     description: Text = ""
     vendor: Text
     technology: Literal["ethernet", "infiniband"] = "ethernet"
+    config: ConfigName = Field(
+        description="the configuration target its switches get: sonic (config_db.json), eos (EOS running-config), "
+        "opensm (InfiniBand: the subnet manager) or none; required, never guessed from the vendor",
+    )
     asic: Text = Field("", description="switch ASIC, shown in the report's fabric table")
     ports: int = Field(ge=1, le=4096, description="logical ports at port_speed")
     port_speed: DataRate
@@ -128,6 +133,13 @@ class SwitchModel(Model):
                              "(letters, digits, '_', '.', '/', '-' and the placeholders)")
         if not re.match(r"[A-Za-z0-9{]", v):
             raise ValueError("a port name starts with a letter, a digit or a placeholder")
+        return v
+
+    @field_validator("config")
+    @classmethod
+    def _config_fits_technology(cls, v: str, info) -> str:
+        if "technology" in info.data:
+            check_technology(v, info.data["technology"])
         return v
 
     @model_validator(mode="after")

@@ -20,6 +20,7 @@ from twin.lang.site.attachment import Attachment
 from twin.lang.site.campus import Building, Campus
 from twin.lang.site.catalog_models import Catalog
 from twin.lang.site.cost_models import EnergyPrice, EnergyPriceField
+from twin.lang.site.families import Family
 from twin.lang.site.power import UtilityLimits
 from twin.lang.site.reliability_models import Storage
 from twin.lang.units import ArealLoad, DataRate, DataSize, Length, Mass, Power, Temperature, Time
@@ -119,13 +120,6 @@ class RackType(Model):
 class Technology(str, Enum):
     ROCE = "roce"
     INFINIBAND = "infiniband"
-
-
-class Family(str, Enum):
-    AI_ZONE = "ai-zone-clos"
-    FAT_TREE = "fat-tree"
-    RAIL_OPTIMIZED = "rail-optimized"
-    RAIL_ONLY = "rail-only"
 
 
 class Tier(Model):
@@ -343,7 +337,7 @@ class PlacementOptions(Model):
 class Site(Model):
     """A site: its halls, power, cooling, hardware, the GPU fabric and the jobs it runs."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, title="twin site")
+    model_config = ConfigDict(title="twin site")  # the rest from Model
 
     name: Slug = Field(description="the site name; also the output folder generated/<name>/")
     description: Text = ""

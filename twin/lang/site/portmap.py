@@ -10,14 +10,14 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from twin.lang.base import Text
+from twin.lang.base import Model, Text
 
 BREAKOUT_RE = r"^(\d+)x(\d+)G(?:\[(\d+G(?:,\d+G)*)\])?$"
 
 
-class PortMap(BaseModel):
+class PortMap(Model):
     """How a SONiC platform lays out a switch's front-panel ports: what its ``port_config.ini`` (names,
     lanes, alias, index) and ``platform.json`` (breakout modes) say. Required for the SONiC target.
 
@@ -25,7 +25,6 @@ class PortMap(BaseModel):
     the model's ``port_name`` (``Ethernet{n0_step}`` = ``Ethernet`` + (n-1) * ``name_step``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)  # as every spec model
 
     platform: Text = Field(min_length=1, description="SONiC platform string (DEVICE_METADATA.platform)")
     hwsku: Text = Field(min_length=1, description="SONiC HWSKU (DEVICE_METADATA.hwsku)")

@@ -18,17 +18,13 @@ file stays readable:
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from twin.lang.base import Text
+from twin.lang.base import Model, Text
 from twin.lang.units import Frequency, Power, PowerRate, Time
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
-
-
-class PhasePower(_Frozen):
+class PhasePower(Model):
     """Per-GPU power in each phase of a training step (W at TDP; clipped to the GPU power cap)."""
 
     compute: Power = Field(description="math-bound phase (GEMMs); near TDP")
@@ -48,7 +44,7 @@ class PhasePower(_Frozen):
         return self
 
 
-class OscillationLimit(_Frozen):
+class OscillationLimit(Model):
     """At most ``max_amplitude`` (the amplitude of a sinusoid with the same energy) or ``max_share`` of
     the load's fluctuation energy inside ``band``, in any ``window`` of the grid-side draw."""
 
@@ -68,7 +64,7 @@ class OscillationLimit(_Frozen):
         return self
 
 
-class UtilityLimits(_Frozen):
+class UtilityLimits(Model):
     """What the utility allows at the point of interconnection (arXiv 2508.14318 lists these kinds)."""
 
     max_ramp: PowerRate | None = Field(None, description="largest rate of change of the draw, e.g. '5 MW/s'")

@@ -23,15 +23,13 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     PlainSerializer,
     WithJsonSchema,
 )
 
-from twin.lang.base import Text
+from twin.lang.base import Model, Text
 from twin.lang.units import TIME, DataRate, QuantityError, Time, parse
 
 _RATE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?:/|per\b)\s*(.+?)\s*$")
@@ -73,11 +71,9 @@ Bandwidth = Annotated[DataRate, Field(gt=0)]
 COMPONENTS = ("gpu", "server", "nic", "rack-switch", "fabric-switch", "link", "job")
 
 
-class Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
-class FailureClass(Frozen):
+class FailureClass(Model):
     """How often one component of a kind fails, and what that costs a training job."""
 
     description: Text = ""
@@ -95,7 +91,7 @@ class FailureClass(Frozen):
     source: Text = Field(min_length=1, description="where the rate comes from, or 'assumed'")
 
 
-class Storage(Frozen):
+class Storage(Model):
     """The storage a site checkpoints to (e.g. Meta's Tectonic: 2 TB/s sustained, 7 TB/s peak)."""
 
     sustained_bandwidth: Bandwidth = Field(description="aggregate write bandwidth the storage sustains")

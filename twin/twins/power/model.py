@@ -16,8 +16,8 @@ import numpy as np
 from twin.compiler.resolve.feasibility import hall_capacity
 from twin.lang import limits
 from twin.lang.diagnostics import SpecError
-from twin.lang.scenario.models import error
 from twin.lang.scenario.power import PowerScenario
+from twin.lang.validator import error
 from twin.twins.power import thermal
 from twin.twins.power.phases import GpuPhases, gpu_phases
 from twin.twins.power.schedule import Channels, Step, build_segments, job_states, schedule_events

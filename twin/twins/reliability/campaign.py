@@ -15,8 +15,8 @@ from dataclasses import asdict, replace
 
 from twin.lang import limits
 from twin.lang.diagnostics import SpecError
-from twin.lang.scenario.models import error
 from twin.lang.site.reliability_models import FailureClass
+from twin.lang.validator import error
 from twin.twins.reliability import answers, checkpoint, cost
 from twin.twins.reliability.components import Footprint, Mode, Reach, failure_modes, footprint, scaled
 from twin.twins.reliability.engine import Plan, simulate, timeline
