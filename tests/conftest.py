@@ -35,6 +35,12 @@ def emitted(name: str) -> dict[str, bytes]:
     return {**roce, **ib}
 
 
+def tiered(sites):
+    """Site names as test parameters: the Meta sites (minutes to compile, render and check at full size)
+    are the slow tier's, the lab sites (every fabric family) the fast tier's."""
+    return [pytest.param(s, marks=pytest.mark.slow) if s.startswith("meta-") else s for s in sites]
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
@@ -47,6 +53,7 @@ def lab():
 
 @pytest.fixture(scope="session")
 def meta24k():
+    """meta-24k-roce compiled; a test that reads it is in the slow tier (see pytest_collection_modifyitems)."""
     return compiled("meta-24k-roce")
 
 
@@ -90,8 +97,12 @@ NETBOX_FIXTURES = {"netbox_package", "netbox"}
 
 def pytest_collection_modifyitems(session, config, items):
     """The tests that need NetBox run last (in their order): its preparation, minutes on a fresh machine,
-    then overlaps the whole rest of the suite instead of keeping the suite waiting in the middle."""
+    then overlaps the whole rest of the suite instead of keeping the suite waiting in the middle. Tests
+    that read the ``meta24k`` fixture are marked slow."""
     items.sort(key=lambda item: bool(NETBOX_FIXTURES & set(getattr(item, "fixturenames", ()))))
+    for item in items:  # whatever reads the compiled meta-24k-roce, directly or through another fixture
+        if "meta24k" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_collection_finish(session):

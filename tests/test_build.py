@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import compiled
+from conftest import compiled, tiered
 from golden import differences, files_under
 
 from twin.build import OutputError, build
@@ -31,7 +31,7 @@ def tree_hashes(folder: Path) -> dict[str, str]:
 
 # The lab sites (every fabric family, RoCE and InfiniBand, a campus, a power-limited hall) build in the
 # fast tier; the Meta sites are what the slow tier builds them for: the same emitters at full size.
-EXAMPLES = [pytest.param(s.stem, marks=pytest.mark.slow) if s.stem.startswith("meta-") else s.stem for s in SITES]
+EXAMPLES = tiered(s.stem for s in SITES)
 
 
 def csv_rows(path: Path) -> list[dict[str, str]]:
@@ -93,6 +93,7 @@ def test_meta_24k_figures(meta24k):
     assert meta24k.budget.it_power == pytest.approx(1_536 * 22_200 + 8 * 16 * 14_000 + 16 * 14_000)
 
 
+@pytest.mark.slow
 def test_byte_identical_across_hash_seeds(tmp_path):
     outs = []
     for seed in ("0", "12345"):
@@ -159,10 +160,16 @@ def test_infeasible_diagnosis_names_binding_limit(tmp_path):
     assert n == 6  # floor(160 kW / (22.2 kW + 15 kW / 8 racks))
 
 
-def test_validate_cli_exit_codes(tmp_path):
+@pytest.mark.slow
+def test_every_example_validates_in_the_cli():
     r = twin_cli("validate", *[str(s) for s in SITES], "--json")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert {x["status"] for x in json.loads(r.stdout)["results"]} == {"ok"}
+    assert [x["status"] for x in json.loads(r.stdout)["results"]] == ["ok"] * len(SITES)
+
+
+def test_validate_cli_exit_codes(tmp_path):
+    r = twin_cli("validate", str(ROOT / "sites" / "lab-2zone.yaml"), "--json")
+    assert r.returncode == 0 and [x["status"] for x in json.loads(r.stdout)["results"]] == ["ok"], r.stdout + r.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: [\n")
     r = twin_cli("validate", str(bad))
