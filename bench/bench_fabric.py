@@ -54,12 +54,12 @@ def make_spec(gpus: int, folder: Path) -> Path:
 def run_one(path: str) -> dict:
     from dataclasses import replace
 
-    from twin import pipeline
+    from twin.compiler import pipeline
+    from twin.compiler.fabric import bom, cabling
+    from twin.compiler.fabric.synthesis import synthesize
     from twin.emit import bom as bom_emit
     from twin.emit import cabling as cabling_emit
     from twin.emit import model_export
-    from twin.fabric import bom, cabling
-    from twin.fabric.synthesis import synthesize
 
     placed = pipeline.compile_design(path, until="placement", placement_method="naive")
     times = []

@@ -44,8 +44,8 @@ def scaled_site(zones: int) -> str:
 
 
 def run_case(path: str) -> dict:
-    from twin import pipeline
-    from twin.place import optimize
+    from twin.compiler import pipeline
+    from twin.compiler.place import optimize
 
     spec = pipeline.check(path).spec
     t0 = time.perf_counter()

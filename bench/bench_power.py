@@ -35,8 +35,8 @@ CFG = {
 def one(mitigations: bool) -> dict:
     sys.path.insert(0, str(ROOT))
     import twin
-    from twin.sim.power.config import PowerScenario
-    from twin.sim.power.run import simulate_power
+    from twin.lang.scenario.power import PowerScenario
+    from twin.twins.power.run import simulate_power
 
     t0 = time.perf_counter()
     design = twin.load(SITE)

@@ -30,9 +30,9 @@ def main() -> None:
     args = ap.parse_args()
 
     import twin
-    from twin.sim.reliability import answers, checkpoint
-    from twin.sim.reliability.components import Reach, failure_modes, footprint, scaled
-    from twin.sim.reliability.engine import Plan, simulate
+    from twin.twins.reliability import answers, checkpoint
+    from twin.twins.reliability.components import Reach, failure_modes, footprint, scaled
+    from twin.twins.reliability.engine import Plan, simulate
 
     t0 = time.perf_counter()
     design = twin.load(SITE)
@@ -73,8 +73,8 @@ def main() -> None:
 def whole_campaign(design, runs: int) -> None:
     """The whole campaign of a scenario without a job (step time given): main run plus the three sweeps
     (200 runs per point), as `twin simulate` runs it; the design compile is apart."""
-    from twin.sim.run import simulate
-    from twin.sim.scenario import parse_scenario
+    from twin.lang.scenario.models import parse_scenario
+    from twin.twins.run import simulate
 
     scn, src = parse_scenario(f"""name: bench
 campaign: {{days: {DAYS}, runs: {runs}, workload: llama3-405b-16k, step_time: 8.28 s}}

@@ -59,9 +59,9 @@ def one(gpus: int) -> dict:
     import numpy as np
 
     import twin
-    from twin.sim import collectives as coll
-    from twin.sim import fluid, routing, topology
-    from twin.sim.nccl import Library
+    from twin.twins.net import collectives as coll
+    from twin.twins.net import fluid, routing, topology
+    from twin.twins.net.nccl import Library
 
     t0 = time.perf_counter()
     design = twin.load(SITE)
@@ -106,8 +106,8 @@ def one(gpus: int) -> dict:
 def naive_job() -> dict:
     """Simulate scenarios/llama3-405b.yaml's naive-order job alone; the design compile is apart."""
     import twin
-    from twin.sim.run import simulate
-    from twin.sim.scenario import parse_scenario
+    from twin.lang.scenario.models import parse_scenario
+    from twin.twins.run import simulate
 
     t0 = time.perf_counter()
     design = twin.load(SITE)

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from twin.sweep import engine  # noqa: E402
-from twin.sweep.language import load_sweep  # noqa: E402
+from twin.sweep.load import load_sweep  # noqa: E402
 from twin.sweep.output import write  # noqa: E402
 from twin.sweep.worker import evaluate, peak_rss_bytes  # noqa: E402
 
@@ -104,7 +104,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         p = Path(tmp) / "bench.yaml"
         p.write_text(SWEEP)
-        sw = load_sweep(p)
+        sw = load_sweep(p, root=ROOT)  # the site is in the checkout, the sweep file in a temporary folder
         assert sw.count == 20
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory() as out:

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from twin.spec.validate import validate_file
+from twin.compiler.resolve.validate import validate_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,7 +23,7 @@ def main(runs: int = 15) -> None:
         times.append(time.perf_counter() - t)
     assert spec is not None
     probe = (
-        "import time; t = time.perf_counter(); from twin.spec.validate import validate_file; "
+        "import time; t = time.perf_counter(); from twin.compiler.resolve.validate import validate_file; "
         f"validate_file({str(site)!r}); print(time.perf_counter() - t)"
     )
     cold = [float(subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout)

@@ -54,6 +54,6 @@ def compile_naive(path):
     The fabric and cabling read whatever placement they are given; pinning the naive fill keeps these
     tests about the fabric, independent of the placement optimiser's run time and choices.
     """
-    from twin import pipeline
+    from twin.compiler import pipeline
 
     return pipeline.compile_design(path, until="bom", placement_method="naive")

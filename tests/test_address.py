@@ -10,7 +10,7 @@ import yaml
 from conftest import SITES, compiled
 
 import twin
-from twin.spec.diagnostics import InfeasibleError, SpecError
+from twin.lang.diagnostics import InfeasibleError, SpecError
 
 
 def variant(tmp_path: Path, base: str, **routing) -> Path:

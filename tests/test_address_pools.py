@@ -11,8 +11,9 @@ from conftest import SITES, compiled, tiered
 from fabric_helpers import variant
 
 import twin
-from twin.address.pools import needs, rack_span
-from twin.spec import Severity, validate_text
+from twin.compiler.resolve.pools import needs, rack_span
+from twin.compiler.resolve.validate import validate_text
+from twin.lang.diagnostics import Severity
 
 DEFAULT_POOLS = {"loopback_pool": "10.255.0.0/16", "p2p_pool": "10.252.0.0/15", "rack_pool": "10.0.0.0/12"}
 

@@ -15,12 +15,12 @@ import pytest
 from fabric_helpers import variant
 
 import twin
-from twin.address.pools import needs
+from twin.compiler.fabric.synthesis import mismatches
+from twin.compiler.pipeline import check
+from twin.compiler.resolve.pools import needs
 from twin.emit import bom as bom_emit
 from twin.emit import configs_ib
-from twin.fabric.shape import mismatches
-from twin.pipeline import check
-from twin.spec import Severity
+from twin.lang.diagnostics import Severity
 from twin.verify import ib
 
 UFM = {"name": "ufm", "kind": "subnet-manager", "tier": "spine", "count": 2, "ports": 1, "speed": "400 Gbit/s",
@@ -118,8 +118,8 @@ def test_roce_attachments_join_the_leaf_subnet(tmp_path):
     assert needs(d.spec).leaf_nics == (17,) * 6 + (16,) * 2
     rtsw = d.fabric.nodes("rtsw")
     port = next(lk.b_port for lk in d.fabric.cables() if lk.a == "store-01" and lk.a_port == "port1")
-    host = d.intent.switches[rtsw[0]]["host"]
-    assert port in host["ports"] and d.addressing.rack_subnet[rtsw[0]].endswith("/27")
+    host = d.intent.switches[rtsw[0]].host
+    assert port in host.ports and d.addressing.rack_subnet[rtsw[0]].endswith("/27")
 
 
 @pytest.mark.parametrize("att, where, words", [

@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 from fabric_helpers import SITES, compile_naive
 
+from twin.compiler.fabric.bom import network_power
 from twin.emit import bom as bom_emit
-from twin.fabric.bom import network_power
 
 
 @pytest.fixture(scope="module")

@@ -175,13 +175,13 @@ def test_validate_cli_exit_codes(tmp_path):
 
 
 def test_schema_is_current(root):
-    from twin.schema import schema_text
-    from twin.spec.reference import render
+    from twin.schema import SCHEMA_FILE, schema_files, schema_text, stale_files
 
-    assert (root / "schemas" / "reference.md").read_text() == render(), "schemas/reference.md is stale: run `twin schema`"
-    committed = (root / "schemas" / "twin-site.schema.json").read_text()
-    assert committed == schema_text(), "schemas/twin-site.schema.json is stale: run `twin schema`"
-    schema = json.loads(committed)
+    files = schema_files(root / "schemas" / SCHEMA_FILE)
+    assert {p.name for p in files} == {"twin-site.schema.json", "reference.md", "twin-scenario.schema.json", "scenario-reference.md",
+                                       "twin-sweep.schema.json", "sweep-reference.md", "twin-results.schema.json"}
+    assert not stale_files(files), f"stale: {[p.name for p in stale_files(files)]}: run `twin schema`"
+    schema = json.loads(schema_text())
     assert "fabric" in schema["required"] and schema["properties"]["name"]["pattern"]
     for site in SITES:
         assert site.read_text().startswith("# yaml-language-server: $schema=../schemas/twin-site.schema.json")
@@ -201,4 +201,4 @@ def test_python_api_exposes_passes(lab):
     assert g.number_of_nodes() == 128 + 16 + 8 + 8 + 2  # NICs, servers, RTSWs, CTSWs, ATSWs
     assert len(lab.placement.gpu_racks()) == 8 and len(lab.cabling) == 128 + 8 * 16 + 8 * 8  # CTSW: 4 racks x 16 / 4 = 16 down, 1:2 -> 8 up
     assert {b.category for b in lab.bom} == {"switch", "cable"}  # DAC and AOC only: no pluggable optics
-    assert len(lab.intent.switches) == 18 and lab.addressing.asn["atsw-01"] == lab.intent.switches["atsw-01"]["asn"]
+    assert len(lab.intent.switches) == 18 and lab.addressing.asn["atsw-01"] == lab.intent.switches["atsw-01"].asn

@@ -9,7 +9,7 @@ import pytest
 from fabric_helpers import variant
 
 import twin
-from twin.spec import SpecError
+from twin.lang.diagnostics import SpecError
 
 QM = {"model": "qm9700"}
 

@@ -11,10 +11,10 @@ import pytest
 import yaml
 from fabric_helpers import SITES, compile_naive
 
-from twin.catalog import builtin
+from twin.compiler.fabric.cabling import select_media
 from twin.emit import cabling as cabling_emit
-from twin.fabric.cabling import select_media
-from twin.spec.diagnostics import InfeasibleError
+from twin.lang.catalog import builtin
+from twin.lang.diagnostics import InfeasibleError
 
 
 @pytest.mark.parametrize("length,medium,stock", [
@@ -87,7 +87,8 @@ def test_stated_media_per_tier_are_used_and_checked(tmp_path):
     """fabric.media restricts a tier to the listed media (Meta: single-mode DR4 between RTSW and CTSW);
     a run longer than all of them is an error naming the tier's list, not a silent fallback."""
     import twin
-    from twin.spec import InfeasibleError, validate_text
+    from twin.compiler.resolve.validate import validate_text
+    from twin.lang.diagnostics import InfeasibleError
 
     site = Path(__file__).resolve().parents[1] / "sites" / "lab-2zone.yaml"
     text = site.read_text().replace("  routing:\n", "  media:\n    rtsw-ctsw: [dr4-400g]\n  routing:\n", 1)

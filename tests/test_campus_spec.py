@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from twin.spec import Severity, validate_text
+from twin.compiler.resolve.validate import validate_text
+from twin.lang.diagnostics import Severity
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = (ROOT / "sites" / "lab-campus.yaml").read_text()
@@ -143,7 +144,7 @@ def test_spine_topology_and_its_asn_pool():
 
 def test_single_building_sites_are_untouched():
     """A site of one building serialises as before: no buildings or campus keys, no campus optics."""
-    from twin.spec.validate import load_spec
+    from twin.compiler.resolve.validate import load_spec
 
     spec = load_spec(ROOT / "sites" / "lab-2zone.yaml")
     dumped = spec.site.model_dump(mode="json")

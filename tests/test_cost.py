@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from twin.cost import HOURS_PER_YEAR, cost
+from twin.compiler.cost import HOURS_PER_YEAR, cost
+from twin.compiler.pipeline import compile_design
+from twin.compiler.resolve.validate import validate_text
 from twin.emit.cost_report import section
-from twin.pipeline import compile_design
-from twin.spec.units import ENERGY_PRICE, PRICE, PRICE_PER_POWER, QuantityError, parse
-from twin.spec.validate import validate_text
+from twin.lang.units import ENERGY_PRICE, PRICE, PRICE_PER_POWER, QuantityError, parse
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = (ROOT / "sites" / "lab-2zone.yaml").read_text()

@@ -11,7 +11,7 @@ import pytest
 from fabric_helpers import link_subgraph, port_uses, role_nodes, variant
 
 import twin
-from twin.fabric.ports import port_names
+from twin.compiler.fabric.ports import port_names
 
 GBPS = 1e9
 
@@ -218,7 +218,7 @@ def test_two_rtsws_uneven_spread_stays_balanced(tmp_path):
 def test_rtsw_count_must_divide_the_nics(tmp_path):
     from fabric_helpers import compile_naive
 
-    from twin.spec.diagnostics import InfeasibleError
+    from twin.lang.diagnostics import InfeasibleError
 
     p = variant(tmp_path, "lab-2zone", "lab-3rtsw", rack_fields={"rtsw_count": 3}, rtsw=None)
     with pytest.raises(InfeasibleError, match="16 NICs and 3 RTSWs"):

@@ -9,8 +9,8 @@ import networkx as nx
 import pytest
 from fabric_helpers import SITES, compile_naive, variant
 
+from twin.compiler.fabric.graph import Fabric
 from twin.emit import model_export
-from twin.fabric.graph import Fabric
 
 NODE_SAMPLE = ("role", "level", "zone", "rack", "hall", "model", "u", "server", "gpu", "rail", "gpus")
 EDGE_SAMPLE = ("kind", "tier", "speed", "a", "a_port", "b", "b_port")
@@ -99,7 +99,7 @@ def test_lab_exports_are_byte_identical_across_builds(lab):
 
 
 def _tiny(**node_attrs) -> Fabric:
-    from twin.fabric.graph import Builder
+    from twin.compiler.fabric.graph import Builder
 
     b = Builder()
     b.node("n&1", role="nic", level=0, **node_attrs)

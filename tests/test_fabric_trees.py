@@ -8,9 +8,9 @@ import networkx as nx
 import pytest
 from fabric_helpers import SITES, compile_naive, link_subgraph, port_uses, role_nodes, variant
 
-from twin.fabric.fat_tree import boundary, shape
-from twin.fabric.ports import port_names
-from twin.fabric.sizing import fat_tree_switches, fat_tree_tiers
+from twin.compiler.fabric.ports import port_names
+from twin.compiler.resolve.fat_tree import boundary, shape
+from twin.compiler.resolve.sizing import fat_tree_switches, fat_tree_tiers
 
 
 def canonical(n: int, k: int) -> int:
@@ -162,7 +162,7 @@ def test_meta_24k_ib_spines_reach_32_distinct_cores(ib):
     assert len(spines) == 768
     assert all(len(peers[s]) == 32 and set(peers[s].values()) == {1} for s in spines)
     assert all(len(peers[lf]) == 32 for lf in role_nodes(f.graph, "leaf"))
-    from twin.fabric.figures import compute
+    from twin.compiler.fabric.figures import compute
 
     tiers = {t.role: t for t in compute(f, ib.spec).tiers}
     assert tiers["spine"].next_hops == (32, 32) and tiers["leaf"].next_hops == (32, 32)

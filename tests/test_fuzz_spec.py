@@ -12,8 +12,9 @@ pytest.importorskip("hypothesis", reason="hypothesis is not installed (a test ex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from twin.pipeline import compile_design
-from twin.spec import InfeasibleError, Severity, SpecError, validate_text
+from twin.compiler.pipeline import compile_design
+from twin.compiler.resolve.validate import validate_text
+from twin.lang.diagnostics import InfeasibleError, Severity, SpecError
 
 LAB_TEXT = (Path(__file__).resolve().parents[1] / "sites" / "lab-2zone.yaml").read_text()
 LAB = yaml.safe_load(LAB_TEXT)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from twin.spec import Severity, validate_text
-from twin.spec.models import ROLE_POOL_NAMES
+from twin.compiler.resolve.validate import validate_text
+from twin.lang.diagnostics import Severity
+from twin.lang.site.models import ROLE_POOL_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 REWRITTEN = ["meta-24k-roce", "meta-24k-ib", "meta-32k-roce"]

@@ -15,7 +15,7 @@ import pytest
 from conftest import compiled
 
 from twin.emit import netbox as netbox_emit
-from twin.netbox.objects import NAME_MAX, Table, device_name, import_set
+from twin.emit.netbox_objects import NAME_MAX, Table, device_name, import_set
 
 
 def tables(name: str) -> dict[str, Table]:

@@ -6,10 +6,10 @@ import textwrap
 
 import pytest
 
-from twin import pipeline
-from twin.place import naive, optimize, powercap
-from twin.spec.diagnostics import InfeasibleError
-from twin.spec.validate import validate_file
+from twin.compiler import pipeline
+from twin.compiler.place import naive, optimize, powercap
+from twin.compiler.resolve.validate import validate_file
+from twin.lang.diagnostics import InfeasibleError
 
 
 def site_yaml(*, rows=2, positions=5, reserved="{rows: 1, positions: 1, purpose: network}", busway="60 kW",
@@ -129,7 +129,7 @@ def test_deterministic(tmp_path):
 
 
 def test_identical_zones_are_relabelled_in_position_order():
-    from twin.place.hall_milp import NetType, canonical_zones
+    from twin.compiler.place.hall_milp import NetType, canonical_zones
 
     groups = [(0, 2), (1, 2), (2, 3)]  # zone 2 has more racks: not interchangeable
     types = [NetType("ctsw", 0, 1, 1, 6e3, 300.0), NetType("ctsw", 1, 1, 1, 6e3, 300.0),
@@ -154,7 +154,7 @@ def test_placement_does_not_depend_on_the_solvers_seed(lab, monkeypatch):
     """Two identical zones in one hall score the same either way round; HiGHS with another seed (or
     another release) returns the other one, so the build relabels them (the lab example: seed 1 swapped
     zones 1 and 2 before)."""
-    from twin.place import hall_milp, solver
+    from twin.compiler.place import hall_milp, solver
 
     def seeded(seed):
         def make(time_limit):
@@ -194,8 +194,8 @@ def test_power_cap_auto_picks_highest_cap_that_fits(tmp_path):
 
 
 def test_perf_curve_is_concave_and_interpolates():
-    from twin.catalog import builtin
-    from twin.spec.models import Chassis
+    from twin.lang.catalog import builtin
+    from twin.lang.site.catalog_models import Chassis
 
     pts = sorted(builtin().chassis["grand-teton-h100"].perf_vs_power)
     slopes = [(y1 - y0) / (x1 - x0) for (x0, y0), (x1, y1) in zip(pts, pts[1:])]

@@ -9,8 +9,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from twin.cli import app
-from twin.spec.validate import validate_text
+from twin.cli.app import app
+from twin.compiler.resolve.validate import validate_text
 
 
 def run(root, scenario_path, *extra):
@@ -36,7 +36,7 @@ def test_power_only_scenario_json_has_every_figure(root, tmp_path):
     assert d["samples"] == 60000
     assert d["swings"]["checkpoint_swing_W"] == pytest.approx(128 * (700 - 150))
     assert sorted(f.name for f in (tmp_path / "plots").iterdir()) == ["power-draw.png", "power-spectrum.png", "power-throughput-vs-temperature.png"]
-    from twin.sim.power.report import markdown_section
+    from twin.emit.report_power import markdown_section
 
     md = markdown_section(d)
     assert md.startswith("## Power and thermal (twin)") and "drop at a checkpoint | 0.07 MW" in md

@@ -13,8 +13,8 @@ import pytest
 from conftest import SITES
 
 import twin
-from twin.sim.power.config import PowerScenario
-from twin.sim.power.run import simulate_power
+from twin.lang.scenario.power import PowerScenario
+from twin.twins.power.run import simulate_power
 
 LLAMA = {"step": {"step": "8.28 s", "compute": "6.22 s", "exposed_comm": "0.6 s", "bubble": "1.46 s"}, "stages": 16, "gpus": 16384}
 HOT_DAY = {"diurnal": {"min": "25 degC", "max": "40 degC", "peak_at": "15 h"}}

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import pytest
 
-from twin.sim.power.config import PowerScenario
-from twin.sim.power.model import prepare, segments_for
-from twin.sim.power.run import simulate_power, site_draw
+from twin.lang.scenario.power import PowerScenario
+from twin.twins.power.model import prepare, segments_for
+from twin.twins.power.run import simulate_power, site_draw
 
 PC, PM, PW, PK, PI = 700.0, 250.0, 200.0, 150.0, 90.0
 REST, REST_IDLE = 4600.0, 2200.0

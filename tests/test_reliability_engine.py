@@ -17,10 +17,10 @@ import math
 import numpy as np
 import pytest
 
-from twin.sim.reliability import answers
-from twin.sim.reliability.checkpoint import cost, young_daly
-from twin.sim.reliability.components import Mode
-from twin.sim.reliability.engine import BUCKETS, Plan, simulate, split_segment, timeline
+from twin.twins.reliability import answers
+from twin.twins.reliability.checkpoint import cost, young_daly
+from twin.twins.reliability.components import Mode
+from twin.twins.reliability.engine import BUCKETS, Plan, simulate, split_segment, timeline
 
 DAY = 86400.0
 

@@ -12,11 +12,11 @@ import math
 
 import pytest
 
-from twin.sim.reliability import answers
-from twin.sim.reliability.components import Reach, failure_modes, footprint
-from twin.sim.reliability.engine import Plan, simulate
-from twin.sim.run import simulate as run_scenario
-from twin.sim.scenario import parse_scenario
+from twin.lang.scenario.models import parse_scenario
+from twin.twins.reliability import answers
+from twin.twins.reliability.components import Reach, failure_modes, footprint
+from twin.twins.reliability.engine import Plan, simulate
+from twin.twins.run import simulate as run_scenario
 
 DAYS = 54
 TOP4 = {"Faulty GPU": 148, "GPU HBM3 Memory": 72, "Software Bug": 54, "Network Switch/Cable": 35}

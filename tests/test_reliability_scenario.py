@@ -11,13 +11,13 @@ import pytest
 from conftest import compiled
 from typer.testing import CliRunner
 
-from twin.cli import app
-from twin.sim.reliability.components import Reach, footprint
-from twin.sim.run import simulate
-from twin.sim.scenario import parse_scenario
-from twin.sim.timeline import Event
-from twin.spec.diagnostics import SpecError
-from twin.spec.validate import validate_text
+from twin.cli.app import app
+from twin.compiler.resolve.validate import validate_text
+from twin.lang.diagnostics import SpecError
+from twin.lang.scenario.models import parse_scenario
+from twin.twins.reliability.components import Reach, footprint
+from twin.twins.run import simulate
+from twin.twins.workload.timeline import Event
 
 LAB_CAMPAIGN = """name: lab-campaign
 campaign:
@@ -161,7 +161,7 @@ def test_cli_json_has_the_figures_and_plot_dir_gets_three_plots(tmp_path, root):
     assert c["sweeps"]["gpus"]["rows"][-1]["extrapolated"] and not c["sweeps"]["gpus"]["rows"][1]["extrapolated"]
     names = sorted(Path(p).name for p in json.loads(res.output)["plots"])
     assert names == ["campaign-ettr-vs-gpus.png", "campaign-ettr-vs-interval.png", "campaign-ettr-vs-spares.png"]
-    from twin.sim.reliability.report import markdown
+    from twin.emit.report_reliability import markdown
 
     md = markdown(c)
     assert md.startswith("## Training campaign (reliability twin)") and "| Faulty GPU |" in md and "Llama 3 Table 5" in md
@@ -171,7 +171,7 @@ def test_cli_json_has_the_figures_and_plot_dir_gets_three_plots(tmp_path, root):
 
 @pytest.mark.slow
 def test_the_llama3_example_scenario(meta24k, root):
-    from twin.sim.scenario import load_scenario
+    from twin.lang.scenario.models import load_scenario
 
     scn, src = load_scenario(root / "scenarios" / "llama3-405b-campaign.yaml")
     c = simulate(meta24k, scn, src).data["campaign"]

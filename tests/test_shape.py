@@ -14,8 +14,9 @@ from conftest import compiled, tiered
 from fabric_helpers import compile_naive, variant
 
 import twin
-from twin.fabric.shape import ctsw_downlinks, ctsw_uplink_targets, mismatches
-from twin.place.figures import links_of
+from twin.compiler.fabric.synthesis import mismatches
+from twin.compiler.place.figures import links_of
+from twin.compiler.resolve.shape import ctsw_downlinks, ctsw_uplink_targets
 
 EXAMPLES = ["lab-2zone", "lab-ib", "lab-powercap", "meta-24k-roce", "meta-24k-ib", "meta-32k-roce"]
 
@@ -119,6 +120,6 @@ def test_meta_cross_zone_requested_and_built():
 def compiled_spec(site):
     from fabric_helpers import SITES
 
-    from twin.pipeline import check
+    from twin.compiler.pipeline import check
 
     return check(SITES / f"{site}.yaml").spec

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.sparse import csc_matrix
 
-from twin.sim import collectives as coll
-from twin.sim import fluid, hashing, routing, synthetic, te, topology
+from twin.twins.net import collectives as coll
+from twin.twins.net import fluid, hashing, routing, synthetic, te, topology
 
 LINE = 400e9 / 8  # bytes/s of a 400G NIC
 

@@ -22,9 +22,9 @@ import pytest
 import yaml
 from fabric_helpers import SITES, compile_naive
 
-from twin.sim import collectives as coll
-from twin.sim import routing, topology
-from twin.sim.nccl import NVLINK_EFFICIENCY
+from twin.twins.net import collectives as coll
+from twin.twins.net import routing, topology
+from twin.twins.net.nccl import NVLINK_EFFICIENCY
 
 LINE = 400e9 / 8
 NVL = 3.6e12 / 8  # grand-teton-h100 NVLink, bytes/s per GPU and direction
@@ -131,7 +131,7 @@ def test_rail_only_alltoall_completes_and_pays_the_forwarding_step(rail_only, ra
     only = _busbw(rail_only, "alltoall")
     opt = _busbw(rail_opt, "alltoall")
     # step 1 (NVLink): each GPU hands 1/8 of S to each of its 7 server peers -> 7/8 S at 450 GB/s
-    # x 370/450 (NVLink's measured efficiency, twin/sim/nccl.py); step 2 (rails): each NIC sends
+    # x 370/450 (NVLink's measured efficiency, twin/twins/net/nccl.py); step 2 (rails): each NIC sends
     # 31 servers x 8 GPUs x S/256 = 248/256 S at 50 GB/s x eta
     t1 = 7 / 8 / (NVL * NVLINK_EFFICIENCY)
     t2 = 248 / 256 / (LINE * ETA)

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import pytest
 
-from twin.sim import compute, jobs
-from twin.sim.run import simulate
-from twin.sim.scenario import parse_scenario
-from twin.spec.diagnostics import SpecError
+from twin.lang.diagnostics import SpecError
+from twin.lang.scenario.models import parse_scenario
+from twin.twins.run import simulate
+from twin.twins.workload import compute, jobs
 
 LLAMA405 = compute.Shape(layers=126, hidden=16384, ffn=53248, heads=128, kv_heads=8, vocab=128256)
 TABLE4 = {"llama3-405b-8k": 430.0, "llama3-405b-16k": 400.0, "llama3-405b-131k": 380.0}
@@ -127,7 +127,7 @@ def _site_with(tmp_path, root, old: str, new: str):
 def test_measured_rate_above_peak_is_a_located_error(tmp_path, root):
     from typer.testing import CliRunner
 
-    from twin.cli import app
+    from twin.cli.app import app
 
     path = _site_with(tmp_path, root, "measured_tflops_per_gpu: 400", "measured_tflops_per_gpu: 1200")
     res = CliRunner().invoke(app, ["validate", str(path)])
@@ -137,7 +137,7 @@ def test_measured_rate_above_peak_is_a_located_error(tmp_path, root):
 
 
 def test_deprecated_tflops_per_gpu_is_accepted_with_a_warning(tmp_path, root):
-    from twin.spec.validate import validate_file
+    from twin.compiler.resolve.validate import validate_file
 
     path = _site_with(tmp_path, root, "measured_tflops_per_gpu: 400", "tflops_per_gpu: 400")
     spec, diags = validate_file(path)

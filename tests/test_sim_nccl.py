@@ -19,12 +19,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from twin.sim import collectives as coll
-from twin.sim import routing, synthetic, topology
-from twin.sim.nccl import Library
-from twin.sim.run import simulate
-from twin.sim.scenario import parse_scenario
-from twin.spec.diagnostics import SpecError
+from twin.lang.diagnostics import SpecError
+from twin.lang.scenario.models import parse_scenario
+from twin.twins.net import collectives as coll
+from twin.twins.net import routing, synthetic, topology
+from twin.twins.net.nccl import Library
+from twin.twins.run import simulate
 
 E16 = routing.Scheme("e-ecmp-16qp", "e-ecmp", 16)
 SPRAY = routing.Scheme("spray", "spray", 1)

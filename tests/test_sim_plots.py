@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from twin.sim import synthetic
-from twin.sim.plots import write_plots
-from twin.sim.run import simulate
-from twin.sim.scenario import parse_scenario
+from twin.emit.plots import write_plots
+from twin.lang.scenario.models import parse_scenario
+from twin.twins.net import synthetic
+from twin.twins.run import simulate
 
 Image = pytest.importorskip("PIL.Image")
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from twin.review import twin_figures
-from twin.sim.report import design_results, design_section
+from twin.analysis.review import figures
+from twin.emit.report_net import design_section
+from twin.twins.default import design_results
 
 
 def test_report_compares_the_flat_ring_with_the_hierarchical_allreduce(lab):
-    """NCCL's channels (twin/sim/nccl.py): 2 per NIC for a ring over whole servers, 4 for a rail
+    """NCCL's channels (twin/twins/net/nccl.py): 2 per NIC for a ring over whole servers, 4 for a rail
     communicator of one GPU per server. With 1 QP the flat ring's fewer, fatter flows lose more to
     hashing than the hierarchical AllReduce, whose NVLink stages do not hash ([meta-roce] Routing: up
     to 40% for E-ECMP with QP scaling); 16 QPs recover the spraying bound for both."""
@@ -24,8 +25,7 @@ def test_report_compares_the_flat_ring_with_the_hierarchical_allreduce(lab):
     assert 1.05 < hier_loss < 1.5 < ring_loss
     # three collectives one after the other: below the pipelined flat ring when routing is ideal
     assert spray["hierarchical_busbw_GBps"] < spray["busbw_GBps"][-1]
-    text = design_section(lab, r)
+    text = design_section(r)
     assert "| hierarchical busbw GB/s |" in text and "2 channels per NIC" in text and "4 channels per NIC" in text
-    figures = {}
-    twin_figures(r, lambda cat, key, label, value, unit=None: figures.setdefault(key, value))
-    assert figures["twin.hier_busbw.ecmp, 1 QP"] == round(ecmp["hierarchical_busbw_GBps"], 2)
+    review = {row["key"]: row["value"] for row in figures(lab, r)}
+    assert review["twin.hier_busbw.ecmp, 1 QP"] == round(ecmp["hierarchical_busbw_GBps"], 2)

@@ -7,10 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from twin.sim import jobs, synthetic
-from twin.sim.run import simulate
-from twin.sim.scenario import parse_scenario
-from twin.spec.diagnostics import SpecError
+from twin.lang.diagnostics import SpecError
+from twin.lang.scenario.models import parse_scenario
+from twin.twins.net import synthetic
+from twin.twins.run import simulate
+from twin.twins.workload import jobs
 
 SERVER5 = """
 name: server5
@@ -111,7 +112,7 @@ def test_rank_layout_keeps_tp_inside_a_server():
 def test_cli_simulate_json_and_plots(tmp_path, root):
     from typer.testing import CliRunner
 
-    from twin.cli import app
+    from twin.cli.app import app
 
     res = CliRunner().invoke(app, ["simulate", str(root / "sites" / "lab-2zone.yaml"), "--scenario",
                                    str(root / "scenarios" / "server5.yaml"), "--json", "--plot-dir", str(tmp_path)])
@@ -127,7 +128,7 @@ def test_cli_simulate_json_and_plots(tmp_path, root):
 def test_cli_reports_scenario_errors_with_exit_2(tmp_path, root):
     from typer.testing import CliRunner
 
-    from twin.cli import app
+    from twin.cli.app import app
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nrouting: []\ncollectives: []\n")

@@ -16,11 +16,11 @@ import pytest
 from conftest import ROOT
 from fabric_helpers import compile_naive, variant
 
-from twin.design import Design
+from twin.compiler.design import Design
+from twin.compiler.fabric.synthesis import mismatches
+from twin.compiler.pipeline import check
 from twin.emit import sizing_report
-from twin.fabric.shape import mismatches
-from twin.pipeline import check
-from twin.spec import Severity
+from twin.lang.diagnostics import Severity
 
 
 def cli(*args):

@@ -9,7 +9,7 @@ import re
 import tokenize
 from pathlib import Path
 
-from twin.catalog import builtin, campus
+from twin.lang.catalog import builtin, campus
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = (ROOT / "docs" / "sources.md").read_text()
@@ -61,7 +61,7 @@ def test_every_catalog_entry_cites_a_listed_source_or_says_assumed():
 
 
 def test_every_cited_key_is_listed():
-    files = [*ROOT.glob("sites/*.yaml"), *ROOT.glob("twin/catalog/*.yaml"),
+    files = [*ROOT.glob("sites/*.yaml"), *ROOT.glob("twin/lang/catalog/*.yaml"),
              *ROOT.glob("twin/**/*.py"), *ROOT.glob("tests/**/*.py"), *ROOT.glob("bench/**/*.py")]
     used: dict[str, set[str]] = {}
     for path in files:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from twin.spec import Severity, validate_text
-from twin.spec.loader import LoadError, load_text
+from twin.compiler.resolve.validate import validate_text
+from twin.lang.diagnostics import Severity
+from twin.lang.loader import LoadError, load_text
 
 LAB = (Path(__file__).resolve().parents[1] / "sites" / "lab-2zone.yaml").read_text()
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from twin.spec.diagnostics import SpecError
+from twin.lang.diagnostics import SpecError
 from twin.sweep import engine
-from twin.sweep.language import load_sweep
+from twin.sweep.load import load_sweep
 from twin.sweep.output import write
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,8 +38,12 @@ SCENARIO = """scenario:
 
 
 def sweep_file(tmp: Path, axes: str, extra: str = "", name: str = "t") -> Path:
+    """A sweep file beside a copy of the lab site (a sweep names files inside its own folder)."""
+    site = tmp / "lab-2zone.yaml"
+    if not site.exists():
+        site.write_bytes((ROOT / "sites" / "lab-2zone.yaml").read_bytes())
     p = tmp / f"{name}.yaml"
-    p.write_text(f"name: {name}\nsite: {ROOT / 'sites' / 'lab-2zone.yaml'}\nplacement: naive\n{SCENARIO}{extra}axes:\n{axes}")
+    p.write_text(f"name: {name}\nsite: lab-2zone.yaml\nplacement: naive\n{SCENARIO}{extra}axes:\n{axes}")
     return p
 
 
@@ -204,8 +208,8 @@ def test_interrupted_sweep_keeps_finished_results(tmp_path):
 def test_help_lists_every_named_figure():
     from typer.testing import CliRunner
 
-    from twin.cli import app
-    from twin.sweep.figures import FIGURES
+    from twin.analysis.figures import FIGURES
+    from twin.cli.app import app
 
     text = " ".join(CliRunner().invoke(app, ["sweep", "--help"], terminal_width=200).output.split())
     assert [f for f in FIGURES if f not in text] == []

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from conftest import compiled
 
-from twin.sim.run import simulate
-from twin.sim.scenario import parse_scenario
-from twin.spec import SpecError
+from twin.lang.diagnostics import SpecError
+from twin.lang.scenario.models import parse_scenario
+from twin.twins.run import simulate
 
 SCENARIO = """\
 name: lab-both

@@ -2,7 +2,7 @@
 
 import pytest
 
-from twin.spec import units as u
+from twin.lang import units as u
 
 
 @pytest.mark.parametrize(

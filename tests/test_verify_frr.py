@@ -149,7 +149,7 @@ def three_tier_roce_tree(tmp_path):
     f.update(technology="roce", gpus=16, switch="lab-4port", tiers=3)
     f.pop("infiniband", None)
     doc["catalog"] = {"switches": {"lab-4port": {
-        "description": "a 4-port lab switch", "vendor": "Arista", "ports": 4, "port_speed": "400 Gbit/s",
+        "description": "a 4-port lab switch", "vendor": "Arista", "config": "eos", "ports": 4, "port_speed": "400 Gbit/s",
         "port_name": "Ethernet{n}", "power": "200 W", "max_power": "300 W", "height_u": 1, "weight": "10 kg",
         "technology": "ethernet", "latency": "500 ns", "source": "assumed"}}}
     p = tmp_path / "lab-ft3-roce.yaml"

@@ -1,3 +1,3 @@
-from .cli import main
+from twin.cli.app import main
 
 main()

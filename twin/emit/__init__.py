@@ -8,21 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..design import Design
-from . import bom, cabling, campus_report, configs, configs_ib, design_json, model_export, netbox, placement, report
+from twin.compiler.design import Design
+from twin.emit import bom, cabling, campus_report, configs, configs_ib, design_json, model_export, netbox, placement, report
+from twin.twins.results import Runs
 
 Emitter = Callable[[Design], dict[str, bytes]]
 
-EMITTERS: list[Emitter] = [design_json.emit, report.emit, bom.emit, cabling.emit, campus_report.trunks_csv, model_export.emit,
+EMITTERS: list[Emitter] = [design_json.emit, bom.emit, cabling.emit, campus_report.trunks_csv, model_export.emit,
                            configs.emit, configs_ib.emit, placement.emit, netbox.emit]
 
 
-def emit_all(design: Design, overrides: dict[Emitter, Emitter] | None = None) -> dict[str, bytes]:
-    """Every artifact; ``overrides`` runs another emitter in an emitter's place (the report of a build
-    that ran a scenario)."""
+def emit_all(design: Design, runs: Runs | None = None, overrides: dict[Emitter, Emitter] | None = None) -> dict[str, bytes]:
+    """Every artifact: the report (report.md, report.html, its pictures, review.json) from the design and
+    the twins' results the build ran (``runs``), then every other emitter from the design alone;
+    ``overrides`` runs another emitter in an emitter's place (a test reusing configs it rendered)."""
     files: dict[str, bytes] = {}
-    for emitter in EMITTERS:
-        for path, data in (overrides or {}).get(emitter, emitter)(design).items():
+    for emitter in [lambda d: report.emit(d, runs), *((overrides or {}).get(e, e) for e in EMITTERS)]:
+        for path, data in emitter(design).items():
             if path in files:
                 raise RuntimeError(f"two emitters write {path}")
             files[path] = data

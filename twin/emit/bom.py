@@ -5,10 +5,10 @@ from __future__ import annotations
 import csv
 import io
 
-from ..design import Design
-from ..fabric.bom import cable_mass, network_power, network_price
-from ..spec.units import kw
-from .markdown import table
+from twin.compiler.design import Design
+from twin.compiler.fabric.bom import cable_mass, network_power, network_price
+from twin.emit.markdown import table
+from twin.lang.units import kw
 
 COLUMNS = ["category", "item", "description", "length_m", "quantity", "unit_power_w", "total_power_w", "total_mass_kg", "unit_price_usd", "total_price_usd", "source"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import io
 
-from ..design import Design
+from twin.compiler.design import Design
 
 CABLE_COLUMNS = [
     "cable_id", "tier", "medium", "kind", "stock_length_m", "length_m", "route_m",

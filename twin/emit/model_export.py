@@ -34,8 +34,8 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
-from ..design import Design
-from ..fabric.graph import Fabric, Link
+from twin.compiler.design import Design
+from twin.compiler.fabric.graph import Fabric, Link
 
 FORMAT = "twin-fabric/1"
 # The graph contract's node attributes in the order readers expect them (ARCHITECTURE.md).

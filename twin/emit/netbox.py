@@ -1,7 +1,7 @@
 """The NetBox import set: ``netbox/NN-<kind>.csv`` in NetBox's import order and ``netbox/README.md``.
 
 Each file is one NetBox bulk import (Import button of that object's list, CSV format); the tables come
-from :func:`twin.netbox.objects.import_set`, which ``twin netbox push`` writes through the REST API too.
+from :func:`twin.emit.netbox_objects.import_set`, which ``twin netbox push`` writes through the REST API too.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import csv
 import io
 
-from ..design import Design
-from ..netbox.objects import Table, import_set, long_names
+from twin.compiler.design import Design
+from twin.emit.netbox_objects import Table, import_set, long_names
 
 
 def table_csv(table: Table) -> bytes:
@@ -36,7 +36,8 @@ def readme(site: str, tables: list[Table]) -> str:
     for t in tables:
         lines.append(f"| `{t.stem}.csv` | {t.model}{' (shared)' if t.shared else ''} | `{t.path}` | {len(t.rows)} |")
     lines += ["", "Or write the whole design through the REST API, idempotently:",
-              f"`twin netbox push sites/{site}.yaml --url URL --token TOKEN`."]
+              f"`TWIN_NETBOX_TOKEN=... twin netbox push sites/{site}.yaml --url URL` (or `--token-file FILE`; never the",
+              "token on the command line)."]
     problems = long_names(tables)
     if problems:
         lines += ["", "NetBox will refuse these names (shorten the site name):", ""] + [f"- {p}" for p in problems]

@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 
-from ..place import floorplan
-from ..spec.units import kw
-from .svg import INK, MUTED, PALETTE, Canvas, nice_ticks, stacked_histogram, status_colour
+from twin.compiler.place import floorplan
+from twin.emit.svg import INK, MUTED, PALETTE, Canvas, nice_ticks, stacked_histogram, status_colour
+from twin.lang.units import kw
 
 KINDS = [("busway", "busways"), ("block", "UPS blocks"), ("cooling-row", "row cooling"), ("cooling-zone", "cooling zones"),
          ("utility", "hall utility")]

@@ -1,7 +1,7 @@
 """The floor plan of a hall at its real geometry, as the report draws it.
 
 Racks are drawn where the placement put them, at the hall's slot width, rack depth and row pitch
-(the cabling pass routes on the same :class:`~twin.place.model.HallGrid`), with the cross-aisles as
+(the cabling pass routes on the same :class:`~twin.compiler.place.model.HallGrid`), with the cross-aisles as
 gaps, reserved positions dashed, GPU racks coloured by AI zone and network racks dark with their role's
 letter. Left of each row: the worst utilisation of its busways (or UPS block) over normal operation and
 every failure state, and of its cooling. Every rack has a tooltip (``<title>``) with its id, zone,
@@ -10,11 +10,11 @@ position and power.
 
 from __future__ import annotations
 
-from ..place import capacity
-from ..place.model import HallGrid
-from ..spec.models import Hall
-from ..spec.units import kw
-from .svg import INK, MUTED, PALETTE, Canvas, status_colour
+from twin.compiler.place import capacity
+from twin.compiler.place.model import HallGrid
+from twin.emit.svg import INK, MUTED, PALETTE, Canvas, status_colour
+from twin.lang.site.models import Hall
+from twin.lang.units import kw
 
 MARGIN = 150  # px left of the hall: row label, busway bar, cooling bar
 BAR = 44  # px of a full (100%) utilisation bar

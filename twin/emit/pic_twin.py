@@ -1,9 +1,9 @@
-"""Pictures of the build's default twin run (:func:`twin.sim.report.design_results`): busbw against
+"""Pictures of the build's default twin run (:func:`twin.twins.default.design_results`): busbw against
 message size per routing scheme, the histogram of fabric link loads, and the job's step breakdown."""
 
 from __future__ import annotations
 
-from .svg import INK, PALETTE, Canvas, line_chart, nice_ticks
+from twin.emit.svg import INK, PALETTE, Canvas, line_chart, nice_ticks
 
 PARTS = [("compute_s", "compute", "#4e79a7"), ("bubble_s", "pipeline bubble", "#bab0ac"), ("tp_s", "TP", "#f28e2b"),
          ("cp_s", "CP", "#b07aa1"), ("pp_exposed_s", "PP (exposed)", "#76b7b2"), ("dp_exposed_s", "DP (exposed)", "#e15759")]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import csv
 import io
 
-from ..design import Design
-from ..place import floorplan
-from ..spec.units import kw
-from .markdown import pct, table
+from twin.compiler.design import Design
+from twin.compiler.place import floorplan
+from twin.emit.markdown import pct, table
+from twin.lang.units import kw
 
 
 def _csv(header: list[str], rows: list[list]) -> bytes:

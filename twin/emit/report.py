@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..design import Design
-from ..feasibility import hall_capacity
-from ..spec.models import Family
-from ..spec.units import kw
-from . import bom, campus_report, configs_report, cost_report, fabric_report, html, pic_budget, pic_fabric, pic_floor, pic_twin, placement, report_twins, sizing_report
-from .markdown import pct, table
+from twin.analysis.review import dumps, figures
+from twin.compiler.design import Design
+from twin.compiler.resolve.feasibility import hall_capacity
+from twin.emit import bom, campus_report, configs_report, cost_report, fabric_report, html, pic_budget, pic_fabric, pic_floor, pic_twin, placement, report_twins, sizing_report
+from twin.emit.markdown import pct, table
+from twin.emit.report_net import design_section
+from twin.lang.units import kw
+from twin.twins.results import Runs
 
 Picture = tuple[str, str, bytes]  # file name under report/, caption, SVG
 
@@ -30,10 +32,10 @@ def summary(d: Design) -> str:
     f = s.fabric
     rows = [
         ["GPUs", f"{s.gpus:,}"],
-        ["GPU servers", f"{s.racks * s.rack_type.servers:,} x {s.rack_type.chassis}"],
+        ["GPU servers", f"{d.fabric.server_count():,} x {s.rack_type.chassis}"],
         ["GPU racks", f"{s.racks:,} x {s.rack_type_name} ({s.rack.gpus} GPUs each)"],
         ["Fabric", f"{f.technology.value}, {f.family.value}"],
-        ["AI zones", f"{s.zones} x {s.racks_per_zone} racks" if f.family == Family.AI_ZONE else "-"],
+        ["AI zones", f"{s.zones} x {s.racks_per_zone} racks" if s.family.zoned else "-"],
         ["NIC speed", f"{s.nic_speed / 1e9:g} Gbit/s x {s.rack.nics // s.rack_type.servers} per server"],
         ["IT power", kw(d.budget.it_power)],
         ["Facility power", f"{kw(d.budget.facility_power)} (PUE {s.site.power.pue:g})"],
@@ -124,9 +126,8 @@ def warnings_section(d: Design) -> str | None:
 
 
 def sim_section(d: Design) -> str | None:
-    from ..sim.report import design_section
-
-    return design_section(d)
+    """Placeholder in SECTIONS for the default twin run's section (composed from the build's Runs)."""
+    return None
 
 
 def twins_section(d: Design) -> str:
@@ -173,21 +174,19 @@ def image(name: str, caption: str) -> str:
     return f"![{caption}](report/{name})"
 
 
-def compose(d: Design, scenario: tuple[str, dict] | None = None) -> tuple[str, dict[str, bytes], dict | None]:
-    """The report's Markdown, its pictures (``report/<name>.svg`` -> SVG bytes) and the build's default
-    twin run (:func:`twin.sim.report.design_results`, run once for its section, pictures and review.json);
-    ``scenario``: (file, result data) of a scenario run with the build."""
-    from ..sim.report import design_results, design_section
-
+def compose(d: Design, runs: Runs | None = None) -> tuple[str, dict[str, bytes]]:
+    """The report's Markdown and its pictures (``report/<name>.svg`` -> SVG bytes) from the design and
+    the twins' results the build ran (``runs``: the default run and a scenario run with the build)."""
+    runs = runs or Runs()
+    scenario = runs.scenario
     pictures: dict[str, bytes] = {}
-    results = None
     parts = []
     for sec in SECTIONS + TRAILING:
-        if sec is sim_section:  # the twin's data feeds both its tables and its pictures: run it once
-            results = design_results(d)
+        if sec is sim_section:  # the default run feeds both its tables and its pictures
+            results = runs.default
             pics = pic_twin.pictures(results)
             pictures.update({f"report/{n}": svg for _r, n, _c, svg in pics})
-            text = design_section(d, results, {role: "\n" + image(n, c) + "\n" for role, n, c, _s in pics})
+            text = design_section(results, {role: "\n" + image(n, c) + "\n" for role, n, c, _s in pics})
         elif sec is twins_section:
             texts, pics = report_twins.twin_sections(Path(d.spec.source_path).name, scenario[1] if scenario else None,
                                                      scenario[0] if scenario else None)
@@ -205,11 +204,11 @@ def compose(d: Design, scenario: tuple[str, dict] | None = None) -> tuple[str, d
                         text += "\n\n" + image(name, caption)
         if text:
             parts.append(text)
-    return normalise_blank_lines("\n\n".join(parts)), pictures, results
+    return normalise_blank_lines("\n\n".join(parts)), pictures
 
 
-def render(d: Design) -> str:
-    return compose(d)[0]
+def render(d: Design, runs: Runs | None = None) -> str:
+    return compose(d, runs)[0]
 
 
 def normalise_blank_lines(text: str) -> str:
@@ -240,11 +239,10 @@ def normalise_blank_lines(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def emit(d: Design, scenario: tuple[str, dict] | None = None) -> dict[str, bytes]:
-    """report.md, report.html, report/*.svg and review.json (``scenario``: (file, data) of a scenario
-    run with the build; ``twin build --scenario`` calls this again with it)."""
-    from ..review import dumps, figures
-
-    markdown, pictures, results = compose(d, scenario)
+def emit(d: Design, runs: Runs | None = None) -> dict[str, bytes]:
+    """report.md, report.html, report/*.svg and review.json from the design and the twins' results the
+    build ran (``runs``)."""
+    runs = runs or Runs()
+    markdown, pictures = compose(d, runs)
     return {"report.md": markdown.encode("utf-8"), "report.html": html.page(f"{d.name}: design report", markdown, pictures),
-            "review.json": dumps(figures(d, results, run_twin=False, scenario=scenario[1] if scenario else None)), **pictures}
+            "review.json": dumps(figures(d, runs.default, scenario=runs.scenario[1] if runs.scenario else None)), **pictures}

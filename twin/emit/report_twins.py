@@ -1,10 +1,10 @@
 """Report sections of a scenario run with the build (``twin build --scenario FILE``).
 
-A build always runs its default twin (``twin.sim.report.design_results``). With a scenario it also
+A build always runs its default twin (``twin.twins.default.design_results``). With a scenario it also
 runs that scenario's collectives and jobs, its ``campaign:`` (the reliability twin) and its ``power:``
 (the power and thermal twin), and the report carries their sections: the scenario's busbw against size
 per routing scheme, the job step breakdowns, and the twins' own Markdown sections
-(:func:`twin.sim.reliability.report.markdown`, :func:`twin.sim.power.report.markdown_section`). A twin
+(:func:`twin.emit.report_reliability.markdown`, :func:`twin.emit.report_power.markdown_section`). A twin
 that did not run says so, with the command that runs it; the report never shows a figure it did not
 compute.
 """
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .markdown import table
-from .pic_twin import job_svg, size_label
-from .svg import PALETTE, line_chart
+from twin.emit.markdown import table
+from twin.emit.pic_twin import job_svg, size_label
+from twin.emit.svg import PALETTE, line_chart
 
 Picture = tuple[str, str, bytes]
 
@@ -30,7 +30,7 @@ def collective_svg(case: str, c: dict, schemes: list[str]) -> bytes:
 
 def scenario_section(data: dict, scenario_file: str) -> tuple[str, list[Picture]]:
     """The scenario's collectives and jobs (cases x routing schemes), with their pictures."""
-    from ..sim.report import markdown as collectives_table
+    from twin.emit.report_net import markdown as collectives_table
 
     pics: list[Picture] = []
     names = [s["name"] for s in data["schemes"]]
@@ -60,8 +60,8 @@ def scenario_section(data: dict, scenario_file: str) -> tuple[str, list[Picture]
 
 def twin_sections(spec_file: str, data: dict | None, scenario_file: str | None) -> tuple[list[str], list[Picture]]:
     """The scenario, reliability and power sections of a build (``data``: the scenario's result, or None)."""
-    from ..sim.power.report import markdown_section
-    from ..sim.reliability.report import markdown as campaign_markdown
+    from twin.emit.report_power import markdown_section
+    from twin.emit.report_reliability import markdown as campaign_markdown
 
     parts: list[str] = []
     pics: list[Picture] = []

@@ -8,10 +8,10 @@ section beside it counts the same figures on the graph, which the fabric pass pr
 
 from __future__ import annotations
 
-from ..design import Design
-from ..spec.fabric_checks import IB_UNICAST_LIDS
-from ..spec.models import Technology
-from .markdown import table
+from twin.compiler.design import Design
+from twin.compiler.resolve.fabric_checks import IB_UNICAST_LIDS
+from twin.emit.markdown import table
+from twin.lang.site.models import Technology
 
 
 def ratio(x: float | None) -> str:

@@ -7,7 +7,7 @@ the variant's spec hash, and writes Parquet, CSV, Pareto plots and a summary (:m
 
 Python::
 
-    from twin.sweep.language import load_sweep
+    from twin.sweep.load import load_sweep
     from twin.sweep import engine, output
     sw = load_sweep("sweeps/lab-oversubscription.yaml")
     oc = engine.run(sw, Path("/tmp/lab-sweep"), workers=2)

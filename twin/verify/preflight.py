@@ -24,7 +24,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .netns import NEIGH_SYSCTLS
+from twin.verify.netns import NEIGH_SYSCTLS
 
 
 def frr_lib() -> Path:

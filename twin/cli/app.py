@@ -1,0 +1,281 @@
+"""The ``twin`` command: one sub-command per verb.
+
+Exit codes: 0 success, 1 a valid design that cannot be built as stated (infeasible), 2 invalid input,
+3 (``twin build``) the output folder could not be written (disk full, read-only, no permission, another
+build writing it).
+Errors are printed as ``FILE:LINE:COL: field.path: message (expected ...)`` and never as tracebacks.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from twin.lang.diagnostics import Diagnostic, InfeasibleError, Severity, SpecError
+from twin.version import __version__
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="twin: a declarative design compiler and digital twin for AI training clusters.",
+)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
+
+EXIT_INFEASIBLE = 1
+EXIT_INVALID = 2
+
+
+def _print_diags(diags: list[Diagnostic]) -> None:
+    for d in diags:
+        style = "red" if d.severity is Severity.ERROR else "yellow"
+        err.print(d.format(), style=style, markup=False)
+
+
+def _emit_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, indent=1, sort_keys=True) + "\n")
+
+
+@app.callback(invoke_without_command=True)
+def _root(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
+    if version:
+        out.print(f"twin {__version__}")
+        raise typer.Exit(0)
+    from twin.lang.limits import LimitsError, overrides
+
+    try:
+        overrides()  # a malformed TWIN_LIMITS is one line before any command reads it
+    except LimitsError as e:
+        err.print(str(e), style="red", markup=False)
+        raise typer.Exit(EXIT_INVALID) from None
+
+
+@app.command()
+def validate(
+    specs: list[Path] = typer.Argument(..., help="Site spec files (YAML)."),
+    as_json: bool = typer.Option(False, "--json", help="Print diagnostics as JSON."),
+) -> None:
+    """Check site specs and report every error and warning with FILE:LINE:COL.
+
+    Example: twin validate sites/meta-24k-roce.yaml sites/lab-2zone.yaml
+    """
+    from twin.compiler.pipeline import check
+
+    worst = 0
+    results = []
+    for path in specs:
+        checked = check(path)  # the build's own front: validation, the GPU power cap, the budget
+        spec, diags = checked.spec, list(checked.diagnostics)
+        problems = checked.budget.problems if checked.budget else []
+        status = checked.status
+        worst = max(worst, {"ok": 0, "infeasible": EXIT_INFEASIBLE, "invalid": EXIT_INVALID}[status])
+        results.append({"spec": str(path), "status": status, "diagnostics": [d.to_json() for d in diags], "infeasible": problems,
+                        "shape": spec.shape.to_json() if spec is not None else None})
+        if not as_json:
+            _print_diags(diags)
+            for p in problems:
+                err.print(f"{path}: infeasible: {p}", style="red", markup=False)
+            if spec is not None:
+                nerr = sum(d.severity is Severity.ERROR for d in diags)
+                nwarn = len(diags) - nerr
+                tag = "[green]ok[/green]" if not problems else "[red]infeasible[/red]"
+                out.print(f"{path}: {tag}: {spec.gpus:,} GPUs in {spec.racks:,} racks, {nwarn} warning(s)")
+            else:
+                nerr = sum(d.severity is Severity.ERROR for d in diags)
+                err.print(f"{path}: {nerr} error(s)", style="red", markup=False)
+    if as_json:
+        _emit_json({"results": results})
+    raise typer.Exit(worst)
+
+
+@app.command()
+def build(
+    spec: Path = typer.Argument(..., help="Site spec file (YAML)."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Output folder (default: generated/<site>)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result (artifacts and hashes) as JSON."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress or warnings."),
+    scenario: Optional[Path] = typer.Option(None, "--scenario", "-s", help="Also run this scenario's twins (collectives, jobs, "
+                                            "campaign, power) and put their sections in the report."),
+) -> None:
+    """Compile a site spec into generated/<site>/ (design.json, report.md, report.html, manifest.json, ...).
+
+    The previous output is replaced only when the whole build succeeds, in one atomic exchange, and only
+    if twin wrote it (every file as its manifest.json lists it; otherwise exit 2, nothing touched). Disk
+    full, a read-only folder or another build writing the same folder: one line, exit 3.
+
+    Example: twin build sites/meta-24k-roce.yaml -o /tmp/out
+
+    Example: twin build sites/lab-2zone.yaml -o /tmp/lab --scenario scenarios/lab-twins.yaml
+    """
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from twin.build import OutputError
+    from twin.build import build as do_build
+
+    show = not (as_json or quiet)
+    try:
+        if show:
+            with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True) as prog:
+                task = prog.add_task("validate", total=None)
+                result = do_build(spec, output, progress=lambda name: prog.update(task, description=name), scenario=scenario)
+        else:
+            result = do_build(spec, output, scenario=scenario)
+    except SpecError as e:
+        if as_json:
+            _emit_json({"status": "invalid", "diagnostics": [d.to_json() for d in e.diagnostics]})
+        else:
+            _print_diags(e.diagnostics)
+            err.print(f"{spec}: build failed: {sum(d.severity is Severity.ERROR for d in e.diagnostics)} error(s); output left untouched", style="red", markup=False)
+        raise typer.Exit(EXIT_INVALID) from None
+    except InfeasibleError as e:
+        if as_json:
+            _emit_json({"status": "infeasible", "diagnosis": e.diagnosis})
+        else:
+            err.print(f"{spec}: the design does not fit:", style="red", markup=False)
+            for line in e.diagnosis:
+                err.print(f"  - {line}", markup=False)
+            err.print("output left untouched", markup=False)
+        raise typer.Exit(EXIT_INFEASIBLE) from None
+    except OutputError as e:
+        if as_json:
+            _emit_json({"status": "not written", "error": str(e), "exit": e.code})
+        else:
+            err.print(f"{spec}: {e}", style="red", markup=False)
+        raise typer.Exit(e.code) from None
+    d = result.design
+    placement = d.placement
+    solver = placement.figures.get("solver") if placement is not None else None
+    if as_json:
+        _emit_json({
+            "placement": solver or {},
+            "status": "ok",
+            "site": d.name,
+            "output": str(result.out_dir),
+            "gpus": d.spec.gpus,
+            "racks": d.spec.racks,
+            "shape": d.spec.shape.to_json(),
+            "warnings": [w.to_json() for w in d.warnings],
+            "artifacts": result.files,
+        })
+        return
+    if not quiet:
+        _print_diags(list(d.warnings))
+        if solver:
+            out.print(
+                f"placement: {solver['status']}, fiber {placement.figures['fiber_m']['total']:,.0f} m,"
+                f" gap {100 * solver['gap']:.3f}%, {solver['seconds']:.1f} s"
+            )
+        out.print(
+            f"[green]built[/green] {d.name}: {d.spec.gpus:,} GPUs, {d.spec.racks:,} racks, "
+            f"{len(result.files)} artifacts -> {result.out_dir}"
+        )
+
+
+@app.command()
+def schema(
+    output: Optional[Path] = typer.Option(
+        None, "-o", "--output",
+        help="Where to write the schema (reference.md goes beside it). Default: schemas/ of the source checkout"
+        " twin runs from; required when twin is installed from a wheel.",
+    ),
+    check: bool = typer.Option(
+        False, "--check",
+        help="Exit 1 if the files are stale instead of writing them (default: the checkout's schemas/, or the"
+        " copy installed with the package).",
+    ),
+    print_schema: bool = typer.Option(False, "--print", help="Print the JSON Schema to standard output; write nothing."),
+    as_json: bool = typer.Option(False, "--json", help="Report the files written or checked as JSON."),
+) -> None:
+    """Write the JSON Schema of the site language and its Markdown reference (reference.md beside it).
+
+    Example: twin schema            # in a checkout: writes schemas/twin-site.schema.json and schemas/reference.md
+
+    Example: twin schema -o my-sites/twin-site.schema.json   # installed from a wheel: say where
+    """
+    from twin.schema import default_schema_path, schema_files, schema_text, stale_files
+
+    if print_schema:
+        sys.stdout.write(schema_text())
+        return
+    target = output or default_schema_path(for_check=check)
+    if target is None:
+        err.print("twin is installed, not run from a source checkout: give -o PATH to write the schema there,"
+                  " or --print to print it", style="red", markup=False)
+        raise typer.Exit(EXIT_INVALID)
+    files = schema_files(target)
+    if check:
+        stale = stale_files(files)
+        if as_json:
+            _emit_json({"status": "stale" if stale else "ok",
+                        "files": {str(p): "stale" if p in stale else "current" for p in files}})
+        else:
+            again = "twin schema" + (f" -o {output}" if output else "")
+            for p in stale:
+                err.print(f"{p} is stale; run `{again}`", style="red", markup=False)
+            if not stale:
+                out.print(f"schema and reference are up to date ({target.parent})", markup=False)
+        if stale:
+            raise typer.Exit(1)
+        return
+    for p, text in files.items():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+        if not as_json:
+            out.print(f"wrote {p}", markup=False)
+    if as_json:
+        _emit_json({"status": "written", "files": {str(p): "written" for p in files}})
+
+
+@app.command()
+def simulate(
+    target: Path = typer.Argument(..., help="Site spec (YAML) or a generated/<site> folder."),
+    scenario: Path = typer.Option(..., "--scenario", "-s", help="Scenario file (YAML)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write PNG plots here."),
+) -> None:
+    """Simulate collectives and training jobs on the compiled fabric (flow level, ECMP hashing, failures),
+    and the site's power over time (a scenario's power: section: swings, utility limits, busways, thermal).
+
+    Example: twin simulate sites/lab-2zone.yaml --scenario scenarios/server5.yaml --plot-dir /tmp/plots
+
+    A scenario's campaign: section runs the reliability twin (interruptions, checkpoints, spares, ETTR):
+    twin simulate sites/meta-24k-roce.yaml --scenario scenarios/llama3-405b-campaign.yaml --json
+    Example: twin simulate sites/meta-24k-roce.yaml --scenario scenarios/llama3-405b-power.yaml --json
+    """
+    from twin.cli.simulate import run_simulate
+
+    code = run_simulate(target, scenario, as_json, plot_dir, out, err, _print_diags, _emit_json)
+    raise typer.Exit(code)
+
+
+def _register_subcommands() -> None:
+    from twin.cli.diff import register as register_diff
+    from twin.cli.netbox import app as netbox_app
+    from twin.cli.sweep import register as register_sweep
+    from twin.cli.verify import register as register_verify
+
+    for register in (register_diff, register_verify, register_sweep):
+        register(app, out, err, _print_diags, _emit_json)
+
+    app.add_typer(netbox_app, name="netbox")
+
+
+_register_subcommands()
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted", style="red")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""``twin simulate``: the command behind the CLI entry (kept here so twin/cli/app.py stays a thin list)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from twin.lang.diagnostics import InfeasibleError, Severity, SpecError
+
+
+def resolve_spec(target: Path) -> Path:
+    """A spec path for ``target``: the file itself, or the spec a generated folder was built from
+    (found next to the repository's sites/ and checked against the manifest's sha256)."""
+    if target.is_file():
+        return target
+    man = target / "manifest.json"
+    if not man.is_file():
+        raise FileNotFoundError(f"{target}: neither a spec file nor a generated folder with manifest.json")
+    m = json.loads(man.read_text(encoding="utf-8"))
+    name, sha = m.get("spec"), m.get("spec_sha256")
+    for cand in (target / name, target.parent.parent / "sites" / name, Path.cwd() / "sites" / name):
+        if cand.is_file() and hashlib.sha256(cand.read_bytes()).hexdigest() == sha:
+            return cand
+    raise FileNotFoundError(f"{target}: cannot find the spec '{name}' it was built from (sha256 {sha[:12]}); pass the spec path")
+
+
+def run_simulate(target, scenario, as_json, plot_dir, out, err, print_diags, emit_json) -> int:
+    from twin.compiler.pipeline import compile_design
+    from twin.emit import report_net as report
+    from twin.emit.plots import write_plots
+    from twin.lang.scenario.models import load_scenario
+
+    try:
+        scn, src = load_scenario(scenario)
+        spec_path = resolve_spec(Path(target))
+        design = compile_design(spec_path)
+        from twin.twins.run import simulate
+
+        if as_json:
+            result = simulate(design, scn, src)
+        else:
+            with err.status("simulating") as st:
+                result = simulate(design, scn, src, progress=lambda m: st.update(m))
+    except SpecError as e:
+        if as_json:
+            emit_json({"status": "invalid", "diagnostics": [d.to_json() for d in e.diagnostics]})
+        else:
+            print_diags(e.diagnostics)
+            err.print(f"{scenario}: {sum(d.severity is Severity.ERROR for d in e.diagnostics)} error(s)", style="red", markup=False)
+        return 2
+    except InfeasibleError as e:
+        err.print(f"{target}: the design does not fit: " + "; ".join(e.diagnosis), style="red", markup=False)
+        return 1
+    except (FileNotFoundError, ValueError) as e:
+        err.print(str(e), style="red", markup=False)
+        return 2
+    files = write_plots(result, plot_dir) if plot_dir else []
+    if as_json:
+        data = dict(result.data)
+        data["plots"] = [str(f) for f in files]
+        emit_json(data)
+    else:
+        report.render(result.data, out)
+        for f in files:
+            out.print(f"wrote {f}", markup=False)
+    return 0

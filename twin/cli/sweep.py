@@ -1,0 +1,148 @@
+"""``twin sweep``: load the sweep, run it on Dask with a progress bar, write and show the results."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from twin.analysis import figures as figs
+from twin.lang.diagnostics import SpecError
+from twin.sweep.cluster import root_warning
+from twin.sweep.engine import Outcome, SchedulerError, run
+from twin.sweep.load import load_sweep
+from twin.sweep.output import write
+
+HELP = f"""Build and simulate every variant of a design space on Dask; results as Parquet, CSV, Pareto plots.
+
+Each variant (the product of the sweep's axes) is one task on a LocalCluster of worker processes, or
+on --scheduler. Results are cached by the variant's spec hash: a rerun computes only new variants,
+and an interrupted sweep keeps what it finished. A variant that is invalid or does not fit is a row
+with its error. Exit 0 when done, 2 on a bad sweep file or an unreachable scheduler, 130 if interrupted.
+The local cluster speaks TLS with a certificate made for this run (no other user can join it) and
+serves no HTTP unless --dashboard. The site: and scenario: files are YAML files named relative to
+the sweep file, inside its folder unless --root widens it.
+
+Example: twin sweep sweeps/lab-oversubscription.yaml --root . --workers 2 -o /tmp/lab-sweep
+
+Figures (the registry, twin/analysis/registry.py): {figs.help_text()}; any other as design:PATH
+(design.json), sim:PATH (the simulation's JSON) or cost:PATH.
+"""
+EXIT_INVALID = 2
+EXIT_INTERRUPTED = 130
+
+
+def run_sweep(path: Path, output: Path | None, workers: int | None, scheduler: str | None, fresh: bool, timeout: float,
+              as_json: bool, out: Console, err: Console, print_diags, emit_json, root: Path | None = None,
+              dashboard: str | None = None) -> int:
+    try:
+        sw = load_sweep(path, root)
+    except SpecError as e:
+        if as_json:
+            emit_json({"status": "invalid", "diagnostics": [d.to_json() for d in e.diagnostics]})
+        else:
+            print_diags(e.diagnostics)
+        return EXIT_INVALID
+    if workers is not None and workers < 1:
+        err.print(f"--workers {workers}: expected 1 or more worker processes", style="red", markup=False)
+        return EXIT_INVALID
+    folder = output or Path("generated") / f"sweep-{sw.name}"
+    if scheduler is None and (warning := root_warning()):
+        err.print(warning, style="yellow", markup=False)
+    try:
+        if as_json:
+            oc = run(sw, folder, workers, scheduler, fresh, timeout=timeout, dashboard=dashboard)
+        else:
+            oc = _with_progress(sw, folder, workers, scheduler, fresh, timeout, err, dashboard)
+    except SchedulerError as e:
+        if as_json:
+            emit_json({"status": "invalid", "error": str(e)})
+        else:
+            err.print(str(e), style="red", markup=False)
+        return EXIT_INVALID
+    files = write(sw, oc, folder)
+    statuses = {}
+    for v in oc.variants:
+        r = oc.results.get(v.hash)
+        s = r["status"] if r else "pending"
+        statuses[s] = statuses.get(s, 0) + 1
+    if as_json:
+        emit_json({"status": "interrupted" if oc.interrupted else "done", "sweep": sw.name, "output": str(folder),
+                   "variants": len(oc.variants), "computed": oc.computed, "cached": oc.cached, "statuses": statuses,
+                   "files": sorted(files), "worker_peak_rss_bytes": oc.worker_peak_rss,
+                   "rows": [_json_row(sw, oc, v) for v in oc.variants]})
+    else:
+        _show(sw, oc, folder, files, out)
+    return EXIT_INTERRUPTED if oc.interrupted else 0
+
+
+def _json_row(sw, oc: Outcome, v) -> dict:
+    r = oc.results.get(v.hash) or {}
+    figs = {k: (None if isinstance(x, float) and math.isnan(x) else x) for k, x in (r.get("figures") or {}).items() if k in sw.figures}
+    return {"variant": v.index, "label": v.label, "spec_hash": v.hash, "status": r.get("status", "pending"),
+            "error": v.message(r.get("error", "")), "values": v.values, "figures": figs, "seconds": oc.seconds.get(v.hash)}
+
+
+def _with_progress(sw, folder, workers, scheduler, fresh, timeout, err: Console, dashboard: str | None) -> Outcome:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("sweep {task.fields[name]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), console=err, transient=False) as prog:
+        task = prog.add_task("starting workers", total=sw.count, name=sw.name)
+
+        def step(done: int, total: int, label: str) -> None:
+            prog.update(task, completed=done, total=total, description=label)
+
+        return run(sw, folder, workers, scheduler, fresh, step, timeout, dashboard)
+
+
+def _show(sw, oc: Outcome, folder: Path, files: dict, out: Console) -> None:
+    t = Table(title=f"sweep {sw.name}: {len(oc.variants)} variants ({oc.computed} computed, {oc.cached} from the cache)", title_justify="left")
+    for col in ("#", "variant", "status", "s", *sw.figures):
+        t.add_column(col, justify="left" if col in ("variant", "status") else "right")
+    from twin.sweep.output import fmt_figure
+
+    for v in oc.variants:
+        r = oc.results.get(v.hash) or {}
+        figs = r.get("figures") or {}
+        sec = oc.seconds.get(v.hash)
+        t.add_row(str(v.index), v.label, r.get("status", "pending"), "-" if sec is None else f"{sec:.1f}",
+                  *(fmt_figure(f, figs.get(f, math.nan)) for f in sw.figures))
+    out.width = max(out.width, 160)
+    out.print(t)
+    for v in oc.variants:
+        r = oc.results.get(v.hash) or {}
+        if r.get("error"):
+            out.print(f"  {v.index} ({v.label}): {r['status']}: {v.message(r['error'])}", markup=False)
+    if oc.worker_peak_rss:
+        out.print("peak memory per worker: " + ", ".join(f"{b / 2**30:.2f} GiB" for b in oc.worker_peak_rss.values()), markup=False)
+    if oc.interrupted:
+        out.print(f"[red]interrupted[/red]: finished variants are cached in {folder}/cache; rerun to compute the rest")
+    out.print(f"results -> {folder}/ ({', '.join(sorted(files))})", markup=False)
+
+
+def register(app, out, err, print_diags, emit_json) -> None:
+    """Add ``twin sweep`` to the ``twin`` command (kept here so twin/cli/app.py stays a table of verbs)."""
+    _print_diags, _emit_json = print_diags, emit_json
+
+    @app.command(help=HELP)
+    def sweep(
+        sweep_file: Path = typer.Argument(..., metavar="SWEEP", help="Sweep file (YAML): a base site, axes of overrides, figures."),
+        output: Optional[Path] = typer.Option(None, "-o", "--output", help="Results folder (default: generated/sweep-<name>)."),
+        workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Worker processes of the local Dask cluster (default: one per core)."),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of an existing Dask scheduler, e.g. tcp://10.0.0.5:8786 (its workers need twin installed)."),
+        fresh: bool = typer.Option(False, "--fresh", help="Ignore cached results and compute every variant again."),
+        timeout: float = typer.Option(10.0, "--connect-timeout", help="Seconds to wait for --scheduler."),
+        root: Optional[Path] = typer.Option(None, "--root", help="Folder the sweep's site: and scenario: files must lie in "
+                                            "(default: the sweep file's folder), e.g. --root . for ../sites/x.yaml."),
+        dashboard: Optional[str] = typer.Option(None, "--dashboard", help="Serve Dask's dashboard at this address, e.g. "
+                                                "127.0.0.1:8787 (default: no HTTP at all; any local user can read it)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the results as JSON (no progress bar)."),
+    ) -> None:
+        code = run_sweep(sweep_file, output, workers, scheduler, fresh, timeout, as_json, out, err, _print_diags, _emit_json,
+                         root, dashboard)
+        raise typer.Exit(code)

@@ -1,0 +1,240 @@
+"""Per-switch configuration intent: everything a target needs, computed once from the fabric graph.
+
+Targets never look at the graph: who peers with whom on which port at which speed, addresses, ASNs,
+ECMP width and policies are resolved here, once per build, in one pass over the links (O(links)). A
+template (FRR, EOS) or the SONiC builder is then a plain rendering of these records (one frozen
+:class:`SwitchIntent` per switch, read by attribute), so the targets cannot disagree with each other.
+Every port's speed is its link's ``speed`` in the graph.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+from twin.compiler.address import ULA, Addressing
+from twin.compiler.config import buffers
+from twin.compiler.fabric.graph import Fabric, spine_group
+from twin.compiler.resolve.spec import Spec
+
+if TYPE_CHECKING:
+    from twin.compiler.fabric.cabling import CablePlan
+
+LEVEL_ROLE = {1: "rtsw", 2: "ctsw", 3: "atsw", 4: "cssw"}
+HOST_IF = "Vlan1000"  # the rack's GPU subnet: a VLAN over the server-facing ports (SVI gateway)
+
+
+def linux_ifname(port: str) -> str:
+    """FRR runs on Linux: '/' is not allowed in interface names (EOS 'Ethernet3/1' -> 'Ethernet3_1')."""
+    return port.replace("/", "_")
+
+
+class Neighbor(NamedTuple):
+    """One routed link of a switch, seen from its end."""
+
+    link: str  # link id (the cable's)
+    port: str
+    ifname: str  # the port as a Linux interface name (FRR)
+    address: str | None  # this end's /31 (None: unnumbered)
+    address6: str | None
+    peer: str
+    peer_port: str
+    peer_ip: str | None
+    peer_ip6: str | None
+    peer_asn: int
+    group: str  # the peer group: the peer's role, upper case
+    speed: int  # bit/s, the link's
+    cable_m: int  # the cable's length, whole metres (its lossless headroom is sized for it)
+    xoff: int  # bytes the port's lossless priority group reserves (twin.compiler.config.buffers)
+
+
+class PeerGroup(NamedTuple):
+    """The peers of one role: one BGP peer group."""
+
+    name: str  # the role, upper case
+    role: str
+    direction: str  # "up", "down" or "lateral" (a campus mesh)
+    peer_asn: tuple[int, ...]  # sorted
+
+
+class ServerPort(NamedTuple):
+    """A port facing a GPU NIC or a fabric attachment (not routed: a member of the rack VLAN)."""
+
+    link: str
+    port: str
+    peer: str
+    peer_port: str
+    speed: int  # bit/s
+    cable_m: int  # the cable's length, whole metres
+    xoff: int  # bytes the port's lossless priority group reserves (twin.compiler.config.buffers)
+
+
+class HostSubnet(NamedTuple):
+    """A leaf's rack subnet: a VLAN over its server-facing ports with the gateway on its SVI."""
+
+    ifname: str
+    vlan: int
+    subnet: str
+    gateway: str
+    subnet6: str | None
+    gateway6: str | None
+    ports: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchIntent:
+    """Everything a config target needs about one switch."""
+
+    name: str
+    role: str  # rtsw, ctsw, atsw, cssw: by level (the templates' names)
+    level: int
+    zone: int | None
+    building: int | None
+    model: str
+    asn: int
+    router_id: str
+    loopback: str
+    loopback6: str | None
+    neighbors: tuple[Neighbor, ...]  # in link order
+    groups: tuple[PeerGroup, ...]  # the groups below first, then by name
+    host: HostSubnet | None
+    maximum_paths: int  # the ECMP width configured
+    originate: tuple[str, ...]  # prefixes announced (the rack subnet first, then the loopback)
+    originate6: tuple[str, ...]
+    server_ports: tuple[ServerPort, ...]
+
+
+@dataclass(frozen=True)
+class Intent:
+    switches: dict[str, SwitchIntent]  # name -> that switch's intent
+    site: dict  # shared context: routing, qos, pools
+
+
+def ecmp_widths(fabric) -> dict[str, int]:
+    """The ECMP width each switch needs in a Clos: the larger of its uplink count (every remote
+    destination is reached through all of them at equal AS-path length) and the links it has to one
+    destination below (parallel links to a leaf; for the top tier, all links into one zone).
+
+    lab-2zone: an RTSW has 16 uplinks (16); a CTSW has 4 links to each RTSW and 8 ATSW uplinks (8); an
+    ATSW has no uplinks and 16 links into each zone (4 CTSWs x 4) (16). On a campus, an ATSW's links to
+    the ATSW of another building (full mesh) or a campus spine's links into one building count like
+    the links into one zone.
+
+    >>> from twin import load
+    >>> w = ecmp_widths(load("sites/lab-2zone.yaml").fabric)
+    >>> w["lab1-z1-r001-rtsw"], w["z1-ctsw-01"], w["atsw-01"]
+    (16, 8, 16)
+    """
+    g = fabric.graph
+    up: Counter = Counter()
+    down: dict[str, Counter] = defaultdict(Counter)
+    for lk in fabric.cables():
+        la, lb = g.nodes[lk.a].get("level", 0), g.nodes[lk.b].get("level", 0)
+        if la < 1 or lb < 1:
+            continue
+        if la == lb:  # a campus mesh link: the racks of the peer's building are reached over all of them
+            for me, peer in ((lk.a, lk.b), (lk.b, lk.a)):
+                down[me][("building", g.nodes[peer].get("building"))] += 1
+            continue
+        lo, hi = (lk.a, lk.b) if la < lb else (lk.b, lk.a)
+        up[lo] += 1
+        top = g.nodes[hi].get("level")
+        group = spine_group(g.nodes[lo]) if top == 3 else (("building", g.nodes[lo].get("building")) if top == 4 else lo)
+        down[hi][group] += 1
+    return {n: max([up.get(n, 0)] + list(down.get(n, Counter()).values()) + [1]) for n in fabric.switches()}
+
+
+def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None, cabling: CablePlan) -> Intent | None:
+    """The config-intent pass: per-switch context for every config target (None when not routed).
+
+    Every port (a neighbour's or a server's) carries its cable's length in whole metres (``cable_m``)
+    and the PFC headroom its lossless priority group reserves (``xoff``, bytes), both from
+    :func:`twin.compiler.config.buffers.plan`, the model the distance verdict reads too."""
+    if addr is None:
+        return None
+    hr = buffers.plan(spec, fabric, cabling)
+    row = {link: i for i, link in enumerate(hr.ids)}
+
+    def cable(link: str) -> tuple[int, int]:
+        i = row[link]
+        return int(hr.metres[i]), int(hr.xoff[i])
+
+    f = spec.fabric
+    g = fabric.graph
+    r = f.routing
+    widths = ecmp_widths(fabric)
+    asn, level = addr.asn, {}
+    for n in fabric.switches():
+        level[n] = g.nodes[n]["level"]
+    neighbors: dict[str, list[Neighbor]] = {n: [] for n in level}
+    groups: dict[str, dict[str, tuple[str, str, set]]] = {n: {} for n in level}  # name -> (role, direction, peer ASNs)
+    server_ports: dict[str, list[ServerPort]] = defaultdict(list)
+    for lk in fabric.cables():
+        if lk.a not in level or lk.b not in level:
+            if lk.b in level and lk.a not in level:
+                server_ports[lk.b].append(ServerPort(lk.id, lk.b_port, lk.a, lk.a_port, int(lk.speed), *cable(lk.id)))
+            continue
+        for me, my_port, peer, peer_port, end in ((lk.a, lk.a_port, lk.b, lk.b_port, 0), (lk.b, lk.b_port, lk.a, lk.a_port, 1)):
+            prole = LEVEL_ROLE[level[peer]]
+            group = prole.upper()
+            direction = "up" if level[peer] > level[me] else ("down" if level[peer] < level[me] else "lateral")
+            groups[me].setdefault(group, (prole, direction, set()))[2].add(asn[peer])
+            ip = ip6 = peer_ip = peer_ip6 = None
+            if lk.id in addr.p2p:
+                ip, peer_ip = addr.p2p[lk.id][end], addr.p2p[lk.id][1 - end]
+            if lk.id in addr.p2p6:
+                ip6, peer_ip6 = addr.p2p6[lk.id][end], addr.p2p6[lk.id][1 - end]
+            neighbors[me].append(Neighbor(
+                lk.id, my_port, linux_ifname(my_port), ip, ip6, peer, peer_port,
+                peer_ip.split("/")[0] if peer_ip else None, peer_ip6.split("/")[0] if peer_ip6 else None,
+                asn[peer], group, int(lk.speed), *cable(lk.id),
+            ))
+    sw: dict[str, SwitchIntent] = {}
+    for n in fabric.switches():
+        node = g.nodes[n]
+        host = None
+        originate, originate6 = [addr.loopback[n]], [addr.loopback6[n]] if n in addr.loopback6 else []
+        if n in addr.rack_subnet:
+            subnet = addr.rack_subnet[n]
+            host = HostSubnet(HOST_IF, int(HOST_IF[4:]), subnet, addr.rack_gateway[n], addr.rack_subnet6.get(n),
+                              addr.rack_gateway6.get(n), tuple(p.port for p in server_ports.get(n, [])))
+            originate.insert(0, subnet)
+            if n in addr.rack_subnet6:
+                originate6.insert(0, addr.rack_subnet6[n])
+        sw[n] = SwitchIntent(
+            name=n, role=LEVEL_ROLE[level[n]], level=level[n], zone=node.get("zone"), building=node.get("building"),
+            model=node["model"], asn=asn[n], router_id=addr.loopback[n].split("/")[0], loopback=addr.loopback[n],
+            loopback6=addr.loopback6.get(n), neighbors=tuple(neighbors[n]),
+            groups=tuple(PeerGroup(name, role, direction, tuple(sorted(asns)))
+                         for name, (role, direction, asns) in sorted(groups[n].items(), key=lambda kv: (kv[1][1] != "down", kv[0]))),
+            host=host, maximum_paths=widths[n] if r.ecmp_width is None else min(widths[n], r.ecmp_width),
+            originate=tuple(originate), originate6=tuple(originate6), server_ports=tuple(server_ports.get(n, [])),
+        )
+    atsw_asns = sorted({a for n, a in asn.items() if level[n] == 3})
+    campus_asns = sorted({a for n, a in asn.items() if level[n] >= 3})  # every building's ATSW layer, a campus spine
+    qos = f.qos
+    ecn = qos.ecn
+    site = dict({
+        "name": spec.name,
+        "unnumbered": addr.unnumbered,
+        "ipv6": addr.ipv6,
+        "bfd": r.bfd,
+        "hash_fields": list(r.hash_fields),
+        "pools": dict(addr.pools),
+        "ula": str(ULA),
+        "atsw_asns": atsw_asns,
+        "campus_asns": campus_asns,
+        "mtu": qos.mtu,
+        "pfc_priority": qos.pfc_priority,
+        "lossless_dscp": list(qos.lossless_dscp),
+        "control_dscp": qos.control_dscp,
+        "control_priority": 6 if qos.pfc_priority != 6 else 5,
+        "ecn": None if ecn is None else dict({
+            "min_bytes": int(ecn.min_threshold), "max_bytes": int(ecn.max_threshold),
+            "probability": int(round(ecn.max_probability * 100)),
+        }),
+        "dcqcn": qos.dcqcn,
+        "pfc_watchdog_ms": None if qos.pfc_watchdog is None else int(round(qos.pfc_watchdog * 1000)),
+    })
+    return Intent(sw, site)

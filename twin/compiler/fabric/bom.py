@@ -1,0 +1,161 @@
+"""The bill of materials, counted from the fabric graph and the cable plan (never from formulas).
+
+Counting convention (also printed in the report):
+
+- switches: one line per model, every switch node of the graph (rack switches included);
+- endpoints: one line per fabric attachment (subnet managers, storage, gateways), every endpoint node;
+- pluggable optics (``kind: optic``): two transceivers per link, one per end, plus one fiber cable of
+  the link's stock length;
+- DAC, AEC and AOC are cable assemblies with their ends built in: one item per link, no transceivers;
+- host edges (server to NIC, inside the server) are not cables and are not counted; NICs are part of
+  the server;
+- power: switch typical power from the catalog plus every powered cable end (optic, AEC, AOC);
+- a campus link between buildings: its two transceivers, a patch cord at each end (fiber at stock
+  length), and its share of its building pair's trunk; the trunk cables (``trunk``) and the patch
+  panels at both entrances (``panel``) are counted per building pair.
+- price (USD, ``None`` where the catalog has none): a switch's ``price``; a transceiver's ``price``; a
+  fiber's ``price_per_metre`` x its stock length; a DAC, AEC or AOC assembly's ``price`` plus its
+  ``price_per_metre`` x its stock length; a campus trunk and patch panel have none (not in the catalog).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from twin.compiler.fabric.cabling import CablePlan
+from twin.compiler.fabric.graph import Fabric
+from twin.compiler.resolve.spec import Spec
+
+
+@dataclass(frozen=True)
+class BomLine:
+    category: str  # "switch", "endpoint", "transceiver", "cable"; a campus adds "trunk" and "panel"
+    item: str  # catalog name
+    description: str
+    length_m: float | None
+    quantity: int
+    unit_power_w: float
+    source: str
+    unit_mass_kg: float = 0.0  # a switch's mass; a cable's is its length x the medium's weight_per_metre
+    unit_price: float | None = None  # USD; None when the catalog gives no price
+
+    @property
+    def total_power_w(self) -> float:
+        return self.quantity * self.unit_power_w
+
+    @property
+    def total_price(self) -> float | None:
+        return None if self.unit_price is None else self.quantity * self.unit_price
+
+    @property
+    def total_mass_kg(self) -> float:
+        return self.quantity * self.unit_mass_kg
+
+
+def bill(spec: Spec, fabric: Fabric, plan: CablePlan) -> tuple[BomLine, ...]:
+    """The BOM pass: switches by model, transceivers by type, cables by medium and stock length."""
+    lines: list[BomLine] = []
+    roles = set(fabric.roles)
+    models = Counter(d["model"] for _, d in fabric.graph.nodes(data=True) if d["role"] in roles)
+    for name in sorted(models):
+        m = spec.switch(name)
+        desc = m.description or f"{m.vendor} {name}"
+        lines.append(BomLine("switch", name, desc, None, models[name], m.power, m.source, m.weight, m.price))
+    endpoints = Counter(d["model"] for _, d in fabric.graph.nodes(data=True) if d["role"] == "endpoint")
+    for a in spec.fabric.attachments:
+        if endpoints[a.name]:
+            desc = a.description or f"{a.kind} ({a.ports} x {a.speed / 1e9:g}G)"
+            lines.append(BomLine("endpoint", a.name, desc, None, endpoints[a.name], a.power, a.source, a.weight))
+    local = np.ones(len(plan.ids), dtype=bool)  # cables with one stock length (not a campus link's patch + trunk)
+    if plan.campus is not None:
+        local[plan.campus.index] = False
+    for i, name in enumerate(plan.media):
+        sel = plan.medium == i
+        n = int(sel.sum())
+        if not n:
+            continue
+        med = spec.catalog.media[name]
+        lengths, counts = np.unique(plan.stock[sel & local], return_counts=True)
+        if med.pluggable:
+            lines.append(BomLine("transceiver", name, med.description or f"{name} ({med.connector})", None, 2 * n, med.power_per_end, med.source, 0.0, med.price))
+            for length, c in zip(lengths.tolist(), counts.tolist()):
+                lines.append(BomLine("cable", f"{med.fiber}-{med.connector or 'fiber'}".lower().replace(" ", "-"), f"{med.fiber.upper()} fiber {med.connector} for {name}", length, c, 0.0, med.source,
+                                     length * med.weight_per_metre, _cents(length * med.price_per_metre)))
+        else:
+            for length, c in zip(lengths.tolist(), counts.tolist()):
+                price = None if med.price is None else _cents(med.price + length * med.price_per_metre)
+                lines.append(BomLine("cable", name, med.description or name, length, c, 2 * med.power_per_end, med.source, length * med.weight_per_metre, price))
+    if plan.campus is not None:
+        lines += campus_lines(spec, plan)
+    return tuple(_merge(lines))
+
+
+def _cents(usd: float) -> float:
+    """A unit price rounded to the cent, so bom.csv and its sums do not carry float noise."""
+    return round(usd, 2)
+
+
+def campus_lines(spec: Spec, plan: CablePlan) -> list[BomLine]:
+    """Links between buildings: two patch cords each (fiber of the optic's kind at stock length), the
+    trunk cables of each building pair and the patch panels at both entrances."""
+    cc, media, tr = plan.campus, spec.catalog.media, spec.campus.trunk
+    out = []
+    medium = plan.medium[cc.index]
+    for i in np.unique(medium).tolist():
+        med = media[plan.media[i]]
+        lengths, counts = np.unique(cc.patch_stock[medium == i].ravel(), return_counts=True)
+        item = f"{med.fiber}-{med.connector or 'fiber'}".lower().replace(" ", "-")
+        for length, c in zip(lengths.tolist(), counts.tolist()):
+            out.append(BomLine("cable", item, f"{med.fiber.upper()} fiber {med.connector} for {plan.media[i]}", length, c, 0.0, med.source,
+                               length * med.weight_per_metre, _cents(length * med.price_per_metre)))
+    src = "campus.trunk (fibers per cable and panel, spare share: assumed unless the site sets them)"
+    panels = 0
+    for t in cc.trunks:
+        out.append(BomLine("trunk", f"smf-trunk-{tr.fibers_per_cable}f", f"{tr.fibers_per_cable}-fiber single-mode trunk {t.a}-{t.b}",
+                           t.route_m, t.cables, 0.0, src))
+        panels += 2 * t.panels
+    out.append(BomLine("panel", f"patch-panel-{tr.fibers_per_panel}f", f"patch panel of {tr.fibers_per_panel} fibers at a building entrance",
+                       None, panels, 0.0, src))
+    return out
+
+
+def _merge(lines: list[BomLine]) -> list[BomLine]:
+    """Fiber of the same type, length and price ordered for two optic types is one line."""
+    out: dict[tuple, BomLine] = {}
+    for ln in lines:
+        key = (ln.category, ln.item, ln.length_m, ln.unit_price)
+        if key in out:
+            o = out[key]
+            desc = o.description if ln.description == o.description else o.description.split(" for ")[0]
+            out[key] = BomLine(o.category, o.item, desc, o.length_m, o.quantity + ln.quantity, o.unit_power_w, o.source, o.unit_mass_kg, o.unit_price)
+        else:
+            out[key] = ln
+    order = {"switch": 0, "endpoint": 1, "transceiver": 2, "cable": 3, "trunk": 4, "panel": 5}
+    return sorted(out.values(), key=lambda ln: (order[ln.category], ln.item, ln.length_m or 0.0, ln.unit_price or 0.0))
+
+
+def cable_mass(lines: tuple[BomLine, ...]) -> float:
+    """kg of cable the trays carry (every cable's stock length x its medium's mass per metre)."""
+    return sum(ln.total_mass_kg for ln in lines if ln.category == "cable")
+
+
+def network_power(lines: tuple[BomLine, ...]) -> dict[str, float]:
+    """Watts by category and in total (switches + powered cable ends)."""
+    out = {c: sum(ln.total_power_w for ln in lines if ln.category == c) for c in ("switch", "endpoint", "transceiver", "cable")}
+    out["total"] = sum(out.values())
+    return out
+
+
+def network_price(lines: tuple[BomLine, ...]) -> dict[str, float]:
+    """USD by category and in total; items without a price count zero (``unpriced`` names them)."""
+    out = {c: sum((ln.total_price or 0.0 for ln in lines if ln.category == c), 0.0) for c in ("switch", "transceiver", "cable")}
+    out["total"] = sum(out.values())
+    return out
+
+
+def unpriced(lines: tuple[BomLine, ...]) -> list[str]:
+    """Catalog items of the bill that have no price (their cost is missing from every capex figure)."""
+    return sorted({ln.item for ln in lines if ln.unit_price is None})

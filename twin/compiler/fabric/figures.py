@@ -1,0 +1,175 @@
+"""Figures of a fabric computed from its graph: counts, capacities, max-flow bisection, ECMP, hops.
+
+Nothing here restates a sizing formula: capacities are sums over link edges, bisection is a max-flow
+between two halves of the leaves (scipy's Dinic on the switch-level graph, parallel links merged),
+hops are breadth-first distances. So a wiring bug shows up in the report as a wrong number.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import maximum_flow, shortest_path
+
+from twin.compiler.fabric.graph import Fabric
+from twin.lang.site.families import family_traits
+
+GB = 1e9
+MAX_FLOW_SAMPLES = 8  # zones whose inner bisection is computed (evenly spread; zones are alike)
+
+
+@dataclass
+class TierFigures:
+    role: str
+    count: int
+    models: dict[str, int]
+    down_bps: float  # summed over the tier
+    up_bps: float
+    uplinks: tuple[int, int]  # (min, max) uplinks per switch: ECMP members
+    next_hops: tuple[int, int]  # (min, max) distinct upper neighbours per switch
+    ports_used: int
+    ports_total: int
+
+    @property
+    def oversubscription(self) -> float | None:
+        return self.down_bps / self.up_bps if self.up_bps else None
+
+
+@dataclass
+class Figures:
+    tiers: list[TierFigures]
+    links: dict[str, tuple[int, float]]  # tier -> (count, capacity bit/s)
+    injection_bps: float
+    zone_bisection: tuple[float, float] | None  # (min max-flow between zone halves, half injection)
+    zones_sampled: int
+    cross_bisection: tuple[float, float] | None  # (max-flow between halves of the zones / of the site, half injection)
+    cross_zone_per_zone: float | None  # capacity from one zone to the tier above (min over zones)
+    worst_hops: int  # links on the longest shortest NIC-to-NIC path (reachable pairs)
+    unreachable_leaf_pairs: bool  # True for rail-only: other rails only via NVLink
+    extra: dict = field(default_factory=dict)
+
+
+class SwitchGraph:
+    """Switch-level view: indices, per-leaf injection, and merged capacities (Gbit/s, integers)."""
+
+    def __init__(self, fabric: Fabric):
+        g = fabric.graph
+        roles = set(fabric.roles)
+        self.names = [n for n, r in g.nodes(data="role") if r in roles]
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.leaves = [n for n in self.names if g.nodes[n]["level"] == 1]
+        inj = np.zeros(len(self.names), dtype=np.int64)
+        us, vs, caps = [], [], []
+        for lk in fabric.links:
+            if lk.kind != "link":
+                continue
+            if lk.a in self.index:
+                us.append(self.index[lk.a])
+                vs.append(self.index[lk.b])
+                caps.append(int(round(lk.speed / GB)))
+            elif g.nodes[lk.a]["role"] == "nic":  # fabric attachments are not GPU injection
+                inj[self.index[lk.b]] += int(round(lk.speed / GB))
+        self.inj = inj
+        self.u = np.array(us, dtype=np.int64)
+        self.v = np.array(vs, dtype=np.int64)
+        self.cap = np.array(caps, dtype=np.int64)
+        n = len(self.names)
+        self.adj = csr_matrix((np.ones(2 * len(us)), (np.r_[self.u, self.v], np.r_[self.v, self.u])), shape=(n, n))
+
+    def max_flow(self, sources: list[str], sinks: list[str]) -> float:
+        """Max flow (bit/s) from the NICs of ``sources`` leaves to the NICs of ``sinks`` leaves."""
+        n = len(self.names)
+        s, t = n, n + 1
+        si = np.array([self.index[x] for x in sources], dtype=np.int64)
+        ti = np.array([self.index[x] for x in sinks], dtype=np.int64)
+        rows = np.r_[self.u, self.v, np.full(len(si), s), ti]
+        cols = np.r_[self.v, self.u, si, np.full(len(ti), t)]
+        data = np.r_[self.cap, self.cap, self.inj[si], self.inj[ti]].astype(np.int32)
+        m = csr_matrix((data, (rows, cols)), shape=(n + 2, n + 2))
+        m.sum_duplicates()
+        return float(maximum_flow(m, s, t).flow_value) * GB
+
+    def worst_hops(self, samples: int = 16) -> tuple[int, bool]:
+        """(links on the longest leaf-to-leaf shortest path + 2 NIC links, some leaves unreachable)."""
+        leaves = np.array([self.index[x] for x in self.leaves])
+        src = leaves[np.linspace(0, len(leaves) - 1, min(samples, len(leaves))).astype(int)]
+        d = shortest_path(self.adj, unweighted=True, indices=np.unique(src))[:, leaves]
+        finite = d[np.isfinite(d)]
+        return int(finite.max()) + 2, bool(np.isinf(d).any())
+
+
+def _tier_figures(fabric: Fabric, spec) -> list[TierFigures]:
+    g = fabric.graph
+    down: dict[str, float] = defaultdict(float)
+    up: dict[str, float] = defaultdict(float)
+    uplinks: dict[str, Counter] = defaultdict(Counter)
+    for lk in fabric.links:
+        if lk.kind != "link" or g.nodes[lk.a]["role"] == "endpoint":  # attachments use ports, not down:up
+            continue
+        down[lk.b] += lk.speed
+        up[lk.a] += lk.speed
+        uplinks[lk.a][lk.b] += 1
+    out = []
+    for role in fabric.roles:
+        members = fabric.nodes(role)
+        models = Counter(g.nodes[n]["model"] for n in members)
+        ups = [sum(uplinks[n].values()) for n in members]
+        hops = [len(uplinks[n]) for n in members]
+        used = sum(len(fabric.graph.edges(n)) for n in members)
+        total = sum(spec.switch(m).ports * c for m, c in models.items())
+        out.append(TierFigures(
+            role, len(members), dict(sorted(models.items())),
+            sum(down[n] for n in members), sum(up[n] for n in members),
+            (min(ups), max(ups)), (min(hops), max(hops)), used, total,
+        ))
+    return out
+
+
+def compute(fabric: Fabric, spec) -> Figures:
+    g = fabric.graph
+    family = family_traits(fabric.family)
+    sg = SwitchGraph(fabric)
+    links: dict[str, list] = {}
+    for lk in fabric.links:
+        if lk.kind == "link":
+            c = links.setdefault(lk.tier, [0, 0.0])
+            c[0] += 1
+            c[1] += lk.speed
+    injection = float(sg.inj.sum()) * GB
+    zone_of = {n: g.nodes[n].get("zone") for n in sg.leaves}
+    zones = sorted({z for z in zone_of.values() if z is not None})
+    zone_bis = None
+    sampled = 0
+    if zones:
+        groups = {z: [n for n in sg.leaves if zone_of[n] == z] for z in zones}
+        picks = [zones[i] for i in sorted(set(np.linspace(0, len(zones) - 1, min(MAX_FLOW_SAMPLES, len(zones))).astype(int)))]
+        flows = []
+        for z in picks:
+            members = groups[z]
+            half = len(members) // 2
+            flows.append((sg.max_flow(members[:half], members[half:]), sum(sg.inj[sg.index[x]] for x in members[:half]) * GB))
+        zone_bis = min(flows, key=lambda fl: fl[0] / fl[1] if fl[1] else 0)
+        sampled = len(picks)
+    cross = None
+    per_zone = None
+    if len(zones) > 1:
+        half = len(zones) // 2
+        a = [n for n in sg.leaves if zone_of[n] in zones[:half]]
+        b = [n for n in sg.leaves if zone_of[n] in zones[half:]]
+        cross = (sg.max_flow(a, b), float(sum(sg.inj[sg.index[x]] for x in a)) * GB)
+        out_cap: dict[int, float] = defaultdict(float)
+        for lk in fabric.links:
+            if lk.kind == "link" and g.nodes[lk.b].get("zone") is None and g.nodes[lk.a].get("zone") is not None and g.nodes[lk.a]["level"] >= 1:
+                out_cap[g.nodes[lk.a]["zone"]] += lk.speed
+        per_zone = min(out_cap.values()) if out_cap else 0.0
+    elif not zones or not family.zoned:
+        leaves = [n for n in sg.leaves if g.nodes[n].get("rail") == 0] if family.rails_apart else sg.leaves
+        half = len(leaves) // 2
+        if half:
+            cross = (sg.max_flow(leaves[:half], leaves[half:]), float(sum(sg.inj[sg.index[x]] for x in leaves[:half])) * GB)
+    hops, unreachable = sg.worst_hops()
+    return Figures(_tier_figures(fabric, spec), {k: (v[0], v[1]) for k, v in links.items()}, injection,
+                   zone_bis, sampled, cross, per_zone, hops, unreachable)

@@ -1,0 +1,36 @@
+"""GPU servers and their NICs: the same in every family.
+
+Every GPU rack holds ``servers`` servers of the rack type's chassis; each server has one backend NIC
+per GPU (``nics`` of them). Names index from 1 (``s1``, ``nic1``), attributes from 0 (``gpu``, ``rail``)
+as the graph contract says, so ``...-s1-nic3`` is GPU 2 of the first server.
+"""
+
+from __future__ import annotations
+
+from twin.compiler.fabric.graph import Builder
+from twin.compiler.fabric.mount import server_u
+from twin.compiler.place.model import PlacedRack
+from twin.compiler.resolve.spec import Spec
+
+
+def add_hosts(b: Builder, spec: Spec, rack: PlacedRack, speed: float, servers: int | None = None, first_server: int = 0, hb_domain: int | None = None) -> list[str]:
+    """Add the servers and NICs of one GPU rack (``servers`` of them when the last rack of a site is
+    part-filled); return the NIC ids in (server, gpu) order.
+
+    ``rail`` is the GPU's rank in its high-bandwidth (NVLink) domain of ``hb_domain`` GPUs, counted over
+    the site's servers in order (``first_server`` is this rack's first); by default the GPU index.
+    """
+    ch = spec.chassis
+    hall = rack.position.hall
+    nics: list[str] = []
+    for s in range(spec.rack_type.servers if servers is None else servers):
+        sid = f"{rack.id}-s{s + 1}"
+        u = server_u(ch.height_u, s)
+        b.node(sid, role="server", level=-1, hall=hall, zone=rack.zone, rack=rack.id, gpus=ch.gpus, model=spec.rack_type.chassis, u=u)
+        for g in range(ch.nics):
+            nid = f"{sid}-nic{g + 1}"
+            rail = ((first_server + s) * ch.gpus + g) % hb_domain if hb_domain else g
+            b.node(nid, role="nic", level=0, hall=hall, zone=rack.zone, rack=rack.id, server=sid, gpu=g, rail=rail, u=u)
+            b.host(sid, f"pcie{g + 1}", nid, speed)
+            nics.append(nid)
+    return nics

@@ -1,0 +1,119 @@
+"""The fat-tree families on the graph: plain fat-tree, rail-optimized and rail-only.
+
+All three are the same folded Clos (:mod:`twin.compiler.resolve.fat_tree`); they differ only in which leaf a NIC
+lands on and in how many trees there are:
+
+- fat-tree: NICs in site order, h = k/2 per leaf;
+- rail-optimized: servers in groups of h; leaf ``group * g + i`` takes NIC i of every server in the
+  group (g NICs per server), so a leaf is one rail of a group and same-rank GPUs talk in one hop;
+- rail-only: K = hb_domain rails; rail r (the NICs whose GPU has rank r in its NVLink domain) is its
+  own fat-tree, named ``rail<r+1>-leaf-0001``..., with no switch joining two rails (cross-rail
+  traffic is forwarded over NVLink inside the domain).
+
+Rails that share switches (``shape.rails_per_switch`` R > 1, :mod:`twin.compiler.resolve.tree_sizing`):
+rail-only rails of one tier go R to a switch, ``rails<a>-<b>-leaf-0001`` for rails a..b, each rail on
+its own run of ports (rail a first); rail-optimized groups shrink to h/R servers and leaf
+``group * g/R + i // R`` takes NICs i of rails ``R * (i // R)``... of every server in the group. A
+shared leaf carries ``rail`` (its first rail) and ``rails`` (R); the twin keeps the rails of a shared
+rail-only switch apart (one partition per rail).
+
+Switches hang on the placement's "fabric" network racks in build order (leaves, then upper tiers).
+"""
+
+from __future__ import annotations
+
+import math
+
+from twin.compiler.fabric.attach import add_attachments
+from twin.compiler.fabric.graph import Builder, Fabric
+from twin.compiler.fabric.hosts import add_hosts
+from twin.compiler.fabric.mount import Mounter
+from twin.compiler.place.model import Placement
+from twin.compiler.resolve.fat_tree import TreeShape, boundary, role_names
+from twin.compiler.resolve.spec import Spec
+
+
+def site_nics(b: Builder, spec: Spec, placement: Placement, speed: float, hb_domain: int | None) -> list[str]:
+    """Every NIC of the site in (rack, server, gpu) order; the last rack may be part-filled."""
+    servers_left = math.ceil(spec.gpus / spec.chassis.gpus) if spec.chassis.gpus else 0
+    nics: list[str] = []
+    first = 0
+    for rack in sorted(placement.gpu_racks(), key=lambda r: (r.zone, r.index)):
+        n = min(spec.rack_type.servers, servers_left)
+        if n <= 0:
+            break
+        nics.extend(add_hosts(b, spec, rack, speed, servers=n, first_server=first, hb_domain=hb_domain))
+        servers_left -= n
+        first += n
+    return nics
+
+
+def add_tree(b: Builder, ts: TreeShape, attach: list[tuple[str, int]], spec: Spec, mounter: Mounter,
+             speed: float, prefix: str = "", rail: int | None = None, leaf_rails: int | None = None, packed: int = 1) -> None:
+    """Switches of one tree, NIC links (``attach`` = (nic, leaf index)) and the tier boundaries.
+
+    ``rail`` tags every switch (rail-only), ``leaf_rails`` the leaves by their rail (rail-optimized:
+    leaf i of a group carries rail ``(i mod leaf_rails) * packed``); ``packed`` > 1 adds ``rails``."""
+    f = spec.fabric
+    model = spec.switch(f.switch)
+    roles = role_names(ts.tiers)
+    ids: list[list[str]] = []
+    for t, count in enumerate(ts.switches):
+        w = max(4, len(str(count)))
+        tier = []
+        for i in range(count):
+            sid = f"{prefix}{roles[t]}-{i + 1:0{w}d}"
+            rack, u = mounter.mount(sid, model)
+            r = rail if rail is not None else ((i % leaf_rails) * packed if leaf_rails and t == 0 else None)
+            extra = {"rail": r} if r is not None else {}
+            if t == 1 and ts.tiers >= 3:
+                extra["pod"] = i // (ts.radix // 2)  # the spines of one pod: their own ASN under eBGP
+            if packed > 1 and r is not None:
+                extra["rails"] = packed
+            b.switch(sid, f.switch, model, role=roles[t], level=t + 1, hall=rack.position.hall, zone=None, rack=rack.id, u=u, **extra)
+            tier.append(sid)
+        ids.append(tier)
+    leaf_tier = f"nic-{roles[0]}"
+    for nic, leaf in attach:
+        lid = ids[0][leaf]
+        b.link(nic, "port1", lid, b.port(lid), speed, leaf_tier)
+    for t in range(1, ts.tiers):
+        lower, upper, tier = ids[t - 1], ids[t], f"{roles[t - 1]}-{roles[t]}"
+        for lo, hi in boundary(ts, t):
+            b.uplink(lower[lo], upper[hi], model.port_speed, tier)
+
+
+def synthesize(spec: Spec, placement: Placement) -> Fabric:
+    f = spec.fabric
+    ts = spec.shape.tree
+    R = spec.shape.rails_per_switch
+    k = ts.radix
+    h = max(1, k // 2)
+    speed = spec.shape.boundaries[0].speed
+    b = Builder()
+    mounter = Mounter(placement, "fabric", None)
+    per_leaf = k if ts.tiers == 1 else h
+    if spec.family.rails_apart:
+        K = f.hb_domain
+        nics = site_nics(b, spec, placement, speed, K)
+        for grp in range(spec.shape.trees):
+            rails = range(grp * R, grp * R + R)
+            members = [nic for r in rails for nic in nics[r::K]]
+            attach = [(nic, e // per_leaf) for e, nic in enumerate(members)]
+            prefix = f"rail{grp + 1}-" if R == 1 else f"rails{rails[0] + 1}-{rails[-1] + 1}-"
+            add_tree(b, ts, attach, spec, mounter, speed, prefix=prefix, rail=rails[0], packed=R)
+    elif spec.family.rail_groups:
+        g = spec.chassis.nics
+        nics = site_nics(b, spec, placement, speed, None)
+        if ts.tiers == 1:
+            attach = [(nic, 0) for nic in nics]
+        else:
+            group, leaves = max(1, h // R), max(1, g // R)
+            attach = [(nic, (e // g // group) * leaves + (e % g) // R) for e, nic in enumerate(nics)]
+        add_tree(b, ts, attach, spec, mounter, speed, leaf_rails=max(1, g // R) if ts.tiers > 1 else None, packed=R)
+    else:
+        nics = site_nics(b, spec, placement, speed, None)
+        attach = [(nic, e // per_leaf) for e, nic in enumerate(nics)]
+        add_tree(b, ts, attach, spec, mounter, speed)
+    add_attachments(b, spec, placement)
+    return b.build(f.family.value, f.technology.value, spec.shape.boundary_names, spec.shape.roles)

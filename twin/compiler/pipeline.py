@@ -1,0 +1,100 @@
+"""The compiler, top to bottom: one function per stage, each a function of what it reads.
+
+``check(path)`` is the front every command shares (``validate`` stops there): the spec is validated,
+an ``auto`` GPU power cap is fixed, and the site's space, power and cooling are summed.
+``compile_design(path)`` continues with the passes that make the :class:`~twin.compiler.design.Design`::
+
+    placement  = place(spec, budget)                      racks onto hall positions (Pyomo/HiGHS)
+    fabric     = synthesize(spec, placement)              the graph, proven equal to spec.shape
+    cabling    = cabling.plan(spec, placement, fabric)    route, medium and stock length per cable
+    bom        = bom.bill(spec, fabric, cabling)          switches, optics, cables
+    addressing = address.plan(spec, fabric)               ASNs and IPs (routed fabrics)
+    intent     = build_intent(spec, fabric, addressing, cabling)   per-switch config intent (routed fabrics)
+
+Emitters (``twin.emit``) and the twins (``twin.twins``) read the Design and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from twin.compiler import address
+from twin.compiler.config.intent import build_intent
+from twin.compiler.design import Design
+from twin.compiler.fabric import bom, cabling
+from twin.compiler.fabric.synthesis import synthesize
+from twin.compiler.place import naive, optimize, powercap
+from twin.compiler.resolve import feasibility
+from twin.compiler.resolve.feasibility import Budget
+from twin.compiler.resolve.spec import Spec
+from twin.compiler.resolve.validate import validate_file
+from twin.lang.diagnostics import Diagnostic, InfeasibleError, Severity, SpecError
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The front of the pipeline: the spec (None when invalid), its diagnostics and its budget."""
+
+    path: str
+    spec: Spec | None
+    diagnostics: tuple[Diagnostic, ...]
+    budget: Budget | None
+
+    @property
+    def status(self) -> str:
+        if self.spec is None:
+            return "invalid"
+        return "infeasible" if self.budget.problems else "ok"
+
+    @property
+    def warnings(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.severity is Severity.WARNING)
+
+    def infeasible(self) -> InfeasibleError:
+        spec, budget = self.spec, self.budget
+        largest = budget.largest_fit_racks
+        return InfeasibleError(budget.problems + [
+            f"largest configuration that fits: {largest:,} GPU racks = {largest * spec.rack.gpus:,} GPUs"
+            f" (asked for {spec.racks:,} racks = {spec.gpus:,} GPUs)"
+        ])
+
+
+def check(path: str | Path) -> Checked:
+    """Validate, fix an ``auto`` GPU power cap, and budget space, power and cooling."""
+    spec, diags = validate_file(path)
+    if spec is None:
+        return Checked(str(path), None, tuple(diags), None)
+    spec = powercap.resolve(spec)  # placement.gpu_power_cap: auto fixes the cap before any sums
+    return Checked(str(path), spec, tuple(diags), feasibility.check(spec))
+
+
+def compile_design(path: str | Path, progress: Callable[[str], None] | None = None, until: str | None = None,
+                   placement_method: str | None = None) -> Design:
+    """Every pass on the spec at ``path`` (up to and including ``until``); raise SpecError or
+    InfeasibleError on failure. ``placement_method`` overrides the spec's (``naive`` pins the
+    reading-order fill, for tests and benchmarks about later passes)."""
+    checked = check(path)
+    if checked.spec is None:
+        raise SpecError(list(checked.diagnostics))
+    if checked.budget.problems:
+        raise checked.infeasible()
+    spec, budget = checked.spec, checked.budget
+    design = Design(spec=spec, budget=budget, warnings=checked.warnings)
+    placer = naive.place if placement_method == "naive" else optimize.place
+    steps: list[tuple[str, Callable[[Design], dict]]] = [
+        ("placement", lambda d: {"placement": placer(spec, budget)}),
+        ("fabric", lambda d: {"fabric": synthesize(spec, d.placement)}),
+        ("cabling", lambda d: {"cabling": cabling.plan(spec, d.placement, d.fabric)}),
+        ("bom", lambda d: {"bom": bom.bill(spec, d.fabric, d.cabling)}),
+        ("addressing", lambda d: {"addressing": address.plan(spec, d.fabric)}),
+        ("intent", lambda d: {"intent": build_intent(spec, d.fabric, d.addressing, d.cabling)}),
+    ]
+    for name, step in steps:
+        if progress:
+            progress(name)
+        design = replace(design, **step(design))
+        if name == until:
+            break
+    return design

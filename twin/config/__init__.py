@@ -1,2 +1,0 @@
-"""Switch configurations: intent computed once from the design; FRR, EOS and OpenSM rendered by Jinja2
-templates, SONiC config_db.json built as dictionaries (:mod:`twin.config.sonic`)."""

@@ -1,0 +1,131 @@
+"""The review ``twin diff`` prints: as terminal lines, as Markdown, and as a self-contained page
+(the Markdown through :func:`twin.emit.html.page`, like report.html)."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+
+from twin.diff.compare import DiffResult
+from twin.emit import html
+from twin.emit.markdown import table
+from twin.folder import printable
+
+ARTIFACT_ROWS = 200  # changed artifacts listed one by one (the rest are counted)
+FIELD_ROWS = 100
+
+
+def value(v, unit: str = "") -> str:
+    """A figure for people: thousands separators, at most 3 decimals, its unit.
+
+    >>> value(24576), value(2.2719999, "km"), value(None), value(1.0, ":1"), value(-3.5, "%")
+    ('24,576', '2.272 km', '-', '1:1', '-3.5%')
+    """
+    if v is None:
+        return "-"
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return f"{v}"
+    s = f"{v:,}" if isinstance(v, int) else f"{v:,.3f}".rstrip("0").rstrip(".")
+    if unit in (":1", "%"):
+        return s + unit
+    return f"{s} {unit}" if unit else s
+
+
+def delta(r: dict) -> str:
+    if r["delta"] is None:
+        return "new" if r["old"] is None else ("gone" if r["new"] is None else "changed")
+    sign = "+" if r["delta"] > 0 else ""
+    if r["unit"] == "%":  # a change of a percentage is in percentage points
+        return f"{sign}{value(r['delta'])} pp" + ("" if r["delta_pct"] is None else f" ({sign}{r['delta_pct']:.1f}%)")
+    pct = "" if r["delta_pct"] is None else f" ({sign}{r['delta_pct']:.1f}%)"
+    return f"{sign}{value(r['delta'], '' if r['unit'] == ':1' else r['unit'])}{pct}"
+
+
+def lines(added: int | None, removed: int | None) -> str:
+    """>>> lines(3, 1), lines(None, None)
+    ('+3 -1', 'too large to count lines')
+    """
+    return "too large to count lines" if added is None else f"+{added} -{removed}"
+
+
+def summary(res: DiffResult) -> str:
+    cfg = sum(r["changed"] + r["added"] + r["removed"] for r in res.configs.values())
+    return (f"{len(res.figures)} figure(s) moved ({res.unchanged_figures} unchanged); {len(res.changed)} artifact(s) changed, "
+            f"{len(res.added)} added, {len(res.removed)} removed; {cfg} config file(s) touched in {len(res.configs)} role(s).")
+
+
+def markdown(res: DiffResult) -> str:
+    out = [f"# Design review: `{res.old}` -> `{res.new}`\n", summary(res) + "\n"]
+    out += [f"- note: {n}" for n in res.notes]
+    if res.empty:
+        out.append("\nNothing changes: every artifact is byte-identical.\n")
+    out.append("\n## Figures that moved\n")
+    if res.figures:
+        groups: dict[str, list] = {}
+        for r in res.figures:
+            groups.setdefault(r["group"], []).append(r)
+        for g, rows in groups.items():
+            out.append(f"\n### {g}\n")
+            out.append(table(["figure", "old", "new", "delta"], [[r["label"], value(r["old"], r["unit"]), value(r["new"], r["unit"]), delta(r)]
+                                                                for r in rows], "lrrr"))
+    else:
+        out.append("No review figure moved.\n")
+    out.append("\n## Configs\n")
+    if res.configs:
+        out.append(table(["role", "changed", "added", "removed", "representative"],
+                         [[role, r["changed"], r["added"], r["removed"], f"`{r['example']}`" if r["example"] else "-"]
+                          for role, r in res.configs.items()], "lrrrl"))
+        for role, r in res.configs.items():
+            if r["diff"]:
+                out.append(f"\n### {role}: `{r['example']}`\n\n```diff\n{r['diff']}\n```\n")
+    else:
+        out.append("No config changed.\n")
+    out.append("\n## Artifacts\n")
+    rows = [[f"`{p}`", "changed", lines(a, r)] for p, (a, r) in list(res.changed.items())[:ARTIFACT_ROWS]]
+    rows += [[f"`{p}`", "added", ""] for p in res.added[:ARTIFACT_ROWS]] + [[f"`{p}`", "removed", ""] for p in res.removed[:ARTIFACT_ROWS]]
+    more = max(0, len(res.changed) - ARTIFACT_ROWS) + max(0, len(res.added) - ARTIFACT_ROWS) + max(0, len(res.removed) - ARTIFACT_ROWS)
+    out.append(table(["artifact", "", "lines"], rows, "llr") if rows else "No artifact changed.\n")
+    if more:
+        out.append(f"\n... and {more:,} more artifacts.\n")
+    if res.design_fields:
+        out.append("\n### design.json fields\n")
+        out += [f"- `{f}`" for f in res.design_fields[:FIELD_ROWS]]
+        if len(res.design_fields) > FIELD_ROWS:
+            out.append(f"- ... and {len(res.design_fields) - FIELD_ROWS} more fields")
+    return "\n".join(x if x.endswith("\n") else x + "\n" for x in out)
+
+
+def page(res: DiffResult) -> bytes:
+    return html.page(f"twin diff: {res.old} -> {res.new}", markdown(res), {})
+
+
+def terminal(res: DiffResult, out) -> None:
+    """The review as plain lines on a rich console (figures, configs, then the artifact list). Every
+    name and value comes from the folders: control characters are escaped and rich markup is not
+    interpreted in them."""
+    def t(x) -> str:
+        return escape(printable(str(x), 400))
+
+    out.print(summary(res), markup=False)
+    for n in res.notes:
+        out.print(f"note: {printable(n, 1000)}", markup=False)
+    group = None
+    for r in res.figures:
+        if r["group"] != group:
+            group = r["group"]
+            out.print(f"[bold]{t(group)}[/bold]")
+        out.print(printable(f"  {r['label']}: {value(r['old'], r['unit'])} -> {value(r['new'], r['unit'])} ({delta(r)})", 1000), markup=False)
+    for role, r in res.configs.items():
+        out.print(f"[bold]configs {t(role)}[/bold]: {r['changed']} changed, {r['added']} added, {r['removed']} removed"
+                  + (f" (e.g. {t(r['example'])})" if r["example"] else ""))
+    for p in res.added:
+        out.print(f"[green]+ {t(p)}[/green]")
+    for p in res.removed:
+        out.print(f"[red]- {t(p)}[/red]")
+    for p, (a, r) in res.changed.items():
+        out.print(f"[yellow]~ {t(p)}[/yellow] ({lines(a, r)}{' lines' if a is not None else ''})")
+    for f in res.design_fields[:50]:
+        out.print(f"    design.json: {printable(f, 400)}", markup=False)
+    if len(res.design_fields) > 50:
+        out.print(f"    ... and {len(res.design_fields) - 50} more fields")
+    if res.empty:
+        out.print("no change")

@@ -1,0 +1,249 @@
+"""A design as NetBox objects: the rows of NetBox's bulk import, in the order NetBox needs them.
+
+One table per object kind, each with the column names of NetBox's own import form for that kind
+(``dcim/forms/bulk_import.py`` and ``extras/forms/bulk_import.py`` of NetBox 4.7) and only choice values
+those forms accept. A table's rows refer to objects of earlier tables by name, which is how NetBox's
+importer finds them, so the tables load in list order:
+
+    tags, site, locations (halls, then rows inside them), racks at their floor positions,
+    manufacturers, device types, device roles, devices in their racks at their U, interfaces, cables
+
+Names NetBox looks up across the whole instance are site-qualified, so two twin sites load into one
+NetBox: a device is ``<site>-<twin name>`` (interface and cable imports find devices by name alone),
+a row location ``<hall>-row<NN>`` (rack imports find locations by name within the site). Racks keep
+their twin ids (NetBox finds a rack within its site). Tags, manufacturers, device types and roles
+are catalog objects shared by every site (``Table.shared``): a second site's rows for them already
+exist.
+
+Every object carries the tag ``twin``: ``twin netbox push`` changes and deletes only objects with it.
+
+>>> device_name("lab-2zone", "atsw-01")
+'lab-2zone-atsw-01'
+>>> interface_type("ethernet", 400e9), interface_type("infiniband", 400e9), interface_type("ethernet", 1e6)
+('400gbase-x-qsfpdd', 'infiniband-ndr', 'other')
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from twin.compiler.design import Design
+from twin.compiler.fabric.ports import port_names
+from twin.compiler.place.model import NETWORK_RACK_U
+
+TAG = "twin"
+TAG_COLOR = "2f6a9f"
+STATUS = "planned"  # every object is a plan until someone installs it
+NAME_MAX = 64  # NetBox's limit on device, rack and interface names
+
+# Interface type per technology and port speed (Gbit/s). twin's catalog has port speeds but no cage
+# form factors: Ethernet ports are assumed QSFP-DD up to 400G and OSFP at 800G (the Tomahawk 4/5
+# switch norm); InfiniBand ports take NetBox's type for the 4x link rate of that speed.
+ETHERNET_TYPES = {100: "100gbase-x-qsfp28", 200: "200gbase-x-qsfp56", 400: "400gbase-x-qsfpdd", 800: "800gbase-x-osfp"}
+INFINIBAND_TYPES = {100: "infiniband-edr", 200: "infiniband-hdr", 400: "infiniband-ndr", 800: "infiniband-xdr"}
+# NetBox cable types for twin's media (kind, or fiber for pluggable optics)
+CABLE_TYPES = {"dac": "dac-passive", "aec": "dac-active", "aoc": "aoc", "mmf": "mmf-om4", "smf": "smf-os2"}
+ROLE_NAMES = {
+    "server": "GPU server", "rtsw": "RTSW", "ctsw": "CTSW", "atsw": "ATSW",
+    "leaf": "Leaf", "spine": "Spine", "super": "Super spine", "core": "Core",
+}
+ROLE_COLORS = {
+    "server": "4caf50", "rtsw": "2196f3", "ctsw": "3f51b5", "atsw": "9c27b0",
+    "leaf": "2196f3", "spine": "3f51b5", "super": "673ab7", "core": "9c27b0",
+}
+
+
+@dataclass(frozen=True)
+class Table:
+    """One bulk-import file: NetBox model, import page, columns and rows (all strings)."""
+
+    stem: str  # file name without .csv, numbered in import order, e.g. "08-devices"
+    model: str  # NetBox app.model, e.g. "dcim.device"
+    path: str  # NetBox's import page for it, e.g. "/dcim/devices/import/"
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    shared: bool = False  # catalog objects: may already exist, made by another site's import
+
+    def records(self) -> list[dict[str, str]]:
+        return [dict(zip(self.columns, r)) for r in self.rows]
+
+
+def device_name(site: str, node: str) -> str:
+    """NetBox device name of a twin device: unique across sites in one NetBox."""
+    return f"{site}-{node}"
+
+
+def row_location(hall: str, row: int) -> str:
+    return f"{hall}-row{row:02d}"
+
+
+def slugify(text: str) -> str:
+    """NetBox slug of a display name (letters, digits, '-').
+
+    >>> slugify("Meta/Celestica"), slugify("GPU server")
+    ('meta-celestica', 'gpu-server')
+    """
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unnamed"
+
+
+def interface_type(technology: str, speed: float) -> str:
+    table = INFINIBAND_TYPES if technology == "infiniband" else ETHERNET_TYPES
+    return table.get(round(speed / 1e9), "other")
+
+
+def kbps(speed: float) -> str:
+    """NetBox keeps interface speed in kbit/s."""
+    return str(round(speed / 1e3))
+
+
+def nic_end(graph, device: str, port: str) -> tuple[str, str]:
+    """(device, interface) as NetBox sees a cable end: a NIC is an interface ``nicN`` of its server."""
+    d = graph.nodes[device]
+    if d["role"] == "nic":
+        return d["server"], device[len(d["server"]) + 1:]
+    return device, port
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def _models(design: Design) -> dict[str, tuple[str, object]]:
+    """catalog name -> (manufacturer, entry) of every chassis, switch model and fabric attachment the
+    design uses (an attachment has no vendor: its device type's manufacturer is "unspecified")."""
+    spec = design.spec
+    used = {d["model"] for _, d in design.fabric.graph.nodes(data=True) if "model" in d}
+    attachments = {a.name: a for a in spec.fabric.attachments}
+    out: dict[str, tuple[str, object]] = {}
+    for name in sorted(used):
+        if name in spec.catalog.switches:
+            entry = spec.catalog.switches[name]
+        elif name in attachments:
+            entry = attachments[name]
+        else:
+            entry = spec.catalog.chassis[name]
+        out[name] = (getattr(entry, "vendor", "") or "unspecified", entry)
+    return out
+
+
+def import_set(design: Design) -> list[Table]:
+    """Every NetBox object of the design as bulk-import tables, in import order."""
+    spec, placement, fabric = design.spec, design.placement, design.fabric
+    if placement is None or fabric is None or design.cabling is None:
+        return []
+    site = spec.name
+    g = fabric.graph
+    tech = "infiniband" if fabric.technology == "infiniband" else "ethernet"
+    tags = TAG
+    tables = [Table("01-tags", "extras.tag", "/extras/tags/import/", ("name", "slug", "color", "weight", "description"),
+                    ((TAG, TAG, TAG_COLOR, "1000", "made by twin (twin netbox push changes only objects with this tag)"),), shared=True)]
+    tables.append(Table("02-sites", "dcim.site", "/dcim/sites/import/", ("name", "slug", "status", "description", "tags"),
+                        ((site, site, STATUS, spec.site.description, tags),)))
+    loc_rows = []
+    racks_by_hall: dict[str, set[int]] = {}
+    for r in placement.racks:
+        racks_by_hall.setdefault(r.position.hall, set()).add(r.position.row)
+    for hall in spec.site.halls:
+        if hall.name in racks_by_hall:
+            loc_rows.append((site, "", hall.name, hall.name, STATUS, f"data hall, {hall.rows} rows x {hall.positions_per_row} positions", tags))
+    for hall in spec.site.halls:
+        for row in sorted(racks_by_hall.get(hall.name, ())):
+            name = row_location(hall.name, row)
+            loc_rows.append((site, hall.name, name, name, STATUS, f"row {row} of hall {hall.name}", tags))
+    tables.append(Table("03-locations", "dcim.location", "/dcim/locations/import/",
+                        ("site", "parent", "name", "slug", "status", "description", "tags"), tuple(loc_rows)))
+    height = spec.rack_type.height_u
+    rack_rows = []
+    for r in sorted(placement.racks, key=lambda r: r.position):
+        p = r.position
+        what = (f"GPU rack, zone {r.zone + 1}" if r.kind == "gpu"
+                else f"network rack ({r.role}{'' if r.zone is None else f', zone {r.zone + 1}'})")
+        rack_rows.append((site, row_location(p.hall, p.row), r.id, f"{p.hall}/R{p.row:02d}/S{p.slot:02d}", STATUS,
+                          "4-post-cabinet", "19", str(height if r.kind == "gpu" else max(height, NETWORK_RACK_U)),
+                          "front-to-rear", f"{what}; hall {p.hall}, row {p.row}, position {p.slot}", tags))
+    tables.append(Table("04-racks", "dcim.rack", "/dcim/racks/import/",
+                        ("site", "location", "name", "facility_id", "status", "form_factor", "width", "u_height",
+                         "airflow", "description", "tags"), tuple(rack_rows)))
+    models = _models(design)
+    makers = sorted({m for m, _ in models.values()})
+    tables.append(Table("05-manufacturers", "dcim.manufacturer", "/dcim/manufacturers/import/",
+                        ("name", "slug", "tags"), tuple((m, slugify(m), tags) for m in makers), shared=True))
+    type_rows = []
+    for name, (maker, entry) in models.items():
+        type_rows.append((maker, name, name, str(entry.height_u), "true", "front-to-rear", _fmt(entry.weight), "kg",
+                          entry.description, tags))
+    tables.append(Table("06-device-types", "dcim.devicetype", "/dcim/device-types/import/",
+                        ("manufacturer", "model", "slug", "u_height", "is_full_depth", "airflow", "weight", "weight_unit",
+                         "description", "tags"), tuple(type_rows), shared=True))
+    roles = ["server"] + list(fabric.roles)
+    tables.append(Table("07-device-roles", "dcim.devicerole", "/dcim/device-roles/import/",
+                        ("name", "slug", "color", "description", "tags"),
+                        tuple((ROLE_NAMES.get(r, r), slugify(ROLE_NAMES.get(r, r)), ROLE_COLORS.get(r, "9e9e9e"),
+                               f"twin role {r}", tags) for r in roles), shared=True))
+    racks = {r.id: r for r in placement.racks}
+    dev_rows, if_rows = [], []
+    devices = [n for n, d in g.nodes(data=True) if d["role"] != "nic"]
+    for n in devices:
+        d = g.nodes[n]
+        rack = racks[d["rack"]]
+        maker, _ = models[d["model"]]
+        dev_rows.append((device_name(site, n), ROLE_NAMES.get(d["role"], d["role"]), maker, d["model"], STATUS, site,
+                         row_location(rack.position.hall, rack.position.row), rack.id, str(d["u"]), "front", n, tags))
+    for n in devices:
+        d = g.nodes[n]
+        dev = device_name(site, n)
+        if d["role"] == "server":
+            ch = spec.catalog.chassis[d["model"]]
+            for k in range(1, ch.nics + 1):
+                if_rows.append((dev, f"nic{k}", interface_type(tech, spec.nic_speed), kbps(spec.nic_speed), "true",
+                                f"backend NIC of GPU {k}", tags))
+            continue
+        if d["role"] == "endpoint":  # a fabric attachment: the ports it is cabled on
+            a = next(x for x in spec.fabric.attachments if x.name == d["model"])
+            for port, (lid, peer, peer_port) in fabric.ports(n).items():
+                if_rows.append((dev, port, interface_type(tech, a.speed), kbps(a.speed), "true",
+                                f"{lid} to {device_name(site, peer)} {peer_port}", tags))
+            continue
+        model = spec.catalog.switches[d["model"]]
+        linked = fabric.ports(n)
+        for port in port_names(model):
+            what = "unused"
+            if port in linked:
+                lid, peer, peer_port = linked[port]
+                pdev, pif = nic_end(g, peer, peer_port)
+                what = f"{lid} to {device_name(site, pdev)} {pif}"
+            if_rows.append((dev, port, interface_type(tech, model.port_speed), kbps(model.port_speed), "true", what, tags))
+    tables.append(Table("08-devices", "dcim.device", "/dcim/devices/import/",
+                        ("name", "role", "manufacturer", "device_type", "status", "site", "location", "rack",
+                         "position", "face", "description", "tags"), tuple(dev_rows)))
+    tables.append(Table("09-interfaces", "dcim.interface", "/dcim/interfaces/import/",
+                        ("device", "name", "type", "speed", "enabled", "description", "tags"), tuple(if_rows)))
+    plan = design.cabling
+    media = spec.catalog.media
+    cable_rows = []
+    for i, lk in enumerate(fabric.cables()):
+        med_name = plan.media[plan.medium[i]]
+        med = media[med_name]
+        a_dev, a_if = nic_end(g, lk.a, lk.a_port)
+        b_dev, b_if = nic_end(g, lk.b, lk.b_port)
+        cable_rows.append((site, device_name(site, a_dev), "dcim.interface", a_if,
+                           site, device_name(site, b_dev), "dcim.interface", b_if,
+                           CABLE_TYPES[med.kind if med.kind != "optic" else med.fiber], STATUS, lk.id,
+                           _fmt(plan.stock[i]), "m", f"{med_name}, {lk.tier}", tags))
+    tables.append(Table("10-cables", "dcim.cable", "/dcim/cables/import/",
+                        ("side_a_site", "side_a_device", "side_a_type", "side_a_name",
+                         "side_b_site", "side_b_device", "side_b_type", "side_b_name",
+                         "type", "status", "label", "length", "length_unit", "description", "tags"), tuple(cable_rows)))
+    return tables
+
+
+def long_names(tables: list[Table]) -> list[str]:
+    """Names over NetBox's 64-character limit (a long site name makes long device names)."""
+    out = []
+    for t in tables:
+        for rec in t.records():
+            for col in ("name", "device"):
+                if len(rec.get(col, "")) > NAME_MAX:
+                    out.append(f"{t.model} {rec[col]!r} has {len(rec[col])} characters (NetBox allows {NAME_MAX})")
+    return sorted(set(out))

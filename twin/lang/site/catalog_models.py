@@ -1,0 +1,194 @@
+"""The catalog's part of the input language: chassis, switch models (with their SONiC port map),
+cable media and the catalog that holds them (built-in entries in ``twin/lang/catalog/builtin.yaml``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from twin.lang.base import Model, Slug, Text
+from twin.lang.site.config_targets import ConfigName, check_technology
+from twin.lang.site.cost_models import FacilityCost
+from twin.lang.site.portmap import PortMap
+from twin.lang.site.power import PhasePower
+from twin.lang.site.reliability_models import FailureClass
+from twin.lang.units import DataRate, DataSize, Length, Mass, Power, Price, PricePerLength, Time
+
+# ---------------------------------------------------------------- catalog
+
+
+class Kernels(Model):
+    """How close a GPU's kernels come to its datasheet peaks: the few constants of the twin's compute
+    model (twin/twins/workload/compute.py). Efficiency of a GEMM with dimensions m, n, k is
+    ``gemm_efficiency x f(m) f(n) f(k)`` with ``f(d) = d / (d + gemm_half_dim)``; of an attention kernel
+    over a context of c tokens ``attention_efficiency x c / (c + attention_half_context)`` (forward) and
+    ``attention_backward`` times that (backward); memory-bound kernels move ``hbm_efficiency`` of the
+    datasheet HBM bandwidth. Every kernel is also held under the roofline ``bytes / HBM bandwidth``, and
+    all run at ``sustained`` of their benchmark speed."""
+
+    gemm_efficiency: float = Field(gt=0, le=1, description="large BF16 GEMMs in a benchmark: fraction of the dense peak")
+    gemm_half_dim: float = Field(64.0, gt=0, description="GEMM dimension at which a dimension halves the efficiency")
+    attention_efficiency: float = Field(gt=0, le=1, description="fused attention forward at long context: fraction of peak")
+    attention_half_context: float = Field(256.0, gt=0, description="context length (tokens) at which attention runs at half its efficiency")
+    attention_backward: float = Field(0.75, gt=0, le=2, description="backward attention efficiency relative to forward")
+    hbm_efficiency: float = Field(0.9, gt=0, le=1, description="fraction of HBM bandwidth memory-bound kernels sustain")
+    sustained: float = Field(1.0, gt=0, le=1, description="share of benchmark kernel speed a GPU keeps through a whole training or "
+                             "serving step (clocks at the power limit, launch gaps, kernels the model leaves out)")
+    source: Text = Field(min_length=1)
+
+
+class Chassis(Model):
+    """A GPU server (e.g. Grand Teton): what a rack is filled with."""
+
+    description: Text = ""
+    vendor: Text = Field("", description="maker of the chassis (NetBox manufacturer)")
+    gpus: int = Field(ge=0, le=256)
+    gpu_model: Text = "H100-SXM"
+    gpu_tdp: Power
+    gpu_min_power: Power | None = Field(None, description="lowest settable GPU power cap")
+    max_power: Power = Field(description="server input power at full load with GPUs at TDP")
+    nics: int = Field(ge=0, le=64, description="backend (GPU fabric) NICs")
+    nic_speed: DataRate
+    nvlink_bandwidth: DataRate | None = Field(None, description="per-GPU NVLink bandwidth, one direction")
+    gpu_peak_tflops: float = Field(989.0, gt=0, description="dense BF16 peak per GPU")
+    perf_vs_power: list[tuple[float, float]] = Field(
+        default_factory=list,
+        description="GPU throughput (fraction of TDP throughput) at power cap (fraction of TDP); concave",
+    )
+    phase_power: PhasePower | None = Field(None, description="per-GPU power by training phase (the power twin)")
+    hbm_bandwidth: DataRate | None = Field(None, description="per-GPU HBM bandwidth (datasheet); the roofline's memory roof")
+    gpu_memory: DataSize | None = Field(None, description="per-GPU HBM capacity; serving deployments must fit in it")
+    nic_latency: Time = Field(1e-6, description="RDMA NIC per-message latency (send and receive NIC together)")
+    kernels: Kernels | None = Field(None, description="sustained kernel efficiencies of the GPU (the compute model's constants)")
+    height_u: int = Field(ge=1, le=60)
+    weight: Mass
+    price: Price | None = Field(None, description="purchase price of one server, e.g. '270000 USD' (capex)")
+    source: Text = Field(min_length=1, description="where the figures come from, or 'assumed'")
+
+
+PORT_PLACEHOLDERS = ("n", "n0", "n0_step", "cage", "sub")
+PORT_CHARS = r"[A-Za-z0-9_./-]"  # what every target's interface names share; the placeholders render digits
+MAX_PORT_TEMPLATE = 40
+
+
+def render_port_name(template: str, n0: int, ports_per_cage: int, name_step: int = 1) -> str:
+    """Name of logical port ``n0`` (0-based): plain replacement of the placeholders, never ``str.format``."""
+    cage, sub = divmod(n0, ports_per_cage)
+    return (
+        template.replace("{n0_step}", str(n0 * name_step))
+        .replace("{n0}", str(n0))
+        .replace("{n}", str(n0 + 1))
+        .replace("{cage}", str(cage + 1))
+        .replace("{sub}", str(sub + 1))
+    )
+
+
+class SwitchModel(Model):
+    """A switch model: radix, speed and the physical figures placement and the BOM need."""
+
+    description: Text = ""
+    vendor: Text
+    technology: Literal["ethernet", "infiniband"] = "ethernet"
+    config: ConfigName = Field(
+        description="the configuration target its switches get: sonic (config_db.json), eos (EOS running-config), "
+        "opensm (InfiniBand: the subnet manager) or none; required, never guessed from the vendor",
+    )
+    asic: Text = Field("", description="switch ASIC, shown in the report's fabric table")
+    ports: int = Field(ge=1, le=4096, description="logical ports at port_speed")
+    port_speed: DataRate
+    ports_per_cage: int = Field(1, ge=1, le=8, description="e.g. 2 for an 800G OSFP cage split 2x400G")
+    port_name: str = Field(
+        "Ethernet{n}",
+        description="port naming: {n} 1-based port, {n0} 0-based, {n0_step} 0-based x port_map.name_step, "
+        "{cage} 1-based cage, {sub} 1-based lane",
+    )
+    port_map: PortMap | None = Field(None, description="SONiC platform port layout (required for SONiC configs)")
+    power: Power = Field(description="typical power with optics excluded")
+    max_power: Power | None = None
+    buffer: DataSize | None = Field(None, description="packet buffer; SONiC buffer pools are sized from it")
+    latency: Time = Field(description="port-to-port forwarding latency")
+    height_u: int = Field(ge=1, le=60)
+    weight: Mass
+    price: Price | None = Field(None, description="purchase price of one switch with its software licence (capex)")
+    source: Text = Field(min_length=1)
+
+    @field_validator("port_name")
+    @classmethod
+    def _port_name_placeholders(cls, v: str) -> str:
+        known = "|".join(PORT_PLACEHOLDERS)
+        bad = set(re.findall(r"\{([^}]*)\}", v)) - set(PORT_PLACEHOLDERS)
+        if bad:
+            raise ValueError(f"unknown placeholder(s) {sorted(bad)}; allowed: {', '.join(PORT_PLACEHOLDERS)}")
+        rest = re.sub(r"\{(" + known + r")\}", "", v)
+        if "{" in rest or "}" in rest:
+            raise ValueError("unbalanced braces")
+        if len(v) > MAX_PORT_TEMPLATE:
+            raise ValueError(f"{len(v)} characters; at most {MAX_PORT_TEMPLATE}")
+        bad_chars = sorted({c for c in rest if not re.fullmatch(PORT_CHARS, c)})
+        if bad_chars:
+            raise ValueError(f"port names become interface names in configs: {', '.join(map(repr, bad_chars))} not allowed "
+                             "(letters, digits, '_', '.', '/', '-' and the placeholders)")
+        if not re.match(r"[A-Za-z0-9{]", v):
+            raise ValueError("a port name starts with a letter, a digit or a placeholder")
+        return v
+
+    @field_validator("config")
+    @classmethod
+    def _config_fits_technology(cls, v: str, info) -> str:
+        if "technology" in info.data:
+            check_technology(v, info.data["technology"])
+        return v
+
+    @model_validator(mode="after")
+    def _cages(self) -> "SwitchModel":
+        if self.ports % self.ports_per_cage:
+            raise ValueError(f"ports ({self.ports}) must be a multiple of ports_per_cage ({self.ports_per_cage})")
+        if "{n0_step}" in self.port_name and self.port_map is None:
+            raise ValueError("port_name uses {n0_step}, which needs a port_map (its name_step)")
+        step = self.port_map.name_step if self.port_map is not None else 1
+        names = {render_port_name(self.port_name, i, self.ports_per_cage, step) for i in range(self.ports)}
+        if len(names) != self.ports:
+            raise ValueError(f"port_name '{self.port_name}' gives two ports the same name; use {{n}} or {{cage}}/{{sub}}")
+        if self.port_map is not None and self.port_map.speeds[0] != self.port_speed:
+            raise ValueError(
+                f"port_map breakout mode '{self.port_map.breakouts[0]}' runs ports at "
+                f"{self.port_map.speeds[0] / 1e9:g}G, port_speed is {self.port_speed / 1e9:g}G"
+            )
+        return self
+
+
+class Medium(Model):
+    """A cable or optic: reach decides where it can be used, power and count go to the BOM."""
+
+    description: Text = ""
+    kind: Literal["dac", "aec", "aoc", "optic"]
+    speed: DataRate
+    reach: Length
+    min_length: Length = 0.0
+    power_per_end: Power = 0.0
+    fiber: Literal["copper", "mmf", "smf"]
+    connector: Text = ""
+    stock_lengths: list[Length] = Field(min_length=1)
+    weight_per_metre: Mass = Field(description="cable mass per metre of length")
+    price: Price | None = Field(None, description="optic: one transceiver; DAC, AEC, AOC: one cable assembly (capex)")
+    price_per_metre: PricePerLength = Field(0.0, description="optic: its fiber per metre; DAC, AEC, AOC: added to the assembly per metre")
+    source: Text = Field(min_length=1)
+
+    @property
+    def pluggable(self) -> bool:
+        """Optics are two transceivers plus a fiber; DAC/AEC/AOC are one assembly with fixed ends."""
+        return self.kind == "optic"
+
+
+class Catalog(Model):
+    """Hardware entries; a site's catalog adds to (and may override) the built-in one."""
+
+    chassis: dict[Slug, Chassis] = Field(default_factory=dict)
+    switches: dict[Slug, SwitchModel] = Field(default_factory=dict)
+    media: dict[Slug, Medium] = Field(default_factory=dict)
+    reliability: dict[Slug, FailureClass] = Field(default_factory=dict, description="failure classes (twin/lang/site/reliability_models.py)")
+    facility: dict[Literal["air", "liquid"], FacilityCost] = Field(
+        default_factory=dict, description="capital cost of a hall per watt of critical IT load, by cooling medium (twin/lang/site/cost_models.py)")

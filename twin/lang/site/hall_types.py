@@ -1,0 +1,249 @@
+"""Hall types: named hall templates, expanded into ordinary halls before validation.
+
+A site with eight identical data halls writes the hall once under ``hall_types:`` and each hall names it::
+
+    hall_types:
+      meta-hall: {rows: 12, positions_per_row: 18, power: {utility: 7 MW, busway_rating: 500 kW}, ...}
+    halls:
+      - {name: dh1, type: meta-hall, origin: [0 m, 0 m]}
+      - {name: dh2, type: meta-hall, origin: [20 m, 0 m], power: {utility: 9 MW}}
+
+A hall takes every field it does not set from its type; nested mappings (``power``, ``cooling``) merge
+key by key, anything else (numbers, lists such as ``reserved``) is replaced whole. The expansion works on
+the loaded YAML (:class:`~twin.lang.loader.Source`), before the models see it, so every later stage, the
+``Spec`` and ``design.json`` see ordinary halls. Each inherited value keeps the position of the line in
+the type that gave it, and :func:`origin` tells validation which hall and type a path came from, so an
+error in an inherited field points at the type and names the hall ("hall dh3 (type meta-hall): ...").
+
+The models below describe the language as written (with ``hall_types`` and ``type``) for the JSON
+Schema and ``schemas/reference.md``; validation itself runs :class:`~twin.lang.site.models.Site` on the
+expanded halls.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from twin.lang.base import SLUG, Model, Slug
+from twin.lang.diagnostics import Diagnostic, Severity
+from twin.lang.loader import PathT, Source
+from twin.lang.site.campus import Building
+from twin.lang.site.models import Hall, Site
+
+
+@dataclass(frozen=True)
+class Inherited:
+    """Where an expanded hall's value came from: ``hall`` took it from ``type`` at ``type_path``."""
+
+    hall: str
+    type: str
+    type_path: PathT
+
+
+# ---------------------------------------------------------------- the language as written (schema, reference)
+
+_MERGE_NOTE = "nested sections merge field by field with the hall's own; lists are replaced whole"
+
+
+PARTIAL_OF: dict[type[BaseModel], type[BaseModel]] = {}
+"""Each partial model (every field optional) and the model whose fields it takes (for the reference)."""
+
+
+def _partial(model: type[BaseModel], name: str, doc: str, keep: tuple[str, ...] = (), drop: tuple[str, ...] = (),
+             first: dict[str, tuple] | None = None) -> type[BaseModel]:
+    """``model`` with every field optional (``keep`` stays required), nested models partial in turn."""
+    fields: dict[str, tuple] = dict(first or {})
+    for key, f in model.model_fields.items():
+        if key in drop:
+            continue
+        ann = f.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            ann = _nested_partial(ann)
+        info = copy.copy(f)
+        if key not in keep:
+            info.default, info.default_factory = None, None
+        fields[key] = (ann, info)
+    partial = create_model(name, __base__=Model, __doc__=doc, **fields)
+    PARTIAL_OF[partial] = model
+    return partial
+
+
+def _nested_partial(model: type[BaseModel]) -> type[BaseModel]:
+    for partial, of in PARTIAL_OF.items():
+        if of is model and partial.__name__ == f"Partial{model.__name__}":
+            return partial
+    return _partial(model, f"Partial{model.__name__}", f"Any field of {model.__name__}, all optional.")
+
+
+HallType = _partial(
+    Hall, "HallType",
+    f"A named hall template under hall_types: any field of Hall except name, all optional. A hall that names "
+    f"the type with `type:` takes every field it does not set from here; {_MERGE_NOTE}.",
+    drop=("name",),
+)
+
+TypedHall = _partial(
+    Hall, "TypedHall",
+    f"A hall that names a hall type: name and type, then any field of Hall to override the type's; {_MERGE_NOTE}.",
+    keep=("name",),
+    first={"type": (Slug, Field(description="a name under hall_types: the hall takes every field it does not set from it"))},
+)
+
+
+def _building_input() -> type[BaseModel]:
+    """A campus building as written: its halls in full or with a hall type (expanded by twin.lang.site.campus)."""
+    fields: dict[str, tuple] = {}
+    for key, f in Building.model_fields.items():
+        if key == "halls":
+            fields[key] = (list[Hall | TypedHall], Field(min_length=1, description="the building's halls: every field, or a `type:` plus overrides"))
+        else:
+            fields[key] = (f.annotation, copy.copy(f))
+    return create_model("Building", __base__=Model, __doc__=Building.__doc__, **fields)
+
+
+def _site_input() -> type[BaseModel]:
+    fields: dict[str, tuple] = {}
+    for key, f in Site.model_fields.items():
+        if key == "halls":
+            fields["halls"] = (list[Hall | TypedHall], Field(
+                default_factory=list, description="the data halls: every field, or a `type:` from hall_types plus overrides "
+                "(a campus writes them under buildings instead)"))
+            fields["hall_types"] = (dict[Slug, HallType], Field(
+                default_factory=dict, description="named hall templates that halls name with `type:` (write a repeated hall once)"))
+        elif key == "buildings":
+            fields[key] = (list[_building_input()], Field(default_factory=list, description=f.description))
+        else:
+            fields[key] = (f.annotation, copy.copy(f))
+    model = create_model("Site", __base__=Model, __doc__=Site.__doc__, **fields)
+    model.model_config = ConfigDict(**{**Model.model_config, "title": Site.model_config.get("title"),
+                                       "json_schema_extra": {"anyOf": [{"required": ["halls"]}, {"required": ["buildings"]}]}})
+    model.model_rebuild(force=True)
+    return model
+
+
+SiteInput = _site_input()
+"""The site language as written: :class:`~twin.lang.site.models.Site` plus ``hall_types`` and typed halls."""
+
+
+# ---------------------------------------------------------------- expansion
+
+
+def expand(src: Source) -> tuple[Source, list[Diagnostic]]:
+    """Halls with a ``type`` merged with their type; the source keeps a position for every new path.
+
+    Returns the expanded source (``hall_types`` removed, ``inherited`` filled) and diagnostics: errors
+    (unknown type, a type that is not a mapping, a type giving ``name`` or ``type``) stop validation;
+    a warning marks a type no hall uses.
+
+    >>> from twin.lang.loader import load_text
+    >>> text = "hall_types:\\n  h: {rows: 2, power: {utility: 1 MW}}\\nhalls:\\n  - {name: a, type: h, power: {derating: 0.7}}\\n"
+    >>> src, diags = expand(load_text(text))
+    >>> src.data["halls"][0], diags
+    ({'name': 'a', 'power': {'derating': 0.7, 'utility': '1 MW'}, 'rows': 2}, [])
+    >>> origin(src, ("halls", 0, "power", "utility"))
+    Inherited(hall='a', type='h', type_path=('hall_types', 'h', 'power', 'utility'))
+    """
+    data = src.data
+    if not isinstance(data, dict) or ("hall_types" not in data and not _typed_halls(data.get("halls"))):
+        return src, []
+    diags: list[Diagnostic] = []
+
+    def say(severity: Severity, path: PathT, message: str, expected: str = "") -> None:
+        diags.append(Diagnostic(severity, src.path, *src.locate(path), tuple(path), message, expected))
+
+    types = data.get("hall_types", {})
+    if not isinstance(types, dict):
+        say(Severity.ERROR, ("hall_types",), "hall_types must map type names to hall fields", "hall_types: {name: {rows: 12, ...}}")
+        return src, diags
+    for name, body in types.items():
+        loc = ("hall_types", name)
+        if not re.fullmatch(SLUG, name):
+            say(Severity.ERROR, loc, f"hall type name '{name}' is not valid", "lower-case letters, digits and '-', at most 63")
+        if not isinstance(body, dict):
+            say(Severity.ERROR, loc, "a hall type must be a mapping of hall fields", "rows:, positions_per_row:, power:, ...")
+            continue
+        for key, why in (("name", "each hall gives its own name"), ("type", "hall types do not name other types")):
+            if key in body:
+                say(Severity.ERROR, loc + (key,), f"a hall type cannot set '{key}': {why}", f"no '{key}' under hall_types")
+
+    positions = dict(src.positions)
+    inherited: dict[PathT, Inherited] = {}
+    halls = data.get("halls")
+    used: set[str] = set()
+    under: dict[str, list] = {}  # type -> (path, position) of everything written under it
+    out_halls = halls
+    if isinstance(halls, list):
+        out_halls = []
+        for i, hall in enumerate(halls):
+            if not (isinstance(hall, dict) and "type" in hall):
+                out_halls.append(hall)
+                continue
+            tname = hall["type"]
+            if not isinstance(tname, str) or tname not in types:
+                say(Severity.ERROR, ("halls", i, "type"), f"unknown hall type '{tname}'", _did_you_mean(tname, types))
+                out_halls.append(hall)
+                continue
+            used.add(tname)
+            body = types[tname]
+            if not isinstance(body, dict):
+                out_halls.append(hall)
+                continue
+            label = hall["name"] if isinstance(hall.get("name"), str) else f"halls[{i}]"
+            own = {k: v for k, v in hall.items() if k != "type"}
+            index = under.setdefault(tname, [(p, xy) for p, xy in src.positions.items() if p[:2] == ("hall_types", tname)])
+            out_halls.append(_merge(body, own, ("hall_types", tname), ("halls", i), Inherited(label, tname, ()), index, positions, inherited))
+    for name in types:
+        if name not in used and isinstance(types[name], dict):
+            say(Severity.WARNING, ("hall_types", name), f"hall type '{name}' is not used by any hall", "type: " + name + " in a hall, or remove it")
+    if any(d.severity is Severity.ERROR for d in diags):
+        return src, diags
+    new_data = {k: (out_halls if k == "halls" else v) for k, v in data.items() if k != "hall_types"}
+    return replace(src, data=new_data, positions=positions, inherited=inherited), diags
+
+
+def origin(src: Source, path: PathT) -> Inherited | None:
+    """The hall and type a diagnostic path came from, if the nearest value on it was inherited."""
+    return src.inherited.get(src.anchor(path))
+
+
+def _typed_halls(halls: Any) -> bool:
+    return isinstance(halls, list) and any(isinstance(h, dict) and "type" in h for h in halls)
+
+
+def _merge(base: dict, own: dict, base_loc: PathT, own_loc: PathT, tag: Inherited, index: list,
+           positions: dict, inherited: dict) -> dict:
+    """``own`` over ``base``; every path taken from ``base`` gets its position and an :class:`Inherited`."""
+    out: dict = {}
+    for key, mine in own.items():
+        value = base.get(key)
+        if isinstance(value, dict) and isinstance(mine, dict):
+            out[key] = _merge(value, mine, base_loc + (key,), own_loc + (key,), tag, index, positions, inherited)
+        else:
+            out[key] = mine
+    for key, value in base.items():
+        if key not in own:
+            out[key] = value
+            _inherit(base_loc + (key,), own_loc + (key,), tag, index, positions, inherited)
+    return out
+
+
+def _inherit(base_loc: PathT, own_loc: PathT, tag: Inherited, index: list, positions: dict, inherited: dict) -> None:
+    n = len(base_loc)
+    for path, pos in index:
+        if path[:n] == base_loc:
+            new = own_loc + path[n:]
+            positions[new] = pos
+            inherited[new] = replace(tag, type_path=path)
+
+
+def _did_you_mean(name: Any, types: dict) -> str:
+    close = difflib.get_close_matches(str(name), [str(t) for t in types], n=1)
+    if close:
+        return f"did you mean '{close[0]}'?"
+    return ("one of: " + ", ".join(sorted(map(str, types)))) if types else "a name defined under hall_types:"

@@ -1,5 +1,0 @@
-"""The power and thermal twin: the site's draw over time as busways and the utility see it.
-
-Entry point: :func:`twin.sim.power.run.simulate_power` (``twin simulate`` calls it for a scenario's
-``power:`` section). See README "Power and thermal twin" and ARCHITECTURE.md for the modules.
-"""

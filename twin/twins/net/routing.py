@@ -1,0 +1,367 @@
+"""Routing schemes: which arcs each queue pair of a transfer crosses, as a sparse flow x arc matrix.
+
+A *transfer* is "GPU a sends B bytes to GPU b"; the collective library splits it evenly over ``qps``
+queue pairs (NCCL_IB_QPS_PER_CONNECTION), each pinned to one path by the switches' hashes. Schemes:
+
+- ``ecmp``: per-switch hash of the 5-tuple; QPs differ only by the UDP source port RoCEv2 derives
+  from the QP numbers.
+- ``e-ecmp``: the same plus the destination QP (Meta's enhanced ECMP).
+- ``static``: Meta's earlier path pinning: at every switch the member is the destination's host index
+  (its position among its leaf's NICs) modulo the group size, so hosts at the same position in two
+  racks share uplinks.
+- ``spray``: ideal packet spraying / adaptive routing: each switch splits traffic evenly over every
+  next hop towards the destination; the upper bound a hash can approach.
+- ``te``: an optimal traffic-engineered split (min-max link load LP, see :mod:`twin.twins.net.te`); it is a
+  reference number, not a per-flow route.
+
+On a rail-only fabric the rails never meet: a transfer to another rail on another server is
+forwarded over NVLink to the source server's GPU on the destination's rail, which sends it over that
+rail (:func:`relays`; the rail-only paper's scheme, and NCCL's PXN). Its flows then cross both
+NVLink arcs and the network path, pipelined as PXN does.
+
+Flows with the same path and size are aggregated into one *class* with a count: their max-min rates
+are equal, so the fluid model solves one variable per class. A 24K-GPU ring step has 393K QP flows and
+~250K classes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.sparse import csc_matrix
+
+from twin.lang.site.models import FIVE_TUPLE
+from twin.twins.net import hashing
+from twin.twins.net.topology import Net
+
+SCHEMES = ("ecmp", "e-ecmp", "static", "spray", "te")
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """One routing configuration to compare (a scenario lists several side by side)."""
+
+    name: str
+    kind: str = "e-ecmp"
+    qps: int = 16
+    hash_function: str = "xxmix"
+    seed: int = 1
+    per_switch: bool = True
+    hash_fields: tuple[str, ...] = FIVE_TUPLE
+    ecmp_width: int | None = None
+
+    def fields(self) -> list[str]:
+        f = [x for x in self.hash_fields if x != "roce-dst-qp"]
+        if self.kind == "e-ecmp":
+            f.append("roce-dst-qp")
+        return f
+
+
+@dataclass
+class Routed:
+    """Flow classes of one phase: ``A[arc, class]`` = members x fraction of a member's rate on the arc."""
+
+    A: csc_matrix
+    size: np.ndarray  # bytes per member flow
+    count: np.ndarray  # members per class
+    latency: np.ndarray  # path latency of the class (s)
+    n_flows: int
+    notes: list[str] = field(default_factory=list)
+
+
+def route(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray, nbytes: np.ndarray, scheme: Scheme,
+          conns: int = 1, pxn: bool = False) -> Routed:
+    """Route every transfer of a phase under ``scheme``; intra-server transfers take NVLink.
+
+    Each transfer runs over ``conns`` connections (NCCL channels), each with the scheme's QPs, so a
+    hashed transfer is ``conns x qps`` flows. With ``pxn``, a transfer to another rail of another
+    server first crosses NVLink to the source server's GPU on the destination's rail (NCCL's PXN and
+    rail-aligned rings), so the network hop stays on one rail."""
+    src_gpu = np.asarray(src_gpu, np.int64)
+    dst_gpu = np.asarray(dst_gpu, np.int64)
+    nbytes = np.asarray(nbytes, float)
+    keep = (src_gpu != dst_gpu) & (nbytes > 0)
+    src_gpu, dst_gpu, nbytes = src_gpu[keep], dst_gpu[keep], nbytes[keep]
+    same = net.gpu_server[src_gpu] == net.gpu_server[dst_gpu]
+    nvl = same & (net.gpu_nvl_out[src_gpu] >= 0)
+    parts = []
+    if nvl.any():
+        parts.append(_nvlink(net, src_gpu[nvl], dst_gpu[nvl], nbytes[nvl]))
+    netw = ~nvl
+    if netw.any():
+        sg, dg = src_gpu[netw], dst_gpu[netw]
+        rel = relays(net, sg, dg)
+        if pxn:
+            rel = np.where(rel >= 0, rel, pxn_relays(net, sg, dg))
+        via = np.where(rel >= 0, rel, sg)
+        pre = np.full((len(sg), 2), -1, np.int64)
+        fw = rel >= 0
+        pre[fw, 0] = net.gpu_nvl_out[sg[fw]]
+        pre[fw, 1] = net.gpu_nvl_in[rel[fw]]
+        s_nic = net.gpu_nic[via]
+        d_nic = net.gpu_nic[dg]
+        b = nbytes[netw]
+        if scheme.kind in ("spray", "te"):
+            parts.append(_spray(net, s_nic, d_nic, b, pre))
+        elif scheme.kind in ("ecmp", "e-ecmp", "static"):
+            parts.append(_hashed(net, s_nic, d_nic, b, scheme, pre, conns))
+        else:
+            raise ValueError(f"unknown routing scheme {scheme.kind!r}; expected one of {', '.join(SCHEMES)}")
+    return _concat(net, parts)
+
+
+def relays(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray) -> np.ndarray:
+    """The GPU each network transfer is forwarded through, -1 where the network reaches the
+    destination directly.
+
+    Why: on a rail-only fabric (arXiv 2307.12169) the rails never meet, so GPU i of one server has
+    no network path to GPU j != i of another. The paper forwards such traffic inside the source's
+    high-bandwidth (NVLink) domain to the GPU on the destination's rail, which then sends it over
+    that rail (NCCL's PXN does the same on rail-optimized fabrics). The relay is the source-server
+    GPU with the destination's local index when its NIC reaches the destination's leaf, else the
+    first source-server GPU whose NIC does. Without NVLink, or with no such GPU, the destination is
+    unreachable and routing raises."""
+    src_gpu = np.asarray(src_gpu, np.int64)
+    dst_gpu = np.asarray(dst_gpu, np.int64)
+    out = np.full(len(src_gpu), -1, np.int64)
+    if not len(src_gpu) or not len(net.leaf_of_dest):
+        return out
+
+    def reaches(g: np.ndarray, d: np.ndarray) -> np.ndarray:
+        sl = net.nic_leaf[net.gpu_nic[g]]
+        dl = net.nic_leaf[net.gpu_nic[d]]
+        ok = (sl >= 0) & (dl >= 0)
+        t = net.dest_of_switch[np.where(ok, dl, 0)]
+        return ok & (t >= 0) & (net.dist[np.where(t >= 0, t, 0), np.where(ok, sl, 0)] >= 0)
+
+    need = ~reaches(src_gpu, dst_gpu) & (net.nic_leaf[net.gpu_nic[src_gpu]] >= 0) & (net.nic_leaf[net.gpu_nic[dst_gpu]] >= 0)
+    if not need.any():
+        return out
+    srv = net.gpu_server
+    first = np.searchsorted(srv, srv[src_gpu[need]])  # GPUs are numbered server by server
+    width = np.bincount(srv, minlength=int(srv.max()) + 1)[srv[src_gpu[need]]]
+    cand = first + np.minimum(net.gpu_local[dst_gpu[need]], width - 1)
+    ok = reaches(cand, dst_gpu[need]) & (net.gpu_nvl_out[src_gpu[need]] >= 0)
+    idx = np.flatnonzero(need)
+    out[idx[ok]] = cand[ok]
+    for k in np.flatnonzero(~ok):  # rare: the rail index differs from the GPU index; search the server
+        s, d = int(src_gpu[idx[k]]), int(dst_gpu[idx[k]])
+        if net.gpu_nvl_out[s] < 0:
+            continue
+        peers = np.arange(first[k], first[k] + width[k])
+        hit = peers[reaches(peers, np.full(len(peers), d))]
+        if len(hit):
+            out[idx[k]] = hit[0]
+    return out
+
+
+def pxn_relays(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray) -> np.ndarray:
+    """PXN: the source-server GPU with the destination's local index, for transfers between servers
+    whose GPUs differ in local index (another rail) and whose server has NVLink; -1 elsewhere."""
+    out = np.full(len(src_gpu), -1, np.int64)
+    cross = (net.gpu_server[src_gpu] != net.gpu_server[dst_gpu]) & (net.gpu_local[src_gpu] != net.gpu_local[dst_gpu])
+    cross &= net.gpu_nvl_out[src_gpu] >= 0
+    if not cross.any():
+        return out
+    srv = net.gpu_server[src_gpu[cross]]
+    first = np.searchsorted(net.gpu_server, srv)  # GPUs are numbered server by server
+    width = np.bincount(net.gpu_server, minlength=int(net.gpu_server.max()) + 1)[srv]
+    loc = net.gpu_local[dst_gpu[cross]]
+    ok = loc < width
+    idx = np.flatnonzero(cross)[ok]
+    out[idx] = first[ok] + loc[ok]
+    return out
+
+
+def _nvlink(net: Net, s: np.ndarray, d: np.ndarray, b: np.ndarray) -> Routed:
+    k = len(s)
+    rows = np.stack([net.gpu_nvl_out[s], net.gpu_nvl_in[d]], axis=1).reshape(-1)
+    cols = np.repeat(np.arange(k), 2)
+    A = csc_matrix((np.ones(2 * k), (rows, cols)), shape=(net.n_arcs, k))
+    return Routed(A, b, np.ones(k), np.zeros(k), k)
+
+
+def flows_per_transfer(scheme: Scheme, conns: int = 1) -> int:
+    """QP flows a transfer is split into: ``conns`` connections of ``qps`` QPs (static pinning: one)."""
+    return 1 if scheme.kind == "static" else max(1, conns) * scheme.qps
+
+
+def hashed_paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme: Scheme, conns: int = 1) -> np.ndarray:
+    """Arc path of every QP flow, shape (transfers * flows, hops), padded with -1.
+
+    Rows are ordered transfer-major (transfer i, QP q at row i * flows + q)."""
+    qps = flows_per_transfer(scheme, conns)
+    src = np.repeat(s_nic, qps)
+    dst = np.repeat(d_nic, qps)
+    qp = np.tile(np.arange(qps), len(s_nic))
+    F = len(src)
+    cur = net.nic_leaf[src].copy()
+    tgt = net.dest_of_switch[net.nic_leaf[dst]]
+    if (cur < 0).any() or (tgt < 0).any():
+        raise ValueError("a GPU's NIC has no link to a leaf switch (a failed server or NIC link?)")
+    hops = int(net.dist.max()) if net.dist.size else 0
+    P = np.full((F, hops + 2), -1, np.int64)
+    P[:, 0] = net.nic_up[src]
+    if scheme.kind == "static":
+        key = net.nic_host[dst]
+    else:
+        h = hashing.base_hash(hashing.flow_fields(src, dst, qp), scheme.fields(), scheme.hash_function, scheme.seed)
+        seeds = hashing.switch_seeds(net.n_switches, scheme.seed, scheme.per_switch)
+    idx = np.arange(F)
+    for k in range(1, hops + 1):
+        at = cur != net.leaf_of_dest[tgt]
+        if not at.any():
+            break
+        i = idx[at]
+        g = net.group_of[cur[i], tgt[i]]
+        if (g < 0).any():
+            raise ValueError("some destinations are unreachable (failures partition the fabric)")
+        n = net.group_ptr[g + 1] - net.group_ptr[g]
+        if scheme.ecmp_width:
+            n = np.minimum(n, scheme.ecmp_width)
+        if scheme.kind == "static":
+            m = key[i] % n
+        else:
+            m = hashing.choose(h[i], seeds[cur[i]], n)
+        arc = net.group_arcs[net.group_ptr[g] + m]
+        P[i, k] = arc
+        cur[i] = net.arc_head[arc]
+    last = np.argmax(P < 0, axis=1)
+    P[np.arange(F), last] = net.nic_down[dst]
+    return P
+
+
+def _hashed(net: Net, s_nic, d_nic, b, scheme: Scheme, pre: np.ndarray | None = None, conns: int = 1) -> Routed:
+    """Hashed QP flows aggregated into classes; ``pre`` (transfers x 2, -1 = none) holds the NVLink
+    arcs of a forwarded transfer (see :func:`relays`), prepended to each of its QPs' paths."""
+    qps = flows_per_transfer(scheme, conns)
+    P = hashed_paths(net, s_nic, d_nic, scheme, conns)
+    if pre is not None and (pre >= 0).any():
+        P = np.concatenate([np.repeat(pre, qps, axis=0), P], axis=1)
+    size = np.repeat(b / qps, qps)
+    # aggregate identical (path, size) rows into classes
+    size_id = np.unique(size, return_inverse=True)[1].reshape(-1)
+    key = np.concatenate([P, size_id[:, None]], axis=1)
+    first, _, count = _row_classes(key)
+    Pc = key[first, :-1]
+    K = len(first)
+    valid = Pc >= 0
+    rows = Pc[valid]
+    cols = np.nonzero(valid)[0]
+    A = csc_matrix((count[cols].astype(float), (rows, cols)), shape=(net.n_arcs, K))
+    lat = np.where(valid, net.arc_latency[np.where(valid, Pc, 0)], 0.0).sum(axis=1)
+    return Routed(A, size[first], count.astype(float), lat, len(P))
+
+
+_ROW_MIX = np.random.default_rng(20240805).integers(1, 2**63, size=64, dtype=np.uint64) | np.uint64(1)
+
+
+def _row_classes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Identical rows of ``key`` as classes: (first row of each class, class of each row, members),
+    classes in order of first appearance. Rows are keyed by a 64-bit mix (a 1-D sort instead of a
+    lexicographic one, ~5x faster on a million flows), checked exactly; an exact sort is the fallback."""
+    if key.shape[1] <= len(_ROW_MIX):
+        with np.errstate(over="ignore"):
+            h = hashing.fmix64((key.astype(np.uint64) * _ROW_MIX[: key.shape[1]]).sum(axis=1, dtype=np.uint64))
+        _, first, inv, count = np.unique(h, return_index=True, return_inverse=True, return_counts=True)
+        inv = np.asarray(inv).reshape(-1)
+        if not np.array_equal(key[first][inv], key):
+            _, first, inv, count = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
+            inv = np.asarray(inv).reshape(-1)
+    else:
+        _, first, inv, count = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
+        inv = np.asarray(inv).reshape(-1)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return first[order], rank[inv], count[order]
+
+
+def spray_fractions(net: Net, leaf: int, t: int) -> tuple[np.ndarray, np.ndarray]:
+    """(arcs, fraction) of traffic from switch ``leaf`` to destination ``t`` split evenly per hop."""
+    goal = net.leaf_of_dest[t]
+    nodes = np.array([leaf])
+    mass = np.array([1.0])
+    arcs_out, frac_out = [], []
+    while len(nodes):
+        live = nodes != goal
+        nodes, mass = nodes[live], mass[live]
+        if not len(nodes):
+            break
+        g = net.group_of[nodes, t]
+        if (g < 0).any():
+            raise ValueError("some destinations are unreachable (failures partition the fabric)")
+        start, stop = net.group_ptr[g], net.group_ptr[g + 1]
+        n = stop - start
+        rep = np.repeat(np.arange(len(nodes)), n)
+        offs = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
+        arcs = net.group_arcs[start[rep] + offs]
+        f = (mass / n)[rep]
+        arcs_out.append(arcs)
+        frac_out.append(f)
+        heads = net.arc_head[arcs]
+        nodes, inv = np.unique(heads, return_inverse=True)
+        mass = np.bincount(inv.reshape(-1), weights=f, minlength=len(nodes))
+    if not arcs_out:
+        return np.zeros(0, np.int64), np.zeros(0)
+    a = np.concatenate(arcs_out)
+    f = np.concatenate(frac_out)
+    ua, inv = np.unique(a, return_inverse=True)
+    return ua, np.bincount(inv.reshape(-1), weights=f)
+
+
+def _spray(net: Net, s_nic, d_nic, b, pre: np.ndarray | None = None) -> Routed:
+    src_leaf = net.nic_leaf[s_nic]
+    t = net.dest_of_switch[net.nic_leaf[d_nic]]
+    pair_key = src_leaf * max(1, len(net.leaf_of_dest)) + t
+    pairs, pinv = np.unique(pair_key, return_inverse=True)
+    pinv = pinv.reshape(-1)
+    p_arcs, p_frac, p_ptr, p_lat = [], [], [0], []
+    for pk in pairs:
+        a, f = spray_fractions(net, int(pk // max(1, len(net.leaf_of_dest))), int(pk % max(1, len(net.leaf_of_dest))))
+        p_arcs.append(a)
+        p_frac.append(f)
+        p_ptr.append(p_ptr[-1] + len(a))
+        p_lat.append(float((net.arc_latency[a] * f).sum()))  # mean over the split = per-hop latency sum
+    p_arcs_a = np.concatenate(p_arcs) if p_arcs else np.zeros(0, np.int64)
+    p_frac_a = np.concatenate(p_frac) if p_frac else np.zeros(0)
+    p_ptr_a = np.asarray(p_ptr)
+    K = len(s_nic)
+    n = p_ptr_a[pinv + 1] - p_ptr_a[pinv]
+    rep = np.repeat(np.arange(K), n)
+    offs = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
+    mid = p_ptr_a[pinv][rep] + offs
+    rows = np.concatenate([net.nic_up[s_nic], p_arcs_a[mid], net.nic_down[d_nic]])
+    cols = np.concatenate([np.arange(K), rep, np.arange(K)])
+    vals = np.concatenate([np.ones(K), p_frac_a[mid], np.ones(K)])
+    if pre is not None and (pre >= 0).any():
+        fr, fc = np.nonzero(pre >= 0)
+        rows = np.concatenate([rows, pre[fr, fc]])
+        cols = np.concatenate([cols, fr])
+        vals = np.concatenate([vals, np.ones(len(fr))])
+    A = csc_matrix((vals, (rows, cols)), shape=(net.n_arcs, K))
+    lat = net.arc_latency[net.nic_up[s_nic]] + np.asarray(p_lat)[pinv] + net.arc_latency[net.nic_down[d_nic]]
+    return Routed(A, np.asarray(b, float), np.ones(K), lat, K)
+
+
+def _concat(net: Net, parts: list[Routed]) -> Routed:
+    from scipy.sparse import hstack
+
+    if not parts:
+        return Routed(csc_matrix((net.n_arcs, 0)), np.zeros(0), np.zeros(0), np.zeros(0), 0)
+    if len(parts) == 1:
+        return parts[0]
+    return Routed(
+        hstack([p.A for p in parts], format="csc"),
+        np.concatenate([p.size for p in parts]),
+        np.concatenate([p.count for p in parts]),
+        np.concatenate([p.latency for p in parts]),
+        sum(p.n_flows for p in parts),
+    )
+
+
+def link_load(net: Net, routed: Routed, rates: np.ndarray | None = None) -> np.ndarray:
+    """Bytes (or bytes/s, given rates per member) each arc carries; with no rates, offered bytes."""
+    x = routed.size if rates is None else rates
+    return routed.A @ x

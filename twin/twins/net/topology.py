@@ -1,0 +1,387 @@
+"""The fabric graph compiled once into flat arrays the twin can vectorise over.
+
+Why arrays: a 24K-GPU fabric has ~100K links and a collective has ~400K queue-pair flows; walking
+networkx per flow would take minutes. We turn every cable into two directed *arcs* (parallel cables
+stay separate arcs, since ECMP hashes over them), index switches and NICs, and precompute for every
+switch ``u`` and every destination *leaf* ``t`` the ECMP group: the arcs out of ``u`` whose head is
+one BFS hop closer to ``t``. Groups are per destination switch, not per GPU, and identical groups are
+stored once, so a 1,680-switch fabric with 1,536 leaves needs ~10 MB.
+
+Worked example (2 racks, 2 CTSWs, 1 GPU per rack, 1:1): the leaf of rack 1 has a group of 2 up-arcs
+towards the leaf of rack 2 (one per CTSW); each CTSW has a group of 1 down-arc.
+
+NVLink is modelled as two virtual arcs per GPU (out of and into the NVSwitch) at the chassis' per-GPU,
+per-direction NVLink bandwidth, so intra-server traffic shares the same fluid model as the network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import shortest_path
+
+from twin.lang.site.families import family_traits
+from twin.physics import DEFAULT_SWITCH_LATENCY_S, FIBER_DELAY_S_PER_M
+
+DEFAULT_LENGTH_M = {  # used only when no cabling pass gave a length (assumed, stated in results)
+    "nic-rtsw": 2.0, "nic-leaf": 2.0,
+    "rtsw-ctsw": 30.0, "leaf-spine": 30.0,
+    "ctsw-atsw": 100.0, "spine-core": 100.0,
+}
+
+
+@dataclass
+class Net:
+    """A compiled fabric. Arcs ``0..n_link_arcs-1`` are cables; NVLink arcs follow."""
+
+    switch_ids: list[str]
+    switch_level: np.ndarray
+    nic_ids: list[str]
+    nic_leaf: np.ndarray  # switch index of the NIC's leaf
+    nic_up: np.ndarray  # arc NIC -> leaf
+    nic_down: np.ndarray  # arc leaf -> NIC
+    nic_host: np.ndarray  # index of the NIC among its leaf's NICs (static pinning uses it)
+    server_ids: list[str]
+    server_zone: np.ndarray
+    server_rack: list[str]
+    server_building: np.ndarray  # a campus's building of each server (0 elsewhere)
+    gpu_server: np.ndarray  # GPU -> server index
+    gpu_local: np.ndarray  # GPU index inside its server
+    gpu_nic: np.ndarray  # GPU -> NIC index
+    gpu_nvl_out: np.ndarray  # arc GPU -> NVSwitch, -1 without NVLink
+    gpu_nvl_in: np.ndarray
+    arc_tail: np.ndarray  # node index: switches 0..S-1, NICs S.., -1 for NVLink arcs
+    arc_head: np.ndarray
+    arc_cap: np.ndarray  # bytes/s
+    arc_latency: np.ndarray  # s: propagation + forwarding latency of the head switch
+    arc_link: list[str]  # link id (edge key) of each cable arc; "nvl-<gpu>-out/in" for NVLink
+    arc_tier: list[str]
+    n_link_arcs: int
+    leaf_of_dest: np.ndarray  # destination index -> switch index
+    dest_of_switch: np.ndarray  # switch index -> destination index, -1 if not a leaf
+    dist: np.ndarray  # (destinations, switches) hop count, -1 unreachable
+    group_of: np.ndarray  # (switches, destinations) group id; -1 at the destination, -2 unreachable
+    group_ptr: np.ndarray
+    group_arcs: np.ndarray
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_switches(self) -> int:
+        return len(self.switch_ids)
+
+    @property
+    def n_gpus(self) -> int:
+        return len(self.gpu_server)
+
+    @property
+    def n_arcs(self) -> int:
+        return len(self.arc_cap)
+
+    def group(self, u: int, t: int) -> np.ndarray:
+        g = self.group_of[u, t]
+        return self.group_arcs[self.group_ptr[g]:self.group_ptr[g + 1]]
+
+
+def compile_graph(
+    g: nx.MultiGraph,
+    switch_latency: dict[str, float] | None = None,
+    nvlink_bandwidth: float | None = None,
+    cable_length: dict[str, float] | None = None,
+) -> Net:
+    """Compile a contract-conforming fabric graph.
+
+    ``switch_latency`` maps a switch model to its forwarding latency (s); ``nvlink_bandwidth`` is per
+    GPU and direction in bit/s (None: intra-server traffic goes through the leaf); ``cable_length``
+    maps link ids to metres (missing links get :data:`DEFAULT_LENGTH_M` of their tier).
+    """
+    switch_latency = switch_latency or {}
+    cable_length = cable_length or {}
+    notes: list[str] = []
+    nodes = g.nodes
+    switches = sorted((n for n, d in nodes(data=True) if d.get("level", -1) >= 1), key=lambda n: (nodes[n]["level"], n))
+    sidx = {n: i for i, n in enumerate(switches)}
+    servers = sorted((n for n, d in nodes(data=True) if d.get("role") == "server"),
+                     key=lambda n: (nodes[n].get("zone") or 0, str(nodes[n].get("rack")), n))
+    srv_idx = {n: i for i, n in enumerate(servers)}
+    nics = sorted((n for n, d in nodes(data=True) if d.get("role") == "nic"),
+                  key=lambda n: (srv_idx.get(nodes[n].get("server"), 1 << 30), nodes[n].get("gpu", 0), n))
+    nidx = {n: i for i, n in enumerate(nics)}
+    S = len(switches)
+
+    def node_index(n: str) -> int:
+        return sidx[n] if n in sidx else S + nidx[n]
+
+    tails, heads, caps, lats, links, tiers = [], [], [], [], [], []
+    nic_up = np.full(len(nics), -1, np.int64)
+    nic_down = np.full(len(nics), -1, np.int64)
+    nic_leaf = np.full(len(nics), -1, np.int64)
+    defaulted = 0
+    for u, v, key, d in sorted(g.edges(keys=True, data=True), key=lambda e: str(e[2])):
+        if d.get("kind") != "link":
+            continue
+        if u not in sidx and u not in nidx or v not in sidx and v not in nidx:
+            continue
+        if key in cable_length:
+            length = float(cable_length[key])
+        elif "length" in d:
+            length = float(d["length"])
+        else:
+            length = DEFAULT_LENGTH_M.get(d.get("tier", ""), 30.0)
+            defaulted += 1
+        prop = length * FIBER_DELAY_S_PER_M
+        cap = float(d["speed"]) / 8.0
+        for a, b in ((u, v), (v, u)):
+            arc = len(tails)
+            tails.append(node_index(a))
+            heads.append(node_index(b))
+            caps.append(cap)
+            fwd = switch_latency.get(nodes[b].get("model"), DEFAULT_SWITCH_LATENCY_S) if b in sidx else 0.0
+            lats.append(prop + fwd)
+            links.append(str(key))
+            tiers.append(d.get("tier", ""))
+            if a in nidx and b in sidx and nic_up[nidx[a]] < 0:
+                nic_up[nidx[a]] = arc
+                nic_leaf[nidx[a]] = sidx[b]
+            if b in nidx and a in sidx and nic_down[nidx[b]] < 0:
+                nic_down[nidx[b]] = arc
+    if defaulted:
+        notes.append(f"{defaulted // 1} cable(s) without a length from the cabling pass: default lengths per tier {DEFAULT_LENGTH_M}")
+    n_link_arcs = len(tails)
+
+    # GPUs, in server order; GPU k of a server uses the NIC with gpu == k (or shares one: k * nics // gpus)
+    nic_by_server: dict[str, list[int]] = {}
+    for i, n in enumerate(nics):
+        nic_by_server.setdefault(nodes[n].get("server"), []).append(i)
+    gpu_server, gpu_local, gpu_nic = [], [], []
+    for si, s in enumerate(servers):
+        own = nic_by_server.get(s, [])
+        ng = int(nodes[s].get("gpus", len(own)))
+        if not own or ng == 0:
+            continue
+        for k in range(ng):
+            gpu_server.append(si)
+            gpu_local.append(k)
+            gpu_nic.append(own[k * len(own) // ng])
+    G = len(gpu_server)
+    nvl_out = np.full(G, -1, np.int64)
+    nvl_in = np.full(G, -1, np.int64)
+    if nvlink_bandwidth:
+        for k in range(G):
+            for arr, tag in ((nvl_out, "out"), (nvl_in, "in")):
+                arr[k] = len(tails)
+                tails.append(-1)
+                heads.append(-1)
+                caps.append(nvlink_bandwidth / 8.0)
+                lats.append(0.0)
+                links.append(f"nvl-{k}-{tag}")
+                tiers.append("nvlink")
+
+    # host index of each NIC among its leaf's NICs, in (server, gpu) order: static pinning reads it
+    nic_host = np.zeros(len(nics), np.int64)
+    seen: dict[int, int] = {}
+    for i in range(len(nics)):
+        leaf = int(nic_leaf[i])
+        nic_host[i] = seen.get(leaf, 0)
+        seen[leaf] = nic_host[i] + 1
+
+    tails_a = np.asarray(tails, np.int64)
+    heads_a = np.asarray(heads, np.int64)
+    leaves = np.unique(nic_leaf[nic_leaf >= 0])
+    dest_of_switch = np.full(S, -1, np.int64)
+    dest_of_switch[leaves] = np.arange(len(leaves))
+    dist, group_of, gptr, garcs = _ecmp_groups(S, tails_a[:n_link_arcs], heads_a[:n_link_arcs], leaves)
+
+    return Net(
+        switch_ids=switches,
+        switch_level=np.array([nodes[n]["level"] for n in switches], np.int64),
+        nic_ids=nics,
+        nic_leaf=nic_leaf,
+        nic_up=nic_up,
+        nic_down=nic_down,
+        nic_host=nic_host,
+        server_ids=servers,
+        server_zone=np.array([nodes[s].get("zone") or 0 for s in servers], np.int64),
+        server_rack=[str(nodes[s].get("rack")) for s in servers],
+        server_building=np.array([nodes[s].get("building") or 0 for s in servers], np.int64),
+        gpu_server=np.asarray(gpu_server, np.int64),
+        gpu_local=np.asarray(gpu_local, np.int64),
+        gpu_nic=np.asarray(gpu_nic, np.int64),
+        gpu_nvl_out=nvl_out,
+        gpu_nvl_in=nvl_in,
+        arc_tail=tails_a,
+        arc_head=heads_a,
+        arc_cap=np.asarray(caps, float),
+        arc_latency=np.asarray(lats, float),
+        arc_link=links,
+        arc_tier=tiers,
+        n_link_arcs=n_link_arcs,
+        leaf_of_dest=leaves,
+        dest_of_switch=dest_of_switch,
+        dist=dist,
+        group_of=group_of,
+        group_ptr=gptr,
+        group_arcs=garcs,
+        notes=notes,
+    )
+
+
+def _ecmp_groups(S: int, tails: np.ndarray, heads: np.ndarray, leaves: np.ndarray):
+    """BFS distances from every leaf and the deduplicated next-hop groups of every (switch, leaf)."""
+    sw = (tails < S) & (heads < S) & (tails >= 0) & (heads >= 0)
+    arcs = np.flatnonzero(sw)
+    T = len(leaves)
+    if S == 0 or T == 0:
+        return (np.zeros((T, S), np.int64), np.full((S, T), -2, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64))
+    adj = csr_matrix((np.ones(len(arcs)), (tails[arcs], heads[arcs])), shape=(S, S))
+    adj.data[:] = 1.0  # parallel cables: one hop
+    d = shortest_path(adj, method="D", directed=True, unweighted=True, indices=leaves)
+    # d[t, u] is the distance from leaf t to u; links are symmetric, so it is also u -> t
+    dist = np.where(np.isfinite(d), d, -1).astype(np.int64)
+    order = np.lexsort((heads[arcs], tails[arcs]))
+    arcs = arcs[order]
+    out_ptr = np.searchsorted(tails[arcs], np.arange(S + 1))
+    group_of = np.full((S, T), -2, np.int64)
+    ptr = [0]
+    members: list[np.ndarray] = []
+    for u in range(S):
+        out = arcs[out_ptr[u]:out_ptr[u + 1]]
+        du = dist[:, u]  # (T,)
+        group_of[u, du == 0] = -1
+        if len(out) == 0:
+            continue
+        dh = dist[:, heads[out]].T  # (deg, T)
+        mask = (dh == (du - 1)[None, :]) & (du > 0)[None, :] & (dh >= 0)
+        has = mask.any(axis=0)
+        if not has.any():
+            continue
+        packed = np.packbits(mask[:, has], axis=0).T.copy()  # (T', bytes)
+        uniq, inv = _unique_rows(packed)
+        base = len(members)
+        for row in uniq:
+            bits = np.unpackbits(row)[: len(out)].astype(bool)
+            m = out[bits]
+            members.append(m)
+            ptr.append(ptr[-1] + len(m))
+        group_of[u, np.flatnonzero(has)] = base + inv
+    garcs = np.concatenate(members) if members else np.zeros(0, np.int64)
+    return dist, group_of, np.asarray(ptr, np.int64), garcs.astype(np.int64)
+
+
+_ROW_WEIGHTS = np.random.default_rng(12345).integers(1, 2**63, size=4096, dtype=np.uint64) | np.uint64(1)
+
+
+def _unique_rows(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unique rows of a small uint8 matrix and the inverse index. Sorting void rows is slow, so rows are
+    keyed by a 64-bit weighted sum first and the grouping is checked exactly afterwards (falling back
+    to the exact sort if two different rows ever shared a key)."""
+    nb = packed.shape[1]
+    if nb > len(_ROW_WEIGHTS):
+        uniq, inv = np.unique(packed, axis=0, return_inverse=True)
+        return uniq, np.asarray(inv).reshape(-1)
+    with np.errstate(over="ignore"):
+        key = (packed.astype(np.uint64) * _ROW_WEIGHTS[:nb]).sum(axis=1, dtype=np.uint64)
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    inv = np.asarray(inv).reshape(-1)
+    uniq = packed[first]
+    if not np.array_equal(uniq[inv], packed):
+        uniq, inv = np.unique(packed, axis=0, return_inverse=True)
+        inv = np.asarray(inv).reshape(-1)
+    return uniq, inv
+
+
+def from_design(design, graph: nx.MultiGraph | None = None) -> Net:
+    """Compile the fabric of a compiled :class:`~twin.compiler.design.Design` with its catalog figures."""
+    fabric = design.fabric
+    if graph is None:
+        if fabric is None or getattr(fabric, "graph", None) is None:
+            raise ValueError("the design has no fabric graph (the fabric pass did not run)")
+        graph = fabric.graph
+    spec = design.spec
+    latency = {name: m.latency for name, m in spec.catalog.switches.items()}
+    if fabric is not None and family_traits(fabric.family).rails_apart:
+        graph = rail_partitions(graph)
+    return compile_graph(graph, latency, spec.chassis.nvlink_bandwidth, cable_lengths(design))
+
+
+def rail_partitions(g: nx.MultiGraph) -> nx.MultiGraph:
+    """The graph a rail-only fabric routes on: a switch shared by several rails (node attribute
+    ``rails`` > 1, :mod:`twin.compiler.resolve.tree_sizing`) is one partition per rail (``<switch>/rail<r>``),
+    since the rails of a rail-only fabric never meet (a VLAN/VRF or partition key per rail on the
+    switch). Link ids and attributes are kept, so cable lengths still apply. Unshared: ``g`` itself.
+
+    >>> g = nx.MultiGraph(); g.add_node("s", role="leaf", level=1, rail=0, rails=2)
+    >>> for r in (0, 1): _ = g.add_node(f"n{r}", role="nic", level=0, rail=r); _ = g.add_edge(f"n{r}", "s", key=f"L{r}")
+    >>> p = rail_partitions(g); list(p["n0"]), list(p["n1"])
+    (['s/rail1'], ['s/rail2'])
+    """
+    shared = {n: d for n, d in g.nodes(data=True) if d.get("level", -1) >= 1 and (d.get("rails") or 1) > 1}
+    if not shared:
+        return g
+    out = nx.MultiGraph()
+    for n, d in g.nodes(data=True):
+        if n in shared:
+            out.add_nodes_from((f"{n}/rail{r + 1}", {**d, "rail": r, "rails": 1}) for r in range(d["rail"], d["rail"] + d["rails"]))
+        else:
+            out.add_node(n, **d)
+
+    def end(x: str, other: str) -> str:
+        if x not in shared:
+            return x
+        r = g.nodes[other].get("rail")
+        return f"{x}/rail{(shared[x]['rail'] if r is None else r) + 1}"
+
+    out.add_edges_from((end(u, v), end(v, u), k, d) for u, v, k, d in g.edges(keys=True, data=True))
+    return out
+
+
+def cable_lengths(design) -> dict[str, float]:
+    """Cable length by link id from the cabling pass: the ordered stock length (the signal runs the
+    whole cable, coiled slack included). Accepts a CablePlan (``ids`` + arrays) or a mapping."""
+    cab = design.cabling
+    if cab is None:
+        return {}
+    ids = getattr(cab, "ids", None)
+    if ids is not None:
+        arr = getattr(cab, "stock", None)
+        if arr is None:
+            arr = cab.length
+        return {str(k): float(v) for k, v in zip(ids, np.asarray(arr, float))}
+    cables = getattr(cab, "cables", cab)
+    out: dict[str, float] = {}
+    for key, c in cables.items():
+        length = c.get("length") if isinstance(c, dict) else getattr(c, "length", None)
+        if length is not None:
+            out[str(key)] = float(length)
+    return out
+
+
+def first_gpus_subgraph(g: nx.MultiGraph, gpus: int) -> nx.MultiGraph:
+    """The fabric serving the first ``gpus`` GPUs in topology order: their servers, NICs and leaves,
+    the spine switches of the zones they touch, and the core only when they span zones. Used to
+    keep report-time and benchmark simulations small on big sites."""
+    nodes = g.nodes
+    servers = sorted((n for n, d in nodes(data=True) if d.get("role") == "server"),
+                     key=lambda n: (nodes[n].get("zone") or 0, str(nodes[n].get("rack")), n))
+    keep_srv, total = [], 0
+    for s in servers:
+        if total >= gpus:
+            break
+        keep_srv.append(s)
+        total += int(nodes[s].get("gpus", 0))
+    racks = {nodes[s].get("rack") for s in keep_srv}
+    zones = {nodes[s].get("zone") for s in keep_srv}
+    keep = set(keep_srv)
+    for n, d in nodes(data=True):
+        level = d.get("level", -1)
+        if d.get("role") == "nic" and d.get("server") in keep:
+            keep.add(n)
+        elif level == 1 and d.get("rack") in racks:
+            keep.add(n)
+        elif level == 2 and d.get("zone") in zones:
+            keep.add(n)
+        elif level >= 3 and len(zones) > 1:
+            keep.add(n)
+    return g.subgraph(keep).copy()

@@ -1,0 +1,83 @@
+"""The power tree over time: racks against their power shelf, busways and UPS blocks against their
+ratings in every failure state (2N: a feed lost; N+1: a UPS block lost), halls against their utility.
+
+The distribution limits are the placement's own (:func:`twin.compiler.place.capacity.hall_limits`): a busway
+carries half its row normally and the whole row after its partner feed is lost; an N+1 block carries
+its rows and the reserve block takes a failed block's rows. Two checks per limit: the instantaneous
+peak (the transient a step or a restart puts on the busway, exact from the trace's phase levels)
+against the nameplate rating, and the largest one-minute mean against the derated (continuous) rating.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from twin.compiler.place.capacity import hall_limits
+from twin.twins.power.trace import bin_average, extremes
+
+CONTINUOUS_WINDOW = 60.0  # s: a breaker's continuous-load view of the busway (assumed)
+
+
+def rolling_max_mean(x: np.ndarray, m: int) -> tuple[float, int]:
+    """Largest mean over ``m`` consecutive samples and the index where that window starts."""
+    if len(x) <= m:
+        return float(x.mean()), 0
+    c = np.concatenate([[0.0], np.cumsum(x)])
+    means = (c[m:] - c[:-m]) / m
+    i = int(means.argmax())
+    return float(means[i]), i
+
+
+def distribution(design, tree, segs, duration: float, pue: float) -> dict:
+    """Busway and block verdicts per hall and failure state, rack peaks, hall peaks."""
+    spec = design.spec
+    n_s = max(1, int(duration))
+    dt_s = duration / n_s
+    rows_1s = bin_average(segs, 0.0, dt_s, n_s, tree.row_W)
+    m = max(1, int(round(CONTINUOUS_WINDOW / dt_s)))
+    checks, worst = [], {}
+    for h in spec.site.halls:
+        idx = tree.hall_rows(h.name)
+        if not idx:
+            continue
+        lims = [L for L in hall_limits(h, pue) if L.kind in ("busway", "block")]
+        if not lims:
+            continue
+        Wl = np.stack([L.coef * sum((tree.row_W[idx[r]] for r in L.rows if r in idx), np.zeros(tree.ch.n)) for L in lims])
+        ex = extremes(segs, Wl)
+        for k, L in enumerate(lims):
+            series = L.coef * sum((rows_1s[idx[r]] for r in L.rows if r in idx), np.zeros(n_s))
+            cont, at = rolling_max_mean(series, m)
+            rating = L.capacity / (h.power.derating or 1.0)
+            rec = {"hall": h.name, "limit": L.name, "state": L.state, "peak_W": float(ex["max"][k]), "peak_at_s": float(ex["max_at"][k]),
+                   "rating_W": rating, "continuous_W": cont, "continuous_at_s": at * dt_s, "derated_W": L.capacity,
+                   "peak_ok": bool(ex["max"][k] <= rating * (1 + 1e-9)), "continuous_ok": bool(cont <= L.capacity * (1 + 1e-9))}
+            rec["utilisation"] = max(rec["peak_W"] / rating if rating else np.inf, cont / L.capacity if L.capacity else np.inf)
+            checks.append(rec)
+            key = (h.name, L.state)
+            if key not in worst or rec["utilisation"] > worst[key]["utilisation"]:
+                worst[key] = rec
+    rack_ex = extremes(segs, tree.rack_W)
+    gpu_racks = int((tree.rack_W[:, : tree.ch.stages].sum(axis=1) + tree.rack_W[:, tree.ch.other_gpu] > 0).sum())
+    shelf = spec.rack_type.power_shelf
+    hall_1s = bin_average(segs, 0.0, dt_s, n_s, tree.hall_W)
+    hall_ex = extremes(segs, tree.hall_W)
+    halls = []
+    for i, name in enumerate(tree.halls):
+        h = next(x for x in spec.site.halls if x.name == name)
+        halls.append({"hall": name, "peak_W": float(hall_ex["max"][i]), "trough_W": float(hall_ex["min"][i]),
+                      "mean_W": float(hall_1s[i].mean()), "facility_peak_W": float(hall_ex["max"][i] * pue), "utility_W": h.power.utility,
+                      "utility_ok": bool(hall_ex["max"][i] * pue <= h.power.utility)})
+    return {
+        "worst_by_state": sorted(worst.values(), key=lambda r: (r["hall"], r["state"])),
+        "limits": checks,
+        "failing": [r for r in checks if not (r["peak_ok"] and r["continuous_ok"])][:50],
+        "limits_checked": len(checks),
+        "limits_failing": sum(not (r["peak_ok"] and r["continuous_ok"]) for r in checks),
+        "racks": {"gpu_racks": gpu_racks, "peak_W": float(rack_ex["max"][:gpu_racks].max()) if gpu_racks else 0.0,
+                  "trough_W": float(rack_ex["min"][:gpu_racks].min()) if gpu_racks else 0.0, "power_shelf_W": shelf,
+                  "over_shelf": int((rack_ex["max"][:gpu_racks] > shelf).sum())},
+        "halls": halls,
+        "rows_1s": rows_1s,
+        "halls_1s": hall_1s,
+    }
