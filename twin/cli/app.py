@@ -255,12 +255,13 @@ def simulate(
 
 
 def _register_subcommands() -> None:
+    from twin.cli.asbuilt import register as register_as_built
     from twin.cli.diff import register as register_diff
     from twin.cli.netbox import app as netbox_app
     from twin.cli.sweep import register as register_sweep
     from twin.cli.verify import register as register_verify
 
-    for register in (register_diff, register_verify, register_sweep):
+    for register in (register_diff, register_verify, register_sweep, register_as_built):
         register(app, out, err, _print_diags, _emit_json)
 
     app.add_typer(netbox_app, name="netbox")
