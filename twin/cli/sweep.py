@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
@@ -12,10 +12,9 @@ from rich.table import Table
 
 from twin.analysis import figures as figs
 from twin.lang.diagnostics import SpecError
-from twin.sweep.cluster import root_warning
-from twin.sweep.engine import Outcome, SchedulerError, run
-from twin.sweep.load import load_sweep
-from twin.sweep.output import write
+
+if TYPE_CHECKING:  # the sweep machinery (Dask, Parquet) is imported when the command runs: every other command would pay for it
+    from twin.sweep.engine import Outcome
 
 HELP = f"""Build and simulate every variant of a design space on Dask; results as Parquet, CSV, Pareto plots.
 
@@ -39,6 +38,11 @@ EXIT_INTERRUPTED = 130
 def run_sweep(path: Path, output: Path | None, workers: int | None, scheduler: str | None, fresh: bool, timeout: float,
               as_json: bool, out: Console, err: Console, print_diags, emit_json, root: Path | None = None,
               dashboard: str | None = None) -> int:
+    from twin.sweep.cluster import root_warning
+    from twin.sweep.engine import SchedulerError, run
+    from twin.sweep.load import load_sweep
+    from twin.sweep.output import write
+
     try:
         sw = load_sweep(path, root)
     except SpecError as e:
@@ -89,6 +93,8 @@ def _json_row(sw, oc: Outcome, v) -> dict:
 
 def _with_progress(sw, folder, workers, scheduler, fresh, timeout, err: Console, dashboard: str | None) -> Outcome:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from twin.sweep.engine import run
 
     with Progress(TextColumn("sweep {task.fields[name]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.description}"), console=err, transient=False) as prog:

@@ -13,6 +13,14 @@ from twin.emit import report_reliability as campaign_report
 from twin.emit.markdown import table
 
 
+def job_setup(j: dict) -> str:
+    """The software stack a job ran under and its memory per GPU, as a phrase."""
+    mem = j.get("memory") or {}
+    stack = f"stack {j['stack']}" + (" (default)" if j.get("stack_defaulted") else "") if j.get("stack") else ""
+    fill = f"{mem['total_bytes'] / 1e9:.1f} of {mem['hbm_bytes'] / 1e9:.0f} GB HBM per GPU" if mem.get("hbm_bytes") else ""
+    return ", ".join(x for x in (stack, fill) if x)
+
+
 def _schemes(data: dict) -> list[str]:
     return [s["name"] for s in data["schemes"]]
 
@@ -51,7 +59,7 @@ def render(data: dict, console: Console) -> None:
         for j in case["jobs"]:
             meas = j.get("measured_tflops_per_gpu")
             t = Table(title=f"{case['case']}: job {j['workload']} ({j['parallelism']}, {j['gpus']:,} GPUs, seq {j['sequence_length']:,}, "
-                            f"{j['order']} order; compute {j['compute_s']:.2f} s, bubble {j['bubble_s']:.2f} s"
+                            f"{j['order']} order; compute {j['compute_s']:.2f} s, bubble {j['bubble_s']:.2f} s; {job_setup(j)}"
                             + (f"; measured {meas:g} TFLOPs/GPU" if meas else "") + ")", title_justify="left")
             for col in ("scheme", "step s", "exposed comm s", "exposed %", "TP s", "CP s", "PP s", "DP s (exposed)", "latency % of comm", "TFLOPs/GPU", "MFU"):
                 t.add_column(col, justify="right")
@@ -145,7 +153,8 @@ def design_section(r: dict | None, pictures: dict[str, str] | None = None) -> st
         out.append(f"\nJob `{j['workload']}` was not timed: {j['error']}.\n")
     elif j:
         out.append(f"\n### Training step of `{j['workload']}` (job twin)\n\n{j['parallelism']} on {j['gpus']:,} GPUs in topology order, "
-                   f"{j['microbatches']} micro-batches per pipeline: compute {j['compute_s']:.3f} s, pipeline bubble {j['bubble_s']:.3f} s per step.\n\n"
+                   f"{j['microbatches']} micro-batches per pipeline: compute {j['compute_s']:.3f} s, pipeline bubble {j['bubble_s']:.3f} s per step; "
+                   f"{job_setup(j)}.\n\n"
                    + table(["routing", "step s", "TP s", "CP s", "PP exposed s", "DP s (exposed)", "exposed %", "predicted TFLOPs/GPU"],
                            [[s["scheme"], f"{s['step_s']:.3f}", f"{s['tp_s']:.3f}", f"{s['cp_s']:.3f}", f"{s['pp_exposed_s']:.3f}",
                              f"{s['dp_s']:.3f} ({s['dp_exposed_s']:.3f})", f"{100 * s['exposed_fraction']:.1f}",

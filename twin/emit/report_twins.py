@@ -15,6 +15,7 @@ from pathlib import Path
 
 from twin.emit.markdown import table
 from twin.emit.pic_twin import job_svg, size_label
+from twin.emit.report_net import job_setup
 from twin.emit.svg import PALETTE, line_chart
 
 Picture = tuple[str, str, bytes]
@@ -48,7 +49,7 @@ def scenario_section(data: dict, scenario_file: str) -> tuple[str, list[Picture]
     for ci, case in enumerate(data["cases"]):
         for k, j in enumerate(case["jobs"]):
             out.append(f"\n### {case['case']}: job `{j['workload']}` ({j['order']} order)\n\n{j['parallelism']} on {j['gpus']:,} GPUs: "
-                       f"compute {j['compute_s']:.3f} s, bubble {j['bubble_s']:.3f} s per step.\n\n")
+                       f"compute {j['compute_s']:.3f} s, bubble {j['bubble_s']:.3f} s per step; {job_setup(j)}.\n\n")
             out.append(table(["routing", "step s", "exposed comm s", "exposed %", "eff. TFLOPs/GPU"],
                              [[s["scheme"], f"{s['step_s']:.3f}", f"{s['exposed_comm_s']:.3f}", f"{100 * s['exposed_fraction']:.1f}",
                                f"{s['predicted_tflops_per_gpu']:.0f}"] for s in j["schemes"]], "lrrrr"))

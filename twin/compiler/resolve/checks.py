@@ -343,35 +343,6 @@ def _pool(spec: Spec, name: str) -> str:
     return f"{name} ({tiers[level - 1].role})" if 0 < level <= len(tiers) else name
 
 
-def workloads(spec: Spec) -> Iterator[Finding]:
-    for i, j in enumerate(spec.site.workloads):
-        base = ("workloads", i)
-        if j.gpus > spec.gpus:
-            yield E, base, f"TP{j.tp} x CP{j.cp} x PP{j.pp} x DP{j.dp} = {j.gpus:,} GPUs, the site has {spec.gpus:,}", f"at most {spec.gpus:,} GPUs"
-        if spec.chassis.gpus and j.tp > spec.chassis.gpus:
-            yield W, base + ("tp",), f"TP{j.tp} spans servers ({spec.chassis.gpus} GPUs each): tensor parallelism over the network", f"tp <= {spec.chassis.gpus}"
-        if j.global_batch % j.dp:
-            yield E, base + ("global_batch",), f"global batch {j.global_batch} does not divide over DP{j.dp}", f"a multiple of {j.dp}"
-        if j.layers % j.pp:
-            yield W, base + ("pp",), f"{j.layers} layers do not split evenly over PP{j.pp}; stages are unbalanced", f"a divisor of {j.layers}"
-        if j.hidden_size % j.tp:
-            yield E, base + ("tp",), f"hidden size {j.hidden_size} does not split over TP{j.tp}", f"a divisor of {j.hidden_size}"
-        peak = spec.chassis.gpu_peak_tflops
-        if j.measured is not None and j.measured > peak:
-            key = "measured_tflops_per_gpu" if j.measured_tflops_per_gpu is not None else "tflops_per_gpu"
-            yield E, base + (key,), f"a measured rate of {j.measured:g} TFLOPs/GPU is above the {spec.chassis.gpu_model} peak of {peak:g}", f"at most {peak:g}"
-        if j.tflops_per_gpu is not None:
-            yield W, base + ("tflops_per_gpu",), "tflops_per_gpu is deprecated: it is a measured figure the twin compares with, never the rate of its math", "measured_tflops_per_gpu"
-        if j.mfu is not None:
-            yield W, base + ("mfu",), "mfu is deprecated: the twin predicts MFU from its compute model; state a measurement as measured_tflops_per_gpu", "measured_tflops_per_gpu"
-        if j.heads is not None and j.heads % j.tp:
-            yield E, base + ("tp",), f"{j.heads} heads do not split over TP{j.tp}", f"a divisor of {j.heads}"
-        if j.ffn_hidden_size is not None and j.ffn_hidden_size % j.tp:
-            yield E, base + ("tp",), f"FFN size {j.ffn_hidden_size} does not split over TP{j.tp}", f"a divisor of {j.ffn_hidden_size}"
-        if j.sequence_length % (2 * j.cp) and j.cp > 1:
-            yield E, base + ("cp",), f"sequence {j.sequence_length} does not split into 2 x CP{j.cp} load-balanced chunks", f"a multiple of {2 * j.cp}"
-
-
 def _one_of(names) -> str:
     names = sorted(names)
     if not names:

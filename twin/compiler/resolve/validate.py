@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from twin.compiler.resolve import campus_plan, checks, fabric_checks
+from twin.compiler.resolve import campus_plan, checks, fabric_checks, workload_checks
 from twin.compiler.resolve import pools as address_pools
 from twin.compiler.resolve.campus_shape import campus_shape
 from twin.compiler.resolve.shape import fabric_shape
@@ -82,7 +82,7 @@ def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
         return None, _finish(diags)
     spec = _resolve(src, site, cat)
     for check in (checks.arithmetic, fabric_checks.sizing, campus_plan.arithmetic, checks.config_targets, checks.routing,
-                  checks.workloads):
+                  workload_checks.workloads):
         diags += [diagnostic(src, *f) for f in check(spec)]
     if not any(d.severity is Severity.ERROR for d in diags):
         spec, findings = address_pools.fit(spec)  # defaults grow with the fabric; a short pool names its prefix

@@ -41,5 +41,6 @@ def merged(site_catalog: Catalog, campus_site: bool = False) -> Catalog:
         switches={**base.switches, **site_catalog.switches},
         media={**base.media, **extra, **site_catalog.media},
         reliability={**base.reliability, **site_catalog.reliability},
+        stacks={**base.stacks, **site_catalog.stacks},
         facility={**base.facility, **site_catalog.facility},
     )

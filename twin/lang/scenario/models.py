@@ -37,7 +37,7 @@ from twin.lang.validator import diagnostic, pydantic_diagnostics
 
 SchemeKind = Literal["ecmp", "e-ecmp", "static", "spray", "te"]
 Op = Literal["allreduce", "reducescatter", "allgather", "alltoall", "sendrecv"]
-Algorithm = Literal["ring", "tree", "hierarchical", "halving", "doubling", "direct"]
+Algorithm = Literal["ring", "tree", "hierarchical", "nvls", "halving", "doubling", "direct"]
 
 
 class Hash(Model):

@@ -35,8 +35,26 @@ class Kernels(Model):
     attention_half_context: float = Field(256.0, gt=0, description="context length (tokens) at which attention runs at half its efficiency")
     attention_backward: float = Field(0.75, gt=0, le=2, description="backward attention efficiency relative to forward")
     hbm_efficiency: float = Field(0.9, gt=0, le=1, description="fraction of HBM bandwidth memory-bound kernels sustain")
-    sustained: float = Field(1.0, gt=0, le=1, description="share of benchmark kernel speed a GPU keeps through a whole training or "
-                             "serving step (clocks at the power limit, launch gaps, kernels the model leaves out)")
+    fp8_gemm_efficiency: float | None = Field(None, gt=0, le=1, description="large FP8 GEMMs in a benchmark: fraction of the FP8 "
+                                              "dense peak (with gemm_half_dim as for BF16)")
+    sustained: float = Field(1.0, gt=0, le=1, description="share of benchmark kernel speed the hardware keeps through a step "
+                             "(what a framework loses belongs to its stack: catalog stacks:)")
+    source: Text = Field(min_length=1)
+
+
+class Stack(Model):
+    """A software stack (framework, its kernels and its schedule): what it loses against the kernels a
+    benchmark measures, separate from the GPU. Its constants come only from end-to-end rows of the open
+    validation set (``twin validate-jobs``); a stack with no row there is not invented: pick the nearest."""
+
+    description: Text = ""
+    kernel_share: float = Field(gt=0, le=1, description="share of benchmark kernel speed the stack keeps through a training step "
+                                "(launch gaps, synchronisation, kernels the model leaves out)")
+    attention: Literal["fused", "unfused"] = Field("fused", description="fused: FlashAttention-style kernel; unfused: QK^T and AV "
+                                                   "as batched GEMMs around a softmax kernel over the materialised scores")
+    overlap_grad_reduce: bool = Field(True, description="gradient reduction overlaps the backward pass (a recipe may override)")
+    overlap_param_gather: bool = Field(True, description="the weight all-gather overlaps the next forward pass (a recipe may override)")
+    year: int | None = Field(None, ge=2015, le=2100, description="when the stack was measured")
     source: Text = Field(min_length=1)
 
 
@@ -50,10 +68,13 @@ class Chassis(Model):
     gpu_tdp: Power
     gpu_min_power: Power | None = Field(None, description="lowest settable GPU power cap")
     max_power: Power = Field(description="server input power at full load with GPUs at TDP")
-    nics: int = Field(ge=0, le=64, description="backend (GPU fabric) NICs")
+    nics: int = Field(ge=0, le=256, description="backend (GPU fabric) NICs")
     nic_speed: DataRate
     nvlink_bandwidth: DataRate | None = Field(None, description="per-GPU NVLink bandwidth, one direction")
     gpu_peak_tflops: float = Field(989.0, gt=0, description="dense BF16 peak per GPU")
+    gpu_peak_fp8_tflops: float | None = Field(None, gt=0, description="dense FP8 peak per GPU (FP8 GEMMs; none: no FP8)")
+    nvlink_domain: int | None = Field(None, ge=1, le=4096, description="GPUs that share one NVLink switch domain (default: the chassis' GPUs)")
+    nvls: bool = Field(False, description="NVSwitch reductions (NVLink SHARP): NCCL's NVLS AllReduce inside the NVLink domain")
     perf_vs_power: list[tuple[float, float]] = Field(
         default_factory=list,
         description="GPU throughput (fraction of TDP throughput) at power cap (fraction of TDP); concave",
@@ -190,5 +211,6 @@ class Catalog(Model):
     switches: dict[Slug, SwitchModel] = Field(default_factory=dict)
     media: dict[Slug, Medium] = Field(default_factory=dict)
     reliability: dict[Slug, FailureClass] = Field(default_factory=dict, description="failure classes (twin/lang/site/reliability_models.py)")
+    stacks: dict[Slug, Stack] = Field(default_factory=dict, description="software stacks (what a framework loses; workloads' stack:)")
     facility: dict[Literal["air", "liquid"], FacilityCost] = Field(
         default_factory=dict, description="capital cost of a hall per watt of critical IT load, by cooling medium (twin/lang/site/cost_models.py)")

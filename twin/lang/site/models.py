@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from twin.lang.base import Count, IndexList, Model, Ratio, Slug, Text
+from twin.lang.base import IndexList, Model, Ratio, Slug, Text
 from twin.lang.site.attachment import Attachment
 from twin.lang.site.campus import Building, Campus
 from twin.lang.site.catalog_models import Catalog
@@ -23,6 +23,7 @@ from twin.lang.site.cost_models import EnergyPrice, EnergyPriceField
 from twin.lang.site.families import Family
 from twin.lang.site.power import UtilityLimits
 from twin.lang.site.reliability_models import Storage
+from twin.lang.site.workload_models import TrainingJob
 from twin.lang.units import ArealLoad, DataRate, DataSize, Length, Mass, Power, Temperature, Time
 
 # ---------------------------------------------------------------- facility
@@ -265,52 +266,6 @@ class Fabric(Model):
     routing: Routing = Field(default_factory=Routing)
     qos: Qos = Field(default_factory=Qos)
     infiniband: Infiniband = Field(default_factory=Infiniband)
-
-
-# ---------------------------------------------------------------- workloads
-
-
-class TrainingJob(Model):
-    name: Slug
-    kind: Literal["training"] = "training"
-    parameters: Count
-    layers: int = Field(ge=1, le=10_000)
-    hidden_size: int = Field(ge=1)
-    ffn_hidden_size: int | None = Field(None, ge=1)
-    heads: int | None = Field(None, ge=1)
-    sequence_length: int = Field(ge=1)
-    global_batch: int = Field(ge=1, description="sequences per optimizer step")
-    tp: int = Field(1, ge=1)
-    cp: int = Field(1, ge=1)
-    pp: int = Field(1, ge=1)
-    dp: int = Field(1, ge=1)
-    kv_heads: int | None = Field(None, ge=1, description="key/value heads (grouped-query attention); default: heads")
-    vocab_size: int | None = Field(None, ge=1, description="vocabulary size (output layer); default 0: no output layer counted")
-    virtual_stages: int = Field(1, ge=1, le=64, description="interleaved pipeline: model chunks per GPU")
-    measured_tflops_per_gpu: float | None = Field(
-        None, gt=0, description="a measured end-to-end BF16 TFLOPs per GPU to compare the twin's prediction with (never an input of the math)"
-    )
-    tflops_per_gpu: float | None = Field(None, gt=0, description="deprecated alias of measured_tflops_per_gpu")
-    mfu: float | None = Field(None, gt=0, le=1, description="deprecated: a measured MFU (compare-only), as measured_tflops_per_gpu / peak")
-    bytes_per_param: int = Field(2, ge=1, le=8)
-    source: Text = ""
-
-    @model_validator(mode="after")
-    def _one_measured(self) -> "TrainingJob":
-        if self.measured_tflops_per_gpu is not None and self.tflops_per_gpu is not None:
-            raise ValueError("give measured_tflops_per_gpu or its deprecated alias tflops_per_gpu, not both")
-        if self.heads is not None and self.kv_heads is not None and self.heads % self.kv_heads:
-            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
-        return self
-
-    @property
-    def measured(self) -> float | None:
-        """The measured TFLOPs/GPU this job is compared with (the deprecated alias included)."""
-        return self.measured_tflops_per_gpu if self.measured_tflops_per_gpu is not None else self.tflops_per_gpu
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.cp * self.pp * self.dp
 
 
 # ---------------------------------------------------------------- placement

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from twin.twins.net import fluid, routing
-from twin.twins.net.nccl import PROTOCOL_EFFICIENCY, Cost, Library, PhaseCost, ring_channels
+from twin.twins.net.nccl import INTRA_NODE_CHANNELS, PROTOCOL_EFFICIENCY, Cost, Library, PhaseCost, ring_channels
 from twin.twins.net.topology import Net
 from twin.twins.net.trees import dtree_parents, tree_depth
 
@@ -43,7 +43,7 @@ BUSBW_FACTOR = {
     "sendrecv": lambda n: 1.0,
 }
 ALGORITHMS = {
-    "allreduce": ("ring", "tree", "hierarchical"),
+    "allreduce": ("ring", "tree", "hierarchical", "nvls"),
     "reducescatter": ("ring", "halving", "direct"),
     "allgather": ("ring", "doubling", "direct"),
     "alltoall": ("direct",),
@@ -99,6 +99,8 @@ def rings(net: Net, ranks: np.ndarray) -> list[np.ndarray]:
 
 def _channels(net: Net, ranks: np.ndarray, lib: Library) -> int:
     groups = _by_server(net, ranks)
+    if len(groups) == 1:  # inside one server: NCCL's NVLink rings, each step a fraction of a buffer slot
+        return INTRA_NODE_CHANNELS
     per = min(len(g) for g in groups)
     full = int(np.bincount(net.gpu_server, minlength=int(net.gpu_server.max()) + 1)[net.gpu_server[groups[0][0]]])
     return ring_channels(lib, per, full)
@@ -359,6 +361,9 @@ def time_collective(
     from twin.twins.net import te
 
     lib = lib or Library(eta=eta, step_overhead=step_overhead)
+    if algorithm == "nvls":  # the switch reduces: closed form, no fluid phases (twin/twins/net/nvls.py)
+        from twin.twins.net import nvls
+        return nvls.time_nvls(net, groups if groups is not None else [np.asarray(ranks)], scheme, lib)
     if groups is not None:
         phases, family = plan_groups(net, op, algorithm, groups, group_peers, lib)
         ranks = groups[0]

@@ -55,13 +55,19 @@ from dataclasses import dataclass, field
 
 PROTOCOLS = ("LL", "LL128", "Simple")
 US = 1e-6
+# NVLink SHARP (NVLS) AllReduce inside one NVSwitch domain (twin/twins/net/nvls.py), calibrated on the open validation
+# set's nccl-tests rows on one DGX H100 ([dgxc-nccl]: 586 us at 128 MiB, 4,029 us at 1 GiB, 62,648 us at 16 GiB): a fixed
+# cost and a share of the NVLink rate. NCCL's own model (25 us, nvlsEfficiency 0.85 of its graph bandwidth) is faster than
+# nccl-tests measures at these sizes.
+NVLS_LATENCY = 100 * US
+NVLS_EFFICIENCY = 0.685  # of the per-GPU NVLink rate, on the S (1 + 1/n) bytes each GPU moves each way
 # NCCL 2.30 src/graph/tuning.cc ncclTunerConstantsDefaults (baseLatencies, hwLatencies), in seconds
 BASE = {"ring": {"LL": 6.6 * US, "LL128": 14.0 * US, "Simple": 8.4 * US},
-        "tree": {"LL": 6.8 * US, "LL128": 14.0 * US, "Simple": 8.4 * US}}
+        "tree": {"LL": 6.8 * US, "LL128": 14.0 * US, "Simple": 8.4 * US}, "nvls": {"Simple": NVLS_LATENCY}}
 NVL_STEP = {"ring": {"LL": 0.6 * US, "LL128": 1.9 * US, "Simple": 3.4 * US},
-            "tree": {"LL": 0.6 * US, "LL128": 1.25 * US, "Simple": 4.0 * US}}
+            "tree": {"LL": 0.6 * US, "LL128": 1.25 * US, "Simple": 4.0 * US}, "nvls": {"Simple": 0.0}}
 NET_STEP = {"ring": {"LL": 2.7 * US, "LL128": 4.0 * US, "Simple": 14.0 * US},
-            "tree": {"LL": 5.0 * US, "LL128": 8.5 * US, "Simple": 14.0 * US}}
+            "tree": {"LL": 5.0 * US, "LL128": 8.5 * US, "Simple": 14.0 * US}, "nvls": {"Simple": 0.0}}
 NET_OVERHEAD = {"LL": 1.0 * US, "LL128": 1.0 * US, "Simple": 3.0 * US}  # getNetOverhead (x86 Intel), x3 Simple
 PROTO_BW = {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}  # tuning.cc model refinements (ring)
 LL_MAX_BUSBW = (141e9, 39e9, 20.4e9)  # llMaxBws: Hopper in one node; x86 Intel, 2 nodes; more nodes
@@ -69,6 +75,7 @@ LL128_MAX_BUSBW_PER_CHANNEL = 36.7e9  # perChMaxRingLL128Bws, Hopper
 RING_CHANNELS_PER_NIC = 2  # search.cc one per NIC, connect.cc duplication (NCCL >= 2.20.3)
 HOPPER_DOUBLING_ALWAYS = ((2, 18), (2, 20))  # connect.cc: versions whose Hopper doubling only needed 2 x 16 <= 32
 PARTIAL_SERVER_CHANNELS_PER_NIC = 4  # search.cc dup + connect.cc: fewer than 8 GPUs per node, every version
+INTRA_NODE_CHANNELS = 16  # search.cc on an 8x H100 NVSwitch server: 16 ring channels at 24 GB/s fill the 18 NVLinks
 NCCL_VERSION = (2, 30)  # the NCCL whose tuning constants and channel rules the twin follows
 P2P_CHANNELS_PER_PEER = 2  # NCCL_NCHANNELS_PER_NET_PEER
 PROTOCOL_EFFICIENCY = 0.94  # Simple protocol on a 50 GB/s NIC: 46-48 GB/s (nccl-tests reports)

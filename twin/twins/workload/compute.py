@@ -5,48 +5,55 @@ Why not ``6 x parameters x tokens / rate``: the rule leaves out attention (4% of
 8K tokens, 40% at 131K), and a measured end-to-end rate already contains the pipeline bubble and the
 exposed communication the twin adds on top, so using it as the rate of the math counts them twice.
 
-The model (decoder-only, pre-norm, grouped-query attention, SwiGLU MLP; Llama 3 Table 3's shape):
+The kernels of one layer and micro-batch of T tokens on one GPU after tensor parallelism (TP) t, by
+module (the unit of recomputation, :mod:`twin.twins.workload.recipe`):
 
-- GEMMs per layer and micro-batch of T tokens on one GPU after tensor parallelism (TP) t: QKV
-  ``T x h -> (h + 2 kv)/t``, output ``T x h/t -> h``, gate and up ``T x h -> 2f/t``, down
-  ``T x f/t -> h``. The backward pass runs two GEMMs of the same FLOPs per forward GEMM (data and
-  weight gradients) with the dimensions permuted. Time: ``max(FLOPs / (peak x e(m,n,k)), bytes /
-  (HBM x e_hbm))`` with ``e = gemm_efficiency x f(m) f(n) f(k)``, ``f(d) = d / (d + gemm_half_dim)``:
-  small dimensions (a decode step's batch, a TP-split width) cost efficiency, and skinny GEMMs hit
-  the memory roof.
-- Attention (FlashAttention-style fused kernel): ``4 x T x c x h/t`` forward FLOPs for T query tokens
-  over an average causal context c (half the sequence); backward executes 2.5x that (it recomputes
-  QK^T: five matmuls against two). Efficiency ``attention_efficiency x C / (C + attention_half_context)``
-  for a kernel over C keys, times ``attention_backward`` backward.
-- Memory-bound kernels: two RMSNorms and two residual adds (on T/t tokens: sequence parallelism),
-  RoPE on Q and K, the SwiGLU product; twice those bytes backward. The optimizer (Adam, FP32 master
-  weights and moments, sharded over DP x CP) reads and writes 28 bytes per parameter it owns.
-- The output layer (``T x h -> V/t``, vocabulary-parallel) and its loss, spread over the pipeline
-  stages (Llama 3 s3.3.2 balances stages by giving the first and last one fewer layer).
+- ``attention``: the QKV GEMM ``T x h -> (h + 2 kv)/t`` and the output GEMM ``T x h/t -> h``, RoPE on Q
+  and K, the residual add (with dropout: its mask). ``mlp``: the up GEMM(s) ``T x h -> f/t`` (SwiGLU: gate
+  and up, ``2f/t``) and the down GEMM ``T x f/t -> h``, the residual add. ``activation``: GELU (read and
+  write ``f/t``) or SwiGLU (read ``2f/t``, write ``f/t``). ``norm``: two norms (one in a parallel block) on
+  the sequence-parallel shard. ``experts``: the router and the visited experts' MLPs (MoE layers,
+  :mod:`twin.twins.workload.moe`).
+- ``core-attention``, fused (FlashAttention): ``4 x T x c x h/t`` forward FLOPs over an average context
+  of c keys (half the sequence when causal); backward executes 2.5x that (it recomputes QK^T: five
+  matmuls against two) at ``attention_backward`` of the forward efficiency. Unfused (Megatron-LM 2021):
+  QK^T and AV as batched GEMMs over the full ``s x s`` square with ``k`` = the head dimension, and a
+  softmax (and dropout) kernel reading and writing the materialised scores.
+- GEMM time: ``max(FLOPs / (peak x e(m,n,k)), bytes / (HBM x e_hbm))`` with ``e = gemm_efficiency x
+  f(m) f(n) f(k)``, ``f(d) = d / (d + gemm_half_dim)``; the backward pass runs two GEMMs of the same FLOPs
+  per forward GEMM (data and weight gradients). FP8 GEMMs (the recipe's ``fp8``) run against the FP8
+  peak at ``fp8_gemm_efficiency`` and cast their BF16 input first (read 2, write 1 byte per element).
+- Memory-bound kernels run backward at twice their forward bytes. The output layer (vocabulary-parallel)
+  and its FP32 loss run on the last stage. The optimizer (Adam, FP32 master weights and moments) reads and
+  writes 28 bytes per parameter it owns (1 / (DP x CP) of the stage's with ZeRO >= 1).
 
-Model FLOPs (what MFU counts): 3 x forward, forward = 2 x matmul parameters + 4 x (s/2) x h per layer
-and token (causal attention: each token attends to half the sequence on average).
+A pipeline runs at its slowest stage (:func:`twin.compiler.resolve.memory.stage_layers`: the end stages
+hold one layer fewer when the layers do not divide, and the last one the output layer). Everything runs
+at the GPU's clock at its power cap (``perf_vs_power``) times the hardware's ``sustained`` share times the
+stack's ``kernel_share`` (what the framework loses).
 
-The GPU runs at ``perf_vs_power(cap)`` of its TDP throughput (the chassis curve); the constants are in
-the catalog (``chassis.kernels``) with their sources.
+Worked example (Llama 3 405B, TP8 PP16, 8K sequence, one sequence per micro-batch, 8 layers on the
+slowest stage):
 
-Worked example (Llama 3 405B: h = 16,384, f = 53,248, 126 layers, 128 heads, 8 KV heads, vocab
-128,256): matmul parameters per layer 3.19e9, so 2.43e12 training FLOPs per token plus attention
-6 x 126 x 8,192 x 16,384 = 1.0e11 at 8K tokens (+4%) and 1.6e12 at 131K (+67%):
-
+>>> g = Gpu(989e12, 3.35e12, 0.7, 128, 0.6, 256, 0.75, 0.9)
 >>> s = Shape(layers=126, hidden=16384, ffn=53248, heads=128, kv_heads=8, vocab=128256)
->>> round(s.matmul_params / 1e9, 1), round(s.model_flops_per_token(8192) / 1e12, 2)
-(403.7, 2.52)
->>> round(s.model_flops_per_token(131072) / s.model_flops_per_token(8192), 2)
-1.6
+>>> from twin.twins.workload.recipe import Recipe
+>>> c = training(g, s, Recipe(tp=8, pp=16, dp=128, seq=8192, global_batch=2048))
+>>> round(c.forward.seconds * 1e3), round(c.backward.seconds / c.forward.seconds, 2)
+(85, 2.06)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from twin.compiler.resolve.memory import stage_layers
+from twin.compiler.resolve.transformer import Shape, megatron_eq3_flops
+
 BF16 = 2  # bytes per element of activations and weights
 ADAM_BYTES_PER_PARAM = 28  # read FP32 master, m, v and the BF16 gradient; write master, m, v, BF16 weight
+MODULES = ("norm", "attention", "core-attention", "mlp", "activation", "experts")
+__all__ = ["Gpu", "Shape", "Work", "TrainingCompute", "training", "layer_work", "head_work", "total", "BF16"]
 
 
 @dataclass(frozen=True)
@@ -61,7 +68,9 @@ class Gpu:
     attention_half_context: float
     attention_backward: float
     hbm_efficiency: float
-    clock: float = 1.0  # throughput at the power cap relative to TDP (chassis perf_vs_power) x sustained share
+    clock: float = 1.0  # throughput at the power cap relative to TDP x the hardware's sustained share x the stack's kernel share
+    fp8_peak: float = 0.0
+    fp8_efficiency: float = 0.0
 
     @classmethod
     def of(cls, chassis, clock: float = 1.0) -> Gpu:
@@ -69,14 +78,16 @@ class Gpu:
         k = chassis.kernels
         if k is None or not chassis.hbm_bandwidth:
             raise ValueError(f"chassis {chassis.gpu_model}: the compute model needs hbm_bandwidth and kernels in the catalog")
+        fp8 = (chassis.gpu_peak_fp8_tflops or 0.0) * 1e12
         return cls(chassis.gpu_peak_tflops * 1e12, chassis.hbm_bandwidth / 8, k.gemm_efficiency, k.gemm_half_dim,
-                   k.attention_efficiency, k.attention_half_context, k.attention_backward, k.hbm_efficiency, clock * k.sustained)
+                   k.attention_efficiency, k.attention_half_context, k.attention_backward, k.hbm_efficiency, clock * k.sustained,
+                   fp8, k.fp8_gemm_efficiency or k.gemm_efficiency)
 
     def size_factor(self, d: float) -> float:
         return d / (d + self.gemm_half_dim)
 
-    def gemm(self, m: float, n: float, k: float) -> float:
-        """Seconds for an (m x k) @ (k x n) BF16 GEMM.
+    def gemm(self, m: float, n: float, k: float, fp8: bool = False) -> float:
+        """Seconds for an (m x k) @ (k x n) GEMM, BF16 (or FP8 inputs).
 
         >>> g = Gpu(1e15, 3e12, 0.8, 128, 0.6, 256, 0.75, 0.9)
         >>> round(g.gemm(8192, 8192, 8192) * 1e3, 3)  # compute-bound: 1.1e12 FLOPs at ~76% of 1 PFLOP/s
@@ -85,9 +96,14 @@ class Gpu:
         49.7
         """
         flops = 2.0 * m * n * k
-        eff = self.gemm_efficiency * self.size_factor(m) * self.size_factor(n) * self.size_factor(k)
-        nbytes = BF16 * (m * k + k * n + m * n)
-        return max(flops / (self.peak * self.clock * eff), nbytes / (self.hbm * self.hbm_efficiency * self.clock))
+        sizes = self.size_factor(m) * self.size_factor(n) * self.size_factor(k)
+        if fp8 and self.fp8_peak:
+            rate = self.fp8_peak * self.fp8_efficiency * sizes
+            nbytes = m * k + k * n + BF16 * m * n
+        else:
+            rate = self.peak * self.gemm_efficiency * sizes
+            nbytes = BF16 * (m * k + k * n + m * n)
+        return max(flops / (rate * self.clock), nbytes / (self.hbm * self.hbm_efficiency * self.clock))
 
     def attention(self, flops: float, context: float, nbytes: float, backward: bool = False) -> float:
         eff = self.attention_efficiency * context / (context + self.attention_half_context)
@@ -97,59 +113,6 @@ class Gpu:
 
     def memory(self, nbytes: float) -> float:
         return nbytes / (self.hbm * self.hbm_efficiency * self.clock)
-
-
-@dataclass(frozen=True)
-class Shape:
-    """A decoder-only transformer's shape (what the FLOPs depend on)."""
-
-    layers: int
-    hidden: int
-    ffn: int
-    heads: int
-    kv_heads: int
-    vocab: int = 0
-
-    @classmethod
-    def of(cls, w, kv_heads: int | None = None) -> Shape:
-        """From a workload; without ``ffn_hidden_size`` the FFN is sized so the layers hold the stated
-        parameters (SwiGLU: 3 x h x f per layer)."""
-        heads = w.heads or max(1, w.hidden_size // 128)
-        kv = kv_heads or w.kv_heads or heads
-        h = w.hidden_size
-        vocab = w.vocab_size or 0
-        ffn = w.ffn_hidden_size
-        if ffn is None:
-            attn = h * (h + 2 * h * kv // heads) + h * h
-            per_layer = (w.parameters - 2 * vocab * h) / w.layers
-            ffn = max(1, round((per_layer - attn) / (3 * h)))
-        return cls(w.layers, h, ffn, heads, kv, vocab)
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden // self.heads
-
-    @property
-    def kv_dim(self) -> int:
-        return self.kv_heads * self.head_dim
-
-    @property
-    def layer_params(self) -> float:
-        h = self.hidden
-        return h * (h + 2 * self.kv_dim) + h * h + 3 * h * self.ffn
-
-    @property
-    def matmul_params(self) -> float:
-        """Parameters that take part in matmuls (every layer and the output layer; not the embedding)."""
-        return self.layers * self.layer_params + self.hidden * self.vocab
-
-    def forward_flops_per_token(self, seq: float) -> float:
-        """Forward FLOPs per token with causal attention over a sequence of ``seq`` tokens."""
-        return 2 * self.matmul_params + self.layers * 4 * (seq / 2) * self.hidden
-
-    def model_flops_per_token(self, seq: float) -> float:
-        """Training FLOPs per token (forward + backward = 3 x forward): the numerator of MFU."""
-        return 3 * self.forward_flops_per_token(seq)
 
 
 @dataclass
@@ -172,85 +135,148 @@ class Work:
         return Work(self.gemm_s * x, self.attention_s * x, self.memory_s * x, self.flops * x)
 
 
-def layer_gemms(s: Shape, tokens: float, tp: int) -> list[tuple[float, float, float]]:
-    """The forward (m, n, k) of one layer's GEMMs on one GPU after TP."""
+def total(works) -> Work:
+    out = Work()
+    for w in works:
+        out = out + w
+    return out
+
+
+def _gemm(gpu: Gpu, m: float, n: float, k: float, backward: bool, fp8: bool) -> Work:
+    cast = gpu.memory(3 * m * k) * (2 if backward else 1) if fp8 and gpu.fp8_peak else 0.0
+    if backward:  # data gradient (m x n) @ (n x k) and weight gradient (k x m) @ (m x n)
+        return Work(gpu.gemm(m, k, n, fp8) + gpu.gemm(k, n, m, fp8), 0.0, cast, 4 * m * n * k)
+    return Work(gpu.gemm(m, n, k, fp8), 0.0, cast, 2 * m * n * k)
+
+
+def layer_gemms(s: Shape, tokens: float, tp: int) -> dict[str, tuple[float, float, float]]:
+    """The forward (m, n, k) of a dense layer's GEMMs on one GPU after TP, by name."""
     h = s.hidden
-    return [(tokens, (h + 2 * s.kv_dim) / tp, h), (tokens, h, h / tp), (tokens, 2 * s.ffn / tp, h), (tokens, h, s.ffn / tp)]
+    return {"qkv": (tokens, (h + 2 * s.kv_dim) / tp, h), "proj": (tokens, h, h / tp),
+            "fc1": (tokens, (s.mlp_mats - 1) * s.ffn / tp, h), "fc2": (tokens, h, s.ffn / tp)}
+
+
+def core_attention(gpu: Gpu, s: Shape, tokens: float, context: float, kv_tokens: float, tp: int, backward: bool,
+                   sequences: float = 1, fused: bool = True) -> Work:
+    """The attention kernel(s) for ``tokens`` queries of ``sequences`` sequences over ``kv_tokens`` keys each."""
+    heads = s.heads / tp
+    if not fused:  # QK^T and AV over the full square, softmax (and dropout) over the materialised scores
+        q = tokens / sequences
+        batch = sequences * heads
+        scores = batch * q * kv_tokens
+        per_score = (11.0 if s.dropout else 6.0) if backward else (9.0 if s.dropout else 4.0)
+        mult = 2 if backward else 1
+        t = batch * mult * (gpu.gemm(q, kv_tokens, s.head_dim) + gpu.gemm(q, s.head_dim, kv_tokens))
+        return Work(t, 0.0, gpu.memory(per_score * scores), mult * 4 * scores * s.head_dim)
+    fwd = 4 * tokens * context * s.head_dim * heads
+    kv_bytes = sequences * 2 * kv_tokens * s.kv_dim / min(tp, s.kv_heads) * BF16  # K and V this GPU's heads read
+    io = kv_bytes + 2 * tokens * heads * s.head_dim * BF16  # plus Q in and O out
+    if backward:
+        return Work(0.0, gpu.attention(2.5 * fwd, kv_tokens, 2 * io, backward=True), 0.0, 2.5 * fwd)
+    return Work(0.0, gpu.attention(fwd, kv_tokens, io), 0.0, fwd)
 
 
 def layer_work(gpu: Gpu, s: Shape, tokens: float, context: float, tp: int, backward: bool, kv_tokens: float | None = None,
-               sequences: float = 1) -> Work:
-    """One layer for ``tokens`` query tokens (of ``sequences`` sequences) on one GPU.
+               sequences: float = 1, fused: bool = True, sp: bool = True, fp8: tuple[str, ...] = ()) -> dict[str, Work]:
+    """One dense layer for ``tokens`` query tokens (of ``sequences`` sequences) on one GPU, by module.
 
     ``context`` is the average number of keys each query attends to (half the sequence when causal);
     the kernel runs over ``kv_tokens`` keys per sequence (default 2 x context) and reads them from HBM
     (a decode step: one query per sequence against its whole KV cache, memory-bound)."""
     kv_tokens = 2 * context if kv_tokens is None else kv_tokens
-    w = Work()
-    for m, n, k in layer_gemms(s, tokens, tp):
-        if backward:  # data gradient (m x n) @ (n x k) and weight gradient (k x m) @ (m x n)
-            w.gemm_s += gpu.gemm(m, k, n) + gpu.gemm(k, n, m)
-            w.flops += 4 * m * n * k
-        else:
-            w.gemm_s += gpu.gemm(m, n, k)
-            w.flops += 2 * m * n * k
-    heads = s.heads / tp
-    fwd = 4 * tokens * context * s.head_dim * heads
-    kv_bytes = sequences * 2 * kv_tokens * s.kv_dim / min(tp, s.kv_heads) * BF16  # K and V this GPU's heads read
-    io = kv_bytes + 2 * tokens * heads * s.head_dim * BF16  # plus Q in and O out
-    if backward:
-        w.attention_s += gpu.attention(2.5 * fwd, kv_tokens, 2 * io, backward=True)
-        w.flops += 2.5 * fwd
-    else:
-        w.attention_s += gpu.attention(fwd, kv_tokens, io)
-        w.flops += fwd
-    h, sp = s.hidden, tokens / tp  # norms and residuals run on the sequence-parallel shard
-    elem = BF16 * (2 * 2 * h * sp + 2 * 3 * h * sp + 2 * tokens * (h + s.kv_dim) / tp + 3 * tokens * s.ffn / tp)
-    w.memory_s += gpu.memory(elem * (2 if backward else 1))
-    return w
+    mult = 2 if backward else 1
+    g = layer_gemms(s, tokens, tp)
+    h = s.hidden
+    shard = tokens / tp if sp else tokens  # norms, residual adds and dropout run on the sequence-parallel shard
+    drop = 1.0 if s.dropout else 0.0  # the dropout mask: one byte per element written forward, read backward
+    rope = 2 * tokens * (h + s.kv_dim) / tp * BF16 if s.positions == "rope" else 0.0
+    out = {
+        "attention": _gemm(gpu, *g["qkv"], backward, "qkv" in fp8) + _gemm(gpu, *g["proj"], backward, "proj" in fp8)
+        + Work(memory_s=gpu.memory(mult * (rope + (3 * BF16 + drop) * h * shard))),
+        "core-attention": core_attention(gpu, s, tokens, context, kv_tokens, tp, backward, sequences, fused),
+        "mlp": _gemm(gpu, *g["fc1"], backward, "fc1" in fp8) + _gemm(gpu, *g["fc2"], backward, "fc2" in fp8)
+        + Work(memory_s=gpu.memory(mult * (0.0 if s.parallel_block else (3 * BF16 + drop) * h * shard))),
+        "activation": Work(memory_s=gpu.memory(mult * BF16 * (3 if s.mlp == "swiglu" else 2) * tokens * s.ffn / tp)),
+        "norm": Work(memory_s=gpu.memory(mult * BF16 * 2 * h * shard * (1 if s.parallel_block else 2))),
+    }
+    return out
 
 
-def head_work(gpu: Gpu, s: Shape, tokens: float, tp: int, backward: bool) -> Work:
+def head_work(gpu: Gpu, s: Shape, tokens: float, tp: int, backward: bool, fp8: bool = False) -> Work:
     """The output layer (vocabulary-parallel) and its loss for ``tokens`` tokens on one GPU."""
     if not s.vocab:
         return Work()
     m, n, k = tokens, s.vocab / tp, s.hidden
     if backward:
-        return Work(gpu.gemm(m, k, n) + gpu.gemm(k, n, m), 0.0, gpu.memory(2 * 4 * m * n), 4 * m * n * k)
-    return Work(gpu.gemm(m, n, k), 0.0, gpu.memory(3 * 4 * m * n), 2 * m * n * k)  # FP32 logits: write, max, sum
+        return Work(gpu.gemm(m, k, n, fp8) + gpu.gemm(k, n, m, fp8), 0.0, gpu.memory(2 * 4 * m * n), 4 * m * n * k)
+    return Work(gpu.gemm(m, n, k, fp8), 0.0, gpu.memory(3 * 4 * m * n), 2 * m * n * k)  # FP32 logits: write, max, sum
 
 
 @dataclass
 class TrainingCompute:
-    """Per-GPU compute of one micro-batch on one pipeline stage, and the step's model FLOPs."""
+    """Per-GPU compute of one micro-batch on the slowest pipeline stage, and the step's FLOPs."""
 
     forward: Work
     backward: Work
+    recompute: Work
     optimizer_s: float
     model_flops_per_step: float
     tokens_per_microbatch: float
+    layers: float  # layers on the slowest stage
+    moe_layers: float = 0.0  # of those, MoE layers
+    layer_forward_s: float = 0.0  # one layer's forward (and recomputation), backward: ZeRO-3 prefetch windows
+    layer_backward_s: float = 0.0
+    attention_forward_s: float = 0.0  # the attention kernel per layer and micro-batch (CP rings hide behind it)
+    attention_backward_s: float = 0.0
+    convention_flops_per_step: float = 0.0  # the step's FLOPs in the workload's measured convention
     notes: list[str] = field(default_factory=list)
 
     @property
     def microbatch_s(self) -> float:
-        return self.forward.seconds + self.backward.seconds
+        return self.forward.seconds + self.backward.seconds + self.recompute.seconds
 
 
-def training(gpu: Gpu, s: Shape, seq: int, global_batch: int, tp: int, cp: int, pp: int, dp: int) -> TrainingCompute:
-    """Compute of one micro-batch (one sequence, its 1/CP share of tokens) on one stage (1/PP of the
-    layers and of the output layer: balanced stages).
-
-    >>> g = Gpu(989e12, 3.35e12, 0.7, 128, 0.6, 256, 0.75, 0.9)
-    >>> s = Shape(layers=126, hidden=16384, ffn=53248, heads=128, kv_heads=8, vocab=128256)
-    >>> c = training(g, s, 8192, 2048, 8, 1, 16, 128)
-    >>> round(c.forward.seconds * 1e3), round(c.backward.seconds / c.forward.seconds, 2)
-    (84, 2.06)
-    """
-    tokens = seq / cp
-    context = seq / 2  # causal: each query attends to half the sequence on average (CP chunks balanced)
-    fwd = layer_work(gpu, s, tokens, context, tp, False, seq).scaled(s.layers / pp) + head_work(gpu, s, tokens, tp, False).scaled(1 / pp)
-    bwd = layer_work(gpu, s, tokens, context, tp, True, seq).scaled(s.layers / pp) + head_work(gpu, s, tokens, tp, True).scaled(1 / pp)
-    owned = (s.matmul_params + s.hidden * s.vocab) / (tp * pp * dp * cp)  # FSDP shards the optimizer over DP x CP
+def training(gpu: Gpu, s: Shape, r, moe_work=None) -> TrainingCompute:
+    """Compute of one micro-batch (``r.micro_batch`` sequences, their 1/CP share of tokens) on the
+    slowest stage of the pipeline. ``moe_work(gpu, s, tokens, backward)`` times an MoE layer's expert
+    block (:func:`twin.twins.workload.moe.expert_work`)."""
+    tokens = r.tokens
+    seq = r.seq
+    context = s.context(seq)  # causal: half the sequence on average (CP chunks balanced)
+    kv = min(seq, s.window) if s.window else seq
+    fp8 = r.fp8
+    redo = r.recomputed()
+    fwd_mod = layer_work(gpu, s, tokens, context, r.tp, False, kv, r.micro_batch, r.fused_attention, r.sequence_parallel, fp8)
+    bwd_mod = layer_work(gpu, s, tokens, context, r.tp, True, kv, r.micro_batch, r.fused_attention, r.sequence_parallel, fp8)
+    dense_f, dense_b = total(fwd_mod.values()), total(bwd_mod.values())
+    dense_r = total(w for k, w in fwd_mod.items() if k in redo)
+    frac = s.moe_layers / s.layers if s.layers else 0.0
+    if s.moe and moe_work is not None:
+        ef, eb = moe_work(gpu, s, tokens, False), moe_work(gpu, s, tokens, True)
+        moe_f = total(w for k, w in fwd_mod.items() if k not in ("mlp", "activation")) + ef
+        moe_b = total(w for k, w in bwd_mod.items() if k not in ("mlp", "activation")) + eb
+        moe_r = total(w for k, w in fwd_mod.items() if k in redo and k not in ("mlp", "activation")) + (ef if "experts" in redo else Work())
+        layer_f = dense_f.scaled(1 - frac) + moe_f.scaled(frac)
+        layer_b = dense_b.scaled(1 - frac) + moe_b.scaled(frac)
+        layer_r = dense_r.scaled(1 - frac) + moe_r.scaled(frac)
+    else:
+        layer_f, layer_b, layer_r = dense_f, dense_b, dense_r
+    _, mid, last = stage_layers(s.layers, r.pp)
+    hf = head_work(gpu, s, tokens, r.tp, False, "output" in fp8)
+    hb = head_work(gpu, s, tokens, r.tp, True, "output" in fp8)
+    per_layer = layer_f.seconds + layer_b.seconds + layer_r.seconds
+    if r.pp == 1:
+        n_layers, head = s.layers, 1.0
+    else:  # the slowest stage: a full middle one, or the last with the output layer
+        _, n_layers, head = max((mid * per_layer, mid, 0.0), (last * per_layer + hf.seconds + hb.seconds, last, 1.0))
+    fwd = layer_f.scaled(n_layers) + hf.scaled(head)
+    bwd = layer_b.scaled(n_layers) + hb.scaled(head)
+    rc = layer_r.scaled(n_layers)
+    stage = s.matmul_params / r.pp + s.hidden * s.vocab / r.pp
+    owned = stage / r.tp / (r.dp * r.cp if r.zero >= 1 else 1)
     opt = gpu.memory(ADAM_BYTES_PER_PARAM * owned)
-    flops = s.model_flops_per_token(seq) * seq * global_batch
-    return TrainingCompute(fwd, bwd, opt, flops, tokens)
+    flops = s.model_flops_per_token(seq) * seq * r.global_batch
+    conv = megatron_eq3_flops(s, seq, r.global_batch) if r.flops_convention == "megatron-eq3" else flops
+    return TrainingCompute(fwd, bwd, rc, opt, flops, tokens, n_layers, n_layers * frac,
+                           layer_f.seconds + layer_r.seconds, layer_b.seconds,
+                           fwd_mod["core-attention"].seconds, bwd_mod["core-attention"].seconds, conv)

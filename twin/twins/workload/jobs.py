@@ -3,34 +3,26 @@ traffic timed on the fabric, and the exposed part of it.
 
 Rank layout. A job of TP x CP x PP x DP GPUs numbers its ranks with the dimensions in ``dims`` order,
 fastest first (Llama 3: [TP, CP, PP, DP], so TP stays inside a server and DP, which overlaps best, is
-spread widest). ``order: topology`` gives ranks to GPUs in topology order (zone, rack, server, GPU);
-``order: naive`` gives them to servers in a seeded random order, as a scheduler that ignores the
-network would (TP still stays inside a server, since servers are allocated whole).
+spread widest); expert-parallel groups are runs of EP consecutive data-parallel ranks. ``order: topology``
+gives ranks to GPUs in topology order (zone, rack, server, GPU); ``order: naive`` gives them to servers in
+a seeded random order, as a scheduler that ignores the network would (TP still stays inside a server,
+since servers are allocated whole).
 
-One optimizer step, m = global_batch / DP micro-batches of one sequence per pipeline, T = sequence / CP
-tokens per micro-batch, act = T x hidden x 2 bytes:
+One optimizer step, m = global_batch / (DP x micro_batch) micro-batches per pipeline, v interleaved
+chunks per GPU:
 
-- Compute: :mod:`twin.twins.workload.compute` times one micro-batch forward (t_f) and backward (t_b) on one
-  stage from the GEMM shapes after TP, attention over the context, and memory-bound kernels; the
-  step computes m x (t_f + t_b) plus the optimizer.
-- Pipeline bubble (interleaved 1F1B, v model chunks per GPU): (PP - 1) / v x (t_f + t_b).
-- TP (Megatron sequence parallelism): all-gather and reduce-scatter of ``act`` around attention and
-  MLP, forward and backward: 4 all-gathers + 4 reduce-scatters per layer and micro-batch, exposed.
-- CP (Llama 3 s3.3.2, all-gather based): all-gather of K and V (2 x sequence x KV width / TP x 2 B)
-  before attention, reduce-scatter of their gradients after it; exposed.
-- PP: ``act / TP`` to the next stage per micro-batch, each way; the steady state overlaps it, the
-  pipeline fill and drain (2 x (PP - 1) transfers) are on the critical path.
-- DP (FSDP, Llama 3: weights kept after the forward): one all-gather of the stage's weights and one
-  reduce-scatter of its gradients per step over the DP x CP ranks; the first overlaps the first
-  micro-batch's forward, the second the last micro-batch's backward (``dp_overlap`` of those
-  windows), the rest is exposed.
-- Latency share: the part of the communication time that does not shrink with the message (launch,
-  step latencies, NIC and path, :meth:`twin.twins.net.collectives.Timing.latency`); across buildings,
-  kilometres of fiber make it large.
+- Compute (:mod:`twin.twins.workload.compute`): m x (forward + recomputation + backward) of one
+  micro-batch on the slowest stage, plus the optimizer; the recipe and the software stack
+  (:mod:`twin.twins.workload.recipe`) say what runs and how well.
+- Pipeline bubble (interleaved 1F1B): (PP - 1) / v x that micro-batch's compute.
+- Communication (:mod:`twin.twins.workload.comm`): TP, CP, EP, PP and DP by ZeRO stage, every collective
+  timed on the fabric by :mod:`twin.twins.net.collectives` (fluid model + NCCL's latency model), so a
+  crowded or long fabric shows up in the exposed time.
+- Memory (:mod:`twin.compiler.resolve.memory`): bytes per GPU on the fullest stage; validation refuses
+  a plan that does not fit, and the result carries the figures.
 
-Every collective is timed by :mod:`twin.twins.net.collectives` (fluid model + NCCL's latency model), so a
-crowded or long fabric shows up in the exposed time. Predicted TFLOPs/GPU = model FLOPs of the step /
-(step time x GPUs); the workload's ``measured_tflops_per_gpu`` is shown beside it, never used.
+Predicted TFLOPs/GPU = model FLOPs of the step / (step time x GPUs); beside it, the same in the
+workload's measured convention (``flops_convention``) and the measurement (never an input).
 """
 
 from __future__ import annotations
@@ -38,11 +30,13 @@ from __future__ import annotations
 import numpy as np
 
 from twin.compiler.place.powercap import perf
+from twin.compiler.resolve import memory
 from twin.lang.diagnostics import SpecError
+from twin.lang.site.workload_models import DEFAULT_STACK
 from twin.lang.validator import error
-from twin.twins.net import collectives as coll
 from twin.twins.net.nccl import Library
-from twin.twins.workload import compute
+from twin.twins.workload import comm, compute, moe
+from twin.twins.workload.recipe import Recipe
 from twin.twins.workload.timeline import StepProfile
 
 
@@ -86,10 +80,14 @@ def place_job(net, n: int, order: str, seed: int, down: set[int]) -> np.ndarray 
     return np.array(gpus[:n], np.int64)
 
 
-def gpu_of(design) -> compute.Gpu:
-    """The design's GPU at its rack's power cap."""
+def gpu_of(design, kernel_share: float | None = None) -> compute.Gpu:
+    """The design's GPU at its rack's power cap, keeping ``kernel_share`` of its benchmark kernel speed
+    (a software stack's; default: the default stack's)."""
     ch = design.spec.chassis
-    return compute.Gpu.of(ch, perf(ch, design.spec.rack.gpu_power_cap))
+    if kernel_share is None:
+        st = design.spec.catalog.stacks.get(DEFAULT_STACK)
+        kernel_share = st.kernel_share if st is not None else 1.0
+    return compute.Gpu.of(ch, perf(ch, design.spec.rack.gpu_power_cap) * kernel_share)
 
 
 def step_profile(job: dict, scheme: str | None = None) -> StepProfile:
@@ -109,8 +107,17 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
     if cfg.workload not in wl:
         raise SpecError([error(src, path + ("workload",), f"unknown workload '{cfg.workload}'", ", ".join(sorted(wl)) or "a workload of the site")])
     w = wl[cfg.workload]
+    stacks = design.spec.catalog.stacks
+    if (w.stack or DEFAULT_STACK) not in stacks:
+        raise SpecError([error(src, path + ("workload",), f"workload {w.name}: unknown software stack '{w.stack or DEFAULT_STACK}'",
+                               "one of: " + ", ".join(sorted(stacks)))])
+    r = Recipe.of(w, stacks, cfg)
+    per_stage = -(-w.layers // w.pp)
+    if r.virtual_stages > per_stage:
+        raise SpecError([error(src, path + ("virtual_stages",), f"{r.virtual_stages} interleaved chunks per GPU, but a stage holds at "
+                               f"most {per_stage} layer(s)", f"at most {per_stage}")])
     try:
-        gpu = gpu_of(design)
+        gpu = gpu_of(design, r.kernel_share)
     except ValueError as e:
         raise SpecError([error(src, path + ("workload",), str(e), "chassis hbm_bandwidth and kernels in the catalog")]) from None
     n = w.gpus
@@ -121,74 +128,53 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
     sizes = {"tp": w.tp, "cp": w.cp, "pp": w.pp, "dp": w.dp}
     groups = rank_layout(gpus, sizes, dims)
     shape = compute.Shape.of(w, cfg.kv_heads)
-    m = max(1, w.global_batch // w.dp)
-    v = cfg.virtual_stages or w.virtual_stages
-    c = compute.training(gpu, shape, w.sequence_length, w.global_batch, w.tp, w.cp, w.pp, w.dp)
-    t_f, t_b = c.forward.seconds, c.backward.seconds
-    t_compute = m * (t_f + t_b) + c.optimizer_s
-    bubble = (w.pp - 1) / v * (t_f + t_b)
-    b = w.bytes_per_param
-    act = c.tokens_per_microbatch * shape.hidden * 2
-    kv = 2 * w.sequence_length * shape.kv_dim / min(w.tp, shape.kv_heads) * 2  # this GPU's K and V heads
-    layers = shape.layers / w.pp
-    shard = (shape.matmul_params + shape.hidden * shape.vocab) / (w.tp * w.pp) * b
+    c = compute.training(gpu, shape, r, moe.expert_work(r, "experts" in r.fp8) if shape.moe else None)
+    m = r.microbatches
+    v = r.virtual_stages
+    t_f, t_b, t_r = c.forward.seconds, c.backward.seconds, c.recompute.seconds
+    t_compute = m * c.microbatch_s + c.optimizer_s
+    bubble = (w.pp - 1) / v * c.microbatch_s
     grad_groups = rank_groups(gpus, sizes, dims, ("cp", "dp")) if w.cp * w.dp > 1 else []
+    g = comm.Groups(groups["tp"], groups["cp"], groups["pp"], grad_groups,
+                    moe.ep_groups(grad_groups, w.ep) if shape.moe and w.ep > 1 else [],
+                    w.tp > 1 and all(len(set(net.gpu_server[x].tolist())) == 1 for x in groups["tp"][:64]))
+    mem = memory.training(shape, memory.Plan.of(w, r.fused_attention), design.spec.chassis.gpu_memory or 0.0)
     tokens = w.global_batch * w.sequence_length
-
-    def timed(op, alg, grp, scheme):
-        return coll.time_collective(net, op, alg, None, scheme, groups=grp, lib=lib)
-
-    intra_tp = w.tp > 1 and all(len(set(net.gpu_server[g].tolist())) == 1 for g in groups["tp"][:64])
-    tp_cache: dict[str, float] = {}
+    nvls = bool(design.spec.chassis.nvls)
+    cache: dict = {}
     per_scheme = []
     for s in schemes:
-        t_tp = t_cp = t_pp = t_dp_ag = t_dp_rs = 0.0
-        lat = 0.0  # the part of the communication time that does not shrink with the message
-        if w.tp > 1:
-            key = "nvlink" if intra_tp else s.name
-            if key not in tp_cache:  # a ring reduce-scatter runs the same phases as a ring all-gather
-                ag = timed("allgather", "ring", groups["tp"], s)
-                tp_cache[key] = (8 * ag.time(act), 8 * ag.latency(act))
-            t_tp, lat = layers * m * tp_cache[key][0], lat + layers * m * tp_cache[key][1]
-        if w.cp > 1:
-            ag = timed("allgather", "ring", groups["cp"], s)
-            t_cp, lat = layers * m * 2 * ag.time(kv), lat + layers * m * 2 * ag.latency(kv)
-        if w.pp > 1:
-            stages = groups["pp"]  # each row: one pipeline, stage order
-            p2p = coll.time_collective(net, "sendrecv", "direct", None, s, groups=[np.concatenate([r[:-1] for r in stages])],
-                                       group_peers=[np.concatenate([r[1:] for r in stages])], lib=lib)
-            t_pp, lat = 2 * (w.pp - 1) * p2p.time(act / w.tp), lat + 2 * (w.pp - 1) * p2p.latency(act / w.tp)
-        if grad_groups:
-            dp = timed("allgather", "ring", grad_groups, s)
-            t_dp_ag = t_dp_rs = dp.time(shard)
-            lat += 2 * dp.latency(shard)
-        exposed_dp = max(0.0, t_dp_ag - cfg.dp_overlap * t_f) + max(0.0, t_dp_rs - cfg.dp_overlap * t_b)
-        exposed = t_tp + t_cp + t_pp + exposed_dp
-        step = t_compute + bubble + exposed
+        x = comm.time_comm(net, g, r, shape, c, s, lib, nvls, cache)
+        step = t_compute + bubble + x["exposed_comm_s"]
         tflops = c.model_flops_per_step / step / n / 1e12
         per_scheme.append({
-            "scheme": s.name,
-            "step_s": step,
-            "exposed_comm_s": exposed,
-            "exposed_fraction": exposed / step,
-            "tp_s": t_tp, "cp_s": t_cp, "pp_exposed_s": t_pp, "dp_s": t_dp_ag + t_dp_rs, "dp_exposed_s": exposed_dp,
+            "scheme": s.name, "step_s": step, "exposed_fraction": x["exposed_comm_s"] / step, **x,
             "predicted_tflops_per_gpu": tflops,
             "predicted_mfu": tflops / (gpu.peak / 1e12),
-            "comm_latency_s": lat,
-            "latency_share": lat / comm if (comm := t_tp + t_cp + t_pp + t_dp_ag + t_dp_rs) else 0.0,
+            "predicted_convention_tflops_per_gpu": c.convention_flops_per_step / step / n / 1e12,
             "tokens_per_s": tokens / step,
         })
-    zones = sorted({int(net.server_zone[net.gpu_server[g]]) for g in gpus[:: max(1, len(gpus) // 512)]})
-    buildings = sorted({int(net.server_building[net.gpu_server[g]]) for g in gpus[:: max(1, len(gpus) // 512)]})
+    zones = sorted({int(net.server_zone[net.gpu_server[x]]) for x in gpus[:: max(1, len(gpus) // 512)]})
+    buildings = sorted({int(net.server_building[net.gpu_server[x]]) for x in gpus[:: max(1, len(gpus) // 512)]})
     measured = w.measured if w.measured is not None else (w.mfu * design.spec.chassis.gpu_peak_tflops if w.mfu else None)
+    act = c.tokens_per_microbatch * shape.hidden * 2
     return {
         "workload": w.name, "order": cfg.order, "dims": cfg.dims, "gpus": n,
-        "parallelism": f"TP{w.tp} CP{w.cp} PP{w.pp} DP{w.dp}", "sequence_length": w.sequence_length,
+        "parallelism": f"TP{w.tp} CP{w.cp} PP{w.pp} DP{w.dp}" + (f" EP{w.ep}" if w.ep > 1 else ""),
+        "sequence_length": w.sequence_length, "stack": r.stack, "stack_defaulted": r.stack_defaulted,
+        "recipe": {"micro_batch": r.micro_batch, "recompute": list(r.recompute), "zero": r.zero, "sequence_parallel": r.sequence_parallel,
+                   "overlap_grad_reduce": r.overlap_grad_reduce, "overlap_param_gather": r.overlap_param_gather, "fp8": list(r.fp8),
+                   "cp_comm": r.cp_comm, "kernel_share": r.kernel_share, "attention": "fused" if r.fused_attention else "unfused"},
         "microbatches": m, "virtual_stages": v, "compute_s": t_compute, "bubble_s": bubble,
-        "microbatch_forward_s": t_f, "microbatch_backward_s": t_b, "optimizer_s": c.optimizer_s,
-        "compute_breakdown_s": {k: m * (getattr(c.forward, k) + getattr(c.backward, k)) for k in ("gemm_s", "attention_s", "memory_s")},
+        "microbatch_forward_s": t_f, "microbatch_backward_s": t_b, "microbatch_recompute_s": t_r, "optimizer_s": c.optimizer_s,
+        "layers_on_slowest_stage": c.layers,
+        "compute_breakdown_s": {k: m * (getattr(c.forward, k) + getattr(c.backward, k) + getattr(c.recompute, k))
+                                for k in ("gemm_s", "attention_s", "memory_s")},
         "model_flops_per_step": c.model_flops_per_step, "tokens_per_step": tokens,
-        "measured_tflops_per_gpu": measured,
-        "dp_shard_bytes": shard, "tp_message_bytes": act, "cp_kv_bytes": kv if w.cp > 1 else 0.0, "zones_used": len(zones), "buildings_used": len(buildings),
+        "flops_convention": w.flops_convention, "convention_flops_per_step": c.convention_flops_per_step,
+        "measured_tflops_per_gpu": measured, "memory": mem.as_dict(),
+        "dp_shard_bytes": (shape.matmul_params + shape.hidden * shape.vocab) / (w.tp * w.pp) * w.bytes_per_param,
+        "tp_message_bytes": act, "cp_kv_bytes": 2 * w.sequence_length * shape.kv_dim / min(w.tp, shape.kv_heads) * 2 if w.cp > 1 else 0.0,
+        "zones_used": len(zones), "buildings_used": len(buildings),
         "schemes": per_scheme,
     }

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from twin.compiler.resolve import memory
 from twin.lang.diagnostics import SpecError
 from twin.lang.validator import error
 from twin.twins.net import collectives as coll
@@ -88,7 +89,7 @@ def simulate_serving(design, net, cfg, schemes, lib: Library, down: set[int], sr
         raise SpecError([error(src, path + ("tp",), f"{shape.heads} heads do not split over TP{cfg.tp}", f"a divisor of {shape.heads}")])
     weights = (shape.matmul_params + shape.hidden * shape.vocab) * cfg.bytes_per_param / (cfg.tp * cfg.pp)
     seq = cfg.prompt_tokens + cfg.output_tokens
-    kv = cfg.batch * seq * (shape.layers / cfg.pp) * 2 * shape.kv_dim / min(cfg.tp, shape.kv_heads) * compute.BF16
+    kv = memory.kv_cache_bytes(shape, cfg.batch, seq, shape.layers / cfg.pp, cfg.tp)
     hbm = ch.gpu_memory
     if hbm and weights + kv > hbm * (1 - RESERVE):
         raise SpecError([error(src, path, f"the deployment needs {(weights + kv) / 1e9:.1f} GB per GPU (weights {weights / 1e9:.1f} GB + "
@@ -98,10 +99,11 @@ def simulate_serving(design, net, cfg, schemes, lib: Library, down: set[int], sr
     L = shape.layers / cfg.pp
     # compute (scheme-independent)
     pre_tok = cfg.batch * cfg.prompt_tokens
-    pre = compute.layer_work(gpu, shape, pre_tok, cfg.prompt_tokens / 2, cfg.tp, False, cfg.prompt_tokens, cfg.batch).scaled(shape.layers)
+    pre = compute.total(compute.layer_work(gpu, shape, pre_tok, cfg.prompt_tokens / 2, cfg.tp, False, cfg.prompt_tokens,
+                                           cfg.batch).values()).scaled(shape.layers)
     pre += compute.head_work(gpu, shape, cfg.batch, cfg.tp, False)
     ctx = cfg.prompt_tokens + cfg.output_tokens / 2
-    dec = compute.layer_work(gpu, shape, cfg.batch, ctx, cfg.tp, False, ctx, cfg.batch).scaled(shape.layers)
+    dec = compute.total(compute.layer_work(gpu, shape, cfg.batch, ctx, cfg.tp, False, ctx, cfg.batch).values()).scaled(shape.layers)
     dec += compute.head_work(gpu, shape, cfg.batch, cfg.tp, False)
     a_pre = pre_tok * shape.hidden * 2
     a_dec = cfg.batch * shape.hidden * 2

@@ -1,0 +1,112 @@
+"""Bad training recipes and plans that do not fit are located errors (exit 2), never tracebacks.
+
+Known answers and their sources:
+- A 175B GPT-3 (Brown et al. 2020: 96 layers, hidden 12,288, 96 heads) holds 16 bytes of model state per
+  parameter under mixed-precision Adam ([zero-sc20] s3.1): 2.8 TB at TP1 PP1, 35 times an 80 GB GPU.
+- Llama 3 405B trains 8K-token sequences without activation checkpointing on 80 GB H100s at TP8 PP16
+  ([llama3] s3.3.2): the memory model fits all three Table 4 plans.
+"""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from twin.cli.app import app
+from twin.compiler.resolve.validate import validate_text
+
+LAB = "sites/lab-2zone.yaml"
+GPT3 = """workloads:
+  - name: gpt3-175b
+    parameters: 175B
+    family: gpt
+    layers: 96
+    hidden_size: 12288
+    heads: 96
+    vocab_size: 51200
+    sequence_length: 2048
+    global_batch: 64
+    tp: 1
+    pp: 1
+    dp: 8
+    stack: megatron-lm-2021
+"""
+
+
+def lab_with(root, workloads: str) -> str:
+    text = (root / LAB).read_text()
+    return text[: text.index("workloads:")] + workloads
+
+
+def errors(text: str) -> list:
+    spec, diags = validate_text(text, "w.yaml")
+    assert spec is None
+    return [d for d in diags if d.severity.value == "error"]
+
+
+def _line(text: str, needle: str) -> int:
+    return next(i for i, t in enumerate(text.splitlines(), 1) if needle in t)
+
+
+@pytest.mark.parametrize("extra, field, needle, words", [
+    ("    recompute: [core-attention, experts]\n", "workloads[0].recompute[1]", "recompute:", "no MoE layer"),
+    ("    moe: {experts: 10, top_k: 2}\n    ep: 4\n", "workloads[0].ep", "ep: 4", "10 experts do not divide over EP4"),
+    ("    micro_batch: 16\n", "workloads[0].micro_batch", "micro_batch", "larger than the batch of each data-parallel replica (64 / DP8 = 8)"),
+    ("    virtual_stages: 17\n", "workloads[0].virtual_stages", "virtual_stages", "a stage holds at most 16 layer(s)"),
+    ("    stack: pytorch-2030\n", "workloads[0].stack", "stack:", "unknown software stack 'pytorch-2030'"),
+    ("    ep: 2\n", "workloads[0].ep", "ep: 2", "expert parallelism needs moe:"),
+])
+def test_bad_recipe_is_a_located_error(root, extra, field, needle, words):
+    text = (root / LAB).read_text().rstrip("\n") + "\n" + extra
+    errs = errors(text)
+    assert [d.dotted for d in errs] == [field], [d.format() for d in errs]
+    assert words in errs[0].message and errs[0].line == _line(text, needle) and errs[0].file == "w.yaml"
+
+
+def test_unknown_stack_exits_2_with_the_stacks_it_knows(root, tmp_path):
+    path = tmp_path / "lab.yaml"
+    path.write_text((root / LAB).read_text().rstrip("\n") + "\n    stack: pytorch-2030\n")
+    res = CliRunner().invoke(app, ["validate", str(path)])
+    assert res.exit_code == 2
+    assert f"{path}:{_line(path.read_text(), 'pytorch-2030')}:" in res.output
+    assert "megatron-lm-2021" in res.output and "meta-production-2024" in res.output
+
+
+def test_175b_at_tp1_pp1_is_refused_with_the_bytes_it_needs(root, tmp_path):
+    text = lab_with(root, GPT3)
+    (err,) = errors(text)
+    assert err.dotted == "workloads[0]" and err.line == _line(text, "name: gpt3-175b")
+    # 16 bytes per parameter of 174.6B (tied embeddings) = 2.79 TB before any activation
+    assert "weights 349.2 + gradients 349.2 + optimizer 2,094.9" in err.message
+    assert "more than the H100-SXM's 80 GB HBM" in err.message and "no micro-batch fits: the model state alone exceeds it" in err.message
+    needed = int(err.message.split("(")[1].split(" bytes")[0].replace(",", ""))
+    assert needed > 35 * 80e9
+    path = tmp_path / "gpt3.yaml"
+    path.write_text(text)
+    res = CliRunner().invoke(app, ["validate", str(path)])
+    assert res.exit_code == 2 and "the plan needs" in res.output
+
+
+def test_a_plan_that_fits_only_smaller_names_the_largest_micro_batch(root):
+    # Llama 3 8B at TP8 PP2: 16 sequences of 8K per micro-batch, two micro-batches in flight on the first
+    # stage, hold 16 layers x 2 x 16 x 8,192 tokens x 17.4 KB = 73 GB of activations besides 8 GB of state
+    lab = (root / LAB).read_text().replace("global_batch: 64", "global_batch: 256").rstrip("\n")
+    (err,) = errors(lab + "\n    micro_batch: 16\n")
+    assert "the largest micro-batch that fits is " in err.message
+    best = int(err.message.split("the largest micro-batch that fits is ")[1].split(";")[0])
+    assert 8 <= best < 16 and f"micro_batch: {best}" in err.expected
+    ok = lab + f"\n    micro_batch: {best}\n"
+    spec, diags = validate_text(ok, "w.yaml")
+    assert spec is not None
+
+
+def test_llama3_table4_plans_fit_without_recomputation(meta24k):
+    from twin.compiler.resolve import memory
+    from twin.compiler.resolve.transformer import Shape
+
+    for w in meta24k.spec.site.workloads:
+        assert w.recompute == "none"
+        m = memory.training(Shape.of(w), memory.Plan.of(w), 80e9)
+        assert m.fits and 40e9 < m.total < 80e9 - memory.RESERVE_BYTES, (w.name, m.total)
+        # without ZeRO the FP32 optimizer states alone (12 B x 3.2B parameters per GPU) would not leave room
+        assert not memory.training(Shape.of(w), memory.Plan.of(w.model_copy(update={"zero": 0})), 80e9).fits

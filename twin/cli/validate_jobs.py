@@ -1,0 +1,49 @@
+"""``twin validate-jobs``: the job twin's validation table (twin/twins/workload/validation.py) on the command line."""
+
+from __future__ import annotations
+
+import typer
+
+EXIT_INVALID = 2
+
+
+def register(app, out, err, emit_json) -> None:
+    """Add ``twin validate-jobs`` to the ``twin`` command (kept here so twin/cli/app.py stays a table of verbs)."""
+
+    @app.command("validate-jobs")
+    def validate_jobs(
+        as_json: bool = typer.Option(False, "--json", help="Print every row and the summary as JSON."),
+        fit: bool = typer.Option(False, "--fit", help="Rerun the software stacks' calibration on the open set and print the constants."),
+    ) -> None:
+        """Print every published training and collective row the job twin is held to, with its source
+        (paper, table, row), inputs, the twin's prediction, the error and the convention compared in.
+
+        The open validation set: Llama 3 Table 4 (sites/meta-24k-roce.yaml), Megatron-LM SC'21 Table 1
+        (sites/selene-a100.yaml) and nccl-tests AllReduce on one DGX H100. Runs from a source checkout
+        (it compiles the two example sites); about a minute on two cores.
+
+        Example: twin validate-jobs
+
+        Example: twin validate-jobs --json > validation.json
+        """
+        from twin.twins.workload import validation
+
+        log = (lambda m: None) if as_json else (lambda m: err.print(f"  {m}", markup=False))
+        try:
+            if fit:
+                res = validation.fit(log)
+                if as_json:
+                    emit_json({"kernel_share": res})
+                else:
+                    for k, v in res.items():
+                        out.print(f"{k}: kernel_share {v}", markup=False)
+                raise typer.Exit(0)
+            rows = validation.run(log)
+        except FileNotFoundError as e:
+            err.print(str(e), style="red", markup=False)
+            raise typer.Exit(EXIT_INVALID) from None
+        if as_json:
+            emit_json({"rows": [r.as_dict() for r in rows], "summary": validation.summary(rows)})
+        else:
+            out.print(validation.table(rows), markup=False)
+        raise typer.Exit(0)

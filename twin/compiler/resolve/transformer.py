@@ -1,0 +1,174 @@
+"""A workload's transformer resolved: the family's choices filled in, the shape, parameters and FLOPs.
+
+The families (:mod:`twin.lang.site.workload_models`): ``llama`` (RMSNorm, SwiGLU MLP of three matrices,
+rotary positions, no dropout, grouped-query attention) and ``gpt`` (LayerNorm, GELU MLP of two matrices
+with FFN = 4 x hidden, learned positions, dropout, tied input and output embeddings: Megatron-LM's GPT).
+Every layer has attention (QKV ``h -> h + 2 kv``, output ``h -> h``) and an MLP; with ``moe:`` every
+``every``-th layer's MLP is ``experts`` expert MLPs of which a token visits ``top_k`` (plus the shared
+ones) behind a router ``h -> experts``.
+
+Model FLOPs (what MFU counts): 3 x forward, forward = 2 x the matmul parameters a token passes through
+(MoE: only the experts it visits) + 4 x c x h per layer for attention, with c the average number of keys
+a query attends to (causal: half the sequence; a sliding window of w tokens: w - w^2 / (2 s)).
+
+Worked example (Llama 3 405B, Table 3; the GPT-3 175B shape of Brown et al. 2020):
+
+>>> s = Shape(layers=126, hidden=16384, ffn=53248, heads=128, kv_heads=8, vocab=128256)
+>>> round(s.matmul_params / 1e9, 1), round(s.model_flops_per_token(8192) / 1e12, 2)
+(403.7, 2.52)
+>>> g = Shape(layers=96, hidden=12288, ffn=49152, heads=96, kv_heads=96, vocab=51200, mlp="gelu", tied=True)
+>>> round(g.total_params / 1e9, 1)
+174.6
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FAMILY = {  # mlp, positions, dropout, tied embeddings
+    "llama": ("swiglu", "rope", False, False),
+    "gpt": ("gelu", "learned", True, True),
+}
+
+
+@dataclass(frozen=True)
+class MoeShape:
+    experts: int
+    top_k: int
+    ffn: int
+    shared: int = 0
+    capacity: float | None = None
+    every: int = 1
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A decoder-only transformer's shape (what the FLOPs, bytes and parameters depend on)."""
+
+    layers: int
+    hidden: int
+    ffn: int
+    heads: int
+    kv_heads: int
+    vocab: int = 0
+    mlp: str = "swiglu"
+    positions: str = "rope"
+    dropout: bool = False
+    tied: bool = False
+    parallel_block: bool = False
+    window: int | None = None
+    moe: MoeShape | None = None
+
+    @classmethod
+    def of(cls, w, kv_heads: int | None = None) -> Shape:
+        """From a workload (or a served model); without ``ffn_hidden_size`` a GPT's FFN is 4 x hidden
+        and a Llama's is sized so the layers hold the stated parameters (SwiGLU: 3 x h x f per layer)."""
+        family = getattr(w, "family", "llama")
+        mlp, positions, dropout, tied = FAMILY[family]
+        mlp = getattr(w, "mlp", None) or mlp
+        positions = getattr(w, "positions", None) or positions
+        dropout = dropout if getattr(w, "dropout", None) is None else w.dropout
+        heads = w.heads or max(1, w.hidden_size // 128)
+        kv = kv_heads or w.kv_heads or heads
+        h = w.hidden_size
+        vocab = w.vocab_size or 0
+        ffn = w.ffn_hidden_size
+        mats = 3 if mlp == "swiglu" else 2
+        if ffn is None and family == "gpt":
+            ffn = 4 * h
+        elif ffn is None:
+            attn = h * (h + 2 * h * kv // heads) + h * h
+            per_layer = (w.parameters - 2 * vocab * h) / w.layers
+            ffn = max(1, round((per_layer - attn) / (mats * h)))
+        m = getattr(w, "moe", None)
+        moe = None if m is None else MoeShape(m.experts, m.top_k, m.expert_ffn_hidden_size or ffn, m.shared_experts,
+                                              m.capacity_factor, m.every)
+        return cls(w.layers, h, ffn, heads, kv, vocab, mlp, positions, dropout, tied, bool(getattr(w, "parallel_block", False)),
+                   getattr(w, "attention_window", None), moe)
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def kv_dim(self) -> int:
+        return self.kv_heads * self.head_dim
+
+    @property
+    def mlp_mats(self) -> int:
+        return 3 if self.mlp == "swiglu" else 2
+
+    @property
+    def attn_params(self) -> float:
+        h = self.hidden
+        return h * (h + 2 * self.kv_dim) + h * h
+
+    @property
+    def mlp_params(self) -> float:
+        return self.mlp_mats * self.hidden * self.ffn
+
+    @property
+    def expert_params(self) -> float:
+        """One expert MLP (MoE), 0 for a dense model."""
+        return self.mlp_mats * self.hidden * self.moe.ffn if self.moe else 0.0
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers // self.moe.every if self.moe else 0
+
+    @property
+    def dense_layers(self) -> int:
+        return self.layers - self.moe_layers
+
+    @property
+    def layer_params(self) -> float:
+        """A dense layer's matmul parameters."""
+        return self.attn_params + self.mlp_params
+
+    @property
+    def moe_layer_active(self) -> float:
+        """Matmul parameters a token passes through in an MoE layer (router, visited and shared experts)."""
+        m = self.moe
+        return self.attn_params + self.hidden * m.experts + (m.top_k + m.shared) * self.expert_params if m else 0.0
+
+    @property
+    def moe_layer_total(self) -> float:
+        m = self.moe
+        return self.attn_params + self.hidden * m.experts + (m.experts + m.shared) * self.expert_params if m else 0.0
+
+    @property
+    def matmul_params(self) -> float:
+        """Parameters a token passes through in matmuls (every layer and the output layer; not the embedding)."""
+        return self.dense_layers * self.layer_params + self.moe_layers * self.moe_layer_active + self.hidden * self.vocab
+
+    @property
+    def total_params(self) -> float:
+        """Every parameter: layers (all experts), the output layer and the input embedding (once if tied)."""
+        emb = self.hidden * self.vocab * (1 if self.tied else 2)
+        return self.dense_layers * self.layer_params + self.moe_layers * self.moe_layer_total + emb
+
+    def context(self, seq: float) -> float:
+        """Average keys a query attends to: half the sequence when causal, less under a sliding window."""
+        w = self.window
+        if w is None or w >= seq:
+            return seq / 2
+        return w - w * w / (2 * seq)
+
+    def forward_flops_per_token(self, seq: float) -> float:
+        """Forward FLOPs per token with causal attention over a sequence of ``seq`` tokens."""
+        return 2 * self.matmul_params + self.layers * 4 * self.context(seq) * self.hidden
+
+    def model_flops_per_token(self, seq: float) -> float:
+        """Training FLOPs per token (forward + backward = 3 x forward): the numerator of MFU."""
+        return 3 * self.forward_flops_per_token(seq)
+
+
+def megatron_eq3_flops(s: Shape, seq: int, batch: int) -> float:
+    """Hardware FLOPs of one iteration with full recomputation, Narayanan et al. (SC'21) Eq. 3, the
+    convention of their Table 1: ``96 B s l h^2 (1 + s / (6 h) + V / (16 l h))``.
+
+    >>> round(megatron_eq3_flops(Shape(24, 2304, 9216, 24, 24, 51200, "gelu"), 2048, 512) / 1e15, 1)  # Table 1, row 1
+    15.5
+    """
+    h, ll = s.hidden, s.layers
+    return 96 * batch * seq * ll * h * h * (1 + seq / (6 * h) + s.vocab / (16 * ll * h))

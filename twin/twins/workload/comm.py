@@ -1,0 +1,183 @@
+"""A training step's communication, timed on the compiled fabric, and the part of it the GPUs wait for.
+
+Per micro-batch (on the slowest stage, ``L`` layers, ``act = T x h x 2`` bytes):
+
+- TP (:meth:`twin.twins.workload.recipe.Recipe.tp_exchanges`): all-gathers and reduce-scatters of
+  ``act`` (sequence parallelism) or all-reduces of it, exposed; NCCL's choice per size between a ring, a
+  tree across servers and NVLink SHARP (NVLS) inside one NVLink domain (:mod:`twin.twins.net.collectives`).
+- CP: all-gather (Llama 3 s3.3.2) of this GPU's K and V heads for the whole sequence before attention and
+  a reduce-scatter of their gradients after it, exposed; or a ring passing K/V chunks to the next CP rank
+  ``CP - 1`` times, hidden behind the attention kernel where it is long enough.
+- EP: four all-to-alls per MoE layer (:mod:`twin.twins.workload.moe`), exposed.
+
+These run ``m + (PP - 1) / v`` times per step: m micro-batches plus the pipeline fill and drain, when
+the stage also waits for them. PP: ``act / TP`` to the next stage per micro-batch, each way; the steady
+state overlaps it, the ``2 (PP - 1)`` transfers of the fill and drain do not.
+
+Data parallelism over the DP x CP ranks of a stage (G = its gradients, 2 bytes per parameter after TP):
+
+- ZeRO 0: an all-reduce of G. ZeRO 1: a reduce-scatter of G and an all-gather of the updated weights.
+  ZeRO 2: the reduce-scatter after every micro-batch. Gradient reduction overlapping the backward pass
+  (``overlap_grad_reduce``) hides behind the last micro-batch's backward (every micro-batch's, ZeRO 2)
+  except the last bucket (``grad_bucket``); the all-gather overlapping the forward pass
+  (``overlap_param_gather``) hides behind the first micro-batch's forward.
+- ZeRO 3 (FSDP full shard): per layer and micro-batch, an all-gather of the layer's weights before its
+  forward and again before its backward, and a reduce-scatter of its gradients after it; with prefetch
+  (``overlap_param_gather``) each hides behind the previous layer's compute where it is shorter, except
+  the first gather and the last reduce-scatter of every micro-batch.
+  The per-step count grows with micro-batches and layers, and each collective's latency with DP:
+  ZeRO 3 loses throughput as data parallelism grows at a fixed micro-batch.
+
+Latency share: the part of the communication time that does not shrink with the message (launch, step
+latencies, NIC and path: :meth:`twin.twins.net.collectives.Timing.latency`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from twin.twins.net import collectives as coll
+from twin.twins.workload import moe as moe_mod
+from twin.twins.workload.compute import BF16
+
+
+@dataclass
+class Groups:
+    """The job's communicators on placed GPUs."""
+
+    tp: list[np.ndarray]
+    cp: list[np.ndarray]
+    pp: list[np.ndarray]  # each row: one pipeline, stage order
+    grad: list[np.ndarray]  # DP x CP ranks of each stage
+    ep: list[np.ndarray]
+    intra_tp: bool  # every TP group inside one server (NVLink)
+
+
+class Timed:
+    """A collective timed once per (op, communicator, scheme): ``(time, latency)`` at any size, the
+    fastest of the algorithms NCCL would consider."""
+
+    def __init__(self, timings):
+        self.timings = timings
+
+    def at(self, size: float) -> tuple[float, float]:
+        if size <= 0 or not self.timings:
+            return 0.0, 0.0
+        t = min(self.timings, key=lambda x: x.time(size))
+        return t.time(size), t.latency(size)
+
+
+def _allreduce_algorithms(net, group: np.ndarray, nvls: bool) -> list[str]:
+    multi = len(set(net.gpu_server[group].tolist())) > 1
+    return ["ring", "tree"] if multi else (["ring", "nvls"] if nvls else ["ring"])
+
+
+def time_comm(net, g: Groups, r, s, c, scheme, lib, nvls: bool, cache: dict) -> dict:
+    """Exposed communication of one step under ``scheme`` (module docstring); ``cache`` keeps timings that
+    do not depend on the routing scheme (NVLink-only TP) across schemes."""
+
+    def timed(key, op, algs, groups, peers=None) -> Timed:
+        k = (key, op) if key == "nvlink" else (scheme.name, key, op)
+        if k not in cache:
+            out = []
+            for a in algs:
+                try:
+                    out.append(coll.time_collective(net, op, a, None, scheme, groups=groups, group_peers=peers, lib=lib))
+                except ValueError:
+                    continue
+            cache[k] = Timed(out)
+        return cache[k]
+
+    m = r.microbatches
+    v = r.virtual_stages
+    rounds = m + (r.pp - 1) / v  # micro-batches plus the pipeline fill and drain
+    act = r.tokens * s.hidden * BF16
+    layers = c.layers
+    out = {"tp_s": 0.0, "cp_s": 0.0, "ep_s": 0.0, "pp_exposed_s": 0.0, "dp_s": 0.0, "dp_exposed_s": 0.0}
+    lat = 0.0
+    if r.tp > 1:
+        key = "nvlink" if g.intra_tp else "tp"
+        per = 0.0
+        for is_moe, n in ((False, layers - c.moe_layers), (True, c.moe_layers)):
+            x = r.tp_exchanges(is_moe, s.parallel_block)
+            t_ag, l_ag = timed(key, "allgather", ["ring"], g.tp).at(act) if x["allgather"] and n else (0.0, 0.0)
+            t_ar, l_ar = timed(key, "allreduce", _allreduce_algorithms(net, g.tp[0], nvls), g.tp).at(act) \
+                if x["allreduce"] and n else (0.0, 0.0)
+            per += n * ((x["allgather"] + x["reducescatter"]) * t_ag + x["allreduce"] * t_ar)
+            lat += rounds * n * ((x["allgather"] + x["reducescatter"]) * l_ag + x["allreduce"] * l_ar)
+        out["tp_s"] = rounds * per
+    if r.cp > 1:
+        kv = r.micro_batch * 2 * r.seq * s.kv_dim / min(r.tp, s.kv_heads) * BF16  # this GPU's K and V heads, whole sequence
+        redo = 1 if {"core-attention"} & r.recomputed() else 0
+        if r.cp_comm == "ring":
+            p2p = timed("cp-ring", "sendrecv", ["direct"], [np.concatenate(g.cp)], [np.concatenate([np.roll(x, -1) for x in g.cp])])
+            t1, l1 = p2p.at(kv / r.cp)
+            fwd = max(0.0, (r.cp - 1) * t1 - c.attention_forward_s)
+            bwd = max(0.0, 2 * (r.cp - 1) * t1 - c.attention_backward_s)
+            out["cp_s"] = rounds * layers * ((1 + redo) * fwd + bwd)
+            lat += rounds * layers * (3 + redo) * (r.cp - 1) * l1
+        else:
+            ag = timed("cp", "allgather", ["ring"], g.cp)
+            t1, l1 = ag.at(kv)
+            out["cp_s"] = rounds * layers * (2 + redo) * t1
+            lat += rounds * layers * (2 + redo) * l1
+    if g.ep and c.moe_layers:
+        a2a = timed("ep", "alltoall", ["direct"], g.ep)
+        t1, l1 = a2a.at(moe_mod.alltoall_bytes(s, r.tokens, r.tp))
+        n = 4 + (2 if "experts" in r.recomputed() else 0)
+        out["ep_s"] = rounds * c.moe_layers * n * t1
+        lat += rounds * c.moe_layers * n * l1
+    if r.pp > 1:
+        stages = g.pp
+        p2p = timed("pp", "sendrecv", ["direct"], [np.concatenate([x[:-1] for x in stages])], [np.concatenate([x[1:] for x in stages])])
+        t1, l1 = p2p.at(act / r.tp)
+        out["pp_exposed_s"] = 2 * (r.pp - 1) * t1
+        lat += 2 * (r.pp - 1) * l1
+    if g.grad:
+        d_t, d_exp, d_lat = _data_parallel(timed, g, r, s, c)
+        out["dp_s"], out["dp_exposed_s"] = d_t, d_exp
+        lat += d_lat
+    exposed = out["tp_s"] + out["cp_s"] + out["ep_s"] + out["pp_exposed_s"] + out["dp_exposed_s"]
+    comm = out["tp_s"] + out["cp_s"] + out["ep_s"] + out["pp_exposed_s"] + out["dp_s"]
+    out.update(exposed_comm_s=exposed, comm_latency_s=lat, latency_share=lat / comm if comm else 0.0)
+    return out
+
+
+def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
+    """(communication time, exposed time, latency part) of the step's data-parallel traffic."""
+    stage = (s.matmul_params + s.hidden * s.vocab) / (r.tp * r.pp)
+    grads = stage * BF16
+    ag = timed("dp", "allgather", ["ring"], g.grad)
+    m = r.microbatches
+    w_f = r.dp_overlap * c.forward.seconds
+    w_b = r.dp_overlap * (c.backward.seconds + c.recompute.seconds)
+    tail = min(1.0, r.grad_bucket / grads) if grads else 0.0
+
+    def reduce_exposed(t: float) -> float:
+        return max(t * tail, t - w_b) if r.overlap_grad_reduce else t
+
+    def gather_exposed(t: float) -> float:
+        return max(t * tail, t - w_f) if r.overlap_param_gather else t
+
+    if r.zero == 0:
+        ar = timed("dp", "allreduce", ["ring", "tree"], g.grad)
+        t, lat = ar.at(grads)
+        return t, reduce_exposed(t), lat
+    t_g, l_g = ag.at(grads)
+    if r.zero in (1, 2):
+        n_rs = m if r.zero == 2 else 1
+        return (n_rs + 1) * t_g, n_rs * reduce_exposed(t_g) + gather_exposed(t_g), (n_rs + 1) * l_g
+    layer = s.layer_params / r.tp * BF16
+    t_l, l_l = ag.at(layer)
+    gathers = 2 + (1 if {"attention", "mlp"} & r.recomputed() else 0)
+    n = m * c.layers
+    total = n * (gathers + 1) * t_l
+    if r.overlap_param_gather:  # prefetch: the next layer's collectives behind this layer's compute; the first
+        fwd = max(0.0, (gathers - 1) * t_l - c.layer_forward_s)  # gather of each micro-batch and its last
+        bwd = max(0.0, 2 * t_l - c.layer_backward_s)  # reduce-scatter have nothing to hide behind
+        exposed = m * ((c.layers - 1) * (fwd + bwd) + 2 * t_l)
+    else:
+        exposed = total
+    return total, exposed, n * (gathers + 1) * l_l

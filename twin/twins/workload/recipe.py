@@ -1,0 +1,102 @@
+"""A training job's recipe resolved against its software stack and a scenario's overrides: everything the
+step model reads besides the model's shape and the GPU.
+
+The stack (catalog ``stacks:``) supplies what the framework loses (``kernel_share``), how it runs attention
+(fused or unfused) and its default overlaps; the workload's recipe fields win where given, and a
+scenario's job (``virtual_stages``, ``kv_heads``, ``dp_overlap``) wins over both.
+
+Recomputation, by module (:data:`twin.lang.site.workload_models.RECOMPUTE_POLICIES` names the policies):
+``attention`` recomputes the whole attention block (QKV, the attention kernel, the output projection and
+their TP exchanges), ``mlp`` the MLP block (both GEMMs, the activation and their TP exchanges), ``experts``
+the expert MLPs, ``core-attention`` only the attention kernel (selective recomputation, Korthikanti et al.
+2022), ``activation`` the GELU/SwiGLU, ``norm`` the norms. Recomputed work runs again before the backward
+pass of its layer.
+
+TP exchanges per layer and micro-batch (Megatron-LM): with sequence parallelism an all-gather before and a
+reduce-scatter after each block, forward, and the reverse backward (a dense layer: 4 all-gathers + 4
+reduce-scatters); without it one all-reduce per block forward and one backward (4 all-reduces). A
+parallel block (attention and MLP off one norm) exchanges once per layer and direction.
+
+>>> r = Recipe(tp=8, sequence_parallel=True, recompute=("attention",))
+>>> r.tp_exchanges(moe=False)
+{'allgather': 5, 'reducescatter': 5, 'allreduce': 0}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from twin.lang.site.workload_models import DEFAULT_STACK
+
+EXPANDS = {"attention": ("attention", "core-attention"), "mlp": ("mlp", "activation"), "experts": ("experts",),
+           "core-attention": ("core-attention",), "activation": ("activation",), "norm": ("norm",)}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    tp: int = 1
+    cp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    seq: int = 2048
+    global_batch: int = 1
+    micro_batch: int = 1
+    virtual_stages: int = 1
+    recompute: tuple[str, ...] = ()
+    sequence_parallel: bool = True
+    zero: int = 0
+    overlap_grad_reduce: bool = True
+    overlap_param_gather: bool = True
+    grad_bucket: float = 160e6
+    fp8: tuple[str, ...] = ()
+    cp_comm: str = "all-gather"
+    fused_attention: bool = True
+    kernel_share: float = 1.0
+    stack: str = DEFAULT_STACK
+    stack_defaulted: bool = False
+    dp_overlap: float = 1.0
+    flops_convention: str = "model"
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, w, stacks: dict, job=None) -> Recipe:
+        """From a site workload, the catalog's stacks and (optionally) a scenario's job; raises KeyError for an
+        unknown stack (validation reports it first)."""
+        name = w.stack or DEFAULT_STACK
+        st = stacks[name]
+        v = (job.virtual_stages if job is not None and job.virtual_stages else None) or w.virtual_stages
+        return cls(
+            tp=w.tp, cp=w.cp, pp=w.pp, dp=w.dp, ep=w.ep, seq=w.sequence_length, global_batch=w.global_batch,
+            micro_batch=w.micro_batch, virtual_stages=v, recompute=w.recompute_modules, sequence_parallel=w.sequence_parallel,
+            zero=w.zero, grad_bucket=w.grad_bucket, fp8=w.fp8_gemms, cp_comm=w.cp_comm,
+            overlap_grad_reduce=st.overlap_grad_reduce if w.overlap_grad_reduce is None else w.overlap_grad_reduce,
+            overlap_param_gather=st.overlap_param_gather if w.overlap_param_gather is None else w.overlap_param_gather,
+            fused_attention=st.attention == "fused", kernel_share=st.kernel_share, stack=name, stack_defaulted=w.stack is None,
+            dp_overlap=job.dp_overlap if job is not None else 1.0, flops_convention=w.flops_convention)
+
+    @property
+    def microbatches(self) -> int:
+        return max(1, self.global_batch // (self.dp * self.micro_batch))
+
+    @property
+    def tokens(self) -> float:
+        """Tokens of one micro-batch on one GPU (its 1/CP share)."""
+        return self.micro_batch * self.seq / self.cp
+
+    def recomputed(self) -> set[str]:
+        """The kernel modules run again before the backward pass."""
+        return {m for r in self.recompute for m in EXPANDS[r]}
+
+    def tp_exchanges(self, moe: bool, parallel_block: bool = False) -> dict[str, int]:
+        """TP collectives per layer and micro-batch, forward, backward and recomputation together."""
+        blocks = 1 if parallel_block else 2
+        redo = self.recomputed()
+        again = (("attention" in redo) + (("mlp" in redo) if not moe else ("experts" in redo))) if not parallel_block else \
+            int(bool({"attention", "mlp"} & redo))
+        if self.tp == 1:
+            return {"allgather": 0, "reducescatter": 0, "allreduce": 0}
+        if self.sequence_parallel:
+            n = 2 * blocks + again
+            return {"allgather": n, "reducescatter": n, "allreduce": 0}
+        return {"allgather": 0, "reducescatter": 0, "allreduce": 2 * blocks + again}
