@@ -15,13 +15,22 @@ SITES = ROOT / "sites"
 
 
 BUILDS: list[Path] = []  # the session's folder of example builds, made at first use, removed at the end
+RUNNING: list = []  # the test being set up or run
 
 
-@lru_cache(maxsize=None)
 def build_of(name: str):
     """``twin build sites/<name>.yaml`` (twin.build.build), once per test session, into a temporary
     folder: its BuildResult (``.design``, ``.out_dir``). Every example's design, switch configs and
-    output folder are read from this one build, so a Meta site is compiled and rendered once."""
+    output folder are read from this one build, so a Meta site is compiled and rendered once. A Meta
+    site is the slow tier's: a test not marked slow that reads one fails, saying so."""
+    test = RUNNING[0] if RUNNING else None
+    if name.startswith("meta-") and test is not None and test.get_closest_marker("slow") is None:
+        pytest.fail(f"{test.nodeid} reads {name} but is not marked slow (the fast tier, -m 'not slow', builds no Meta site)", pytrace=False)
+    return _build(name)
+
+
+@lru_cache(maxsize=None)
+def _build(name: str):
     from twin.build import build
 
     if not BUILDS:
@@ -34,11 +43,14 @@ def compiled(name: str):
     return build_of(name).design
 
 
-@lru_cache(maxsize=None)
 def emitted(name: str) -> dict[str, bytes]:
     """Every switch config file of sites/<name>.yaml (FRR, SONiC, EOS, OpenSM: ``configs/...``, and the
     InfiniBand topology ``model/topology.net`` the OpenSM configs go with), as its build wrote them."""
-    out = build_of(name).out_dir
+    return _configs(build_of(name).out_dir)
+
+
+@lru_cache(maxsize=None)
+def _configs(out: Path) -> dict[str, bytes]:
     files = sorted((out / "configs").rglob("*")) + sorted((out / "model").glob("topology.net"))
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in files if p.is_file()}
 
@@ -95,6 +107,11 @@ def pytest_collection_modifyitems(session, config, items):
     for item in items:  # whatever reads the compiled meta-24k-roce, directly or through another fixture
         if "meta24k" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    RUNNING[:] = [item]
 
 
 def pytest_collection_finish(session):
