@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pyomo.environ as pyo
-
 from twin.compiler.place import capacity, naive
 from twin.compiler.place.model import rack_fill, switches_per_rack
 from twin.compiler.place.solver import highs
@@ -47,6 +45,8 @@ def hall_capacity(h: Hall, pue: float, gpu_power: float, nets: tuple[tuple[float
 
 def _capacity_model(h: Hall, pue: float, gpu_power: float, nets: tuple, relax: bool,
                     kinds: tuple | None) -> tuple[float, str]:
+    import pyomo.environ as pyo  # here, not at import (see solver.highs)
+
     slots = HallSlots.of(h)
     rows = list(range(1, h.rows + 1))
     free = {r: 0 for r in rows}

@@ -14,8 +14,6 @@ import math
 import time
 from dataclasses import dataclass
 
-import pyomo.environ as pyo
-
 from twin.compiler.place import capacity
 from twin.compiler.place.model import HallGrid
 from twin.compiler.place.solver import highs
@@ -60,6 +58,8 @@ def solve_hall(h: Hall, pue: float, groups: list[tuple[int, int]], types: list[N
     ``ext[t]``: links from one rack of type t to racks in other halls (routed through the door).
     ``reach``: longest allowed tray run of a GPU-to-spine link (m).
     """
+    import pyomo.environ as pyo  # here, not at import (see solver.highs)
+
     t0 = time.perf_counter()
     grid = HallGrid(h)
     slots = HallSlots.of(h)

@@ -5,12 +5,14 @@ Single-threaded with a fixed seed, so the same model gives the same solution (by
 
 from __future__ import annotations
 
-from pyomo.contrib.appsi.solvers import Highs
-
 MIP_GAP = 1e-4
 
 
-def highs(time_limit: float) -> Highs:
+def highs(time_limit: float):
+    """A pyomo.contrib.appsi Highs solver (Pyomo is imported here, not with the module: a CLI start
+    that places nothing, `twin validate`, needs none of it)."""
+    from pyomo.contrib.appsi.solvers import Highs
+
     s = Highs()
     s.config.load_solution = False
     s.config.stream_solver = False
