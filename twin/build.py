@@ -1,33 +1,30 @@
 """``twin build``: compile a spec and write its artifacts atomically with a manifest.
 
-Everything is rendered in memory first; then the files go to a temporary sibling folder that replaces
-the previous output with two renames. A failed build therefore leaves the old output untouched, and a
-reader never sees a half-written folder (except for the instant between the two renames).
+Everything is rendered in memory first; then :mod:`twin.output` writes the files to a temporary
+sibling folder and exchanges it with the previous output in one atomic step. A failed build leaves the
+old output untouched, a reader never sees a half-written or missing folder, a folder twin did not
+write is never replaced, and a second build of the same folder stops at once (exit 3).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
-import tempfile
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from twin.compiler.design import Design
 from twin.compiler.pipeline import compile_design
 from twin.emit import emit_all
 from twin.emit.design_json import dumps
+from twin.folder import MANIFEST, safe_relative
+from twin.output import OutputError, claimed, write_atomically, write_claimed
 from twin.twins.default import design_results
 from twin.twins.results import Runs
 from twin.version import __version__
 
-MANIFEST = "manifest.json"
-
-
-class OutputError(Exception):
-    """The output folder cannot be written safely (e.g. it holds something that is not twin output)."""
+__all__ = ["MANIFEST", "OutputError", "BuildResult", "build", "manifest", "render", "run_twins", "write_atomically"]
 
 
 @dataclass(frozen=True)
@@ -95,43 +92,23 @@ def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progres
 
 def build(spec_path: str | Path, out: str | Path | None = None, progress: Callable[[str], None] | None = None,
           scenario: str | Path | None = None) -> BuildResult:
-    """Render (:func:`render`) and write atomically into ``out`` (default: generated/<site>)."""
-    design, files = render(spec_path, scenario, progress)
-    out_dir = Path(out) if out is not None else Path("generated") / design.name
-    if progress:
-        progress("write")
-    write_atomically(out_dir, files)
-    return BuildResult(design, out_dir, {p: hashlib.sha256(b).hexdigest() for p, b in sorted(files.items())})
+    """Render (:func:`render`) and write atomically into ``out`` (default: generated/<site>). With
+    ``out`` given the folder is claimed first (locked, proved twin's), so a build that could not
+    write stops before compiling; OutputError says why."""
+    held = claimed(Path(out)) if out is not None else nullcontext(None)
+    with held as out_dir:
+        design, files = render(spec_path, scenario, progress)
+        if progress:
+            progress("write")
+        if out_dir is None:
+            out_dir = Path("generated") / design.name
+            write_atomically(out_dir, files)
+        else:
+            write_claimed(out_dir, files)
+    return BuildResult(design, Path(out) if out is not None else out_dir, {p: hashlib.sha256(b).hexdigest() for p, b in sorted(files.items())})
 
 
 def _check_relative(rel: str) -> None:
     """Artifact names derive from user-chosen names: they must stay inside the output folder."""
-    p = PurePosixPath(rel)
-    if p.is_absolute() or ".." in p.parts or not p.parts or "\\" in rel or "\x00" in rel:
+    if safe_relative(rel) is None or rel == MANIFEST:
         raise OutputError(f"refusing to write artifact outside the output folder: {rel!r}")
-
-
-def write_atomically(out_dir: Path, files: dict[str, bytes]) -> None:
-    out_dir = out_dir.resolve() if out_dir.exists() else out_dir.absolute()
-    if out_dir.exists():
-        if not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / MANIFEST).is_file()):
-            raise OutputError(f"{out_dir} exists and is not a twin output folder (no {MANIFEST}); not replacing it")
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
-    try:
-        for rel, data in sorted(files.items()):
-            target = tmp / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        os.chmod(tmp, 0o755)
-        if out_dir.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
-            os.rmdir(old)
-            os.rename(out_dir, old)
-            os.rename(tmp, out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise

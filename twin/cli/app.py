@@ -1,6 +1,8 @@
 """The ``twin`` command: one sub-command per verb.
 
-Exit codes: 0 success, 1 a valid design that cannot be built as stated (infeasible), 2 invalid input.
+Exit codes: 0 success, 1 a valid design that cannot be built as stated (infeasible), 2 invalid input,
+3 (``twin build``) the output folder could not be written (disk full, read-only, no permission, another
+build writing it).
 Errors are printed as ``FILE:LINE:COL: field.path: message (expected ...)`` and never as tracebacks.
 """
 
@@ -45,6 +47,13 @@ def _root(version: bool = typer.Option(False, "--version", help="Print the versi
     if version:
         out.print(f"twin {__version__}")
         raise typer.Exit(0)
+    from twin.lang.limits import LimitsError, overrides
+
+    try:
+        overrides()  # a malformed TWIN_LIMITS is one line before any command reads it
+    except LimitsError as e:
+        err.print(str(e), style="red", markup=False)
+        raise typer.Exit(EXIT_INVALID) from None
 
 
 @app.command()
@@ -96,7 +105,9 @@ def build(
 ) -> None:
     """Compile a site spec into generated/<site>/ (design.json, report.md, report.html, manifest.json, ...).
 
-    The previous output is replaced only when the whole build succeeds.
+    The previous output is replaced only when the whole build succeeds, in one atomic exchange, and only
+    if twin wrote it (every file as its manifest.json lists it; otherwise exit 2, nothing touched). Disk
+    full, a read-only folder or another build writing the same folder: one line, exit 3.
 
     Example: twin build sites/meta-24k-roce.yaml -o /tmp/out
 
@@ -132,8 +143,11 @@ def build(
             err.print("output left untouched", markup=False)
         raise typer.Exit(EXIT_INFEASIBLE) from None
     except OutputError as e:
-        err.print(f"{spec}: {e}", style="red", markup=False)
-        raise typer.Exit(EXIT_INVALID) from None
+        if as_json:
+            _emit_json({"status": "not written", "error": str(e), "exit": e.code})
+        else:
+            err.print(f"{spec}: {e}", style="red", markup=False)
+        raise typer.Exit(e.code) from None
     d = result.design
     placement = d.placement
     solver = placement.figures.get("solver") if placement is not None else None
@@ -219,140 +233,6 @@ def schema(
 
 
 @app.command()
-def diff(
-    old: Path = typer.Argument(..., help="OLD: a site spec (YAML) or a built folder. Alone (or with --against), the edited spec."),
-    new: Optional[Path] = typer.Argument(None, help="NEW: a site spec or a built folder."),
-    against: Optional[Path] = typer.Option(None, "--against", help="With one SPEC: the build folder it would replace (default: generated/<site>)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the review as JSON."),
-    html: Optional[Path] = typer.Option(None, "--html", help="Also write the review as a self-contained page to this file."),
-    scenario: Optional[Path] = typer.Option(None, "--scenario", "-s", help="Run this scenario with every spec side, like `twin build --scenario`."),
-) -> None:
-    """Review what a change does: figures that moved (GPUs, switches per tier, optics and cable km, power
-    and headroom per level, placement objective and gap, ECMP widths, cost, twin figures), configs changed
-    per role with one representative diff each, and the artifacts that change. Nothing is written (but --html).
-
-    Exit 0 when nothing changes, 1 when something does (like `diff`), 2 on invalid input.
-
-    Example: twin diff sites/lab-2zone.yaml edited/lab-2zone.yaml --html /tmp/review.html
-
-    Example: twin diff generated/lab-2zone sites/lab-2zone.yaml      (a built folder against a spec)
-
-    Example: twin diff sites/lab-2zone.yaml --against generated/lab-2zone
-    """
-    from twin.compiler.resolve.validate import validate_file
-    from twin.diff.compare import compare, side
-    from twin.diff.report import page, terminal
-
-    if new is not None and against is not None:
-        err.print("give OLD NEW, or SPEC --against DIR, not both", style="red", markup=False)
-        raise typer.Exit(EXIT_INVALID)
-    if new is None:  # the original form: the spec against the folder it would replace
-        spec, new = old, old
-        if against is None:
-            parsed, diags = validate_file(spec)
-            if parsed is None:
-                _print_diags(diags)
-                raise typer.Exit(EXIT_INVALID)
-            against = Path("generated") / parsed.name
-        old = against
-    for t in (old, new):
-        if t.is_dir() and not (t / "manifest.json").is_file():
-            err.print(f"{t}: no manifest.json (build it first with `twin build`)", style="red", markup=False)
-            raise typer.Exit(EXIT_INVALID)
-        if not t.exists():
-            err.print(f"{t}: no such spec file or build folder", style="red", markup=False)
-            raise typer.Exit(EXIT_INVALID)
-    try:
-        res = compare(side(old, scenario), side(new, scenario))
-    except SpecError as e:
-        _print_diags(e.diagnostics)
-        raise typer.Exit(EXIT_INVALID) from None
-    except InfeasibleError as e:
-        for line in e.diagnosis:
-            err.print(f"infeasible: {line}", markup=False)
-        raise typer.Exit(EXIT_INVALID) from None
-    if html is not None:
-        html.parent.mkdir(parents=True, exist_ok=True)
-        html.write_bytes(page(res))
-    if as_json:
-        _emit_json(res.to_json())
-    else:
-        terminal(res, out)
-        if html is not None:
-            out.print(f"wrote {html}", markup=False)
-    raise typer.Exit(0 if res.empty else 1)
-
-
-@app.command()
-def verify(
-    folder: Path = typer.Argument(..., help="A generated site folder (output of twin build)."),
-    slice_: Optional[str] = typer.Option(None, "--slice", help="Verify part of a big site: zone:1 (one AI zone with its ATSW uplinks), "
-                                         "or on a campus building:1,2 (in each, 4 racks and 2 CTSWs of its first zone, the ATSWs they reach and the campus tier between them)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
-    timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for convergence."),
-    bfd: Optional[bool] = typer.Option(None, "--bfd/--no-bfd", help="Run bfdd too (default: when the configs use BFD)."),
-) -> None:
-    """Run the generated configs in real FRR (RoCE) or OpenSM on ibsim (InfiniBand) and check them.
-
-    RoCE (needs root): one namespace per switch, every BGP session established, every rack subnet
-    at the predicted ECMP width on every switch, host pings, one CTSW link down. InfiniBand: every HCA
-    pair routed, loop-free, by the configured engine. Only what the run created is removed.
-    Exit 0 verified, 1 a check failed, 2 a program or privilege the run needs is missing (named with
-    its Debian package, checked before anything starts) or the folder is not a build.
-
-    Example: sudo twin verify generated/lab-2zone --json
-
-    Example: sudo twin verify generated/lab-campus --slice building:1,2
-    """
-    import signal
-
-    from twin.verify import ib, preflight, roce
-
-    def _term(*_a):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, _term)
-    try:
-        zone, buildings = preflight.parse_slice(slice_)
-    except ValueError as e:
-        err.print(f"--slice {slice_!r}: {e}", style="red", markup=False)
-        raise typer.Exit(EXIT_INVALID) from None
-    # before anything starts: every program and privilege the run needs (exit 2: this machine, not the design)
-    if roce.is_roce(folder):
-        why = preflight.check_roce(roce.Topology.load(folder).bfd if bfd is None else bfd)
-    elif (folder / "configs" / "opensm" / "opensm.conf").is_file():
-        why = preflight.check_ib()
-    else:
-        err.print(f"{folder}: no configs/frr/topology.json or configs/opensm/opensm.conf; run twin build first", style="red", markup=False)
-        raise typer.Exit(EXIT_INVALID)
-    if why:
-        if as_json:
-            _emit_json({"site": folder.name, "ok": False, "status": "cannot run here", "problems": [why]})
-        err.print(f"twin verify: {why}", style="red", markup=False)
-        raise typer.Exit(EXIT_INVALID)
-    log = (lambda m: None) if as_json else (lambda m: err.print(f"  {m}", markup=False))
-    if roce.is_roce(folder):
-        try:
-            result = roce.verify(folder, zone=zone, timeout=timeout, bfd=bfd, log=log, buildings=buildings).to_json()
-        except ValueError as e:
-            err.print(f"{folder}: {e}", style="red", markup=False)
-            raise typer.Exit(EXIT_INVALID) from None
-    else:
-        result = {"site": folder.name, **ib.route_fabric(folder / "configs" / "opensm", folder / "model" / "topology.net").to_json()}
-    if as_json:
-        _emit_json(result)
-    else:
-        for p in result.get("problems", []):
-            err.print(f"  - {p}", style="red", markup=False)
-        figures = {k: v for k, v in result.items() if k not in ("problems", "ok", "site")}
-        for k, v in figures.items():
-            out.print(f"  {k}: {v}", markup=False)
-        tag = "[green]verified[/green]" if result["ok"] else "[red]FAILED[/red]"
-        out.print(f"{tag} {result['site']}")
-    raise typer.Exit(0 if result["ok"] else EXIT_INFEASIBLE)
-
-
-@app.command()
 def simulate(
     target: Path = typer.Argument(..., help="Site spec (YAML) or a generated/<site> folder."),
     scenario: Path = typer.Option(..., "--scenario", "-s", help="Scenario file (YAML)."),
@@ -375,11 +255,15 @@ def simulate(
 
 
 def _register_subcommands() -> None:
+    from twin.cli.asbuilt import register as register_as_built
+    from twin.cli.diff import register as register_diff
     from twin.cli.netbox import app as netbox_app
     from twin.cli.sweep import register as register_sweep
     from twin.cli.validate_jobs import register as register_validate_jobs
+    from twin.cli.verify import register as register_verify
 
-    register_sweep(app, out, err, _print_diags, _emit_json)
+    for register in (register_diff, register_verify, register_sweep, register_as_built):
+        register(app, out, err, _print_diags, _emit_json)
     register_validate_jobs(app, out, err, _emit_json)
 
     app.add_typer(netbox_app, name="netbox")

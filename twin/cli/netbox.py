@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Optional
 
 import typer
 from rich.console import Console
@@ -19,28 +20,50 @@ out = Console(highlight=False, soft_wrap=True)
 def push(
     spec: Path = typer.Argument(..., help="Site spec file (YAML)."),
     url: str = typer.Option(..., "--url", help="NetBox address, e.g. http://127.0.0.1:8000"),
-    token: str = typer.Option(..., "--token", envvar="NETBOX_TOKEN", help="NetBox API token with write permission (or $NETBOX_TOKEN)."),
+    token_file: Optional[Path] = typer.Option(None, "--token-file", help="A file holding the NetBox API token (one line, "
+                                              "mode 600). Without it the token is read from $TWIN_NETBOX_TOKEN (or $NETBOX_TOKEN)."),
+    token: Optional[str] = typer.Option(None, "--token", hidden=True, help="Refused: a token on the command line is visible to every user."),
     as_json: bool = typer.Option(False, "--json", help="Print what was created, updated and deleted as JSON."),
 ) -> None:
     """Create or update the site's design in NetBox, idempotently: a second push changes nothing.
 
-    Objects twin writes carry the tag 'twin'; only those are ever changed or deleted. Exit 0 on
-    success, 1 when the design is infeasible, 2 on invalid input, an unreachable NetBox or a refused token.
+    Objects twin writes carry the tag 'twin'; only those are ever changed or deleted. The API token
+    (write permission) comes from $TWIN_NETBOX_TOKEN or --token-file, never the command line; it is never
+    printed, nor a password in --url, nor a server's answer with either in it. Exit 0 on success, 1 when
+    the design is infeasible, 2 on invalid input, a missing token, an unreachable NetBox, a refused token
+    or an answer that is not NetBox's.
 
-    Example: twin netbox push sites/lab-2zone.yaml --url http://127.0.0.1:8000 --token nbt_abc.def
+    Example: TWIN_NETBOX_TOKEN=$(cat ~/.netbox-token) twin netbox push sites/lab-2zone.yaml --url http://127.0.0.1:8000
+
+    Example: twin netbox push sites/lab-2zone.yaml --url https://netbox.example --token-file ~/.netbox-token --json
     """
     from twin.compiler.pipeline import compile_design
     from twin.lang.diagnostics import InfeasibleError, SpecError
-    from twin.netbox.push import Pusher, PushError, url_problem
+    from twin.netbox.access import shown_url
+    from twin.netbox.push import Pusher, PushError, load_token, url_problem
 
+    def fail(message: str, code: int = 2) -> None:
+        if as_json:
+            sys.stdout.write(json.dumps({"status": "error", "url": shown_url(url), "error": message}, indent=1, sort_keys=True) + "\n")
+        else:
+            err.print(f"{spec}: {message}", style="red", markup=False)
+        raise typer.Exit(code)
+
+    if token is not None:
+        fail("--token on the command line is visible to every user of this machine (ps, shell history); put the token in "
+             "$TWIN_NETBOX_TOKEN or in a file given with --token-file")
     try:
         import pynetbox  # noqa: F401
     except ImportError:
-        err.print("twin netbox push needs pynetbox: pip install 'twin[netbox]' (or pip install pynetbox)", style="red", markup=False)
-        raise typer.Exit(2) from None
+        fail("twin netbox push needs pynetbox: pip install 'twin[netbox]' (or pip install pynetbox)")
     if why := url_problem(url):
-        err.print(why, style="red", markup=False)
-        raise typer.Exit(2)
+        fail(why)
+    try:
+        secret, warnings = load_token(token_file)
+    except PushError as e:
+        fail(str(e))
+    for w in warnings:
+        err.print(f"warning: {w}", style="yellow", markup=False)
     try:
         design = compile_design(spec)
     except SpecError as e:
@@ -53,13 +76,9 @@ def push(
         raise typer.Exit(1) from None
     log = (lambda _m: None) if as_json else (lambda m: err.print(f"  {m}", markup=False))
     try:
-        result = Pusher(design, url, token, log).run()
+        result = Pusher(design, url, secret, log).run()
     except PushError as e:
-        if as_json:
-            sys.stdout.write(json.dumps({"status": "error", "site": design.name, "url": url, "error": str(e)}, indent=1, sort_keys=True) + "\n")
-        else:
-            err.print(f"{spec}: {e}", style="red", markup=False)
-        raise typer.Exit(2) from None
+        fail(str(e))
     if as_json:
         sys.stdout.write(json.dumps({"status": "ok", **result.to_json()}, indent=1, sort_keys=True) + "\n")
         return

@@ -3,9 +3,9 @@
 Each side is a spec (compiled in memory and emitted) or a built folder (its manifest, files and
 ``review.json``). The review compares:
 
-- the review figures (:mod:`twin.analysis.review`): GPUs, switches per tier, optics and cable km, power per
-  level and headroom, placement objective and gap, ECMP widths, cost, the default twin run; every
-  figure that moved, old -> new with its delta;
+- the review figures (review.json, named in :mod:`twin.analysis.registry`): GPUs, switches per tier,
+  optics and cable km, power per level and headroom, placement objective and gap, ECMP widths, cost, the
+  default twin run; every figure that moved, old -> new with its delta, labelled as the registry does;
 - the configs: per switch role, how many changed, were added or removed, and one representative
   unified diff;
 - the artifacts, by sha256: added, removed, changed with line counts, and the changed fields of
@@ -20,14 +20,24 @@ import difflib
 import hashlib
 import json
 import math
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from twin.build import MANIFEST, render
+from twin.analysis.registry import lookup
+from twin.build import render
+from twin.folder import JSON_LIMIT, MANIFEST, FolderError, expect, inside, load_manifest, parse_json, printable, read_artifact
+from twin.twins.results import SCHEMA_VERSION
 
 ROLES = ("rtsw", "ctsw", "atsw", "leaf", "spine", "super", "core")
+# review.json keys of folders built before the figure registry (issue 23): old key -> (name, factor to its unit)
+RENAMED = {"switches.total": ("switches", 1), "power.it_kw": ("it_power_mw", 1e-3), "power.facility_kw": ("facility_power_mw", 1e-3),
+           "power.network_kw": ("network_power_kw", 1), "cost.switch": ("capex_switches", 1), "cost.transceiver": ("capex_transceivers", 1),
+           "cost.cable": ("capex_cables", 1), "cost.network": ("capex_network", 1), "campaign.ettr_p50": ("ettr_p50", 1e-2),
+           "campaign.mtti_h": ("mtti_h", 1), "power.grid_peak_mw": ("grid_peak_mw", 1), "power.limits_failing": ("distribution_limits_failing", 1)}
 DIFF_LINES = 60  # lines of a representative config diff
+LINE_DIFF_LIMIT = JSON_LIMIT  # bytes: a changed artifact larger than this is named, its lines not counted
 
 
 @dataclass
@@ -40,6 +50,7 @@ class Side:
     figures: list[dict] | None
     note: str = ""
     scenario: str | None = None  # file name of the scenario run with the build (manifest.json)
+    sizes: dict[str, int] = field(default_factory=dict)  # artifact -> bytes
 
 
 def spec_side(path: str | Path, scenario: str | Path | None = None) -> Side:
@@ -48,25 +59,82 @@ def spec_side(path: str | Path, scenario: str | Path | None = None) -> Side:
     _design, files = render(path, scenario)
     hashes = {p: hashlib.sha256(b).hexdigest() for p, b in files.items() if p != MANIFEST}
     figs = json.loads(files["review.json"])["figures"] if "review.json" in files else None
-    return Side(str(path), hashes, lambda p: files.get(p, b""), figs, scenario=Path(scenario).name if scenario else None)
+    return Side(str(path), hashes, lambda p: files.get(p, b""), figs, scenario=Path(scenario).name if scenario else None,
+                sizes={p: len(b) for p, b in files.items()})
 
 
 def folder_side(folder: str | Path) -> Side:
-    """A built folder as it is on disk (``FileNotFoundError`` without a manifest)."""
+    """A built folder as it is on disk, read as untrusted input (FolderError: one located line).
+
+    The manifest must be twin's with every path inside the folder; every artifact it lists must be a
+    regular file of the recorded size (a file is read only through :func:`twin.folder.read_artifact`,
+    which checks its sha256); review.json, when listed, must hold figures of the right types."""
     folder = Path(folder)
-    m = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    hashes = {a["path"]: a["sha256"] for a in m["artifacts"]}
+    m = load_manifest(folder)
+    resolved: dict[str, Path] = {}
+    for rel, a in m.artifacts.items():
+        path = inside(folder, rel, "artifact", resolved)
+        try:
+            st = path.lstat()
+        except FileNotFoundError:
+            raise FolderError(f"{path}: listed in {MANIFEST} but missing (rebuild the folder)") from None
+        except OSError as e:
+            raise FolderError(f"{path}: cannot read ({e.strerror})") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise FolderError(f"{path}: not a regular file (twin writes regular files only)")
+        if st.st_size != a.size:
+            raise FolderError(f"{path}: {st.st_size:,} bytes, {MANIFEST} records {a.size:,} (changed after the build; rebuild the folder)")
+    hashes = {p: a.sha256 for p, a in m.artifacts.items()}
 
     def read(p: str) -> bytes:
-        try:
-            return (folder / p).read_bytes()
-        except OSError:
-            return b""
+        return read_artifact(folder, m, p) if p in m.artifacts else b""
 
-    rj = folder / "review.json"
-    figs = json.loads(rj.read_text(encoding="utf-8"))["figures"] if rj.is_file() else None
-    note = "" if figs is not None else f"{folder} has no review.json (built by an older twin): its figures are not compared; rebuild it"
-    return Side(str(folder), hashes, read, figs, note, m.get("scenario"))
+    figs = None
+    note = (f"{folder} has no review.json of schema version {SCHEMA_VERSION} (built by another twin version): "
+            "its figures are not compared; rebuild it")
+    if "review.json" in m.artifacts:
+        where = str(folder / "review.json")
+        if m.artifacts["review.json"].size > JSON_LIMIT:
+            raise FolderError(f"{where}: {m.artifacts['review.json'].size:,} bytes, more than the {JSON_LIMIT:,} bytes twin reads")
+        doc = parse_json(read("review.json"), where)
+        if isinstance(doc, dict) and doc.get("schema_version") == SCHEMA_VERSION:
+            figs, note = [renamed(r) for r in figures_of(doc, where)], ""
+    return Side(str(folder), hashes, read, figs, note, m.scenario, {p: a.size for p, a in m.artifacts.items()})
+
+
+FIGURE_TEXT = ("group", "key", "label", "unit")
+FIGURE_MAX = 1e18  # a review figure's magnitude (the largest twin writes, a campus's capex in dollars, is ~1e10)
+
+
+def figures_of(doc, where: str) -> list[dict]:
+    """review.json's ``figures``, each checked: text group/key/label/unit, a value that is null, a
+    number, a truth value or text."""
+    expect(doc, dict, where, "a JSON object with figures")
+    figs = expect(doc.get("figures"), list, f"{where}: figures", "a list")
+    for i, f in enumerate(figs):
+        at = f"{where}: figures[{i}]"
+        expect(f, dict, at, "an object")
+        for k in FIGURE_TEXT:
+            expect(f.get(k), str, f"{at}.{k}", "text")
+        v = f.get("value")
+        if v is not None:
+            expect(v, (bool, int, float, str), f"{at}.value", "a number, text, a truth value or null")
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and not abs(v) < FIGURE_MAX:
+                raise FolderError(f"{at}.value: {printable(repr(v), 40)} is out of range (expected a magnitude below {FIGURE_MAX:.0e})")
+    return figs
+
+
+def renamed(row: dict) -> dict:
+    """A review.json row under today's name and unit (:data:`RENAMED`); other rows as they are.
+
+    >>> renamed({"group": "power", "key": "power.it_kw", "label": "site IT power", "unit": "kW", "value": 192.6})["value"]
+    0.1926
+    """
+    if row["key"] not in RENAMED:
+        return row
+    name, factor = RENAMED[row["key"]]
+    value = row["value"] if factor == 1 or not isinstance(row["value"], (int, float)) else round(row["value"] * factor, 9)
+    return dict(row, key=name, value=value)
 
 
 def side(target: str | Path, scenario: str | Path | None = None) -> Side:
@@ -78,7 +146,7 @@ def side(target: str | Path, scenario: str | Path | None = None) -> Side:
 class DiffResult:
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
-    changed: dict[str, tuple[int, int]] = field(default_factory=dict)  # path -> (+lines, -lines)
+    changed: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)  # path -> (+lines, -lines); None: too large to count
     design_fields: list[str] = field(default_factory=list)
     old: str = ""
     new: str = ""
@@ -120,6 +188,12 @@ def compare(old: Side, new: Side) -> DiffResult:
     for p in sorted(set(new.hashes) & set(old.hashes)):
         if new.hashes[p] == old.hashes[p]:
             continue
+        if max(old.sizes.get(p, 0), new.sizes.get(p, 0)) > LINE_DIFF_LIMIT:
+            res.changed[p] = (None, None)  # changed (by sha256); too large to count lines
+            if p == "design.json":
+                raise FolderError(f"{old.label if old.sizes.get(p, 0) > JSON_LIMIT else new.label}/design.json: more than the "
+                                  f"{JSON_LIMIT:,} bytes twin reads (twin writes a few MB at most)")
+            continue
         before, after = text(old.read(p)), text(new.read(p))
         plus = minus = 0
         for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0):
@@ -129,11 +203,16 @@ def compare(old: Side, new: Side) -> DiffResult:
                 minus += 1
         res.changed[p] = (plus, minus)
         if p == "design.json":
-            res.design_fields = changed_paths(json.loads(before or "{}"), json.loads(after or "{}"))
+            res.design_fields = changed_paths(design_doc(old.read(p), old.label), design_doc(new.read(p), new.label))
     if old.figures is not None and new.figures is not None:
         res.figures, res.unchanged_figures = moved_figures(old.figures, new.figures)
     res.configs = config_changes(res, old, new)
     return res
+
+
+def design_doc(data: bytes, label: str) -> dict:
+    where = f"{label}/design.json"
+    return expect(parse_json(data, where), dict, where, "a JSON object") if data else {}
 
 
 def text(data: bytes) -> str:
@@ -153,13 +232,23 @@ def moved_figures(old: list[dict], new: list[dict]) -> tuple[list[dict], int]:
         if same_value(va, vb):
             same += 1
             continue
-        row = {key: (b or a)[key] for key in ("group", "key", "label", "unit")}
+        row = describe(k, b or a)
         row.update(old=va, new=vb, delta=None, delta_pct=None)
         if isinstance(va, (int, float)) and isinstance(vb, (int, float)):
             row["delta"] = round(vb - va, 6)
             row["delta_pct"] = round(100 * (vb - va) / abs(va), 3) if va else None
         out.append(row)
     return out, same
+
+
+def describe(key: str, row: dict) -> dict:
+    """A moved figure's group, key, label and unit: the registry's (:mod:`twin.analysis.registry`), so a
+    folder built by an older twin reads like today's; a family member keeps its row's label (it names
+    the member), a figure the registry no longer has keeps its row's words."""
+    f = lookup(key)
+    if f is None:
+        return {k: row[k] for k in ("group", "key", "label", "unit")}
+    return {"group": f.group, "key": key, "label": row["label"] if f.family else f.label, "unit": f.unit}
 
 
 def same_value(a, b) -> bool:

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
+
 from twin.diff.compare import DiffResult
 from twin.emit import html
 from twin.emit.markdown import table
+from twin.folder import printable
 
 ARTIFACT_ROWS = 200  # changed artifacts listed one by one (the rest are counted)
 FIELD_ROWS = 100
@@ -35,6 +38,13 @@ def delta(r: dict) -> str:
         return f"{sign}{value(r['delta'])} pp" + ("" if r["delta_pct"] is None else f" ({sign}{r['delta_pct']:.1f}%)")
     pct = "" if r["delta_pct"] is None else f" ({sign}{r['delta_pct']:.1f}%)"
     return f"{sign}{value(r['delta'], '' if r['unit'] == ':1' else r['unit'])}{pct}"
+
+
+def lines(added: int | None, removed: int | None) -> str:
+    """>>> lines(3, 1), lines(None, None)
+    ('+3 -1', 'too large to count lines')
+    """
+    return "too large to count lines" if added is None else f"+{added} -{removed}"
 
 
 def summary(res: DiffResult) -> str:
@@ -70,7 +80,7 @@ def markdown(res: DiffResult) -> str:
     else:
         out.append("No config changed.\n")
     out.append("\n## Artifacts\n")
-    rows = [[f"`{p}`", "changed", f"+{a} -{r}"] for p, (a, r) in list(res.changed.items())[:ARTIFACT_ROWS]]
+    rows = [[f"`{p}`", "changed", lines(a, r)] for p, (a, r) in list(res.changed.items())[:ARTIFACT_ROWS]]
     rows += [[f"`{p}`", "added", ""] for p in res.added[:ARTIFACT_ROWS]] + [[f"`{p}`", "removed", ""] for p in res.removed[:ARTIFACT_ROWS]]
     more = max(0, len(res.changed) - ARTIFACT_ROWS) + max(0, len(res.added) - ARTIFACT_ROWS) + max(0, len(res.removed) - ARTIFACT_ROWS)
     out.append(table(["artifact", "", "lines"], rows, "llr") if rows else "No artifact changed.\n")
@@ -89,27 +99,32 @@ def page(res: DiffResult) -> bytes:
 
 
 def terminal(res: DiffResult, out) -> None:
-    """The review as plain lines on a rich console (figures, configs, then the artifact list)."""
+    """The review as plain lines on a rich console (figures, configs, then the artifact list). Every
+    name and value comes from the folders: control characters are escaped and rich markup is not
+    interpreted in them."""
+    def t(x) -> str:
+        return escape(printable(str(x), 400))
+
     out.print(summary(res), markup=False)
     for n in res.notes:
-        out.print(f"note: {n}", markup=False)
+        out.print(f"note: {printable(n, 1000)}", markup=False)
     group = None
     for r in res.figures:
         if r["group"] != group:
             group = r["group"]
-            out.print(f"[bold]{group}[/bold]")
-        out.print(f"  {r['label']}: {value(r['old'], r['unit'])} -> {value(r['new'], r['unit'])} ({delta(r)})", markup=False)
+            out.print(f"[bold]{t(group)}[/bold]")
+        out.print(printable(f"  {r['label']}: {value(r['old'], r['unit'])} -> {value(r['new'], r['unit'])} ({delta(r)})", 1000), markup=False)
     for role, r in res.configs.items():
-        out.print(f"[bold]configs {role}[/bold]: {r['changed']} changed, {r['added']} added, {r['removed']} removed"
-                  + (f" (e.g. {r['example']})" if r["example"] else ""))
+        out.print(f"[bold]configs {t(role)}[/bold]: {r['changed']} changed, {r['added']} added, {r['removed']} removed"
+                  + (f" (e.g. {t(r['example'])})" if r["example"] else ""))
     for p in res.added:
-        out.print(f"[green]+ {p}[/green]")
+        out.print(f"[green]+ {t(p)}[/green]")
     for p in res.removed:
-        out.print(f"[red]- {p}[/red]")
+        out.print(f"[red]- {t(p)}[/red]")
     for p, (a, r) in res.changed.items():
-        out.print(f"[yellow]~ {p}[/yellow] (+{a} -{r} lines)")
+        out.print(f"[yellow]~ {t(p)}[/yellow] ({lines(a, r)}{' lines' if a is not None else ''})")
     for f in res.design_fields[:50]:
-        out.print(f"    design.json: {f}", markup=False)
+        out.print(f"    design.json: {printable(f, 400)}", markup=False)
     if len(res.design_fields) > 50:
         out.print(f"    ... and {len(res.design_fields) - 50} more fields")
     if res.empty:

@@ -36,7 +36,8 @@ def readme(site: str, tables: list[Table]) -> str:
     for t in tables:
         lines.append(f"| `{t.stem}.csv` | {t.model}{' (shared)' if t.shared else ''} | `{t.path}` | {len(t.rows)} |")
     lines += ["", "Or write the whole design through the REST API, idempotently:",
-              f"`twin netbox push sites/{site}.yaml --url URL --token TOKEN`."]
+              f"`TWIN_NETBOX_TOKEN=... twin netbox push sites/{site}.yaml --url URL` (or `--token-file FILE`; never the",
+              "token on the command line)."]
     problems = long_names(tables)
     if problems:
         lines += ["", "NetBox will refuse these names (shorten the site name):", ""] + [f"- {p}" for p in problems]

@@ -18,6 +18,11 @@ raise :class:`PushError` with nothing written. A refusal in the middle of the wr
 
 Order: stale cables, interfaces and devices go first (they free ports and rack units), then
 everything is created or updated in import order, then stale racks and locations go.
+
+Secrets stay secret: the token comes from ``$TWIN_NETBOX_TOKEN`` or a file (:func:`load_token`), never
+the command line; no message shows it or a password in the URL (:func:`shown_url`), and a server's
+own error text is cut to one line with the token and the password blanked out (:meth:`Pusher.redact`).
+An answer that is not JSON or not shaped like NetBox's is one line, like every other failure.
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ from dataclasses import dataclass, field
 
 from twin.compiler.design import Design
 from twin.emit.netbox_objects import NAME_MAX, TAG, Table, import_set, long_names
+from twin.folder import printable
+from twin.netbox.access import PushError, load_token, redact, shown_url, url_problem, why_unreachable
+
+__all__ = ["PushError", "PushResult", "Pusher", "load_token", "push", "url_problem"]
 
 # (pynetbox app, endpoint) per NetBox model; which column names the object (its key); which columns
 # refer to another model's object (resolved to ids); how the other columns are typed in the API.
@@ -47,10 +56,7 @@ SITE_SCOPED = ("dcim.location", "dcim.rack", "dcim.device", "dcim.interface", "d
 EARLY_DELETE = ("dcim.cable", "dcim.interface", "dcim.device")
 LATE_DELETE = ("dcim.rack", "dcim.location")
 CHUNK = 500
-
-
-class PushError(RuntimeError):
-    """A push that could not start or finish; the message says what, if anything, was written."""
+ANSWER_CHARS = 300  # of a server's error text shown
 
 
 @dataclass
@@ -125,31 +131,6 @@ def _plain(v):
     return v
 
 
-def url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be a NetBox address, or None.
-
-    >>> url_problem("ftp://nb"), url_problem("http://127.0.0.1:8000")
-    ("--url 'ftp://nb': expected http://HOST[:PORT] or https://HOST[:PORT], the address of NetBox", None)
-    """
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"--url {url!r}: expected http://HOST[:PORT] or https://HOST[:PORT], the address of NetBox"
-    return None
-
-
-def why_unreachable(e: Exception) -> str:
-    """A connection failure in a few words (requests' own text nests three exceptions deep)."""
-    text = str(e)
-    for needle, short in (("Connection refused", "connection refused"), ("Name or service not known", "unknown host"),
-                          ("Failed to resolve", "unknown host"), ("No route to host", "no route to host"),
-                          ("timed out", "no answer within 30 s"), ("SSL", "TLS handshake failed")):
-        if needle in text:
-            return short
-    return f"{type(e).__name__}: {text[:200]}"
-
-
 class Pusher:
     """One push of one design; ``run`` does it, ``result`` counts it."""
 
@@ -157,7 +138,8 @@ class Pusher:
         self.tables = import_set(design)
         self.site = design.name
         self.url, self.token, self.log = url.rstrip("/"), token, log
-        self.result = PushResult(self.site, self.url)
+        self.shown = shown_url(self.url)  # the address in every message
+        self.result = PushResult(self.site, self.shown)
         self.ids: dict[str, dict[tuple, int]] = {}  # model -> key -> id (existing or created)
         self.existing: dict[str, dict[tuple, dict]] = {}
 
@@ -173,14 +155,23 @@ class Pusher:
         try:
             r = nb.http_session.get(self.url + "/api/status/", headers={"Authorization": self._auth(), "Accept": "application/json"}, timeout=30)
         except requests.RequestException as e:
-            raise PushError(f"NetBox at {self.url} does not answer ({why_unreachable(e)}); nothing written") from None
+            raise PushError(f"NetBox at {self.shown} does not answer ({why_unreachable(e)}); nothing written") from None
+        try:
+            body = r.json()
+        except ValueError:
+            body = None
         if r.status_code in (401, 403):
-            detail = r.json().get("detail", "") if r.headers.get("Content-Type", "").startswith("application/json") else ""
-            raise PushError(f"NetBox at {self.url} refused the token (HTTP {r.status_code}{': ' + detail if detail else ''}); nothing written")
-        if r.status_code != 200 or "netbox-version" not in r.text:
-            raise PushError(f"{self.url} answered HTTP {r.status_code} but is not a NetBox API (no /api/status/); nothing written")
-        self.version = r.json().get("netbox-version", "")
+            detail = body.get("detail", "") if isinstance(body, dict) and isinstance(body.get("detail"), str) else ""
+            raise PushError(f"NetBox at {self.shown} refused the token (HTTP {r.status_code}{': ' + detail if detail else ''}); nothing written")
+        if r.status_code != 200 or not isinstance(body, dict) or not isinstance(body.get("netbox-version"), str):
+            what = "not JSON" if body is None else "JSON without netbox-version"
+            raise PushError(f"{self.shown} answered HTTP {r.status_code} ({what}) but is not a NetBox API (no /api/status/); nothing written")
+        self.version = body["netbox-version"]
         return nb
+
+    def redact(self, text: str) -> str:
+        """``text`` as one printable line without the token, its parts or the URL's password."""
+        return redact(text, self.token, self.url)
 
     def _auth(self) -> str:
         return f"Bearer {self.token}" if self.token.startswith("nbt_") else f"Token {self.token}"
@@ -315,6 +306,21 @@ class Pusher:
                 self.log(f"{model}: {len(stale)} deleted (tagged {TAG}, no longer in the design)")
 
     def run(self) -> PushResult:
+        """The push; every failure is one PushError line with no secret in it."""
+        import pynetbox
+        import requests
+
+        try:
+            return self._run()
+        except PushError as e:
+            raise PushError(self.redact(str(e))) from None
+        except (pynetbox.RequestError, pynetbox.ContentError, requests.RequestException, ValueError, KeyError, TypeError,
+                AttributeError, IndexError) as e:
+            what = printable(str(getattr(e, "error", "") or e), ANSWER_CHARS)
+            raise PushError(self.redact(f"NetBox at {self.shown} gave an answer twin cannot read ({type(e).__name__}: {what}). "
+                                        f"Written before that: {self.result.written()}")) from None
+
+    def _run(self) -> PushResult:
         import pynetbox
         import requests
 
@@ -324,7 +330,7 @@ class Pusher:
         try:
             self.read(nb)
         except pynetbox.RequestError as e:
-            raise PushError(f"NetBox at {self.url} refused a read ({e.req.status_code}: {e.error}); nothing written") from None
+            raise PushError(f"NetBox at {self.shown} refused a read ({e.req.status_code}: {printable(e.error, ANSWER_CHARS)}); nothing written") from None
         self.check()
         try:
             self.delete_stale(nb, EARLY_DELETE)
@@ -337,7 +343,7 @@ class Pusher:
             self.delete_stale(nb, LATE_DELETE)
         except (pynetbox.RequestError, requests.RequestException) as e:
             why = f"{e.req.status_code}: {e.error}" if isinstance(e, pynetbox.RequestError) else f"{type(e).__name__}: {e}"
-            raise PushError(f"NetBox at {self.url} refused a write ({why}). Written before that: {self.result.written()}."
+            raise PushError(f"NetBox at {self.shown} refused a write ({printable(why, ANSWER_CHARS)}). Written before that: {self.result.written()}."
                             " Every object written carries the tag 'twin'; push again to finish") from None
         return self.result
 

@@ -4,7 +4,11 @@ Recipe from measurements on this kind of machine: every FRR path is private to a
 (``-z`` zserv socket, ``--vty_socket``, pid files) because unix sockets are not per namespace; the
 integrated config is pushed with ``vtysh -b``; daemons are stopped by the pids in their own pid files
 (checked against their command line, so a recycled pid is never signalled). Everything a run creates
-lives under one prefix and one temporary folder and is removed on close, error or interpreter exit.
+lives under one prefix and one temporary folder and is removed on close, error or interpreter exit;
+the run is recorded first (:class:`twin.verify.runs.Run`), so if this process dies by a signal it
+cannot catch (SIGKILL, the OOM killer) its watchdog, the next run or ``twin verify --cleanup`` kills the
+daemons (each names the work folder on its command line), deletes the namespaces and the folder and
+gives the sysctls back.
 
 Example::
 
@@ -30,8 +34,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from twin.verify.netns import LabError, Namespaces, run
+from twin.verify.netns import LabError, Namespaces, new_prefix, run
 from twin.verify.preflight import frr_lib
+from twin.verify.runs import Run
+from twin.verify.topology import hostname
 
 VTYSH = "vtysh"
 
@@ -87,9 +93,16 @@ class FrrLab:
         self.bfd = bfd
         self.log = log or (lambda _m: None)
         n = len(self.switches)
+        bad = [s for s in self.switches if not hostname(s)]
+        if bad:
+            raise LabError(f"{bad[0]!r} is not a hostname; a switch name becomes a folder and a namespace")
+        prefix = prefix or new_prefix()
+        self.workdir = Path(tempfile.gettempdir()) / f"{prefix}-frr"
+        self.run = Run(prefix)
+        self.run.add_workdir(self.workdir)  # recorded before it exists: a kill in between leaves nothing unknown
         # ~4 neighbour entries per link end and host, in one kernel-wide table: leave headroom.
-        self.ns = Namespaces(prefix=prefix, neigh_threshold=max(4096, 16 * (len(self.links) + len(self.hosts) + n)))
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"{self.ns.prefix}-frr-"))
+        self.ns = Namespaces(prefix=prefix, neigh_threshold=max(4096, 16 * (len(self.links) + len(self.hosts) + n)), run=self.run)
+        self.workdir.mkdir(mode=0o700)
         self.swns: dict[str, str] = {}
         self.hostns: dict[str, str] = {}
         self._pids: list[tuple[int, str]] = []  # (pid, marker in its command line)
@@ -138,6 +151,9 @@ class FrrLab:
                 run(["ip", "-n", ns] + line.split())
 
     def dir(self, name: str) -> Path:
+        """The switch's folder in the work folder (a hostname cannot climb out of it)."""
+        if not hostname(name):
+            raise LabError(f"{name!r} is not a hostname")
         return self.workdir / name
 
     def _start_daemons(self, name: str, frr: pwd.struct_passwd) -> None:
@@ -210,6 +226,7 @@ class FrrLab:
         self._pids = []
         self.ns.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
+        self.run.close()
         try:
             atexit.unregister(self.close)
         except Exception:
@@ -239,21 +256,21 @@ class FrrLab:
                         peers[peer] = st
         return peers
 
-    def ip_routes(self, name: str, family: str = "ip") -> dict[str, int]:
-        """prefix -> number of active FIB next hops of the selected route, from FRR's RIB."""
-        js = self.vtysh_json(name, f"show {family} route json")
+    def ip_routes(self, name: str, af: str = "ip") -> dict[str, int]:
+        """prefix -> number of active FIB next hops of the selected route, from FRR's RIB (``af``: ip, ipv6)."""
+        js = self.vtysh_json(name, f"show {af} route json")
         return {p: _fib_width(entries) for p, entries in js.items()}
 
-    def kernel_routes(self, name: str, family: str = "-4") -> dict[str, int]:
-        """prefix -> next hops in the kernel FIB (what packets use); cheap enough to poll."""
-        out = run(["ip", family, "-j", "-n", self.swns[name], "route", "show"], timeout=30).stdout
+    def kernel_routes(self, name: str, af: str = "-4") -> dict[str, int]:
+        """prefix -> next hops in the kernel FIB (what packets use; ``af``: -4, -6); cheap enough to poll."""
+        out = run(["ip", af, "-j", "-n", self.swns[name], "route", "show"], timeout=30).stdout
         routes: dict[str, int] = {}
         for r in json.loads(out or "[]"):
             dst = r.get("dst", "")
             if dst == "default":
                 continue
             if "/" not in dst:
-                dst += "/32" if family == "-4" else "/128"
+                dst += "/32" if af == "-4" else "/128"
             routes[dst] = len(r.get("nexthops", [])) or 1
         return routes
 

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import secrets
@@ -23,10 +24,13 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from twin.folder import FolderError, printable, read_bytes
 from twin.verify.preflight import check_ib, umad2sim
+from twin.verify.runs import Run
 
 
 class IbError(RuntimeError):
@@ -62,21 +66,59 @@ def missing_binaries() -> str | None:
 
 FILE_OPTIONS = {"root_guid_file": "root_guids.conf", "partition_config_file": "partitions.conf",
                 "cn_guid_file": "cn_guids.conf", "io_guid_file": "io_guids.conf"}
+# the options twin's opensm.conf template writes, each with what its value must be: OpenSM runs as the
+# caller (root, often), and other options name files it reads or writes, or a plugin it loads
+VALUE_OPTIONS = {"guid": re.compile(r"0x[0-9a-fA-F]{1,16}"), "routing_engine": re.compile(r"[a-z0-9_-]+(,[a-z0-9_-]+)*"),
+                 "lmc": re.compile(r"[0-7]"), "sm_priority": re.compile(r"[0-9]{1,2}"), "max_reverse_hops": re.compile(r"[0-9]{1,3}"),
+                 "sweep_interval": re.compile(r"[0-9]{1,6}"), "max_wire_smps": re.compile(r"[0-9]{1,4}")}
+CONF_LIMIT = 1 * 2**20  # bytes of opensm.conf and each file it names
+NET_LIMIT = 512 * 2**20  # bytes of topology.net (a 24K-GPU fabric has ~10 MB)
 
 
-def _rewrite_conf(conf: str, files: dict[str, Path]) -> tuple[str, str]:
+def _rewrite_conf(conf: str, files: dict[str, Path], where: str = "opensm.conf") -> tuple[str, str]:
     """Point the generated opensm.conf's file options at the run's copies (``files``: option ->
-    path); return (conf, engine)."""
+    path); return (conf, engine). Only the options twin writes are accepted (FolderError at the line)."""
     engine = "minhop"
     out = []
-    for line in conf.splitlines():
-        key = line.split()[0] if line.split() and not line.startswith("#") else ""
-        if key == "routing_engine":
-            engine = line.split()[1]
-        if key in files:
+    for n, line in enumerate(conf.splitlines(), 1):
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            out.append(line)
+            continue
+        key, value = words[0], " ".join(words[1:])
+        if key in FILE_OPTIONS:
+            if key not in files:
+                raise FolderError(f"{where}:{n}: {key} names a file the folder does not have (expected {FILE_OPTIONS[key]} beside opensm.conf)")
             line = f"{key} {files[key]}"
+        elif key in VALUE_OPTIONS:
+            if len(words) != 2 or not VALUE_OPTIONS[key].fullmatch(value):
+                raise FolderError(f"{where}:{n}: {key} {printable(value, 60)!r} is not a value twin writes for it")
+        else:
+            raise FolderError(f"{where}:{n}: {printable(key, 60)!r} is not an option twin writes (it accepts "
+                              f"{', '.join(sorted(VALUE_OPTIONS) + sorted(FILE_OPTIONS))}); OpenSM would run with it as this user")
+        if key == "routing_engine":
+            engine = value
         out.append(line)
     return "\n".join(out) + "\n", engine
+
+
+def _text(folder: Path, name: str, limit: int) -> str:
+    """A file of a generated folder as text (inside it, regular, capped, UTF-8: FolderError)."""
+    data = read_bytes(folder, name, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FolderError(f"{folder / name}: not UTF-8 (byte {e.start})") from None
+
+
+def _die_with_parent(sig: int) -> Callable[[], None]:
+    """preexec_fn: the child gets ``sig`` when the process that started it dies (Linux prctl)."""
+    def set_pdeathsig() -> None:
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, sig, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (AttributeError, OSError):
+            pass
+    return set_pdeathsig
 
 
 def sm_host(conf: str, topology: str) -> str | None:
@@ -97,33 +139,38 @@ def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> Ib
     """Load ``topology`` (ibnetdiscover format) into ibsim, run OpenSM once with the generated
     ``opensm.conf`` (+ root GUIDs and partitions beside it) and check every HCA pair's route."""
     t0 = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix="twin-ib-"))
+    # every input read and checked before anything starts (FolderError: one located line)
+    text = _text(topology.parent, topology.name, NET_LIMIT)
+    copies = {key: _text(opensm_dir, name, CONF_LIMIT) for key, name in FILE_OPTIONS.items() if (opensm_dir / name).exists()}
+    generated = _text(opensm_dir, "opensm.conf", CONF_LIMIT)
+    prefix = f"twib{os.getpid() % 100000}{secrets.token_hex(2)}"
+    work = Path(tempfile.gettempdir()) / f"{prefix}-ib"
+    run = Run(prefix, netns=False)
+    run.add_workdir(work)
+    work.mkdir(mode=0o700)
     sock = f"twin-ibsim-{os.getpid()}-{secrets.token_hex(3)}"
     env = {**os.environ, "IBSIM_SOCKNAME": sock, "OSM_CACHE_DIR": str(work), "OSM_TMP_DIR": str(work)}
     sim: subprocess.Popen | None = None
     try:
         net = work / "fabric.net"
-        shutil.copy(topology, net)
-        text = net.read_text()
+        net.write_text(text)
         n_sw = text.count("\nSwitch\t") + text.startswith("Switch\t")
         n_ca = text.count("\nHca\t") + text.startswith("Hca\t")
         first_ca = re.search(r'^Hca\t\d+ "([^"]+)"', text, re.M)
         if not first_ca:
             raise IbError(f"{topology}: no Hca in the topology")
         files = {}
-        for key, name in FILE_OPTIONS.items():
-            if (opensm_dir / name).exists():
-                shutil.copy(opensm_dir / name, work / name)
-                files[key] = work / name
-        generated = (opensm_dir / "opensm.conf").read_text()
-        conf, engine = _rewrite_conf(generated, files)
+        for key, body in copies.items():
+            (work / FILE_OPTIONS[key]).write_text(body)
+            files[key] = work / FILE_OPTIONS[key]
+        conf, engine = _rewrite_conf(generated, files, str(opensm_dir / "opensm.conf"))
         (work / "opensm.conf").write_text(conf)
 
         # ibsim's console reads stdin: keep a pipe open so it stays up until we stop it.
         sim = subprocess.Popen(
             ["ibsim", "-s", "-N", str(max(2048, n_ca + n_sw + 16)), "-S", str(max(256, n_sw + 8)), str(net)],
             stdin=subprocess.PIPE, stdout=open(work / "ibsim.log", "w"), stderr=subprocess.STDOUT, env=env,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=_die_with_parent(signal.SIGKILL),
         )
         client_env = {**env, "LD_PRELOAD": umad2sim(), "SIM_HOST": sm_host(generated, text) or first_ca.group(1)}
         _wait_sim(sim, client_env, work)
@@ -172,11 +219,13 @@ def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> Ib
                     pass
                 sim.wait(timeout=5)
         shutil.rmtree(work, ignore_errors=True)
+        run.close()
 
 
 def _client(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
     """A libibumad client under ``timeout -k``: a hung client ignores SIGTERM."""
-    return subprocess.run(["timeout", "-k", "5", str(int(timeout))] + cmd, capture_output=True, text=True, env=env, timeout=timeout + 30)
+    return subprocess.run(["timeout", "-k", "5", str(int(timeout))] + cmd, capture_output=True, text=True, env=env, timeout=timeout + 30,
+                          preexec_fn=_die_with_parent(signal.SIGTERM))  # timeout passes it on, then kills
 
 
 def _wait_sim(sim: subprocess.Popen, env: dict, work: Path, timeout: float = 30) -> None:

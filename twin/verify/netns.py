@@ -3,7 +3,9 @@
 Several engineers (and CI) run labs on the same machine at the same time, so every namespace carries a
 per-run prefix and clean-up deletes exactly the namespaces this object created. Neighbour-table
 sysctls are global to the kernel: they are raised for the run (sessions stall with "neighbor table
-overflow" beyond ~36 switches otherwise) and restored by the run that changed them.
+overflow" beyond ~36 switches otherwise) and given back through the run's record
+(:class:`twin.verify.runs.Run`), which restores them when the last run that needs them is gone, and
+which a watchdog, the next run or ``twin verify --cleanup`` reaps if this process dies.
 
 Example::
 
@@ -22,6 +24,9 @@ import subprocess
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+
+from twin.verify.runs import Run
+from twin.verify.topology import ifname
 
 IP = "ip"
 NEIGH_SYSCTLS = [
@@ -42,18 +47,20 @@ def run(cmd: list[str], *, timeout: float = 60, check: bool = True, input: str |
 
 
 def valid_ifname(name: str) -> bool:
-    """Linux interface names: at most 15 bytes, no '/', whitespace or ':'."""
-    return 0 < len(name.encode()) <= 15 and not any(c in name for c in "/ :\t\n") and name not in (".", "..")
+    """Interface names twin uses: letters, digits, '_', '.', '-', at most 15 (Linux forbids '/', ':' and
+    whitespace; ``ip -batch`` lines must not gain a word or a line)."""
+    return ifname(name)
 
 
 class Namespaces:
     """Owner of a set of namespaces named ``<prefix>-<n>``; cleans up on close, exit or error."""
 
-    def __init__(self, prefix: str | None = None, neigh_threshold: int | None = None) -> None:
-        self.prefix = prefix or f"tw{os.getpid() % 100000}{secrets.token_hex(2)}"
+    def __init__(self, prefix: str | None = None, neigh_threshold: int | None = None, run: Run | None = None) -> None:
+        self.prefix = prefix or new_prefix()
+        self.run = run or Run(self.prefix)  # recorded before anything is created
+        self._own_run = run is None
         self.names: dict[str, str] = {}  # logical name -> namespace
         self._created: list[str] = []
-        self._sysctl_old: dict[str, str] = {}
         self._neigh = neigh_threshold
         self._closed = False
         self._batch_links: list[str] = []
@@ -116,23 +123,10 @@ class Namespaces:
 
     # -------------------------------------------------------------- sysctls
     def raise_neighbour_tables(self, threshold: int) -> None:
-        """Raise gc_thresh1..3 to at least ``threshold`` (never lower them); remember old values."""
+        """Raise gc_thresh1..3 to at least ``threshold`` (never lower them) for as long as the run lives."""
         targets = (threshold // 4, threshold // 2, threshold)  # thresh1 < thresh2 < thresh3
         for i, path in enumerate(NEIGH_SYSCTLS):
-            p = Path(path)
-            old = p.read_text().strip()
-            want = max(int(old), targets[i % 3])
-            if want != int(old):
-                self._sysctl_old.setdefault(path, old)
-                p.write_text(str(want))
-
-    def restore_sysctls(self) -> None:
-        for path, old in self._sysctl_old.items():
-            try:
-                Path(path).write_text(old)
-            except OSError:
-                pass
-        self._sysctl_old = {}
+            self.run.raise_sysctl(path, targets[i % 3])
 
     def close(self) -> None:
         """Delete the namespaces this object created (veths go with them) and restore sysctls."""
@@ -142,11 +136,17 @@ class Namespaces:
         for ns in reversed(self._created):
             subprocess.run([IP, "netns", "del", ns], capture_output=True, timeout=60)
         self._created = []
-        self.restore_sysctls()
+        if self._own_run:
+            self.run.close()
         try:
             atexit.unregister(self.close)
         except Exception:
             pass
+
+
+def new_prefix() -> str:
+    """A per-run prefix for namespaces and work folders: short (``ip netns list`` stays readable)."""
+    return f"tw{os.getpid() % 100000}{secrets.token_hex(2)}"
 
 
 def leftover(prefix: str) -> list[str]:

@@ -10,7 +10,6 @@ A config that drops a peer, mis-sets maximum-paths or leaks transit therefore fa
 
 from __future__ import annotations
 
-import json
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -20,66 +19,9 @@ from pathlib import Path
 
 from twin.verify.frr import FrrLab, HostAttachment, Link, Switch, binaries, wait
 from twin.verify.netns import require_root
+from twin.verify.topology import TOPOLOGY, Topology
 
-
-@dataclass
-class Topology:
-    switches: dict[str, dict]
-    links: list[dict]
-    hosts: list[dict]
-    unnumbered: bool
-    bfd: bool
-    site: str
-    sessions_per_link: int = 1  # 2 with numbered IPv6: a separate IPv6 session per link
-
-    @classmethod
-    def load(cls, folder: Path) -> "Topology":
-        js = json.loads((folder / "configs" / "frr" / "topology.json").read_text())
-        per_link = 2 if js.get("ipv6") and not js["unnumbered"] else 1
-        return cls({s["name"]: s for s in js["switches"]}, js["links"], js["hosts"], js["unnumbered"], js["bfd"], js["site"], per_link)
-
-    def slice_zone(self, zone: int) -> "Topology":
-        """Zone ``zone`` (1-based) with every top-tier switch: the links leaving to other zones go."""
-        keep = {n for n, s in self.switches.items() if s["zone"] == zone - 1 or s["level"] >= 3}
-        if not any(s["zone"] == zone - 1 for s in self.switches.values()):
-            raise ValueError(f"no zone {zone} in {self.site} (zones are numbered from 1)")
-        return Topology(
-            {n: s for n, s in self.switches.items() if n in keep},
-            [lk for lk in self.links if lk["a"] in keep and lk["b"] in keep],
-            [h for h in self.hosts if h["switch"] in keep],
-            self.unnumbered, self.bfd, self.site, self.sessions_per_link,
-        )
-
-    def slice_buildings(self, buildings: list[int], racks: int = 4, ctsws: int = 2) -> "Topology":
-        """A campus slice: in each building of ``buildings`` (1-based) the first AI zone's first ``racks``
-        racks and first ``ctsws`` CTSWs (planes), the ATSWs those CTSWs reach and the campus spines those
-        ATSWs reach; so routes cross every tier and the campus between the buildings while the slice stays
-        small enough for one machine (the prediction is made on the slice, as FRR runs it)."""
-        have = sorted({s["building"] + 1 for s in self.switches.values() if s.get("building") is not None})
-        if not have:
-            raise ValueError(f"{self.site} is not a campus (no buildings); use --slice zone:N")
-        bad = [b for b in buildings if b not in have]
-        if bad or len(set(buildings)) < 2:
-            raise ValueError(f"--slice building: needs two or more of the buildings 1-{have[-1]} (got {', '.join(map(str, buildings))})")
-        keep: set[str] = set()
-        for b in buildings:
-            mine = {n: s for n, s in self.switches.items() if s.get("building") == b - 1}
-            zone = min(s["zone"] for s in mine.values() if s["zone"] is not None)
-            keep |= set(sorted(n for n, s in mine.items() if s["level"] == 2 and s["zone"] == zone)[:ctsws])
-            keep |= set(sorted(n for n, s in mine.items() if s["level"] == 1 and s["zone"] == zone)[:racks])
-        levels = {n: sw["level"] for n, sw in self.switches.items()}
-        for level in (3, 4):  # the ATSWs the kept CTSWs reach, then the campus spines those ATSWs reach
-            keep |= {y for lk in self.links for x, y in ((lk["a"], lk["b"]), (lk["b"], lk["a"]))
-                     if x in keep and levels[x] == level - 1 and levels[y] == level}
-        return Topology(
-            {n: s for n, s in self.switches.items() if n in keep},
-            [lk for lk in self.links if lk["a"] in keep and lk["b"] in keep],
-            [h for h in self.hosts if h["switch"] in keep],
-            self.unnumbered, self.bfd, self.site, self.sessions_per_link,
-        )
-
-    def without(self, link_id: str) -> "Topology":
-        return Topology(self.switches, [lk for lk in self.links if lk["id"] != link_id], self.hosts, self.unnumbered, self.bfd, self.site, self.sessions_per_link)
+__all__ = ["Topology", "VerifyResult", "is_roce", "predict", "verify"]
 
 
 def predict(topo: Topology) -> dict[str, dict[str, int]]:
@@ -214,7 +156,7 @@ def verify(folder: Path, zone: int | None = None, timeout: float = 600, bfd: boo
     if why:
         res.problems.append(why)
         return res
-    configs = {n: (folder / "configs" / "frr" / s["config"]).read_text() for n, s in topo.switches.items()}
+    configs = {n: topo.config(n) for n in topo.switches}
     if mutate:
         mutate(configs)
     expected = predict(topo)
@@ -347,5 +289,5 @@ def _campus_leak(lab: FrrLab, full: Topology, n: str) -> str | None:
 
 
 def is_roce(folder: Path) -> bool:
-    return (folder / "configs" / "frr" / "topology.json").is_file()
+    return (folder / TOPOLOGY).is_file()
 

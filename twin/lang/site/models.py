@@ -15,11 +15,12 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from twin.lang.base import IndexList, Model, Ratio, Slug
+from twin.lang.base import IndexList, Model, Ratio, Slug, Text
 from twin.lang.site.attachment import Attachment
 from twin.lang.site.campus import Building, Campus
 from twin.lang.site.catalog_models import Catalog
 from twin.lang.site.cost_models import EnergyPrice, EnergyPriceField
+from twin.lang.site.families import Family
 from twin.lang.site.power import UtilityLimits
 from twin.lang.site.reliability_models import Storage
 from twin.lang.site.workload_models import TrainingJob
@@ -120,13 +121,6 @@ class RackType(Model):
 class Technology(str, Enum):
     ROCE = "roce"
     INFINIBAND = "infiniband"
-
-
-class Family(str, Enum):
-    AI_ZONE = "ai-zone-clos"
-    FAT_TREE = "fat-tree"
-    RAIL_OPTIMIZED = "rail-optimized"
-    RAIL_ONLY = "rail-only"
 
 
 class Tier(Model):
@@ -298,10 +292,10 @@ class PlacementOptions(Model):
 class Site(Model):
     """A site: its halls, power, cooling, hardware, the GPU fabric and the jobs it runs."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, title="twin site")
+    model_config = ConfigDict(title="twin site")  # the rest from Model
 
     name: Slug = Field(description="the site name; also the output folder generated/<name>/")
-    description: str = ""
+    description: Text = ""
     power: SitePower
     halls: list[Hall] = Field(min_length=1)
     buildings: list[Building] = Field(default_factory=list, exclude_if=lambda v: not v, description=(

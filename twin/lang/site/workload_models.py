@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from twin.lang.base import Count, Model, Slug
+from twin.lang.base import Count, Model, Slug, Text
 from twin.lang.units import DataSize
 
 RecomputeModule = Literal["core-attention", "attention", "mlp", "experts", "activation", "norm"]
@@ -109,7 +109,7 @@ class TrainingJob(Model):
     tflops_per_gpu: float | None = Field(None, gt=0, description="deprecated alias of measured_tflops_per_gpu")
     mfu: float | None = Field(None, gt=0, le=1, description="deprecated: a measured MFU (compare-only), as measured_tflops_per_gpu / peak")
     bytes_per_param: int = Field(2, ge=1, le=8)
-    source: str = ""
+    source: Text = ""
 
     @model_validator(mode="after")
     def _one_measured(self) -> "TrainingJob":

@@ -32,8 +32,8 @@ import numpy as np
 from twin.compiler.place.powercap import perf
 from twin.compiler.resolve import memory
 from twin.lang.diagnostics import SpecError
-from twin.lang.scenario.models import error
 from twin.lang.site.workload_models import DEFAULT_STACK
+from twin.lang.validator import error
 from twin.twins.net.nccl import Library
 from twin.twins.workload import comm, compute, moe
 from twin.twins.workload.recipe import Recipe

@@ -1,0 +1,215 @@
+"""The output folder is twin's or it is left alone: how ``twin build`` replaces a folder.
+
+- **Whose folder.** A folder is replaced only when twin wrote it: its ``manifest.json`` is a twin
+  manifest and every file in the folder is one the manifest lists, with the size and sha256 it
+  records (:func:`twin.folder.foreign_entries`). A folder that merely holds a file named
+  ``manifest.json``, one with a file added or edited since the build, or a symlink in it, is refused
+  (exit 2) and not touched. An empty folder may be filled.
+- **One atomic step.** The new output is written to a sibling ``.<name>.tmp-*`` folder, then exchanged
+  with the old one by a single ``renameat2(RENAME_EXCHANGE)`` (Linux >= 3.15 on ext4, xfs, btrfs,
+  tmpfs, ...): at every instant the output path holds the complete old or the complete new output.
+  Where the exchange is not available (another OS, a file system without it) twin falls back to two
+  renames (old aside to ``.<name>.old-*``, new in); a signal between those two leaves the path empty
+  for that instant and the next build puts the previous output back before it starts.
+- **One writer.** ``.<name>.lock`` beside the folder is held (``flock``) for the whole build; a second
+  build of the same folder stops at once with one line (exit 3) instead of racing the first.
+- **Leftovers.** A build killed mid-write leaves ``.<name>.tmp-*`` / ``.<name>.old-*``; the next
+  build of that folder removes them (while it holds the lock, so never another build's).
+- **Disk full, read-only, no permission** end in one line (exit 3) with the previous output intact.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from twin.folder import MANIFEST, FolderError, foreign_entries, load_manifest
+
+EXIT_NOT_OURS = 2  # the folder is not twin output: invalid input
+EXIT_WRITE = 3  # the folder could not be written: disk full, read-only, no permission, another build
+
+
+class OutputError(Exception):
+    """The output folder cannot be written safely; ``code`` is the exit code the CLI uses."""
+
+    def __init__(self, message: str, code: int = EXIT_NOT_OURS):
+        super().__init__(message)
+        self.code = code
+
+
+def ownership_problem(out_dir: Path) -> str | None:
+    """Why ``out_dir`` must not be replaced, or None (it does not exist, is empty, or twin wrote
+    every file in it as its manifest says)."""
+    if not out_dir.exists() and not out_dir.is_symlink():
+        return None
+    if not out_dir.is_dir():
+        return f"{out_dir} exists and is not a folder; not replacing it"
+    if not any(out_dir.iterdir()):
+        return None
+    try:
+        m = load_manifest(out_dir)
+    except FolderError as e:
+        return f"{out_dir} is not twin output ({e}); not replacing it: choose another -o or remove it yourself"
+    odd = foreign_entries(out_dir, m)
+    if odd:
+        return (f"{out_dir} holds files twin did not write as its {MANIFEST} lists them: {', '.join(odd)}; not replacing it:"
+                " move them out or remove the folder yourself")
+    return None
+
+
+# ------------------------------------------------------------------ the exchange
+AT_FDCWD = -100
+RENAME_EXCHANGE = 2
+_renameat2 = None
+
+
+def _libc_renameat2():
+    global _renameat2
+    if _renameat2 is None:
+        try:
+            fn = ctypes.CDLL(None, use_errno=True).renameat2
+            fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            fn.restype = ctypes.c_int
+            _renameat2 = fn
+        except (AttributeError, OSError):
+            _renameat2 = False
+    return _renameat2
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap the paths ``a`` and ``b`` in one atomic step; False where the system cannot (no
+    renameat2, or a file system without RENAME_EXCHANGE), OSError for any other refusal."""
+    fn = _libc_renameat2()
+    if not fn:
+        return False
+    if fn(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+# ------------------------------------------------------------------ the lock
+@contextmanager
+def locked(out_dir: Path) -> Iterator[None]:
+    """Hold ``.<name>.lock`` beside ``out_dir`` (OutputError, exit 3, when another build holds it).
+    The file is removed on release; a holder re-checks after locking that the path is still its file."""
+    path = out_dir.parent / f".{out_dir.name}.lock"
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise OutputError(f"another twin build is writing {out_dir} right now ({path} is locked); "
+                              "nothing written: run again when it has finished", EXIT_WRITE) from None
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the previous holder removed it between our open and lock: take the new one
+    try:
+        yield
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        os.close(fd)
+
+
+def leftovers(out_dir: Path) -> list[Path]:
+    """The ``.<name>.tmp-*`` and ``.<name>.old-*`` folders killed builds left beside ``out_dir``."""
+    if not out_dir.parent.is_dir():
+        return []
+    heads = (f".{out_dir.name}.tmp-", f".{out_dir.name}.old-")
+    return sorted(p for p in out_dir.parent.iterdir() if p.name.startswith(heads) and p.is_dir() and not p.is_symlink())
+
+
+def clean_leftovers(out_dir: Path) -> None:
+    """With the lock held: put a previous output back that a two-rename swap left aside (the path
+    empty, an ``.old-`` folder twin wrote), then remove every leftover."""
+    rest = leftovers(out_dir)
+    if not out_dir.exists():
+        for old in sorted((p for p in rest if ".old-" in p.name), key=lambda p: p.stat().st_mtime, reverse=True):
+            if any(old.iterdir()) and ownership_problem(old) is None:
+                os.rename(old, out_dir)
+                rest.remove(old)
+                break
+    for p in rest:
+        shutil.rmtree(p, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ writing
+def describe(e: OSError, out_dir: Path) -> str:
+    """An OSError while writing ``out_dir`` as one line a person can act on."""
+    where = e.filename or out_dir
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"no space left on the device of {out_dir.parent} (or quota exceeded) while writing {where}"
+    if e.errno == errno.EROFS:
+        return f"{out_dir.parent} is on a read-only file system"
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return f"no permission to write {where}"
+    if e.errno == errno.EBUSY:
+        return f"{out_dir} is a mount point or in use; twin swaps the folder itself and cannot replace it"
+    return f"cannot write {where}: {e.strerror or e}"
+
+
+@contextmanager
+def claimed(out_dir: Path) -> Iterator[Path]:
+    """The output folder, held for one build: the lock taken, leftovers cleaned, the folder proved
+    twin's (or absent or empty). Yields the resolved path; OSErrors become one-line OutputErrors."""
+    out_dir = out_dir.resolve() if out_dir.exists() else out_dir.absolute()
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        with locked(out_dir):
+            clean_leftovers(out_dir)
+            if why := ownership_problem(out_dir):
+                raise OutputError(why)
+            yield out_dir
+    except OSError as e:
+        raise OutputError(f"{describe(e, out_dir)}; the previous output is untouched", EXIT_WRITE) from None
+
+
+def write_atomically(out_dir: Path, files: dict[str, bytes], *, use_exchange: bool = True) -> None:
+    """Claim ``out_dir`` and write ``files`` as it (see the module docstring)."""
+    with claimed(out_dir) as real:
+        write_claimed(real, files, use_exchange=use_exchange)
+
+
+def write_claimed(out_dir: Path, files: dict[str, bytes], *, use_exchange: bool = True) -> None:
+    """Write ``files`` into a sibling folder and swap it in; ``out_dir`` comes from :func:`claimed`.
+    ``use_exchange=False`` forces the two-rename fallback (tests)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        for rel, data in sorted(files.items()):
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        os.chmod(tmp, 0o755)
+        if why := ownership_problem(out_dir):  # changed while the build rendered
+            raise OutputError(why)
+        if not out_dir.exists():
+            os.rename(tmp, out_dir)
+            return
+        if use_exchange and exchange(tmp, out_dir):
+            shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the previous output
+            return
+        old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+        os.rmdir(old)
+        os.rename(out_dir, old)
+        os.rename(tmp, out_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
