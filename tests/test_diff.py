@@ -115,9 +115,14 @@ def test_diff_cli_input_errors(tmp_path):
 
 
 def test_folder_without_review_json_is_named(tmp_path):
+    """A folder an older twin built (no review.json in its manifest) is compared by artifacts, and said so;
+    review.json listed but missing is a broken folder (tests/test_diff_tamper.py)."""
     site = ROOT / "sites" / "lab-2zone.yaml"
     build(site, tmp_path / "out")
     (tmp_path / "out" / "review.json").unlink()
+    man = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    man["artifacts"] = [a for a in man["artifacts"] if a["path"] != "review.json"]
+    (tmp_path / "out" / "manifest.json").write_text(json.dumps(man))
     res = compare(folder_side(tmp_path / "out"), spec_side(site))
     assert res.figures == [] and any("no review.json" in n for n in res.notes)
 

@@ -28,7 +28,7 @@ def test_review_ecmp_width_is_what_the_switches_are_configured_with(lab):
             frr[m.group(1)] = {int(x) for x in re.findall(r"maximum-paths (\d+)", text.decode())}
     for role, width in (("rtsw", 16), ("ctsw", 8), ("atsw", 16)):
         names = [n for n, a in lab.fabric.graph.nodes(data=True) if a.get("role") == role]
-        assert review[f"ecmp.{role}"] == width == max(lab.intent.switches[n]["maximum_paths"] for n in names)
+        assert review[f"ecmp.{role}"] == width == max(lab.intent.switches[n].maximum_paths for n in names)
         assert all(frr[n] == {width} for n in names)
 
 
