@@ -56,9 +56,10 @@ def _configs(out: Path) -> dict[str, bytes]:
 
 
 def tiered(sites):
-    """Site names as test parameters: the Meta sites (minutes to compile, render and check at full size)
-    are the slow tier's, the lab sites (every fabric family) the fast tier's."""
-    return [pytest.param(s, marks=pytest.mark.slow) if s.startswith("meta-") else s for s in sites]
+    """Site names as test parameters: the Meta sites and the job twin's validation clusters (minutes to
+    compile, render and check at full size) are the slow tier's, the lab sites (every fabric family) the
+    fast tier's."""
+    return [s if s.startswith("lab-") else pytest.param(s, marks=pytest.mark.slow) for s in sites]
 
 
 @pytest.fixture(scope="session")

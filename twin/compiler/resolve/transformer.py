@@ -172,3 +172,15 @@ def megatron_eq3_flops(s: Shape, seq: int, batch: int) -> float:
     """
     h, ll = s.hidden, s.layers
     return 96 * batch * seq * ll * h * h * (1 + seq / (6 * h) + s.vocab / (16 * ll * h))
+
+
+def megatron_core_flops(s: Shape, seq: int, batch: int) -> float:
+    """Model FLOPs of one iteration as Megatron-LM counts them (``num_floating_point_operations``, NeMo's
+    "Model TFLOP/sec/GPU"): 3 x (2 x matmul parameters + 4 x s x h per layer) per token, attention over the
+    full ``s x s`` square rather than the causal half (so above :meth:`Shape.model_flops_per_token`).
+
+    >>> s = Shape(layers=126, hidden=16384, ffn=53248, heads=128, kv_heads=8, vocab=128256)
+    >>> round(megatron_core_flops(s, 8192, 1) / (s.model_flops_per_token(8192) * 8192), 3)
+    1.04
+    """
+    return 3 * (2 * s.matmul_params + s.layers * 4 * seq * s.hidden) * seq * batch
