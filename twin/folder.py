@@ -148,7 +148,7 @@ def depth(doc) -> int:
     """Nesting depth of a JSON value, without recursion.
 
     >>> depth(1), depth([]), depth({"a": [1, {"b": []}]})
-    (0, 1, 3)
+    (0, 1, 4)
     """
     best, stack = 0, [(doc, 0)]
     while stack:
