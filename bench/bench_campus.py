@@ -27,7 +27,7 @@ GOAL_S, GOAL_GIB = 60.0, 4.0
 
 def run_case(out: str) -> dict:
     """One build in this process: the stages' wall and CPU seconds, the artifacts written."""
-    from twin.build import manifest, write_atomically
+    from twin.build import manifest, run_twins, write_atomically
     from twin.compiler.pipeline import compile_design
     from twin.emit import emit_all
 
@@ -44,8 +44,10 @@ def run_case(out: str) -> dict:
     t0w, t0c = time.perf_counter(), time.process_time()
     step("validate")
     design = compile_design(SITE, progress=step)
+    step("twin")
+    runs = run_twins(design)
     step("emit")
-    files = emit_all(design)
+    files = emit_all(design, runs)
     files["manifest.json"] = manifest(design, files)
     step("write")
     write_atomically(Path(out), files)

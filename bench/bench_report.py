@@ -31,6 +31,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     args = ap.parse_args()
     import twin
+    from twin.build import run_twins
     from twin.emit import report
 
     t = time.perf_counter()
@@ -39,7 +40,7 @@ def main() -> None:
     times, cpu, files = [], [], {}
     for _ in range(args.reps):
         t, c = time.perf_counter(), time.process_time()
-        files = report.emit(d)
+        files = report.emit(d, run_twins(d))
         times.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
     page = files["report.html"]

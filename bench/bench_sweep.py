@@ -104,7 +104,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         p = Path(tmp) / "bench.yaml"
         p.write_text(SWEEP)
-        sw = load_sweep(p)
+        sw = load_sweep(p, root=ROOT)  # the site is in the checkout, the sweep file in a temporary folder
         assert sw.count == 20
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory() as out:

@@ -20,12 +20,19 @@ def compiled(name: str):
 
 
 @lru_cache(maxsize=None)
-def emitted(name: str) -> dict[str, bytes]:
-    """Every switch config file of sites/<name>.yaml (FRR, SONiC, EOS, OpenSM), rendered once per session."""
+def switch_configs(name: str) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """The RoCE (FRR, SONiC, EOS) and the InfiniBand (OpenSM) config files of sites/<name>.yaml, rendered
+    once per session."""
     from twin.emit import configs, configs_ib
 
     d = compiled(name)
-    return {**configs.emit(d), **configs_ib.emit(d)}
+    return configs.emit(d), configs_ib.emit(d)
+
+
+def emitted(name: str) -> dict[str, bytes]:
+    """Every switch config file of sites/<name>.yaml (FRR, SONiC, EOS, OpenSM), rendered once per session."""
+    roce, ib = switch_configs(name)
+    return {**roce, **ib}
 
 
 @pytest.fixture(scope="session")
@@ -45,16 +52,22 @@ def meta24k():
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory):
-    """``built(name)``: the folder of ``twin build sites/<name>.yaml``, built once per test session
-    (meta-24k-roce takes ~20 s) into a temporary folder."""
-    from twin.build import build
+    """``built(name)``: the folder ``twin build sites/<name>.yaml`` writes, built once per test session
+    into a temporary folder. It is ``twin.build.build`` from the session's compiled design and switch
+    configs (a big site is compiled and its configs rendered once, however many tests read them);
+    tests/test_build.py holds it byte-identical to ``build`` itself on lab-2zone."""
+    from twin.build import MANIFEST, manifest, run_twins, write_atomically
+    from twin.emit import configs, configs_ib, emit_all
 
     cache: dict[str, Path] = {}
 
     def get(name: str) -> Path:
         if name not in cache:
+            design, (roce, ib) = compiled(name), switch_configs(name)
+            files = emit_all(design, run_twins(design), {configs.emit: lambda _d: roce, configs_ib.emit: lambda _d: ib})
+            files[MANIFEST] = manifest(design, files)
             cache[name] = tmp_path_factory.mktemp(f"built-{name}") / name
-            build(SITES / f"{name}.yaml", cache[name])
+            write_atomically(cache[name], files)
         return cache[name]
 
     return get
@@ -72,11 +85,20 @@ def browser():
 
 
 WARM: list = []  # the session's tests/netbox_warm.Warm, started when collection selects a NetBox test
+NETBOX_FIXTURES = {"netbox_package", "netbox"}
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The tests that need NetBox run last (in their order): its preparation, minutes on a fresh machine,
+    then overlaps the whole rest of the suite instead of keeping the suite waiting in the middle."""
+    items.sort(key=lambda item: bool(NETBOX_FIXTURES & set(getattr(item, "fixturenames", ()))))
 
 
 def pytest_collection_finish(session):
+    if session.config.option.collectonly:
+        return
     wanted = {f for item in session.items for f in getattr(item, "fixturenames", ())}
-    if "netbox_package" in wanted or "netbox" in wanted:
+    if NETBOX_FIXTURES & wanted:
         import netbox_warm
 
         WARM.append(netbox_warm.Warm(want_server="netbox" in wanted))

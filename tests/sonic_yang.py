@@ -23,7 +23,10 @@ import json
 import re
 from pathlib import Path
 
-import libyang
+import pytest
+
+# Without the bindings, importing this module skips (the SONiC conformance tests, and this module's doctest collection).
+libyang = pytest.importorskip("libyang", reason="libyang is not installed (Debian libyang2-dev, then PyPI libyang==2.7.1, a test extra: bash .ci/run installs both)")
 
 libyang.configure_logging(True)  # libyang then records the schema path of each error
 

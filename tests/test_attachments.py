@@ -118,8 +118,8 @@ def test_roce_attachments_join_the_leaf_subnet(tmp_path):
     assert needs(d.spec).leaf_nics == (17,) * 6 + (16,) * 2
     rtsw = d.fabric.nodes("rtsw")
     port = next(lk.b_port for lk in d.fabric.cables() if lk.a == "store-01" and lk.a_port == "port1")
-    host = d.intent.switches[rtsw[0]]["host"]
-    assert port in host["ports"] and d.addressing.rack_subnet[rtsw[0]].endswith("/27")
+    host = d.intent.switches[rtsw[0]].host
+    assert port in host.ports and d.addressing.rack_subnet[rtsw[0]].endswith("/27")
 
 
 @pytest.mark.parametrize("att, where, words", [

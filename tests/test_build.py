@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import compiled
+from golden import differences, files_under
 
 from twin.build import OutputError, build
 
@@ -25,22 +29,61 @@ def tree_hashes(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("site", SITES, ids=lambda p: p.stem)
-def test_every_example_builds(site, tmp_path):
-    res = build(site, tmp_path / "out")
-    out = res.out_dir
+# The lab sites (every fabric family, RoCE and InfiniBand, a campus, a power-limited hall) build in the
+# fast tier; the Meta sites are what the slow tier builds them for: the same emitters at full size.
+EXAMPLES = [pytest.param(s.stem, marks=pytest.mark.slow) if s.stem.startswith("meta-") else s.stem for s in SITES]
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("site", EXAMPLES)
+def test_every_example_builds(site, built):
+    """Every artifact is in the manifest with its hash, and the build holds the whole design: the GPUs and
+    the switches per tier of the spec's shape, one config per switch (RoCE: an FRR config, and SONiC or EOS
+    by the model's target), every cable of the plan, every rack on the floor plan and in NetBox's import
+    set, a floor picture per hall."""
+    out, d = built(site), compiled(site)
+    spec, shape, g = d.spec, d.spec.shape, d.fabric.graph
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["site"] == site.stem and manifest["tool"] == "twin"
-    assert manifest["spec_sha256"] == hashlib.sha256(site.read_bytes()).hexdigest()
+    assert manifest["site"] == site and manifest["tool"] == "twin"
+    assert manifest["spec_sha256"] == hashlib.sha256((ROOT / "sites" / f"{site}.yaml").read_bytes()).hexdigest()
     on_disk = tree_hashes(out)
     listed = {a["path"]: a["sha256"] for a in manifest["artifacts"]}
     assert set(on_disk) - {"manifest.json"} == set(listed)
     assert all(on_disk[p] == h for p, h in listed.items())
     design = json.loads((out / "design.json").read_text())
-    assert design["derived"]["gpus"] == res.design.spec.gpus
     # every default is filled in: a field the YAML never mentions appears with its default
     assert design["site"]["fabric"]["qos"]["mtu"] == 9216
     assert "## Summary" in (out / "report.md").read_text()
+
+    figures = {f["key"]: f["value"] for f in json.loads((out / "review.json").read_text())["figures"]}
+    nics = sum(1 for n in g if g.nodes[n]["role"] == "nic")
+    assert figures["gpus"] == design["derived"]["gpus"] == spec.gpus == nics > 0
+    switches = set(d.fabric.switches())
+    by_role = Counter(g.nodes[n]["role"] for n in switches)
+    assert by_role == {t.role: t.count for t in shape.tiers} and len(switches) == shape.switches
+    assert {k: v for k, v in figures.items() if k.startswith("switches.") and k != "switches.total"} == {f"switches.{r}": n for r, n in by_role.items()}
+    assert figures["switches.total"] == len(switches)
+
+    files = set(on_disk)
+    if spec.fabric.technology.value == "roce":
+        frr = {p.split("/")[2].removesuffix(".conf") for p in files if p.startswith("configs/frr/") and p.endswith(".conf")}
+        eos = {p.split("/")[2].removesuffix(".cfg") for p in files if p.startswith("configs/eos/")}
+        sonic = {p.split("/")[2] for p in files if p.startswith("configs/sonic/")}
+        assert frr == switches and eos | sonic == switches and not eos & sonic
+    else:
+        assert "configs/opensm/opensm.conf" in files and not any(p.startswith(("configs/frr/", "configs/sonic/")) for p in files)
+
+    assert len(csv_rows(out / "cabling" / "cables.csv")) == len(d.cabling) == len(d.fabric.cables())
+    placed = d.placement.gpu_racks() + d.placement.network_racks()
+    assert len(csv_rows(out / "placement" / "floor.csv")) == len(placed) and len(d.placement.gpu_racks()) == spec.racks
+    assert len(csv_rows(out / "netbox" / "04-racks.csv")) == len(placed)
+    devices = {r["description"] for r in csv_rows(out / "netbox" / "08-devices.csv")}
+    assert switches <= devices
+    assert sorted(p for p in files if p.startswith("report/floor-")) == sorted(f"report/floor-{h.name}.svg" for h in spec.site.halls)
 
 
 def test_meta_24k_figures(meta24k):
@@ -61,12 +104,15 @@ def test_byte_identical_across_hash_seeds(tmp_path):
     assert outs[0] == outs[1]
 
 
-def test_committed_lab_output_is_current(tmp_path):
-    """generated/lab-2zone in git is the reviewable example: a rebuild must reproduce it byte for byte."""
+def test_committed_lab_output_is_current(tmp_path, built):
+    """generated/lab-2zone in git is the reviewable example: a rebuild must reproduce it byte for byte
+    (on failure: which files differ and their first differing lines). The session's ``built`` folders
+    (conftest.py) are this build too."""
     build(ROOT / "sites" / "lab-2zone.yaml", tmp_path / "lab")
-    assert tree_hashes(tmp_path / "lab") == tree_hashes(ROOT / "generated" / "lab-2zone"), (
-        "generated/lab-2zone is stale: run `twin build sites/lab-2zone.yaml`"
-    )
+    rebuilt = files_under(tmp_path / "lab")
+    diff = differences(rebuilt, files_under(ROOT / "generated" / "lab-2zone"))
+    assert not diff, f"generated/lab-2zone is stale: run `twin build sites/lab-2zone.yaml`\n{diff}"
+    assert not differences(files_under(built("lab-2zone")), rebuilt), "conftest's built() differs from twin build"
 
 
 def test_failed_build_leaves_previous_output(tmp_path):
@@ -126,13 +172,13 @@ def test_validate_cli_exit_codes(tmp_path):
 
 
 def test_schema_is_current(root):
-    from twin.lang.site.reference import render
-    from twin.schema import schema_text
+    from twin.schema import SCHEMA_FILE, schema_files, schema_text, stale_files
 
-    assert (root / "schemas" / "reference.md").read_text() == render(), "schemas/reference.md is stale: run `twin schema`"
-    committed = (root / "schemas" / "twin-site.schema.json").read_text()
-    assert committed == schema_text(), "schemas/twin-site.schema.json is stale: run `twin schema`"
-    schema = json.loads(committed)
+    files = schema_files(root / "schemas" / SCHEMA_FILE)
+    assert {p.name for p in files} == {"twin-site.schema.json", "reference.md", "twin-scenario.schema.json", "scenario-reference.md",
+                                       "twin-sweep.schema.json", "sweep-reference.md", "twin-results.schema.json"}
+    assert not stale_files(files), f"stale: {[p.name for p in stale_files(files)]}: run `twin schema`"
+    schema = json.loads(schema_text())
     assert "fabric" in schema["required"] and schema["properties"]["name"]["pattern"]
     for site in SITES:
         assert site.read_text().startswith("# yaml-language-server: $schema=../schemas/twin-site.schema.json")
@@ -152,4 +198,4 @@ def test_python_api_exposes_passes(lab):
     assert g.number_of_nodes() == 128 + 16 + 8 + 8 + 2  # NICs, servers, RTSWs, CTSWs, ATSWs
     assert len(lab.placement.gpu_racks()) == 8 and len(lab.cabling) == 128 + 8 * 16 + 8 * 8  # CTSW: 4 racks x 16 / 4 = 16 down, 1:2 -> 8 up
     assert {b.category for b in lab.bom} == {"switch", "cable"}  # DAC and AOC only: no pluggable optics
-    assert len(lab.intent.switches) == 18 and lab.addressing.asn["atsw-01"] == lab.intent.switches["atsw-01"]["asn"]
+    assert len(lab.intent.switches) == 18 and lab.addressing.asn["atsw-01"] == lab.intent.switches["atsw-01"].asn

@@ -183,9 +183,9 @@ def test_campus_build_is_deterministic(tmp_path):
 
 
 def test_sonic_lossless_profile_per_campus_link():
-    """A SONiC ATSW sizes each link between buildings for its real length: pfc_xoff of the cable's whole
-    metres (b2-atsw-01: 4 ports to b1 at 310 m, 4 to b3 at 12,060 m); the in-building ports keep the 100 m
-    profile; the shared headroom is every port's xoff, capped at a quarter of the 64 MiB buffer."""
+    """A SONiC ATSW sizes each port for its cable's whole metres: pfc_xoff of 12,060 m to b3 and 310 m to b1
+    (b2-atsw-01: 4 ports each), of 10 m to its 8 CTSWs; the shared headroom is every port's xoff, capped
+    at a quarter of the 64 MiB buffer."""
     import json
 
     from twin.physics import pfc_xoff
@@ -194,9 +194,10 @@ def test_sonic_lossless_profile_per_campus_link():
     prof = db["BUFFER_PROFILE"]
     assert prof["pg_lossless_400000_12060m_profile"]["xoff"] == str(pfc_xoff(400e9, 12_060, 9216)) == "6002832"
     assert prof["pg_lossless_400000_310m_profile"]["xoff"] == str(pfc_xoff(400e9, 310, 9216))
+    assert prof["pg_lossless_400000_10m_profile"]["xoff"] == str(pfc_xoff(400e9, 10, 9216)) == "98332"
     pgs = [v["profile"] for k, v in db["BUFFER_PG"].items() if k.endswith("|3")]
-    assert pgs.count("pg_lossless_400000_12060m_profile") == 4 and pgs.count("pg_lossless_400000_profile") == 8
-    need = 8 * 142_432 + 4 * pfc_xoff(400e9, 310, 9216) + 4 * 6_002_832
+    assert pgs.count("pg_lossless_400000_12060m_profile") == 4 and pgs.count("pg_lossless_400000_10m_profile") == 8
+    need = 8 * 98_332 + 4 * pfc_xoff(400e9, 310, 9216) + 4 * 6_002_832
     assert need > 2**24 and db["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"] == str(2**24)  # the 12 km ports do not fit
 
 

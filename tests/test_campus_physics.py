@@ -28,30 +28,72 @@ def test_pfc_xoff_closed_form():
 
 
 def test_headroom_verdict_per_route():
-    """Minipack2 ATSWs (64 MiB buffer, 16 MiB headroom pool) use 16 ports each: 1 MiB per port, which
-    lossless fills at ((2^20 - 18,432) / 50e9 - 1.5 us) / 9.8 ns/m = 1,949 m. The 310 m and 1,560 m
-    links fit, the 12 km route does not."""
+    """Minipack2 ATSWs (64 MiB buffer, a 16 MiB shared headroom pool) with 8 ports to their CTSWs at 10 m
+    (98,332 B each) and 4 to each other building. b3's ATSWs reserve 8 x 98,332 + 4 x 857,832 (1,560 m
+    to b1) + 4 x 6,002,832 (12,060 m to b2) = 28.2 MB: more than the pool, so no route into b3 holds
+    lossless; b2's (25.8 MB) neither, so even the 310 m b1-b2 route fails at its b2 end; b1's 5.2 MB
+    fits. The b2-b3 route's room at b3-atsw-01 is (2^24 - 786,656 - 3,431,328) / 4 = 3,139,808 B per
+    port, which lossless fills at ((3,139,808 - 18,432) / 50e9 - 1.5 us) / 9.8 ns/m = 6,217 m."""
     d = compiled("lab-campus")
     h = distance.headroom(d)
     pairs = {(p.a, p.b): p for p in h["pairs"]}
-    reach = ((2**20 - 2 * MTU) / 50e9 - 1.5e-6) / (2 * 4.9e-9)
+    need = dict(zip(h["names"], h["need"].tolist()))
+    assert need["b1-atsw-01"] == 8 * 98_332 + 4 * pfc_xoff(400e9, 310, MTU) + 4 * pfc_xoff(400e9, 1560, MTU) < 2**24
+    assert need["b3-atsw-01"] == 8 * 98_332 + 4 * 857_832 + 4 * 6_002_832 > need["b2-atsw-01"] > 2**24
     for p in pairs.values():
-        assert p.share_bytes == 2**20 and p.reach_m == pytest.approx(reach)
-        assert p.xoff_bytes == pfc_xoff(400e9, p.length_m, MTU)
-    assert pairs["b1", "b2"].fits and pairs["b1", "b3"].fits and not pairs["b2", "b3"].fits
-    assert round(reach) == 1949
-    # every cable's verdict is its xoff against the smaller per-port share of its switches
-    assert np.array_equal(h["fits"], ~(h["xoff"] > h["share"]))
+        assert p.xoff_bytes == pfc_xoff(400e9, p.length_m, MTU) and not p.fits
+    far = pairs["b2", "b3"]
+    assert (far.switch, far.room_bytes) == ("b3-atsw-01", 3_139_808)
+    assert round(far.reach_m) == round(((3_139_808 - 2 * MTU) / 50e9 - 1.5e-6) / (2 * 4.9e-9)) == 6217
+    assert pairs["b1", "b2"].switch == "b2-atsw-01" and pairs["b1", "b2"].room_bytes < 0 and pairs["b1", "b2"].reach_m == 0
+    # a cable holds lossless where both its end switches' pools hold every port's xoff
+    ok = ~(h["need"] > h["pool"])
+    assert ok.tolist() == [not n.startswith(("b2-atsw", "b3-atsw")) for n in h["names"]]
+
+
+def test_verdict_headroom_is_what_the_sonic_profile_reserves():
+    """Issue 23's known answer: for every link between buildings, the xoff the verdict counts at each end
+    is the xoff of the lossless profile that end's generated config_db.json gives the port, the pool the
+    verdict weighs is the one the config caps its shared headroom at, and the switch's need is the sum
+    over its ports' profiles (one model: twin/compiler/config/buffers.py)."""
+    import json
+
+    from twin.emit import configs
+
+    d = compiled("lab-campus")
+    h = distance.headroom(d)
+    dbs = {p.split("/")[2]: json.loads(b) for p, b in configs.emit(d).items() if p.startswith("configs/sonic/")}
+    prio = d.spec.fabric.qos.pfc_priority
+    cables = d.fabric.cables()
+    row = {link: i for i, link in enumerate(d.cabling.ids)}
+    longest = {(p.a, p.b): p.xoff_bytes for p in h["pairs"]}
+    names = [b.name for b in d.spec.campus.buildings]
+    for i in d.cabling.campus.index.tolist():
+        c = cables[i]
+        for switch, port in ((c.a, c.a_port), (c.b, c.b_port)):
+            db = dbs[switch]
+            profile = db["BUFFER_PROFILE"][db["BUFFER_PG"][f"{port}|{prio}"]["profile"]]
+            assert int(profile["xoff"]) == h["xoff"][row[c.id]] == pfc_xoff(400e9, np.ceil(d.cabling.stock[i]), MTU)
+    for p, x in zip(d.cabling.campus.pair, h["xoff"][d.cabling.campus.index]):
+        assert x <= longest[names[p[0]], names[p[1]]]
+    for k, name in enumerate(h["names"]):
+        db = dbs[name]
+        reserved = sum(int(db["BUFFER_PROFILE"][v["profile"]]["xoff"]) for key, v in db["BUFFER_PG"].items() if key.endswith(f"|{prio}"))
+        assert reserved == h["need"][k]
+        assert int(db["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"]) == min(h["pool"][k], h["need"][k])
 
 
 def test_a_deeper_buffer_moves_the_lossless_reach(tmp_path):
-    """16x the buffer, 16x the share: the reach becomes ((16 MiB - 18,432) / 50e9 - 1.5 us) / 9.8 ns/m."""
+    """16x the buffer, a 256 MiB pool: every ATSW holds its ports' xoff, every route fits, and the b2-b3
+    room at b3's ATSW is (2^28 - 8 x 98,332 - 4 x 857,832) / 4 per port."""
     p = tmp_path / "deep.yaml"
     p.write_text(LAB.replace("rack_types:", "catalog:\n  switches:\n    minipack2:\n" + _minipack2_with(buffer="1 GiB") + "\nrack_types:"))
     d = twin.load(p)
     pairs = {(x.a, x.b): x for x in distance.headroom(d)["pairs"]}
     assert all(x.fits for x in pairs.values())
-    assert pairs["b2", "b3"].reach_m == pytest.approx(((2**30 / 4 / 16 - 2 * MTU) / 50e9 - 1.5e-6) / 9.8e-9)
+    room = (2**28 - 8 * 98_332 - 4 * 857_832) / 4
+    assert pairs["b2", "b3"].room_bytes == room
+    assert pairs["b2", "b3"].reach_m == pytest.approx(((room - 2 * MTU) / 50e9 - 1.5e-6) / 9.8e-9)
 
 
 def _minipack2_with(buffer: str) -> str:

@@ -32,6 +32,7 @@ def test_slice_prediction(campus_out):
 
 
 @pytest.mark.root
+@pytest.mark.slow
 @needs_frr
 def test_two_building_slice_verifies_in_frr(campus_out):
     res = roce.verify(campus_out, buildings=[1, 3], timeout=180)
@@ -46,6 +47,7 @@ def test_two_building_slice_verifies_in_frr(campus_out):
 
 
 @pytest.mark.root
+@pytest.mark.slow
 @needs_frr
 def test_an_atsw_leaking_to_the_campus_is_caught(campus_out):
     """Without its outbound campus policy b1-atsw-01 passes b2's and b3's routes on to the other: the

@@ -161,3 +161,18 @@ def test_infiniband_artifacts():
     # every port line has its mirror on the other side
     links = set(re.findall(r'^\[(\d+)\]\t"(\S+)"\[(\d+)\]', net, re.M))
     assert len(links) == 2 * 128 + 2 * 128  # NIC-leaf both ends + leaf-spine both ends
+
+
+def test_switch_intent_is_a_frozen_record():
+    """A CTSW of lab-2zone: 4 links to each of its zone's 4 RTSWs and 8 uplinks, 4 to each of the 2
+    ATSWs (which share one ASN), so 24 neighbours; the RTSW group below first; maximum-paths 8 (its
+    uplinks; the ecmp_widths doctest). The record cannot be changed after the pass."""
+    import dataclasses
+
+    sw = compiled("lab-2zone").intent.switches["z1-ctsw-01"]
+    assert (sw.role, sw.level, sw.zone, sw.model, sw.maximum_paths, len(sw.neighbors)) == ("ctsw", 2, 0, "minipack2", 8, 24)
+    assert [(g.name, g.direction, len(g.peer_asn)) for g in sw.groups] == [("RTSW", "down", 4), ("ATSW", "up", 1)]
+    assert sum(nb.group == "ATSW" for nb in sw.neighbors) == 8 and sw.host is None and sw.server_ports == ()
+    assert all(nb.speed == 400_000_000_000 and 0 < nb.cable_m < 100 and nb.xoff > 0 for nb in sw.neighbors)  # in-hall cables
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sw.maximum_paths = 1

@@ -30,6 +30,7 @@ import sys  # noqa: E402
 import pytest  # noqa: E402
 from conftest import compiled  # noqa: E402
 
+from twin.analysis.registry import lookup  # noqa: E402
 from twin.diff.compare import compare, folder_side, spec_side  # noqa: E402
 
 
@@ -58,10 +59,10 @@ def test_review_says_what_the_change_does(atsw_change):
     old = compiled("lab-2zone")
     atsw_w = old.spec.switch(old.spec.fabric.atsw.model).power
     assert (moved["switches.atsw"]["old"], moved["switches.atsw"]["new"], moved["switches.atsw"]["delta"]) == (2, 4, 2)
-    assert moved["switches.total"]["delta"] == 2 and "switches.rtsw" not in moved and "switches.ctsw" not in moved
-    assert moved["power.it_kw"]["delta"] == pytest.approx(2 * atsw_w / 1e3, abs=0.15)
-    assert moved["power.facility_kw"]["new"] == pytest.approx(moved["power.it_kw"]["new"] * 1.4, abs=0.1)
-    assert moved["power.utility_headroom_kw"]["delta"] == pytest.approx(-moved["power.facility_kw"]["delta"], abs=0.1)
+    assert moved["switches"]["delta"] == 2 and "switches.rtsw" not in moved and "switches.ctsw" not in moved
+    assert moved["it_power_mw"]["delta"] == pytest.approx(2 * atsw_w / 1e6, abs=0.15e-3)
+    assert moved["facility_power_mw"]["new"] == pytest.approx(moved["it_power_mw"]["new"] * 1.4, abs=1e-4)
+    assert moved["power.utility_headroom_kw"]["delta"] == pytest.approx(-1e3 * moved["facility_power_mw"]["delta"], abs=0.1)
     assert (moved["ecmp.atsw"]["old"], moved["ecmp.atsw"]["new"]) == (16, 8)
     assert "links.ctsw-atsw" not in moved and "gpus" not in moved  # the same uplinks, the same GPUs
     assert res.unchanged_figures > 20
@@ -90,7 +91,7 @@ def test_diff_cli_two_folders_and_html(atsw_change, tmp_path, browser):
     r = twin_cli("diff", tmp_path / "a", tmp_path / "b", "--json", "--html", tmp_path / "review.html")
     assert r.returncode == 1, r.stderr
     data = json.loads(r.stdout)
-    assert {f["key"] for f in data["figures"]} >= {"switches.atsw", "ecmp.atsw", "power.facility_kw"}
+    assert {f["key"] for f in data["figures"]} >= {"switches.atsw", "ecmp.atsw", "facility_power_mw"}
     assert data["configs"]["atsw"]["added"] > 0
     same = twin_cli("diff", tmp_path / "a", tmp_path / "a", "--json")
     assert same.returncode == 0 and json.loads(same.stdout)["figures"] == []
@@ -132,6 +133,11 @@ def test_diff_names_a_scenario_difference(tmp_path):
     build(site, tmp_path / "out", scenario=scenario)
     res = compare(folder_side(tmp_path / "out"), spec_side(site))
     assert "report.md" in res.changed and any("different scenarios" in n for n in res.notes)
-    assert {f["key"] for f in res.figures} == {"campaign.ettr_p50", "campaign.mtti_h", "power.grid_peak_mw", "power.limits_failing"}
+    # the scenario's figures (job, campaign, power twin: named in the registry) and energy, priced at the
+    # power twin's mean draw where it ran
+    scenario_keys = {r["key"] for r in json.loads((tmp_path / "out" / "review.json").read_text())["figures"]
+                     if lookup(r["key"]).needs in ("jobs", "campaign", "power")}
+    assert {f["key"] for f in res.figures} == scenario_keys | {"draw_mw", "energy_cost_per_year"}
+    assert scenario_keys >= {"step_time_s", "ettr_p50", "mtti_h", "grid_peak_mw", "distribution_limits_failing"}
     r = twin_cli("diff", tmp_path / "out", site, "--scenario", scenario, "--json")
     assert r.returncode == 0, r.stdout[-2000:]

@@ -5,7 +5,10 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+import pytest
 import yaml
+
+pytest.importorskip("hypothesis", reason="hypothesis is not installed (a test extra: pip install -e '.[test]')")
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

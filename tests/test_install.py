@@ -1,5 +1,7 @@
 """twin installed from its wheel is the whole tool: built, installed into a fresh virtualenv and run from
-outside the checkout, it rebuilds the committed ``generated/lab-2zone`` byte for byte.
+outside the checkout, it rebuilds the committed ``generated/lab-2zone`` byte for byte. And the README's
+first command, run in a clean virtualenv (no system site-packages, no test extras, no compiler), installs
+twin from PyPI's wheels and builds ``sites/lab-2zone.yaml``.
 
 The editable install the rest of the suite runs from finds ``templates/`` and ``schemas/`` beside the
 package; a wheel must carry them inside it (``pyproject.toml`` maps them to ``twin/templates`` and
@@ -10,14 +12,17 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import tomllib
+import urllib.request
 import zipfile
 from pathlib import Path
 
 import pytest
+from golden import differences, files_under
 
 ROOT = Path(__file__).resolve().parents[1]
 MAPPED = {"twin.templates": "templates", "twin.schemas": "schemas"}
@@ -29,12 +34,8 @@ def pyproject() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 
-def files_under(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def run(*args, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    res = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+def run(*args, cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+    res = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert res.returncode == 0, f"{' '.join(map(str, args))} exited {res.returncode}\n{res.stdout}\n{res.stderr}"
     return res
 
@@ -52,14 +53,26 @@ def test_every_package_is_listed():
     assert tool["package-dir"] == MAPPED
 
 
-@pytest.mark.slow
-def test_wheel_install_rebuilds_lab_2zone(tmp_path):
-    src = tmp_path / "src"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(*IGNORED))
-    # A clean environment: no PYTHONPATH (it would put a checkout's twin first) and no site overrides.
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH")}
+def source_copy(dest: Path) -> Path:
+    """A copy of the checkout's source tree (no git, no build output but the committed generated/lab-2zone,
+    which tests read): builds and installs write into it, never into the checkout."""
+    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(*IGNORED))
+    shutil.copytree(ROOT / "generated" / "lab-2zone", dest / "generated" / "lab-2zone")
+    return dest
+
+
+def clean_env() -> dict[str, str]:
+    """The environment without PYTHONPATH (it would put a checkout's twin first) or site overrides."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "VIRTUAL_ENV")}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     env["PIP_NO_INPUT"] = "1"
+    return env
+
+
+@pytest.mark.slow
+def test_wheel_install_rebuilds_lab_2zone(tmp_path):
+    src = source_copy(tmp_path / "src")
+    env = clean_env()
 
     run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", tmp_path / "dist", src, cwd=tmp_path, env=env)
     (wheel,) = (tmp_path / "dist").glob("twin-*.whl")
@@ -82,10 +95,8 @@ def test_wheel_install_rebuilds_lab_2zone(tmp_path):
     assert Path(where).resolve().is_relative_to(venv.resolve()), f"twin imported from {where}, not the venv"
 
     run(twin, "build", ROOT / "sites" / "lab-2zone.yaml", "-o", tmp_path / "out", "-q", cwd=work, env=env)
-    built, committed = files_under(tmp_path / "out"), files_under(ROOT / "generated" / "lab-2zone")
-    assert sorted(built) == sorted(committed)
-    differ = [rel for rel in committed if built[rel] != committed[rel]]
-    assert not differ, f"built from the wheel, these differ from generated/lab-2zone: {differ}"
+    diff = differences(files_under(tmp_path / "out"), files_under(ROOT / "generated" / "lab-2zone"))
+    assert not diff, f"built from the wheel, the build differs from generated/lab-2zone:\n{diff}"
 
     # The schema the wheel ships is the one its models produce; without a checkout there is nowhere
     # to write by default, so `twin schema` asks for -o (exit 2) instead of writing into site-packages.
@@ -93,6 +104,73 @@ def test_wheel_install_rebuilds_lab_2zone(tmp_path):
     refused = subprocess.run([str(twin), "schema"], cwd=work, env=env, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "-o PATH" in refused.stderr
     assert not any(work.iterdir()), "twin wrote into the working directory"
+
+
+def quick_start() -> tuple[list[str], list[str]]:
+    """The README's first command (the first line of the Quick start's code block), split at ``&&``
+    into the install and the build."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("\n## Quick start", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    first = block.splitlines()[0].split("#", 1)[0]
+    install, build = (shlex.split(part) for part in first.split("&&"))
+    return install, build
+
+
+def test_readme_first_command_installs_without_test_extras_then_builds():
+    install, build = quick_start()
+    assert install[:2] == ["pip", "install"] and build[:2] == ["twin", "build"] and build[2].startswith("sites/")
+    targets = [a for a in install[2:] if not a.startswith("-")]
+    assert targets == ["."], f"the first command must install the checkout without extras (no [test]: it compiles libyang): {install}"
+
+
+def index_problem() -> str | None:
+    """Why pip's package index cannot be reached from here (None when it can)."""
+    index = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple/").rstrip("/")
+    try:
+        with urllib.request.urlopen(f"{index}/pip/", timeout=15) as r:
+            r.read(1)
+    except (OSError, ValueError) as e:
+        return f"the package index {index} is unreachable ({e}): the README's install needs it"
+    return None
+
+
+@pytest.mark.slow
+def test_readme_install_in_clean_venv_without_compiler(tmp_path):
+    """The README's first command in a virtualenv of its own (no system site-packages, so every dependency
+    comes from the index; pip's cache keeps reruns fast), with no compiler anywhere (CC and CXX are
+    /bin/false, PATH holds only the venv): it installs twin and its dependencies from wheels alone, without
+    the test extras, and the build runs."""
+    install, build = quick_start()
+    if why := index_problem():
+        pytest.skip(why)
+    src = source_copy(tmp_path / "src")
+    venv = tmp_path / "venv"
+    run(sys.executable, "-m", "venv", venv, cwd=tmp_path, env=clean_env())
+    env = {**clean_env(), "PATH": str(venv / "bin"), "CC": "/bin/false", "CXX": "/bin/false", "VIRTUAL_ENV": str(venv)}
+    for cc in ("cc", "gcc", "c++", "g++", "clang"):
+        assert shutil.which(cc, path=env["PATH"]) is None, f"{cc} is on the venv's PATH"
+
+    run(venv / "bin" / install[0], *install[1:], cwd=src, env=env, timeout=1200)
+    py = venv / "bin" / "python"
+    probe = "import importlib.util as u, twin; print(twin.__file__); print(*[m for m in ('pytest', 'libyang', 'pynetbox') if u.find_spec(m)])"
+    where, extras = run(py, "-c", probe, cwd=tmp_path, env=env).stdout.splitlines()
+    assert Path(where).resolve().is_relative_to(src.resolve()), f"twin imported from {where}, not the editable copy"
+    assert extras == "", f"the first command installed test extras: {extras}"
+
+    out = tmp_path / "out"
+    run(venv / "bin" / build[0], build[1], "sites/lab-2zone.yaml", "-o", out, "-q", cwd=src, env=env, timeout=600)
+    built, committed = files_under(out), files_under(ROOT / "generated" / "lab-2zone")
+    assert sorted(built) == sorted(committed)
+    manifest = json.loads(built["manifest.json"])
+    assert manifest["site"] == "lab-2zone" and {a["path"] for a in manifest["artifacts"]} == set(built) - {"manifest.json"}
+    assert json.loads(built["design.json"])["derived"]["gpus"] == 128
+
+    # Without the test extras (pytest alone added), collection runs through: the tests of a missing
+    # optional package skip, saying why, instead of stopping it.
+    run(venv / "bin" / "pip", "install", "-q", "pytest", cwd=tmp_path, env=env, timeout=600)
+    collected = run(py, "-m", "pytest", "--collect-only", "-q", "-rs", "-p", "no:cacheprovider", cwd=src, env=env, timeout=600).stdout
+    for missing in ("libyang", "hypothesis", "pynetbox"):
+        assert f"{missing} is not installed" in collected, collected[-3000:]
 
 
 def test_schema_command_writes_checks_and_prints(tmp_path):

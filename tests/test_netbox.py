@@ -116,6 +116,7 @@ MODEL_CHOICES = {("dcim.devicetype", "airflow"): "DeviceAirflowChoices"}
 
 
 @pytest.mark.netbox
+@pytest.mark.slow
 @pytest.mark.parametrize("site", ["lab-2zone", "lab-ib"])
 def test_columns_and_choices_are_netboxs(netbox_package, site):
     """Every column is a field of that object's import form in the installed NetBox, and every value of a

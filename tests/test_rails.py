@@ -17,7 +17,7 @@ from twin.twins.net import routing, topology
 
 # a 256-port InfiniBand switch for the example (figures assumed: only the port count matters)
 BIG = {"switches": {"ib256": {
-    "vendor": "test", "technology": "infiniband", "ports": 256, "port_speed": "400 Gbit/s", "ports_per_cage": 2,
+    "vendor": "test", "technology": "infiniband", "config": "opensm", "ports": 256, "port_speed": "400 Gbit/s", "ports_per_cage": 2,
     "port_name": "{cage}/{sub}", "power": "3 kW", "latency": "600 ns", "height_u": 4, "weight": "60 kg", "source": "assumed",
 }}}
 

@@ -98,7 +98,7 @@ def test_fabric_diagram_screenshot_shows_every_tier(built, browser):
     page = browser.open_page(built("lab-2zone") / "report.html")
     seen = colours(page.screenshot("#fig-fabric"))
     assert seen[pic_fabric.NIC_COLOUR] >= 430 * 40 * 0.8  # less the text on it
-    rows = pic_fabric.detail_nodes(d.fabric, d.fabric.family)
+    rows = pic_fabric.detail_nodes(d.fabric)
     assert [len(r) for r in rows] == [4, 4, 2]  # zone 1: 4 RTSWs, its 4 CTSWs, the 2 ATSWs
     for level, nodes in enumerate(rows, start=1):
         colour = pic_fabric.TIER_COLOURS[level]
@@ -148,8 +148,8 @@ def test_build_with_a_scenario_carries_every_twin(tmp_path, browser, built):
     assert normalise_blank_lines(markdown_section(data["power"])) in md
     assert "## Scenario `lab-twins` (twin)" in md and "## Twins not run" not in md
     review = {r["key"]: r["value"] for r in json.loads((tmp_path / "out" / "review.json").read_text())["figures"]}
-    assert review["campaign.ettr_p50"] == round(100 * data["campaign"]["ettr"]["p50"], 2)
-    assert review["power.grid_peak_mw"] == round(data["power"]["grid"]["peak_W"] / 1e6, 4)
+    assert review["ettr_p50"] == round(data["campaign"]["ettr"]["p50"], 4)
+    assert review["grid_peak_mw"] == round(data["power"]["grid"]["peak_W"] / 1e6, 4)
     man = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert man["scenario"] == "lab-twins.yaml"
     assert man["scenario_sha256"] == hashlib.sha256(open(scenario, "rb").read()).hexdigest()

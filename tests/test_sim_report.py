@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from twin.analysis.review import twin_figures
+from twin.analysis.review import figures
 from twin.emit.report_net import design_section
 from twin.twins.default import design_results
 
@@ -27,6 +27,5 @@ def test_report_compares_the_flat_ring_with_the_hierarchical_allreduce(lab):
     assert spray["hierarchical_busbw_GBps"] < spray["busbw_GBps"][-1]
     text = design_section(r)
     assert "| hierarchical busbw GB/s |" in text and "2 channels per NIC" in text and "4 channels per NIC" in text
-    figures = {}
-    twin_figures(r, lambda cat, key, label, value, unit=None: figures.setdefault(key, value))
-    assert figures["twin.hier_busbw.ecmp, 1 QP"] == round(ecmp["hierarchical_busbw_GBps"], 2)
+    review = {row["key"]: row["value"] for row in figures(lab, r)}
+    assert review["twin.hier_busbw.ecmp, 1 QP"] == round(ecmp["hierarchical_busbw_GBps"], 2)

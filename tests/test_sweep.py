@@ -9,12 +9,15 @@ time follow the axis values); bad input reported as a traceback instead of a loc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -35,8 +38,12 @@ SCENARIO = """scenario:
 
 
 def sweep_file(tmp: Path, axes: str, extra: str = "", name: str = "t") -> Path:
+    """A sweep file beside a copy of the lab site (a sweep names files inside its own folder)."""
+    site = tmp / "lab-2zone.yaml"
+    if not site.exists():
+        site.write_bytes((ROOT / "sites" / "lab-2zone.yaml").read_bytes())
     p = tmp / f"{name}.yaml"
-    p.write_text(f"name: {name}\nsite: {ROOT / 'sites' / 'lab-2zone.yaml'}\nplacement: naive\n{SCENARIO}{extra}axes:\n{axes}")
+    p.write_text(f"name: {name}\nsite: lab-2zone.yaml\nplacement: naive\n{SCENARIO}{extra}axes:\n{axes}")
     return p
 
 
@@ -67,12 +74,20 @@ def swept(tmp_path_factory):
 
 
 def test_workers_are_processes():
-    client = engine.connect(None, 2)
-    try:
-        pids = set(client.run(os.getpid).values())
-    finally:
-        engine.close_client(client)
+    """Two worker processes; the scheduler's HTTP server takes a free port, so a cluster already on
+    Dask's default 8787 (another sweep, another session) neither clashes nor warns."""
+    with socket.socket() as taken, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with contextlib.suppress(OSError):  # taken already: all the better
+            taken.bind(("127.0.0.1", 8787))
+            taken.listen()
+        client = engine.connect(None, 2)
+        try:
+            pids = set(client.run(os.getpid).values())
+        finally:
+            engine.close_client(client)
     assert len(pids) == 2 and os.getpid() not in pids
+    assert [str(w.message) for w in caught if "8787" in str(w.message)] == []
 
 
 def test_results_are_identical_whatever_the_worker_count(swept):
@@ -147,20 +162,35 @@ def test_unreachable_scheduler_exit_2(tmp_path):
     assert r.returncode == 2 and "cannot reach the Dask scheduler at 'tcp://127.0.0.1:9'" in r.stderr and "Traceback" not in r.stderr
 
 
+# `python -m twin` with SIGINT raising KeyboardInterrupt, as a terminal's Ctrl-C finds it. A process started with SIGINT ignored (a background
+# job of a non-interactive shell: `bash .ci/run &`, nohup and CI runners do this) passes the ignore on
+# to its children, and Python then installs no KeyboardInterrupt handler: the sweep would never see
+# the SIGINT and finish with 0.
+CTRL_C_TWIN = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+               "runpy.run_module('twin', run_name='__main__', alter_sys=True)")
+
+
 def test_interrupted_sweep_keeps_finished_results(tmp_path):
     """SIGINT after the first result: exit 130, results written with the rest pending, a rerun computes the rest."""
     axes = "  - path: fabric.atsw.oversubscription\n    values: [1, 2, 4]\n  - path: scenario.jobs[0].seed\n    range: {from: 1, to: 8, step: 1}\n"
     p = sweep_file(tmp_path, axes, "figures: [capex, step_time_s]\n")
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "twin", "sweep", str(p), "-o", str(out), "--workers", "1", "--json"],
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_TWIN, "sweep", str(p), "-o", str(out), "--workers", "1", "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    deadline = time.time() + 240
-    while time.time() < deadline and not list((out / "cache").glob("*.json")):
+    # wait for a state (the first finished variant in the cache), however long a loaded machine takes;
+    # the timeout only stops a hung run
+    while not list((out / "cache").glob("*.json")):
+        if proc.poll() is not None:
+            pytest.fail(f"the sweep ended (exit {proc.returncode}) before any result was cached:\n{proc.stderr.read()}")
+        if time.monotonic() > t0 + 900:
+            proc.kill()
+            pytest.fail("no variant finished within 900 s")
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    stdout, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 130
+    stdout, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 130, stderr
     first = json.loads(stdout)
     done = sum(r["status"] != "pending" for r in first["rows"])
     assert first["status"] == "interrupted" and 1 <= done < 24

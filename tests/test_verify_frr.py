@@ -38,6 +38,7 @@ def test_prediction_shrinks_when_a_link_goes(lab_out):
 
 
 @pytest.mark.root
+@pytest.mark.slow
 @needs_frr
 def test_lab_verifies_in_frr(lab_out):
     res = roce.verify(lab_out, timeout=180)
@@ -51,6 +52,7 @@ def test_lab_verifies_in_frr(lab_out):
 
 
 @pytest.mark.root
+@pytest.mark.slow
 @needs_frr
 def test_broken_configs_are_caught(lab_out):
     """One RTSW loses a peer, another gets maximum-paths 8, a third loses its outbound policy:
@@ -74,6 +76,7 @@ def test_broken_configs_are_caught(lab_out):
 
 
 @pytest.mark.root
+@pytest.mark.slow
 @needs_frr
 def test_zone_slice_verifies(lab_out):
     """One zone with the ATSWs: their sessions into the other zone are configured but out of scope."""
@@ -90,6 +93,7 @@ def test_bad_slice_is_an_error(lab_out):
 
 
 @pytest.mark.root
+@pytest.mark.slow
 @needs_frr
 @pytest.mark.parametrize("routing", [{"unnumbered": True, "ipv6": True}, {"unnumbered": False, "ipv6": True}], ids=["unnumbered-v6", "numbered-v6"])
 def test_addressing_options_verify(tmp_path, routing):
@@ -111,6 +115,7 @@ def test_addressing_options_verify(tmp_path, routing):
 
 
 @pytest.mark.root
+@pytest.mark.slow
 @needs_frr
 def test_failed_start_leaves_nothing_behind(lab_out):
     """A config FRR refuses aborts the run, and every namespace and daemon it started is gone."""
@@ -144,7 +149,7 @@ def three_tier_roce_tree(tmp_path):
     f.update(technology="roce", gpus=16, switch="lab-4port", tiers=3)
     f.pop("infiniband", None)
     doc["catalog"] = {"switches": {"lab-4port": {
-        "description": "a 4-port lab switch", "vendor": "Arista", "ports": 4, "port_speed": "400 Gbit/s",
+        "description": "a 4-port lab switch", "vendor": "Arista", "config": "eos", "ports": 4, "port_speed": "400 Gbit/s",
         "port_name": "Ethernet{n}", "power": "200 W", "max_power": "300 W", "height_u": 1, "weight": "10 kg",
         "technology": "ethernet", "latency": "500 ns", "source": "assumed"}}}
     p = tmp_path / "lab-ft3-roce.yaml"
@@ -170,6 +175,7 @@ def test_three_tier_tree_spines_get_an_asn_per_pod(tmp_path):
 
 
 @pytest.mark.root
+@pytest.mark.slow
 @needs_frr
 def test_three_tier_roce_tree_verifies_in_frr(tmp_path):
     out = tmp_path / "ft3"

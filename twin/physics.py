@@ -2,7 +2,7 @@
 
 >>> round(FIBER_DELAY_S_PER_M * 1000 * 1e6, 1)   # one km of fiber, in microseconds
 4.9
->>> pfc_xoff(400e9, 100.0, 9216)   # 400G, 100 m, jumbo frames: what SONiC's lossless profile holds
+>>> pfc_xoff(400e9, 100.0, 9216)   # 400G, 100 m, jumbo frames: the xoff of a 100 m lossless profile
 142432
 """
 

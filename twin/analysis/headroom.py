@@ -5,19 +5,20 @@ latencies) and is cheap enough for ``twin build``'s report:
 
 - **Propagation** of every cable from its ordered length (patch cords + trunk between buildings) at
   :data:`twin.physics.FIBER_DELAY_S_PER_M`; the twin's simulator uses the same lengths.
-- **PFC headroom.** A lossless priority needs, on every port, the bytes that keep arriving after it
-  sends PAUSE: :func:`twin.physics.pfc_xoff` of the port's link (line rate x round trip + response +
-  two MTUs). A switch's headroom pool is :data:`twin.physics.HEADROOM_SHARE` of its buffer (as the
-  SONiC buffer configs lay it out), reserved per port: every port it uses gets an equal share. A link
-  **fits** when its xoff is within the share at both ends; lossless stops fitting at the length whose
-  xoff fills the smaller share (:func:`twin.physics.lossless_reach`). The per-switch sum of every
-  port's xoff against the pool is reported beside it.
+- **PFC headroom**, from the buffers the switches are configured with (:mod:`twin.compiler.config.buffers`,
+  which the SONiC buffer profiles read too): every port reserves its link's xoff (line rate x round trip
+  over its cable + response + two MTUs) from the switch's shared headroom pool, at most
+  :data:`twin.physics.HEADROOM_SHARE` of its buffer. A link **fits** when the pool at each end holds
+  every port's xoff at once. For a route between buildings, the room per port is what the tightest end
+  switch's other ports leave of its pool, and lossless stops fitting at the length whose xoff fills it
+  (:func:`twin.physics.lossless_reach`).
 - **Latency ladder**: one-way NIC-to-NIC latency (propagation + switch forwarding) on the fastest path
   to a rack in the same zone, another zone of the building, and each other building.
 
 Worked example (400G, 9216-byte MTU): xoff at 3 km is 50 GB/s x (2 x 3 km x 4.9 us/km + 1.5 us) +
-18,432 B = 1.56 MB per port. A Minipack2 (64 MiB buffer, a 16 MiB pool) using 16 ports reserves 1 MiB
-per port, which lossless fills at 1.95 km: ``lossless_reach(400e9, 2**20, 9216)``.
+18,432 B = 1.56 MB per port. A Minipack2 (64 MiB buffer, a 16 MiB pool) whose other ports reserve
+12 MiB leaves 1 MiB per port to 4 links of a route, which lossless fills at 1.95 km:
+``lossless_reach(400e9, 2**20, 9216)``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from twin.physics import DEFAULT_SWITCH_LATENCY_S, FIBER_DELAY_S_PER_M, HEADROOM_SHARE, PFC_RESPONSE_S, lossless_reach
+from twin.compiler.config import buffers
+from twin.physics import DEFAULT_SWITCH_LATENCY_S, FIBER_DELAY_S_PER_M, lossless_reach
 
 
 @dataclass(frozen=True)
@@ -40,62 +42,57 @@ class PairHeadroom:
     links: int
     length_m: float  # longest link (patch + trunk + patch, as ordered)
     one_way_us: float  # its propagation delay
-    xoff_bytes: int  # headroom one of its ports needs
-    switch: str  # the end switch with the smallest share
-    share_bytes: float  # that switch's headroom per port
-    fits: bool  # every link of the pair fits at both ends
-    reach_m: float  # the length at which lossless stops fitting on that switch
+    xoff_bytes: int  # headroom one of its ports reserves (the SONiC profile's xoff)
+    switch: str  # the end switch whose pool leaves this route the least room
+    room_bytes: float  # per port of this route on that switch: what its other ports leave of the pool
+    fits: bool  # every link of the pair holds lossless at both ends
+    reach_m: float  # the length at which this route's links would fill that room
 
 
 def _switch_ends(design):
     """(switch index per cable end a/b, -1 for NICs; switch names) over the cable plan's order."""
-    fabric, plan = design.fabric, design.cabling
-    g = fabric.graph
-    roles = set(fabric.roles)
-    names = [n for n, r in g.nodes(data="role") if r in roles]
+    names = design.fabric.switches()
     index = {n: i for i, n in enumerate(names)}
-    cables = fabric.cables()
+    cables = design.fabric.cables()
     a = np.fromiter((index.get(c.a, -1) for c in cables), np.int64, len(cables))
     b = np.fromiter((index.get(c.b, -1) for c in cables), np.int64, len(cables))
-    speed = np.fromiter((c.speed for c in cables), float, len(cables))
-    assert len(cables) == len(plan.ids)
-    return a, b, speed, names
+    assert len(cables) == len(design.cabling.ids)
+    return a, b, names
 
 
 def headroom(design) -> dict:
-    """Lossless headroom of every cable against its switches' buffers.
+    """Lossless headroom of every cable and switch, from the buffers the switches are configured with
+    (:func:`twin.compiler.config.buffers.plan`).
 
-    Returns arrays over the cable plan (``xoff`` bytes per port, ``share`` the smaller per-port share
-    of its end switches, ``fits``), per switch (``names``, ``pool``, ``ports``, ``need``: every used
-    port's xoff, against the pool) and, on a campus, a :class:`PairHeadroom` per building pair."""
+    Returns arrays over the cable plan (``xoff`` bytes per port, ``fits``), per switch (``names``,
+    ``pool``: the cap of its shared headroom pool, ``ports``, ``need``: every used port's xoff) and, on a
+    campus, a :class:`PairHeadroom` per building pair."""
     spec, plan = design.spec, design.cabling
-    mtu = spec.fabric.qos.mtu
-    a, b, speed, names = _switch_ends(design)
-    length = plan.stock
-    xoff = np.round(speed / 8 * (2 * length * FIBER_DELAY_S_PER_M + PFC_RESPONSE_S)) + 2 * mtu  # physics.pfc_xoff, vectorised
-    n = len(names)
-    ports = np.bincount(a[a >= 0], minlength=n) + np.bincount(b[b >= 0], minlength=n)
-    need = np.bincount(a[a >= 0], weights=xoff[a >= 0], minlength=n) + np.bincount(b[b >= 0], weights=xoff[b >= 0], minlength=n)
-    g = design.fabric.graph
-    pool = np.array([spec.switch(g.nodes[x]["model"]).buffer or np.nan for x in names]) * HEADROOM_SHARE
-    per_port = pool / np.maximum(1, ports)
-    share = np.fmin(np.where(a >= 0, per_port[np.maximum(a, 0)], np.nan), np.where(b >= 0, per_port[np.maximum(b, 0)], np.nan))
-    out = {"names": names, "pool": pool, "ports": ports, "need": need, "xoff": xoff, "share": share,
-           "fits": ~(xoff > share), "pairs": []}
+    hr = buffers.plan(spec, design.fabric, plan)
+    out = {"names": list(hr.names), "pool": hr.pool, "ports": hr.ports, "need": hr.need, "xoff": hr.xoff,
+           "fits": hr.fits, "pairs": []}
     cp = spec.campus
     if cp is None or plan.campus is None:
         return out
     cc = plan.campus
+    mtu = spec.fabric.qos.mtu
+    length = plan.stock
     pairs = []
     for p in sorted(set(cc.pair)):
         sel = cc.index[np.array([q == p for q in cc.pair])]
-        ends = np.unique(np.r_[a[sel], b[sel]])
-        k = int(ends[np.nanargmin(per_port[ends])]) if np.isfinite(per_port[ends]).any() else int(ends[0])
         longest = int(sel[np.argmax(length[sel])])
+        ends = [k for k in np.unique(np.r_[hr.a[sel], hr.b[sel]]).tolist() if k >= 0]
+        room = {}  # end switch -> bytes per port of this route left by its other ports
+        for k in ends:
+            if np.isfinite(hr.pool[k]):
+                mine = sel[(hr.a[sel] == k) | (hr.b[sel] == k)]
+                room[k] = (hr.pool[k] - (hr.need[k] - hr.xoff[mine].sum())) / len(mine)
+        k = min(room, key=lambda x: (room[x], hr.names[x])) if room else ends[0]
+        r = room.get(k, float("nan"))
         pairs.append(PairHeadroom(
             cp.buildings[p[0]].name, cp.buildings[p[1]].name, len(sel), float(length[longest]),
-            float(length[longest] * FIBER_DELAY_S_PER_M * 1e6), int(xoff[longest]), names[k], float(per_port[k]),
-            bool(out["fits"][sel].all()), float(lossless_reach(speed[longest], per_port[k], mtu)) if np.isfinite(per_port[k]) else float("nan"),
+            float(length[longest] * FIBER_DELAY_S_PER_M * 1e6), int(hr.xoff[longest]), hr.names[k], float(r),
+            bool(hr.fits[sel].all()), float(lossless_reach(hr.speed[longest], r, mtu)) if np.isfinite(r) else float("nan"),
         ))
     out["pairs"] = pairs
     return out
@@ -105,7 +102,7 @@ def latency_ladder(design) -> list[dict]:
     """One-way latency (us) from the first rack's NIC to a rack at each distance class, on the fastest path."""
     fabric, plan, spec = design.fabric, design.cabling, design.spec
     g = fabric.graph
-    a, b, _speed, names = _switch_ends(design)
+    a, b, names = _switch_ends(design)
     index = {s: i for i, s in enumerate(names)}
     prop = plan.stock * FIBER_DELAY_S_PER_M
     fwd = np.array([spec.switch(g.nodes[s]["model"]).latency or DEFAULT_SWITCH_LATENCY_S for s in names])

@@ -47,6 +47,13 @@ def _root(version: bool = typer.Option(False, "--version", help="Print the versi
     if version:
         out.print(f"twin {__version__}")
         raise typer.Exit(0)
+    from twin.lang.limits import LimitsError, overrides
+
+    try:
+        overrides()  # a malformed TWIN_LIMITS is one line before any command reads it
+    except LimitsError as e:
+        err.print(str(e), style="red", markup=False)
+        raise typer.Exit(EXIT_INVALID) from None
 
 
 @app.command()
@@ -248,12 +255,13 @@ def simulate(
 
 
 def _register_subcommands() -> None:
+    from twin.cli.asbuilt import register as register_as_built
     from twin.cli.diff import register as register_diff
     from twin.cli.netbox import app as netbox_app
     from twin.cli.sweep import register as register_sweep
     from twin.cli.verify import register as register_verify
 
-    for register in (register_diff, register_verify, register_sweep):
+    for register in (register_diff, register_verify, register_sweep, register_as_built):
         register(app, out, err, _print_diags, _emit_json)
 
     app.add_typer(netbox_app, name="netbox")

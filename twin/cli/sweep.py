@@ -10,19 +10,37 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from twin.analysis import figures as figs
 from twin.lang.diagnostics import SpecError
+from twin.sweep.cluster import root_warning
 from twin.sweep.engine import Outcome, SchedulerError, run
 from twin.sweep.load import load_sweep
 from twin.sweep.output import write
 
+HELP = f"""Build and simulate every variant of a design space on Dask; results as Parquet, CSV, Pareto plots.
+
+Each variant (the product of the sweep's axes) is one task on a LocalCluster of worker processes, or
+on --scheduler. Results are cached by the variant's spec hash: a rerun computes only new variants,
+and an interrupted sweep keeps what it finished. A variant that is invalid or does not fit is a row
+with its error. Exit 0 when done, 2 on a bad sweep file or an unreachable scheduler, 130 if interrupted.
+The local cluster speaks TLS with a certificate made for this run (no other user can join it) and
+serves no HTTP unless --dashboard. The site: and scenario: files are YAML files named relative to
+the sweep file, inside its folder unless --root widens it.
+
+Example: twin sweep sweeps/lab-oversubscription.yaml --root . --workers 2 -o /tmp/lab-sweep
+
+Figures (the registry, twin/analysis/registry.py): {figs.help_text()}; any other as design:PATH
+(design.json), sim:PATH (the simulation's JSON) or cost:PATH.
+"""
 EXIT_INVALID = 2
 EXIT_INTERRUPTED = 130
 
 
 def run_sweep(path: Path, output: Path | None, workers: int | None, scheduler: str | None, fresh: bool, timeout: float,
-              as_json: bool, out: Console, err: Console, print_diags, emit_json) -> int:
+              as_json: bool, out: Console, err: Console, print_diags, emit_json, root: Path | None = None,
+              dashboard: str | None = None) -> int:
     try:
-        sw = load_sweep(path)
+        sw = load_sweep(path, root)
     except SpecError as e:
         if as_json:
             emit_json({"status": "invalid", "diagnostics": [d.to_json() for d in e.diagnostics]})
@@ -33,11 +51,13 @@ def run_sweep(path: Path, output: Path | None, workers: int | None, scheduler: s
         err.print(f"--workers {workers}: expected 1 or more worker processes", style="red", markup=False)
         return EXIT_INVALID
     folder = output or Path("generated") / f"sweep-{sw.name}"
+    if scheduler is None and (warning := root_warning()):
+        err.print(warning, style="yellow", markup=False)
     try:
         if as_json:
-            oc = run(sw, folder, workers, scheduler, fresh, timeout=timeout)
+            oc = run(sw, folder, workers, scheduler, fresh, timeout=timeout, dashboard=dashboard)
         else:
-            oc = _with_progress(sw, folder, workers, scheduler, fresh, timeout, err)
+            oc = _with_progress(sw, folder, workers, scheduler, fresh, timeout, err, dashboard)
     except SchedulerError as e:
         if as_json:
             emit_json({"status": "invalid", "error": str(e)})
@@ -67,7 +87,7 @@ def _json_row(sw, oc: Outcome, v) -> dict:
             "error": v.message(r.get("error", "")), "values": v.values, "figures": figs, "seconds": oc.seconds.get(v.hash)}
 
 
-def _with_progress(sw, folder, workers, scheduler, fresh, timeout, err: Console) -> Outcome:
+def _with_progress(sw, folder, workers, scheduler, fresh, timeout, err: Console, dashboard: str | None) -> Outcome:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("sweep {task.fields[name]}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -77,7 +97,7 @@ def _with_progress(sw, folder, workers, scheduler, fresh, timeout, err: Console)
         def step(done: int, total: int, label: str) -> None:
             prog.update(task, completed=done, total=total, description=label)
 
-        return run(sw, folder, workers, scheduler, fresh, step, timeout)
+        return run(sw, folder, workers, scheduler, fresh, step, timeout, dashboard)
 
 
 def _show(sw, oc: Outcome, folder: Path, files: dict, out: Console) -> None:
@@ -109,7 +129,7 @@ def register(app, out, err, print_diags, emit_json) -> None:
     """Add ``twin sweep`` to the ``twin`` command (kept here so twin/cli/app.py stays a table of verbs)."""
     _print_diags, _emit_json = print_diags, emit_json
 
-    @app.command()
+    @app.command(help=HELP)
     def sweep(
         sweep_file: Path = typer.Argument(..., metavar="SWEEP", help="Sweep file (YAML): a base site, axes of overrides, figures."),
         output: Optional[Path] = typer.Option(None, "-o", "--output", help="Results folder (default: generated/sweep-<name>)."),
@@ -117,24 +137,12 @@ def register(app, out, err, print_diags, emit_json) -> None:
         scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of an existing Dask scheduler, e.g. tcp://10.0.0.5:8786 (its workers need twin installed)."),
         fresh: bool = typer.Option(False, "--fresh", help="Ignore cached results and compute every variant again."),
         timeout: float = typer.Option(10.0, "--connect-timeout", help="Seconds to wait for --scheduler."),
+        root: Optional[Path] = typer.Option(None, "--root", help="Folder the sweep's site: and scenario: files must lie in "
+                                            "(default: the sweep file's folder), e.g. --root . for ../sites/x.yaml."),
+        dashboard: Optional[str] = typer.Option(None, "--dashboard", help="Serve Dask's dashboard at this address, e.g. "
+                                                "127.0.0.1:8787 (default: no HTTP at all; any local user can read it)."),
         as_json: bool = typer.Option(False, "--json", help="Print the results as JSON (no progress bar)."),
     ) -> None:
-        """Build and simulate every variant of a design space on Dask; results as Parquet, CSV, Pareto plots.
-
-        Each variant (the product of the sweep's axes) is one task on a LocalCluster of worker processes, or
-        on --scheduler. Results are cached by the variant's spec hash: a rerun computes only new variants,
-        and an interrupted sweep keeps what it finished. A variant that is invalid or does not fit is a row
-        with its error. Exit 0 when done, 2 on a bad sweep file or an unreachable scheduler, 130 if interrupted.
-
-        Example: twin sweep sweeps/lab-oversubscription.yaml --workers 2 -o /tmp/lab-sweep
-
-        Figures: gpus servers switches cables it_power_mw facility_power_mw network_power_kw capex capex_servers
-        capex_switches capex_transceivers capex_cables capex_network capex_facility capex_per_gpu network_share
-        unpriced_items draw_mw energy_cost_per_year; with jobs: job_gpus step_time_s compute_s exposed_comm_s
-        predicted_tflops_per_gpu tokens_per_day delivered_tokens_per_day tokens_per_day_per_dollar
-        tokens_per_day_per_mw; with a campaign: ettr_p10 ettr_p50 ettr_p90 mtti_h; with power:
-        power_limits_pass power_limits_failed grid_peak_mw grid_mean_mw grid_swing_mw; any other as
-        design:PATH (design.json), sim:PATH (the simulation's JSON) or cost:PATH.
-        """
-        code = run_sweep(sweep_file, output, workers, scheduler, fresh, timeout, as_json, out, err, _print_diags, _emit_json)
+        code = run_sweep(sweep_file, output, workers, scheduler, fresh, timeout, as_json, out, err, _print_diags, _emit_json,
+                         root, dashboard)
         raise typer.Exit(code)

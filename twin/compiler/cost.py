@@ -1,7 +1,7 @@
 """What a design costs: capital expenditure by category and the energy bill, from the catalog's prices.
 
 Capex is counted from the compiled design, not from formulas: GPU servers are the server nodes of the
-fabric graph at their chassis ``price``; switches, transceivers and cables are the priced lines of the
+fabric graph (``Fabric.server_count``) at their chassis ``price``; switches, transceivers and cables are the priced lines of the
 bill of materials (:mod:`twin.compiler.fabric.bom`); the facility (power distribution, cooling, building) is each
 hall's critical IT load at the catalog's ``facility`` price for the hall's cooling medium. Energy per
 year is a draw (the budgeted full-load facility power, IT x PUE, unless a twin simulated another) over
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from twin.compiler.fabric.bom import network_price, unpriced
 
-HOURS_PER_YEAR = 365.25 * 24
+HOURS_PER_YEAR = 365.25 * 24  # a Julian year, 8,766 h: every energy figure (cost report, review, sweeps) prices it
 CATEGORIES = ("servers", "switches", "transceivers", "cables", "facility")
 
 
@@ -70,10 +70,7 @@ def cost(design) -> Cost:
     """Capex by category and the budgeted draw of a design compiled at least through its BOM."""
     spec, budget = design.spec, design.budget
     missing: set[str] = set()
-    if design.fabric is not None:
-        servers = sum(1 for _, r in design.fabric.graph.nodes(data="role") if r == "server")
-    else:
-        servers = spec.racks * spec.rack_type.servers
+    servers = design.fabric.server_count()
     if spec.chassis.price is None:
         missing.add(spec.rack_type.chassis)
     net = network_price(design.bom)

@@ -32,8 +32,6 @@ from twin.compiler.resolve.spec import Spec
 from twin.compiler.resolve.validate import validate_file
 from twin.lang.diagnostics import Diagnostic, InfeasibleError, Severity, SpecError
 
-STAGES = ("placement", "fabric", "cabling", "bom", "addressing", "intent")
-
 
 @dataclass(frozen=True)
 class Checked:

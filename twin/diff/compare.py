@@ -3,9 +3,9 @@
 Each side is a spec (compiled in memory and emitted) or a built folder (its manifest, files and
 ``review.json``). The review compares:
 
-- the review figures (:mod:`twin.analysis.review`): GPUs, switches per tier, optics and cable km, power per
-  level and headroom, placement objective and gap, ECMP widths, cost, the default twin run; every
-  figure that moved, old -> new with its delta;
+- the review figures (review.json, named in :mod:`twin.analysis.registry`): GPUs, switches per tier,
+  optics and cable km, power per level and headroom, placement objective and gap, ECMP widths, cost, the
+  default twin run; every figure that moved, old -> new with its delta, labelled as the registry does;
 - the configs: per switch role, how many changed, were added or removed, and one representative
   unified diff;
 - the artifacts, by sha256: added, removed, changed with line counts, and the changed fields of
@@ -25,10 +25,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from twin.analysis.registry import lookup
 from twin.build import render
 from twin.folder import JSON_LIMIT, MANIFEST, FolderError, expect, inside, load_manifest, parse_json, printable, read_artifact
+from twin.twins.results import SCHEMA_VERSION
 
 ROLES = ("rtsw", "ctsw", "atsw", "leaf", "spine", "super", "core")
+# review.json keys of folders built before the figure registry (issue 23): old key -> (name, factor to its unit)
+RENAMED = {"switches.total": ("switches", 1), "power.it_kw": ("it_power_mw", 1e-3), "power.facility_kw": ("facility_power_mw", 1e-3),
+           "power.network_kw": ("network_power_kw", 1), "cost.switch": ("capex_switches", 1), "cost.transceiver": ("capex_transceivers", 1),
+           "cost.cable": ("capex_cables", 1), "cost.network": ("capex_network", 1), "campaign.ettr_p50": ("ettr_p50", 1e-2),
+           "campaign.mtti_h": ("mtti_h", 1), "power.grid_peak_mw": ("grid_peak_mw", 1), "power.limits_failing": ("distribution_limits_failing", 1)}
 DIFF_LINES = 60  # lines of a representative config diff
 LINE_DIFF_LIMIT = JSON_LIMIT  # bytes: a changed artifact larger than this is named, its lines not counted
 
@@ -82,12 +89,16 @@ def folder_side(folder: str | Path) -> Side:
     def read(p: str) -> bytes:
         return read_artifact(folder, m, p) if p in m.artifacts else b""
 
-    figs, note = None, f"{folder} has no review.json (built by an older twin): its figures are not compared; rebuild it"
+    figs = None
+    note = (f"{folder} has no review.json of schema version {SCHEMA_VERSION} (built by another twin version): "
+            "its figures are not compared; rebuild it")
     if "review.json" in m.artifacts:
         where = str(folder / "review.json")
         if m.artifacts["review.json"].size > JSON_LIMIT:
             raise FolderError(f"{where}: {m.artifacts['review.json'].size:,} bytes, more than the {JSON_LIMIT:,} bytes twin reads")
-        figs, note = figures_of(parse_json(read("review.json"), where), where), ""
+        doc = parse_json(read("review.json"), where)
+        if isinstance(doc, dict) and doc.get("schema_version") == SCHEMA_VERSION:
+            figs, note = [renamed(r) for r in figures_of(doc, where)], ""
     return Side(str(folder), hashes, read, figs, note, m.scenario, {p: a.size for p, a in m.artifacts.items()})
 
 
@@ -111,6 +122,19 @@ def figures_of(doc, where: str) -> list[dict]:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and not abs(v) < FIGURE_MAX:
                 raise FolderError(f"{at}.value: {printable(repr(v), 40)} is out of range (expected a magnitude below {FIGURE_MAX:.0e})")
     return figs
+
+
+def renamed(row: dict) -> dict:
+    """A review.json row under today's name and unit (:data:`RENAMED`); other rows as they are.
+
+    >>> renamed({"group": "power", "key": "power.it_kw", "label": "site IT power", "unit": "kW", "value": 192.6})["value"]
+    0.1926
+    """
+    if row["key"] not in RENAMED:
+        return row
+    name, factor = RENAMED[row["key"]]
+    value = row["value"] if factor == 1 or not isinstance(row["value"], (int, float)) else round(row["value"] * factor, 9)
+    return dict(row, key=name, value=value)
 
 
 def side(target: str | Path, scenario: str | Path | None = None) -> Side:
@@ -208,13 +232,23 @@ def moved_figures(old: list[dict], new: list[dict]) -> tuple[list[dict], int]:
         if same_value(va, vb):
             same += 1
             continue
-        row = {key: (b or a)[key] for key in ("group", "key", "label", "unit")}
+        row = describe(k, b or a)
         row.update(old=va, new=vb, delta=None, delta_pct=None)
         if isinstance(va, (int, float)) and isinstance(vb, (int, float)):
             row["delta"] = round(vb - va, 6)
             row["delta_pct"] = round(100 * (vb - va) / abs(va), 3) if va else None
         out.append(row)
     return out, same
+
+
+def describe(key: str, row: dict) -> dict:
+    """A moved figure's group, key, label and unit: the registry's (:mod:`twin.analysis.registry`), so a
+    folder built by an older twin reads like today's; a family member keeps its row's label (it names
+    the member), a figure the registry no longer has keeps its row's words."""
+    f = lookup(key)
+    if f is None:
+        return {k: row[k] for k in ("group", "key", "label", "unit")}
+    return {"group": f.group, "key": key, "label": row["label"] if f.family else f.label, "unit": f.unit}
 
 
 def same_value(a, b) -> bool:

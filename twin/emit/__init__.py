@@ -18,11 +18,12 @@ EMITTERS: list[Emitter] = [design_json.emit, bom.emit, cabling.emit, campus_repo
                            configs.emit, configs_ib.emit, placement.emit, netbox.emit]
 
 
-def emit_all(design: Design, runs: Runs | None = None) -> dict[str, bytes]:
+def emit_all(design: Design, runs: Runs | None = None, overrides: dict[Emitter, Emitter] | None = None) -> dict[str, bytes]:
     """Every artifact: the report (report.md, report.html, its pictures, review.json) from the design and
-    the twins' results the build ran (``runs``), then every other emitter from the design alone."""
+    the twins' results the build ran (``runs``), then every other emitter from the design alone;
+    ``overrides`` runs another emitter in an emitter's place (a test reusing configs it rendered)."""
     files: dict[str, bytes] = {}
-    for emitter in [lambda d: report.emit(d, runs), *EMITTERS]:
+    for emitter in [lambda d: report.emit(d, runs), *((overrides or {}).get(e, e) for e in EMITTERS)]:
         for path, data in emitter(design).items():
             if path in files:
                 raise RuntimeError(f"two emitters write {path}")

@@ -115,16 +115,19 @@ def _headroom(d: Design) -> str:
     rows = []
     for p in h["pairs"]:
         rows.append([f"{p.a}-{p.b}", f"{p.length_m:,.0f} m", f"{2 * p.one_way_us:.1f} us", f"{p.xoff_bytes / 1e6:.2f} MB",
-                     f"{p.share_bytes / 1e6:.2f} MB ({p.switch})", "fits" if p.fits else "**does not fit**", _km(p.reach_m)])
+                     (f"{p.room_bytes / 1e6:.2f} MB" if p.room_bytes > 0 else "none: its other ports fill the pool") + f" ({p.switch})",
+                     "fits" if p.fits else "**does not fit**", _km(p.reach_m)])
     names, need, pool = h["names"], h["need"], h["pool"]
     atsw = [i for i, n in enumerate(names) if d.fabric.graph.nodes[n]["level"] >= 3]
     over = [names[i] for i in atsw if np.isfinite(pool[i]) and need[i] > pool[i]]
     mtu = d.spec.fabric.qos.mtu
     return ("\nLossless (PFC) headroom on the links between buildings: a port must absorb what arrives after it sends PAUSE, "
             f"line rate x (round trip at {FIBER_DELAY_S_PER_M * 1e9:g} ns/m + {PFC_RESPONSE_S * 1e6:g} us response) + 2 x MTU "
-            f"({mtu} B). A switch's headroom pool is {HEADROOM_SHARE:.0%} of its buffer, an equal share per port it uses; a link fits "
-            "when its xoff is within the share at both ends. Lossless reach: the length whose xoff fills that share.\n\n"
-            + table(["route", "longest link", "round trip", "xoff per port", "share per port (tightest switch)", "verdict", "lossless reach"],
+            f"({mtu} B), the xoff of the port's SONiC buffer profile (cable length in whole metres). A switch's ports share one "
+            f"headroom pool of at most {HEADROOM_SHARE:.0%} of its buffer; a link fits when the pool at each end holds every port's "
+            "xoff at once. Room per port: what the tightest end switch's other ports leave of its pool to this route's ports; "
+            "lossless reach: the length whose xoff fills that room.\n\n"
+            + table(["route", "longest link", "round trip", "xoff per port", "room per port (tightest switch)", "verdict", "lossless reach"],
                     rows, "lrrrlll")
             + (f"\n\nSwitches of the ATSW and campus tiers whose ports' xoff together exceed the pool: {len(over)}"
                + (f" ({', '.join(over[:6])}{', ...' if len(over) > 6 else ''})" if over else "") + ".\n"))

@@ -1,9 +1,11 @@
-"""Switch configurations: FRR per switch, SONiC config_db.json, Arista EOS, and the verify topology.
+"""Switch configurations: FRR per switch, each switch's config target, and the verify topology.
 
-Which targets a switch gets (:func:`twin.compiler.resolve.targets.config_target`): every routed switch gets an
-FRR config (the routing stack of SONiC and the model that ``twin verify`` runs); switches of an Arista
-model get an EOS config (Jinja2), every other Ethernet switch a SONiC config_db.json (dictionaries,
-:mod:`twin.compiler.config.sonic`). ``configs/frr/topology.json`` lists the links, host attachments and the
+Every routed switch gets an FRR config (the routing stack of SONiC and the model that ``twin verify``
+runs); then the target its model names in the catalog (the registry
+:mod:`twin.lang.site.config_targets`): a template target is rendered from its folder of ``templates/``
+(EOS), a built target by its builder in ``BUILDERS`` (SONiC's config_db.json, dictionaries from
+:mod:`twin.compiler.config.sonic`); a subnet target (OpenSM) is written once for the fabric by
+:mod:`twin.emit.configs_ib`. ``configs/frr/topology.json`` lists the links, host attachments and the
 design's predictions' inputs (ASNs, ECMP width) so that ``twin verify`` needs nothing but the
 generated folder.
 """
@@ -13,15 +15,18 @@ from __future__ import annotations
 import gc
 import ipaddress
 import json
+from collections.abc import Callable
+from typing import NamedTuple
 
 from twin.compiler.config import sonic
-from twin.compiler.config.intent import Intent
+from twin.compiler.config.intent import Intent, SwitchIntent
 from twin.compiler.config.render import render
 from twin.compiler.design import Design
-from twin.compiler.resolve.targets import EOS, config_target
+from twin.compiler.resolve.targets import target_of
+from twin.lang.site.catalog_models import SwitchModel
+from twin.lang.site.config_targets import ConfigTarget
 
 FRR_TEMPLATE = {r: f"frr/{r}.conf.j2" for r in ("rtsw", "ctsw", "atsw", "cssw")}
-EOS_TEMPLATE = {r: f"eos/{r}.cfg.j2" for r in ("rtsw", "ctsw", "atsw", "cssw")}
 
 
 def _host_ip(gateway: str) -> str:
@@ -32,25 +37,25 @@ def _host_ip(gateway: str) -> str:
 def topology(intent: Intent) -> dict:
     """The lab a verify run builds: one entry per switch, link and rack (sorted, deterministic)."""
     switches, links, hosts = [], [], []
-    ifname = {(name, nb["link"]): nb["ifname"] for name, sw in intent.switches.items() for nb in sw["neighbors"]}
+    ifname = {(name, nb.link): nb.ifname for name, sw in intent.switches.items() for nb in sw.neighbors}
     for name, sw in sorted(intent.switches.items()):
         switches.append({
-            "name": name, "role": sw["role"], "level": sw["level"], "zone": sw["zone"], "asn": sw["asn"],
-            "maximum_paths": sw["maximum_paths"], "originate": sw["originate"], "originate6": sw["originate6"],
-            "loopback": sw["loopback"],
+            "name": name, "role": sw.role, "level": sw.level, "zone": sw.zone, "asn": sw.asn,
+            "maximum_paths": sw.maximum_paths, "originate": sw.originate, "originate6": sw.originate6,
+            "loopback": sw.loopback,
             "config": f"{name}.conf",
-        } | ({"building": sw["building"]} if sw.get("building") is not None else {}))
-        for nb in sw["neighbors"]:
-            if name < nb["peer"] or (name == nb["peer"] and nb["port"] < nb["peer_port"]):
-                peer_if = ifname[(nb["peer"], nb["link"])]
-                links.append({"id": nb["link"], "a": name, "a_if": nb["ifname"], "b": nb["peer"], "b_if": peer_if})
-        if sw["host"]:
-            h = sw["host"]
+        } | ({"building": sw.building} if sw.building is not None else {}))
+        for nb in sw.neighbors:
+            if name < nb.peer or (name == nb.peer and nb.port < nb.peer_port):
+                peer_if = ifname[(nb.peer, nb.link)]
+                links.append({"id": nb.link, "a": name, "a_if": nb.ifname, "b": nb.peer, "b_if": peer_if})
+        if sw.host:
+            h = sw.host
             hosts.append({
-                "switch": name, "ifname": h["ifname"], "subnet": h["subnet"], "gateway": h["gateway"].split("/")[0],
-                "host_ip": _host_ip(h["gateway"]),
-                "subnet6": h["subnet6"], "gateway6": h["gateway6"].split("/")[0] if h["gateway6"] else None,
-                "host_ip6": _host_ip(h["gateway6"]) if h["gateway6"] else None,
+                "switch": name, "ifname": h.ifname, "subnet": h.subnet, "gateway": h.gateway.split("/")[0],
+                "host_ip": _host_ip(h.gateway),
+                "subnet6": h.subnet6, "gateway6": h.gateway6.split("/")[0] if h.gateway6 else None,
+                "host_ip6": _host_ip(h.gateway6) if h.gateway6 else None,
             })
     links.sort(key=lambda lk: lk["id"])
     return {"site": intent.site["name"], "unnumbered": intent.site["unnumbered"], "ipv6": intent.site["ipv6"],
@@ -83,20 +88,48 @@ def emit(design: Design) -> dict[str, bytes]:
             gc.enable()
 
 
+class Builder(NamedTuple):
+    """How a built target is written."""
+
+    shared: Callable[[dict], object]  # what every switch shares, built once per build from the site context
+    switch: Callable[[SwitchIntent, dict, SwitchModel, object], dict[str, bytes]]  # one switch's files
+
+
+def _sonic(sw: SwitchIntent, site: dict, model: SwitchModel, shared) -> dict[str, bytes]:
+    db = sonic.config_db(sw, site, model, shared)
+    return {f"configs/sonic/{sw.name}/config_db.json": sonic.config_db_json(db)}
+
+
+BUILDERS = {"sonic": Builder(sonic.shared_tables, _sonic)}
+
+
+def _template(t: ConfigTarget, sw: SwitchIntent, site: dict, shared: dict) -> dict[str, bytes]:
+    text = render(f"{t.folder}/{sw.role}.{t.template}.j2", sw=sw, site=site, **shared)
+    return {f"configs/{t.folder}/{sw.name}.{t.template}": text.encode()}
+
+
 def _emit(design: Design) -> dict[str, bytes]:
     intent = design.intent
     site = intent.site
     files: dict[str, bytes] = {}
-    # what every switch shares is built once per build
-    port_qos = render("eos/port_qos.j2", site=site).rstrip("\n")
-    sonic_shared = sonic.shared_tables(site)
+    shared: dict[str, object] = {}  # what every switch of a target shares, built once per build
+
+    def shared_of(t: ConfigTarget):
+        if t.name not in shared:
+            if t.template is not None:
+                shared[t.name] = {s: render(f"{t.folder}/{s}.j2", site=site).rstrip("\n") for s in t.shared}
+            elif t.name in BUILDERS:
+                shared[t.name] = BUILDERS[t.name].shared(site)
+        return shared.get(t.name)
+
     for name, sw in intent.switches.items():
-        files[f"configs/frr/{name}.conf"] = render(FRR_TEMPLATE[sw["role"]], sw=sw, site=site).encode()
-        model = design.spec.switch(sw["model"])
-        if config_target(model) == EOS:
-            files[f"configs/eos/{name}.cfg"] = render(EOS_TEMPLATE[sw["role"]], sw=sw, site=site, port_qos=port_qos).encode()
-        else:
-            db = sonic.config_db(sw, site, model, sonic_shared)
-            files[f"configs/sonic/{name}/config_db.json"] = sonic.config_db_json(db)
+        files[f"configs/frr/{name}.conf"] = render(FRR_TEMPLATE[sw.role], sw=sw, site=site).encode()
+        model = design.spec.switch(sw.model)
+        t = target_of(model)
+        if t.template is not None:
+            files.update(_template(t, sw, site, shared_of(t)))
+        elif t.name in BUILDERS:
+            files.update(BUILDERS[t.name].switch(sw, site, model, shared_of(t)))
     files["configs/frr/topology.json"] = topology_json(topology(intent)).encode()
     return files
+

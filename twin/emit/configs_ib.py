@@ -1,5 +1,8 @@
 """InfiniBand artifacts: OpenSM configuration and the fabric in ibnetdiscover format.
 
+The ``opensm`` config target (:mod:`twin.lang.site.config_targets`): written once for the fabric when
+its switch models name it in the catalog.
+
 GUIDs are deterministic (a fixed prefix plus the node's index in graph order), so the generator can
 write OpenSM's root-GUID file itself and ``model/topology.net`` is byte-identical across builds. The
 same topology.net serves two purposes: ibsim loads it as the fabric to route, and on a real cluster
@@ -20,11 +23,12 @@ from __future__ import annotations
 from twin.compiler.config.render import render
 from twin.compiler.design import Design
 from twin.compiler.fabric.ports import port_names
-from twin.compiler.resolve.targets import ib_rate
+from twin.compiler.resolve.targets import ib_rate, target_of
 
 SWITCH_GUID = 0x0002C90300000000  # NVIDIA OUI 00:02:c9, switches
 HCA_GUID = 0x0002C90400000000  # HCAs: node GUID; ibsim gives port 1 the node GUID + 1, hence steps of 2
 ENDPOINT_GUID = 0x0002C90500000000  # fabric attachments: node GUID, port p at + p, steps of 0x100
+TARGET = "opensm"  # the config target this module writes
 
 
 def guids(fabric) -> dict[str, int]:
@@ -130,10 +134,12 @@ def partitions_conf(design: Design, gid: dict[str, int]) -> str:
 
 def emit(design: Design) -> dict[str, bytes]:
     fabric = design.fabric
-    if fabric is None or design.spec.fabric.technology.value != "infiniband":
+    if fabric is None:
+        return {}
+    g = fabric.graph
+    if not any(target_of(design.spec.switch(g.nodes[n]["model"])).name == TARGET for n in fabric.switches()):
         return {}
     gid = guids(fabric)
-    g = fabric.graph
     top = max(g.nodes[n]["level"] for n in fabric.switches())
     roots = [n for n in fabric.switches() if g.nodes[n]["level"] == top]
     ib = design.spec.fabric.infiniband

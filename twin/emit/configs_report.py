@@ -27,19 +27,15 @@ def section(d: Design) -> str | None:
                 + "\nFiles: `configs/opensm/` (opensm.conf, root_guids.conf, partitions.conf), `model/topology.net`.\n"
                 "`twin verify` routes the fabric in ibsim with OpenSM and checks every HCA pair.")
     a = d.addressing
-    if a is None:
+    if a is None or d.intent is None:
         return None
-    from twin.compiler.config.intent import ecmp_widths
-
     g = fabric.graph
-    widths = ecmp_widths(fabric)
     by_role: dict[str, dict] = defaultdict(lambda: {"n": 0, "asns": set(), "width": set()})
     for n, asn in a.asn.items():
         r = by_role[g.nodes[n]["role"]]
         r["n"] += 1
         r["asns"].add(asn)
-        w = widths[n] if f.routing.ecmp_width is None else min(widths[n], f.routing.ecmp_width)
-        r["width"].add(w)
+        r["width"].add(d.intent.switches[n].maximum_paths)  # as configured (the intent owns the width)
     rows = [
         [role, f"{v['n']:,}", f"{len(v['asns']):,} ({min(v['asns'])}-{max(v['asns'])})", ", ".join(map(str, sorted(v["width"])))]
         for role, v in sorted(by_role.items(), key=lambda kv: g.nodes[next(n for n in a.asn if g.nodes[n]['role'] == kv[0])]["level"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from twin.compiler.cost import cost
+from twin.compiler.cost import HOURS_PER_YEAR, cost
 from twin.compiler.design import Design
 from twin.emit.markdown import pct, table
 from twin.lang.units import kw
@@ -39,7 +39,7 @@ def section(d: Design) -> str | None:
         ["capex per GPU", f"{usd(c.per_gpu)} ({c.gpus:,} GPUs in {c.server_count:,} servers)"],
         ["network share of capex", f"{pct(c.network_share)} ({usd(c.network)})"],
         ["critical IT load (facility sized for it)", kw(c.critical_it_w)],
-        ["energy per year at the budgeted draw", f"{usd(c.energy_per_year())} ({kw(c.facility_w)} x 8,766 h at ${c.energy_price:g}/kWh)"],
+        ["energy per year at the budgeted draw", f"{usd(c.energy_per_year())} ({kw(c.facility_w)} x {HOURS_PER_YEAR:,.0f} h at ${c.energy_price:g}/kWh)"],
     ]
     text = ("## Cost\n\nCapital cost from the catalog's prices (each with its source in `bom.csv` and the catalog; most network "
             "prices are assumed: override them in the site's `catalog:`). The budgeted draw is full load (IT x PUE); "

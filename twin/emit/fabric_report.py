@@ -35,7 +35,7 @@ def fabric_section(d: Design) -> str | None:
             f"{t.ports_used:,} / {t.ports_total:,} ({pct(t.ports_used / t.ports_total)})",
         ])
     out.append(table(["tier", "models", "switches", "down", "up", "down:up", "ECMP up (links / next hops)", "ports used"], rows, "llrrrlll"))
-    notes = [] if fabric.family == "ai-zone-clos" else parallel_link_notes(fig.tiers, s.shape.trees if fabric.family == "rail-only" else 1)
+    notes = [] if s.family.zoned else parallel_link_notes(fig.tiers, s.shape.trees if s.family.rails_apart else 1)
     if notes:
         out.append("\n" + "\n".join(f"- {n}" for n in notes) + "\n")
     out.append("\n" + table(["link tier", "links", "capacity"], [[k, f"{n:,}", _tb(c)] for k, (n, c) in fig.links.items()], "lrr"))
@@ -48,7 +48,7 @@ def fabric_section(d: Design) -> str | None:
         facts.append(["capacity from one zone to the tier above", f"{_tb(fig.cross_zone_per_zone)} = 1/{zone_inj / fig.cross_zone_per_zone:.2f} of zone injection" if fig.cross_zone_per_zone else "0"])
     if fig.cross_bisection:
         flow, half = fig.cross_bisection
-        what = "bisection across zones (half of the zones to the other half)" if fig.cross_zone_per_zone is not None else ("bisection of one rail" if fabric.family == "rail-only" else "bisection (first half of the leaves to the second)")
+        what = "bisection across zones (half of the zones to the other half)" if fig.cross_zone_per_zone is not None else ("bisection of one rail" if s.family.rails_apart else "bisection (first half of the leaves to the second)")
         facts.append([what, f"{_tb(flow)} = {pct(flow / half)} of the half's injection"])
     facts.append(["worst-case path between two NICs", f"{fig.worst_hops} links, {fig.worst_hops - 1} switches" + (" (same rail; other rails via NVLink)" if fig.unreachable_leaf_pairs else "")])
     out.append("\n" + table(["figure", "value"], facts, "ll"))

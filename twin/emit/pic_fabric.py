@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from twin.emit.svg import INK, MUTED, Canvas
+from twin.lang.site.families import family_traits
 
 TIER_COLOURS = {1: "#4e79a7", 2: "#f28e2b", 3: "#59a14f", 4: "#b07aa1"}
 NIC_COLOUR = "#bab0ac"
@@ -58,7 +59,7 @@ def short_label(name: str, width: float) -> str:
     return ""
 
 
-def detail_nodes(fabric, family: str) -> list[list[str]]:
+def detail_nodes(fabric) -> list[list[str]]:
     """Switches of the detail panel per level bottom-up: the first zone's (or pod's) lowest tier, then
     each tier's neighbours above, in name order."""
     g = fabric.graph
@@ -69,7 +70,7 @@ def detail_nodes(fabric, family: str) -> list[list[str]]:
     if not by_level:
         return []
     lowest = sorted(by_level[min(by_level)])
-    if family == "ai-zone-clos":
+    if family_traits(fabric.family).zoned:
         seeds = [n for n in lowest if g.nodes[n].get("zone") == 0]
     else:
         first_up = {v for v in g.neighbors(lowest[0]) if g.nodes[v].get("level", -1) > 1}
@@ -93,7 +94,7 @@ def diagram_svg(d) -> bytes:
     levels = sorted(tiers)
     box_h, gap = 40, 56
     top_h = 40 + len(levels) * (box_h + gap) + box_h
-    rows = detail_nodes(fabric, fabric.family)
+    rows = detail_nodes(fabric)
     det_h = 40 + max(1, len(rows)) * 110
     c = Canvas(WIDTH, top_h + det_h, f"Fabric diagram of {d.name}")
     c.text(12, 20, f"{fabric.technology}, {fabric.family}: {sum(sum(m.values()) for _, m in tiers.values()):,} switches in"
@@ -136,7 +137,7 @@ def detail(c: Canvas, fabric, rows: list[list[str]], y0: float, names: dict[int,
     g = fabric.graph
     if not rows:
         return
-    what = "zone 1" if fabric.family == "ai-zone-clos" else "the first pod"
+    what = "zone 1" if family_traits(fabric.family).zoned else "the first pod"
     c.line(12, y0 - 8, WIDTH - 12, y0 - 8, "#cccccc")
     c.text(12, y0 + 12, f"Detail: {what}, switch by switch (line width: parallel links; hover for counts)", bold=True)
     pos: dict[str, tuple[float, float]] = {}

@@ -60,7 +60,7 @@ def write_plots(result, out_dir: str | Path) -> list[Path]:
             ax.legend()
             files.append(save_png(fig, out / f"{stem}-link-load.png"))
             fig, ax = plt.subplots(figsize=(6.4, 3.6))
-            mm = [e["link_load"]["max_over_mean"] for e in c["schemes"]]
+            mm = [float("nan") if e["link_load"]["max_over_mean"] is None else e["link_load"]["max_over_mean"] for e in c["schemes"]]
             ax.bar([e["scheme"] for e in c["schemes"]], mm, color="tab:blue")
             ax.axhline(1.0, color="k", linewidth=0.8)
             ax.set_ylabel("max / mean link load")

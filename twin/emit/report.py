@@ -19,7 +19,6 @@ from twin.compiler.resolve.feasibility import hall_capacity
 from twin.emit import bom, campus_report, configs_report, cost_report, fabric_report, html, pic_budget, pic_fabric, pic_floor, pic_twin, placement, report_twins, sizing_report
 from twin.emit.markdown import pct, table
 from twin.emit.report_net import design_section
-from twin.lang.site.models import Family
 from twin.lang.units import kw
 from twin.twins.results import Runs
 
@@ -33,10 +32,10 @@ def summary(d: Design) -> str:
     f = s.fabric
     rows = [
         ["GPUs", f"{s.gpus:,}"],
-        ["GPU servers", f"{s.racks * s.rack_type.servers:,} x {s.rack_type.chassis}"],
+        ["GPU servers", f"{d.fabric.server_count():,} x {s.rack_type.chassis}"],
         ["GPU racks", f"{s.racks:,} x {s.rack_type_name} ({s.rack.gpus} GPUs each)"],
         ["Fabric", f"{f.technology.value}, {f.family.value}"],
-        ["AI zones", f"{s.zones} x {s.racks_per_zone} racks" if f.family == Family.AI_ZONE else "-"],
+        ["AI zones", f"{s.zones} x {s.racks_per_zone} racks" if s.family.zoned else "-"],
         ["NIC speed", f"{s.nic_speed / 1e9:g} Gbit/s x {s.rack.nics // s.rack_type.servers} per server"],
         ["IT power", kw(d.budget.it_power)],
         ["Facility power", f"{kw(d.budget.facility_power)} (PUE {s.site.power.pue:g})"],

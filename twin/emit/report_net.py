@@ -45,7 +45,7 @@ def render(data: dict, console: Console) -> None:
                 lt.add_column(col, justify="right")
             for e in c["schemes"]:
                 ph = max(e["phases"], key=lambda p: p["repeat"] * p["us_per_MiB"])
-                lt.add_row(e["scheme"], f"{e['link_load']['max_over_mean']:.2f}", f"{ph['flows']:,}", f"{ph['classes']:,}", str(ph["events"]),
+                lt.add_row(e["scheme"], ratio(e['link_load']['max_over_mean']), f"{ph['flows']:,}", f"{ph['classes']:,}", str(ph["events"]),
                            f"{100 * e.get('latency_share_at_max_size', 0.0):.1f}")
             console.print(lt)
         for j in case["jobs"]:
@@ -92,6 +92,11 @@ def _comparison(console: Console, c: dict, sizes: list[int]) -> None:
             console.print(f"crossover: {x['from']} -> {x['to']} between {x['between'][0]:,} and {x['between'][1]:,} bytes", markup=False)
 
 
+def ratio(x: float | None) -> str:
+    """max/mean link load for people: "-" where the collective crosses no fabric link."""
+    return "-" if x is None else f"{x:.2f}"
+
+
 def markdown(data: dict) -> str:
     """A compact Markdown summary: busbw at the largest size and max/mean link load per scheme."""
     rows = []
@@ -99,7 +104,7 @@ def markdown(data: dict) -> str:
         for c in case["collectives"]:
             for e in c["schemes"]:
                 rows.append([case["case"], c["name"], f"{c['op']}/{c['algorithm']}", c["ranks"], e["scheme"],
-                             f"{e['busbw_GBps_at_max_size']:.1f}", f"{e['link_load']['max_over_mean']:.2f}"])
+                             f"{e['busbw_GBps_at_max_size']:.1f}", ratio(e['link_load']['max_over_mean'])])
     return table(["case", "collective", "algorithm", "ranks", "routing", "busbw GB/s (largest size)", "max/mean link load"], rows, "lllrlrr")
 
 
@@ -126,11 +131,12 @@ def design_section(r: dict | None, pictures: dict[str, str] | None = None) -> st
         return "-" if v is None else f"{v:.1f}"
 
     rows = [[e["name"], f"{e['busbw_GBps'][big]:.1f}", f"{e['time_ms'][big]:.2f}",
-             "-" if e["max_over_mean"] is None else f"{e['max_over_mean']:.2f}", gbps(e.get("hierarchical_busbw_GBps"))]
+             ratio(e["max_over_mean"]), gbps(e.get("hierarchical_busbw_GBps"))]
             for e in r["schemes"]]
     out = [f"## Collective performance (twin)\n\nThe build's default twin run. Ring AllReduce over the first {r['gpus']} GPUs "
            f"({r['racks']} racks), flow-level max-min model, protocol efficiency {r['protocol_efficiency']:g}; the table is at "
-           f"{r['sizes'][big] / 2**30:g} GiB. Run `twin simulate` with a scenario for the whole site, failures and jobs.\n\n"
+           f"{r['sizes'][big] / 2**30:g} GiB; link load is max/mean over the fabric links a shortest path may take, loaded or not "
+           f"(as `twin simulate` reports it). Run `twin simulate` with a scenario for the whole site, failures and jobs.\n\n"
            + table(["routing", "busbw GB/s", "time ms", "max/mean fabric link load", "hierarchical busbw GB/s"], rows, "lrrrr")
            + channels_note(r.get("channels_per_nic", {}))]
     out += [pictures[k] for k in ("busbw", "load") if k in pictures]

@@ -5,9 +5,10 @@ ratios such as ``"1:7"``, row/position ranges such as ``"1-4, 7"``, counts such 
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 SLUG = r"^[a-z0-9][a-z0-9-]{0,62}$"
 Slug = Annotated[str, Field(pattern=SLUG, description="lower-case letters, digits and '-', at most 63")]
@@ -15,6 +16,37 @@ Slug = Annotated[str, Field(pattern=SLUG, description="lower-case letters, digit
 
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+# ---------------------------------------------------------------- free text
+
+MAX_TEXT = 1000
+FORMULA_START = "=+-@"  # a spreadsheet runs a cell that starts with one of these as a formula (CSV injection)
+
+
+def _text(v: str) -> str:
+    """Free text (descriptions, vendors, sources) is data wherever it lands: one line, no control or
+    bidirectional-override characters (they add lines to a config or hide text), not a spreadsheet
+    formula (bom.csv and the other CSVs carry it), at most 1,000 characters.
+
+    >>> _text("Meta Wedge400, Broadcom Tomahawk 3")
+    'Meta Wedge400, Broadcom Tomahawk 3'
+    """
+    if len(v) > MAX_TEXT:
+        raise ValueError(f"text of {len(v):,} characters; at most {MAX_TEXT:,}")
+    for i, c in enumerate(v):
+        if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+            raise ValueError(f"character {i + 1} is {_name(c)}; free text is one line of printable characters")
+    if v[:1] and v[0] in FORMULA_START:
+        raise ValueError(f"text starting with '{v[0]}' is a formula to a spreadsheet (the CSVs carry it); start with a letter or digit")
+    return v
+
+
+def _name(c: str) -> str:
+    return f"U+{ord(c):04X}" + (f" ({unicodedata.name(c)})" if unicodedata.name(c, "") else "")
+
+
+Text = Annotated[str, AfterValidator(_text)]
 
 
 # ---------------------------------------------------------------- small parsed types

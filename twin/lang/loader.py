@@ -14,7 +14,9 @@ from typing import Any
 
 import yaml
 
+from twin.lang import limits
 from twin.lang.diagnostics import Diagnostic, Severity
+from twin.lang.files import FileRefused, read_bytes
 
 try:  # the C loader is ~10x faster; fall back when libyaml is absent
     _Loader = yaml.CSafeLoader
@@ -22,10 +24,10 @@ except AttributeError:  # pragma: no cover - depends on the PyYAML build
     _Loader = yaml.SafeLoader
 
 PathT = tuple[str | int, ...]
-MAX_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 64
-MAX_NODES = 2_000_000
+MAX_INT_DIGITS = 30  # far beyond any count, seed or size a spec holds; Python refuses int() past 4,300
 _PLAIN_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:omap"}
+_INT = "tag:yaml.org,2002:int"
 
 
 @dataclass
@@ -44,6 +46,7 @@ class Source:
     positions: dict[PathT, tuple[int, int]] = field(default_factory=dict)
     inherited: dict[PathT, Any] = field(default_factory=dict)
     moved: dict[PathT, PathT] = field(default_factory=dict)
+    tagged: bool = False  # the text has a '!': scalars are checked for explicit tags
 
     def anchor(self, loc: PathT) -> PathT:
         """The nearest path on ``loc`` (itself or an ancestor) that has a position; ``()`` if none."""
@@ -65,8 +68,8 @@ class LoadError(Exception):
 
 def load_text(text: str, path: str = "<string>") -> Source:
     """Parse ``text`` into a :class:`Source`; raise :class:`LoadError` with positioned diagnostics."""
-    if len(text.encode("utf-8", "replace")) > MAX_BYTES:
-        raise LoadError([Diagnostic(Severity.ERROR, path, 1, 1, (), "file is larger than 16 MiB")])
+    if msg := limits.exceeded("input_bytes", len(text.encode("utf-8", "replace"))):
+        raise LoadError([Diagnostic(Severity.ERROR, path, 1, 1, (), msg, "a smaller file")])
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -77,11 +80,11 @@ def load_text(text: str, path: str = "<string>") -> Source:
         raise LoadError([Diagnostic(Severity.ERROR, path, line, col, (), f"YAML syntax: {msg}")]) from None
     except yaml.YAMLError as e:
         raise LoadError([Diagnostic(Severity.ERROR, path, 1, 1, (), f"YAML: {e}")]) from None
-    src = Source(path=path, data=None, text=text)
+    src = Source(path=path, data=None, text=text, tagged="!" in text)  # a tag needs a '!': most files have none
     errors: list[Diagnostic] = []
     if node is None:
         raise LoadError([Diagnostic(Severity.ERROR, path, 1, 1, (), "the file is empty", "a site mapping")])
-    budget = [MAX_NODES]  # aliases can expand exponentially ("billion laughs"): cap the converted size
+    budget = [int(limits.value("yaml_values"))]  # aliases can expand exponentially ("billion laughs"): cap the converted size
     try:
         src.data = _convert(node, (), src, errors, loader, 0, budget)
     finally:
@@ -92,13 +95,10 @@ def load_text(text: str, path: str = "<string>") -> Source:
 
 
 def load_file(path: str | Path) -> Source:
-    p = Path(path)
     try:
-        raw = p.read_bytes()
-    except OSError as e:
-        raise LoadError([Diagnostic(Severity.ERROR, str(path), 0, 0, (), f"cannot read: {e.strerror}")]) from None
-    if len(raw) > MAX_BYTES:
-        raise LoadError([Diagnostic(Severity.ERROR, str(path), 1, 1, (), "file is larger than 16 MiB")])
+        raw = read_bytes(Path(path), "input_bytes", "YAML file")
+    except FileRefused as e:
+        raise LoadError([Diagnostic(Severity.ERROR, str(path), 0, 0, (), str(e), "a YAML file")]) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -112,7 +112,8 @@ def _convert(
     budget[0] -= 1
     if budget[0] < 0:
         if budget[0] == -1:
-            errors.append(Diagnostic(Severity.ERROR, src.path, 1, 1, (), "document expands to too many values (aliases?)"))
+            errors.append(Diagnostic(Severity.ERROR, src.path, 1, 1, (), "the document expands to too many values (aliases?): " + limits.message(
+                "yaml_values", limits.value("yaml_values") + 1, "values or more")))
         return None
     pos = (node.start_mark.line + 1, node.start_mark.column + 1)
     src.positions.setdefault(loc, pos)
@@ -120,7 +121,7 @@ def _convert(
         errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, "nesting deeper than 64 levels"))
         return None
     if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_TAGS:
-        errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, f"YAML tag '{node.tag}' is not allowed", "plain YAML"))
+        errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, f"YAML tag '{_short(node.tag)}' is not allowed", "plain YAML"))
         return None
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
@@ -144,8 +145,27 @@ def _convert(
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_convert(v, loc + (i,), src, errors, loader, depth + 1, budget) for i, v in enumerate(node.value)]
+    if src.tagged and node.tag != _implicit(loader, node):  # an explicit tag (!!int x, !!binary, !custom): plain values only
+        errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, f"YAML tag '{_short(node.tag)}' is not allowed",
+                                 "a plain value (quote it to make it a string)"))
+        return None
+    if node.tag == _INT and len(node.value.lstrip("+-").replace("_", "")) > MAX_INT_DIGITS:
+        errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, f"an integer of {len(node.value):,} characters",
+                                 f"at most {MAX_INT_DIGITS} digits"))
+        return None
     try:
         return loader.construct_object(node, deep=True)
-    except yaml.YAMLError as e:
+    except (yaml.YAMLError, ValueError, ArithmeticError, KeyError) as e:
         errors.append(Diagnostic(Severity.ERROR, src.path, *pos, loc, f"YAML value: {getattr(e, 'problem', e)}"))
         return None
+
+
+def _implicit(loader, node: yaml.ScalarNode) -> str:
+    """The tag YAML gives the scalar's text without a tag (int for ``5``, str for ``'5'``)."""
+    plain = node.style in (None, "")  # PyYAML says None, libyaml says ""
+    return loader.resolve(yaml.ScalarNode, node.value, (plain, not plain))
+
+
+def _short(tag: str) -> str:
+    """``tag:yaml.org,2002:int`` as written: ``!!int``."""
+    return "!!" + tag[len("tag:yaml.org,2002:"):] if tag.startswith("tag:yaml.org,2002:") else tag

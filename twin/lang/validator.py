@@ -12,7 +12,8 @@ from __future__ import annotations
 import difflib
 import types
 from collections.abc import Callable
-from typing import Union, get_args, get_origin
+from enum import Enum
+from typing import Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -44,6 +45,8 @@ def pydantic_diagnostics(src: Source, exc: ValidationError, root: type[BaseModel
         expected = ""
         if typ == "missing":
             msg = f"missing required field '{loc[-1]}'"
+            choices = literal_values(root, loc)
+            expected = f"one of: {', '.join(choices)}" if choices else ""
         elif typ == "extra_forbidden":
             msg = f"unknown field '{loc[-1]}'"
             known = known_fields(root, loc[:-1])
@@ -83,23 +86,44 @@ def _short(v) -> str:
 
 def known_fields(root: type[BaseModel], parent: tuple) -> list[str]:
     """Field names (as written: aliases first) allowed at ``parent`` under ``root``, for 'did you mean'."""
+    model = _walk(root, parent)
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return sorted(f.alias or k for k, f in model.model_fields.items())
+    return []
+
+
+def literal_values(root: type[BaseModel], path: tuple) -> list[str]:
+    """The values a field at ``path`` under ``root`` allows when it is a Literal or an Enum (else none).
+
+    >>> from twin.lang.site.models import Site
+    >>> literal_values(Site, ("catalog", "switches", "x", "config"))
+    ['sonic', 'eos', 'opensm', 'none']
+    """
+    t = _walk(root, path)
+    if get_origin(t) is Literal:
+        return [str(a) for a in get_args(t)]
+    if isinstance(t, type) and issubclass(t, Enum):
+        return [str(m.value) for m in t]
+    return []
+
+
+def _walk(root: type[BaseModel], path: tuple):
+    """The annotation found along ``path`` under ``root`` (None where the path leaves the models)."""
     model: object = root
-    for p in parent:
+    for p in path:
         if isinstance(model, type) and issubclass(model, BaseModel):
             if not isinstance(p, str):
-                return []
+                return None
             f = model.model_fields.get(p) or next((f for f in model.model_fields.values() if f.alias == p), None)
             if f is None:
-                return []
+                return None
             model = f.annotation
         else:
             model = unwrap_model(model, p)
             if model is None:
-                return []
+                return None
         model = strip_optional(model)
-    if isinstance(model, type) and issubclass(model, BaseModel):
-        return sorted(f.alias or k for k, f in model.model_fields.items())
-    return []
+    return model
 
 
 def strip_optional(t):

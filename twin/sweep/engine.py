@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ import yaml
 
 from twin.lang.sweep.models import Sweep
 from twin.lang.sweep.paths import apply
+from twin.sweep.cluster import private_cluster
 from twin.sweep.worker import evaluate, peak_rss_bytes
 from twin.version import __version__
 
@@ -97,21 +97,36 @@ def payload(sw: Sweep, v: Variant) -> dict:
             "wanted": [f for f in sw.figures if ":" in f]}
 
 
-def write_variants(out: Path, vs: list[Variant]) -> None:
-    """Each variant's site (and scenario) as a file a user can build or simulate on its own."""
+def write_variants(out: Path, vs: list[Variant], mode: int = 0o666) -> None:
+    """Each variant's site (and scenario) as a file a user can build or simulate on its own, readable by
+    no more users than the files it was made from (``mode``, then the umask)."""
     for v in vs:
         d = out / v.folder
         d.mkdir(parents=True, exist_ok=True)
-        _write(d / "site.yaml", v.site_text)
+        _write(d / "site.yaml", v.site_text, mode)
         if v.scenario_text is not None:
-            _write(d / "scenario.yaml", v.scenario_text)
+            _write(d / "scenario.yaml", v.scenario_text, mode)
 
 
-def _write(p: Path, text: str) -> None:
-    if not p.exists() or p.read_text(encoding="utf-8") != text:
-        tmp = p.with_name(f".{p.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, p)
+def source_mode(sw: Sweep) -> int:
+    """The permission bits the variants may have: those every file they copy has in common."""
+    mode = 0o666
+    for p in (sw.path, sw.site_path, Path(sw.scenario_name) if sw.scenario_name and Path(sw.scenario_name).is_file() else None):
+        if p is not None:
+            mode &= os.stat(p).st_mode & 0o666
+    return mode | 0o600  # the user reads and rewrites their own results
+
+
+def _write(p: Path, text: str, mode: int = 0o666) -> None:
+    data = text.encode("utf-8")
+    if p.exists() and p.read_bytes() == data and (p.stat().st_mode & 0o777 & ~mode) == 0:
+        return
+    tmp = p.with_name(f".{p.name}.tmp")
+    tmp.unlink(missing_ok=True)  # created afresh, so ``mode`` and the umask decide who may read it
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, p)
 
 
 def read_cache(out: Path, hashes: set[str]) -> dict[str, dict]:
@@ -132,9 +147,10 @@ def write_cache(out: Path, h: str, result: dict) -> None:
     _write(d / f"{h}.json", json.dumps({k: v for k, v in result.items() if k != "seconds"}, sort_keys=True, indent=1) + "\n")
 
 
-def connect(scheduler: str | None, workers: int | None, timeout: float = 10.0):
-    """A Dask client: on ``scheduler`` if given, else on a new LocalCluster of ``workers`` processes."""
-    from distributed import Client, LocalCluster
+def connect(scheduler: str | None, workers: int | None, timeout: float = 10.0, dashboard: str | None = None):
+    """A Dask client: on ``scheduler`` if given, else on a new LocalCluster of ``workers`` processes
+    that only this process can talk to (:func:`twin.sweep.cluster.private_cluster`)."""
+    from distributed import Client
 
     if scheduler:
         try:
@@ -143,19 +159,17 @@ def connect(scheduler: str | None, workers: int | None, timeout: float = 10.0):
             raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler!r} within {timeout:g} s: {e}") from None
     n = workers or os.cpu_count() or 1
     try:
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR)
-    except Exception as e:  # no sockets, no fork: say so instead of a traceback
+        return private_cluster(n, dashboard)
+    except Exception as e:  # no sockets, no fork, no TLS: say so instead of a traceback
         raise SchedulerError(f"cannot start a local Dask cluster of {n} worker processes: {e}") from None
-    return Client(cluster, set_as_default=False)
 
 
 def run(sw: Sweep, out: Path, workers: int | None = None, scheduler: str | None = None, fresh: bool = False,
-        progress: Callable[[int, int, str], None] | None = None, timeout: float = 10.0) -> Outcome:
+        progress: Callable[[int, int, str], None] | None = None, timeout: float = 10.0, dashboard: str | None = None) -> Outcome:
     """Evaluate every variant not in the cache (all of them with ``fresh``); results in variant order."""
     vs = variants(sw)
     out.mkdir(parents=True, exist_ok=True)
-    write_variants(out, vs)
+    write_variants(out, vs, source_mode(sw))
     results = {} if fresh else read_cache(out, {v.hash for v in vs})
     oc = Outcome(vs, results, cached=len({v.hash for v in vs} & set(results)))
     todo: dict[str, Variant] = {}
@@ -168,7 +182,7 @@ def run(sw: Sweep, out: Path, workers: int | None = None, scheduler: str | None 
         return oc
     from distributed import as_completed
 
-    client = connect(scheduler, workers, timeout)
+    client = connect(scheduler, workers, timeout, dashboard)
     futures = {}
     try:
         for h, v in todo.items():

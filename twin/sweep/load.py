@@ -14,17 +14,34 @@ from typing import Any
 from pydantic import ValidationError
 
 from twin.analysis import figures as figs
+from twin.lang import limits
 from twin.lang.diagnostics import Diagnostic, Severity, SpecError
+from twin.lang.files import FileRefused, inside
 from twin.lang.loader import LoadError, Source, load_file
 from twin.lang.site.models import Site
-from twin.lang.sweep.models import MAX_VARIANTS, Axis, Range, Setting, Sweep, SweepFile, Target
+from twin.lang.sweep.models import Axis, Range, Setting, Sweep, SweepFile, Target
 from twin.lang.sweep.paths import PathError, check_value, field_type, parse_path
 from twin.lang.units import registry
 from twin.lang.validator import diagnostic, pydantic_diagnostics
 
+YAML_SUFFIXES = (".yaml", ".yml")
 
-def load_sweep(path: str | Path) -> Sweep:
-    """Parse and check a sweep file; SpecError with every positioned problem."""
+
+def named_file(src: Source, key: str, named: str, root: Path | None) -> Path:
+    """A file the sweep names (``site:``, ``scenario:``): a YAML file relative to the sweep file, inside
+    ``root`` (default: the sweep file's folder); a located SpecError otherwise."""
+    try:
+        p = inside(named, Path(src.path).parent, root)
+    except FileRefused as e:
+        raise SpecError([diagnostic(src, Severity.ERROR, (key,), str(e), f"a {key} file beside or below the sweep file")]) from None
+    if p.suffix.lower() not in YAML_SUFFIXES:
+        raise SpecError([diagnostic(src, Severity.ERROR, (key,), f"'{named}' is not a YAML file", "a .yaml or .yml file")])
+    return p
+
+
+def load_sweep(path: str | Path, root: str | Path | None = None) -> Sweep:
+    """Parse and check a sweep file; SpecError with every positioned problem. The files it names must
+    lie inside ``root`` (default: the sweep file's folder)."""
     try:
         src = load_file(path)
     except LoadError as e:
@@ -40,15 +57,15 @@ def load_sweep(path: str | Path) -> Sweep:
     def err(where: tuple, message: str, expected: str = "") -> None:
         errors.append(diagnostic(src, Severity.ERROR, where, message, expected))
 
-    here = Path(path).parent
-    site_path = here / sf.site
+    root = Path(root) if root is not None else None
+    site_path = named_file(src, "site", sf.site, root)
     try:
         site = load_file(site_path).data
     except LoadError as e:
         raise SpecError([diagnostic(src, Severity.ERROR, ("site",), e.diagnostics[0].format())]) from None
     if not isinstance(site, dict):
         raise SpecError([diagnostic(src, Severity.ERROR, ("site",), f"{sf.site} is not a site mapping")])
-    scenario, scenario_name, has = _scenario(src, sf, here)
+    scenario, scenario_name, has = _scenario(src, sf, root)
     axes, columns, seen = [], [], {}
     for i, ax in enumerate(sf.axes):
         items = _axis_items(src, i, ax, site, scenario, err, seen, columns)
@@ -67,21 +84,21 @@ def load_sweep(path: str | Path) -> Sweep:
         if sf.scheme not in names:
             err(("scheme",), f"the scenario has no routing scheme '{sf.scheme}'", ", ".join(map(str, names)) or "a scheme name")
     count = math.prod(len(a) for a in axes) if axes else 1
-    if count > MAX_VARIANTS:
-        err(("axes",), f"{count:,} variants", f"at most {MAX_VARIANTS:,}")
+    if msg := limits.exceeded("sweep_variants", count):
+        err(("axes",), msg, "fewer values per axis")
     if errors:
         raise SpecError(sorted(set(errors), key=lambda d: (d.line, d.col, d.message)))
     return Sweep(sf, Path(path), site_path, site, scenario, scenario_name, axes, columns, list(wanted), frozenset(has))
 
 
-def _scenario(src: Source, sf: SweepFile, here: Path) -> tuple[dict | None, str | None, set[str]]:
+def _scenario(src: Source, sf: SweepFile, root: Path | None) -> tuple[dict | None, str | None, set[str]]:
     """The base scenario as data (validated), its display name, and which twins it runs."""
     from twin.lang.scenario.models import load_scenario, validate_source
 
     if sf.scenario is None:
         return None, None, set()
     if isinstance(sf.scenario, str):
-        p = here / sf.scenario
+        p = named_file(src, "scenario", sf.scenario, root)
         try:
             scn, ssrc = load_scenario(p)
         except SpecError as e:
@@ -183,12 +200,15 @@ def _expand_range(r: Range, where: tuple, err) -> list:
             err(where, f"range {r.from_!r} to {r.to!r} step {r.step!r} is not numbers or quantities of one dimension",
                 "e.g. {from: 500 W, to: 700 W, step: 100 W}")
             return []
+    if not all(math.isfinite(x) for x in (a, b, s)):
+        err(where, f"range {r.from_!r} to {r.to!r} step {r.step!r} has a bound that is not a finite number", "e.g. {from: 1, to: 4, step: 1}")
+        return []
     if s <= 0 or b < a:
         err(where, "a range needs from <= to and a positive step", "e.g. {from: 1, to: 4, step: 1}")
         return []
-    n = int(math.floor((b - a) / s + 1e-9)) + 1
-    if n > MAX_VARIANTS:
-        err(where, f"{n:,} values", f"at most {MAX_VARIANTS:,}")
+    n = math.floor((b - a) / s + 1e-9) + 1
+    if msg := limits.exceeded("sweep_variants", n, "values"):
+        err(where, msg, "a larger step")
         return []
     vals = [round(a + k * s, 12) for k in range(n)]
     if unit is None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -54,14 +55,30 @@ def _numeric(table: list[dict], name: str) -> bool:
     return all(isinstance(r[name], (int, float)) for r in table)
 
 
+_QUANTITY = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?( ?[A-Za-z%/^.0-9 ]*)?$")
+
+
+def cell(v: Any) -> str:
+    """A text cell a spreadsheet shows as text: one that would start a formula (``=``, ``+``, ``-``,
+    ``@``, a tab or a carriage return) gets a leading apostrophe, unless it is a number or a quantity
+    (``-5 degC``). Labels, axis values and error messages are user text (OWASP, CSV injection).
+
+    >>> cell("=1+2"), cell("-5 degC"), cell("@SUM(A1)"), cell("2:1")
+    ("'=1+2", '-5 degC', "'@SUM(A1)", '2:1')
+    """
+    s = str(v)
+    return "'" + s if s[:1] in ("=", "+", "-", "@", "\t", "\r") and not _QUANTITY.match(s) else s
+
+
 def to_csv(sw: Sweep, table: list[dict]) -> bytes:
-    """CSV with floats in their shortest round-trip form; NaN as an empty cell."""
+    """CSV with floats in their shortest round-trip form; NaN as an empty cell; text never a formula."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     cols = columns(sw)
-    w.writerow(cols)
+    w.writerow([cell(c) for c in cols])
     for r in table:
-        w.writerow(["" if isinstance(r[c], float) and math.isnan(r[c]) else (repr(r[c]) if isinstance(r[c], float) else r[c]) for c in cols])
+        w.writerow(["" if isinstance(r[c], float) and math.isnan(r[c]) else (repr(r[c]) if isinstance(r[c], float) else
+                    cell(r[c]) if isinstance(r[c], str) else r[c]) for c in cols])
     return buf.getvalue().encode("utf-8")
 
 

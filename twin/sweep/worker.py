@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from twin.analysis.figures import build_figures, sim_figures
+from twin.analysis.registry import Inputs
 from twin.lang.diagnostics import InfeasibleError, Severity, SpecError
 
 MAX_MESSAGES = 5
@@ -66,15 +67,15 @@ def evaluate(payload: dict[str, Any]) -> dict[str, Any]:
         names = {str(site): payload.get("site_name", "site.yaml")}
         try:
             design = compile_design(site, until="bom")
-            figs = build_figures(design, wanted)
+            inputs = Inputs(design, job=int(payload.get("job") or 1), scheme=payload.get("scheme"))
+            figs = build_figures(inputs, wanted)
             result["figures"] = figs
             text = payload.get("scenario_text")
             if text:
                 shown = payload.get("scenario_name", "scenario.yaml")
                 scn, src = parse_scenario(text, shown)
-                data = simulate(design, scn, src).data
-                figs.update(sim_figures(data, figs, wanted, int(payload.get("job") or 1), payload.get("scheme"),
-                                        design.spec.site.power.energy_price))
+                inputs.sim = simulate(design, scn, src).data
+                figs.update(sim_figures(inputs, wanted))
         except SpecError as e:
             result.update(status="invalid", error=_messages(e.diagnostics, names))
         except InfeasibleError as e:

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 REPORT_GPUS = 256  # the report's AllReduce runs on the first GPUs only, so `twin build` stays fast
 REPORT_SIZES = [2.0**k for k in range(20, 31, 2)]  # 1 MiB .. 1 GiB, the busbw-vs-size curve of the report
-LOAD_BIN = 0.25  # link-load histogram bin (x the mean load of the fabric links)
+LOAD_BIN = 0.25  # link-load histogram bin (x the mean load of the links a shortest path may take)
 
 
 def design_results(d) -> dict | None:
     """The build's default twin run, as JSON-ready data: ring AllReduce over the first REPORT_GPUS GPUs
-    under three routing schemes (busbw at REPORT_SIZES, a histogram of the fabric link loads relative to
-    their mean), and the step breakdown of the site's first workload on the whole fabric.
+    under three routing schemes (busbw at REPORT_SIZES; max/mean link load and its histogram over the
+    links a shortest path may take, :mod:`twin.twins.net.load`), and the step breakdown of the site's first workload on the whole fabric.
 
     Cheap by construction (a subgraph of at most REPORT_GPUS GPUs, one ring phase per scheme; the job
     twin's closed-form step on the whole fabric); the full what-ifs are `twin simulate`'s job."""
@@ -23,6 +23,7 @@ def design_results(d) -> dict | None:
     import numpy as np
 
     from twin.twins.net import collectives as coll
+    from twin.twins.net import load as link_load
     from twin.twins.net import routing, topology
     from twin.twins.net.nccl import PROTOCOL_EFFICIENCY, Library
 
@@ -34,32 +35,25 @@ def design_results(d) -> dict | None:
     ranks = np.arange(net.n_gpus)
     schemes = [routing.Scheme("ecmp, 1 QP", "ecmp", 1), routing.Scheme(f"e-ecmp, {qps} QPs", "e-ecmp", qps),
                routing.Scheme("spray (upper bound)", "spray", 1)]
-    sw = (net.arc_tail >= 0) & (net.arc_tail < net.n_switches) & (net.arc_head >= 0) & (net.arc_head < net.n_switches)
     out = {"gpus": int(net.n_gpus), "racks": len(set(net.server_rack)), "protocol_efficiency": PROTOCOL_EFFICIENCY,
            "sizes": REPORT_SIZES, "load_bin": LOAD_BIN, "schemes": []}
     lib = Library(nic_latency=d.spec.chassis.nic_latency)
     out["channels_per_nic"] = {}
-    loads = []
+    phases = coll.plan(net, "allreduce", "ring", ranks, None, lib)[0]
     for s in schemes:
         tm = coll.time_collective(net, "allreduce", "ring", ranks, s, keep_load=True, lib=lib)
         hier = hierarchical(net, ranks, s, lib)
         out["channels_per_nic"]["ring"] = tm.cost.channels
         if hier:
             out["channels_per_nic"]["hierarchical"] = hier.cost.channels
-        ph = tm.phases[0]
-        loads.append(ph.load if ph.load is not None else np.zeros(net.n_arcs))
-        x = loads[-1][sw & (loads[-1] > 0)]
-        out["schemes"].append({"name": s.name, "busbw_GBps": [tm.busbw(z) / 1e9 for z in REPORT_SIZES],
-                               "time_ms": [tm.time(z) * 1e3 for z in REPORT_SIZES],
-                               "max_over_mean": float(x.max() / x.mean()) if len(x) else None,
-                               "hierarchical_busbw_GBps": hier.busbw(REPORT_SIZES[-1]) / 1e9 if hier else None})
-    support = sw & (loads[-1] > 0)  # the links spraying uses: every link a shortest path may take
-    for e, load in zip(out["schemes"], loads):
-        x = load[support]
-        rel = x / x.mean() if len(x) and x.mean() > 0 else x
+        ll = link_load.collective(net, tm, phases)  # the one definition, as `twin simulate` reports it
+        rel = ll.relative()
         bins = int(np.ceil(max(1.0, float(rel.max(initial=0.0))) / LOAD_BIN + 1e-9))
         counts, _ = np.histogram(rel, bins=bins, range=(0.0, bins * LOAD_BIN))
-        e["load_hist"] = [int(c) for c in counts]
+        out["schemes"].append({"name": s.name, "busbw_GBps": [tm.busbw(z) / 1e9 for z in REPORT_SIZES],
+                               "time_ms": [tm.time(z) * 1e3 for z in REPORT_SIZES],
+                               "max_over_mean": ll.max_over_mean, "load_hist": [int(c) for c in counts],
+                               "hierarchical_busbw_GBps": hier.busbw(REPORT_SIZES[-1]) / 1e9 if hier else None})
     out["job"] = default_job(d, schemes, lib)
     return out
 

@@ -16,13 +16,18 @@ import networkx as nx
 import numpy as np
 
 from twin.lang.diagnostics import SpecError
-from twin.lang.scenario.models import Case, Failure, Ranks, Scenario, error
+from twin.lang.scenario.models import Case, Failure, Scenario
 from twin.lang.site.models import FIVE_TUPLE
+from twin.lang.validator import error
+from twin.twins import bind
+from twin.twins.bind import apply_failures, resolve_ranks
 from twin.twins.net import collectives as coll
+from twin.twins.net import load as link_load
 from twin.twins.net import routing, topology
 from twin.twins.net.nccl import Library
 from twin.twins.net.topology import Net
 from twin.twins.reliability.campaign import run_campaign
+from twin.twins.results import SCHEMA_VERSION
 from twin.twins.workload import jobs as jobs_mod
 from twin.twins.workload import serving
 
@@ -48,118 +53,10 @@ def schemes_of(scn: Scenario, default_qps: int, site_fields: list[str] | None = 
     return out
 
 
-def _server_index(net: Net, ref: int | str, src, path) -> int:
-    if isinstance(ref, int):
-        if not 1 <= ref <= len(net.server_ids):
-            raise SpecError([error(src, path, f"server {ref} does not exist", f"1..{len(net.server_ids)}")])
-        return ref - 1
-    try:
-        return net.server_ids.index(ref)
-    except ValueError:
-        raise SpecError([error(src, path, f"unknown server '{ref}'", f"e.g. {net.server_ids[0]}")]) from None
-
-
-def resolve_ranks(net: Net, sel: Ranks, case: Case, src=None, path: tuple = ()) -> np.ndarray:
-    """GPU indices in rank order for a selection, after the case's server replacements."""
-    G = net.n_gpus
-    all_gpus = np.arange(G)
-    srv = net.gpu_server
-
-    def pick(values, universe_size, key, what):
-        bad = [v for v in values if not 1 <= v <= universe_size]
-        if bad:
-            raise SpecError([error(src, path + (what,), f"{what} {bad[0]} does not exist", f"1..{universe_size}")])
-        order = {v - 1: i for i, v in enumerate(values)}
-        chosen = [g for g in all_gpus if key[g] in order]
-        return np.array(sorted(chosen, key=lambda g: (order[key[g]], g)), np.int64)
-
-    if sel.servers is not None:
-        gpus = pick(sel.servers, len(net.server_ids), srv, "servers")
-    elif sel.racks is not None:
-        racks = list(dict.fromkeys(net.server_rack))
-        rk = np.array([racks.index(r) for r in net.server_rack])[srv]
-        gpus = pick(sel.racks, len(racks), rk, "racks")
-    elif sel.zones is not None:
-        zones = sorted(set(net.server_zone.tolist()))
-        zk = np.array([zones.index(z) for z in net.server_zone])[srv]
-        gpus = pick(sel.zones, len(zones), zk, "zones")
-    elif isinstance(sel.gpus, list):
-        bad = [v for v in sel.gpus if not 1 <= v <= G]
-        if bad:
-            raise SpecError([error(src, path + ("gpus",), f"GPU {bad[0]} does not exist", f"1..{G}")])
-        gpus = np.array([v - 1 for v in sel.gpus], np.int64)
-    else:
-        gpus = all_gpus.copy()
-    if case.replace:
-        mapping = {}
-        for k, rp in enumerate(case.replace):
-            a = _server_index(net, rp.server, src, ("cases", k, "replace", "server"))
-            b = _server_index(net, rp.with_, src, ("cases", k, "replace", "with"))
-            mapping[a] = b
-        first = {}
-        for g in range(G):
-            first.setdefault(int(srv[g]), g)
-        gpus = np.array([first[mapping[int(srv[g])]] + int(net.gpu_local[g]) if int(srv[g]) in mapping else g for g in gpus], np.int64)
-    if sel.per_server:
-        gpus = gpus[net.gpu_local[gpus] < sel.per_server]
-    if sel.count:
-        if sel.count > len(gpus):
-            raise SpecError([error(src, path + ("count",), f"asks for {sel.count} GPUs, the selection has {len(gpus)}")])
-        gpus = gpus[: sel.count]
-    return gpus
-
-
-def apply_failures(g: nx.MultiGraph, net0: Net, case: Case, src=None, case_index: int = 0) -> tuple[nx.MultiGraph, list[str]]:
-    """A copy of the graph with the case's failures applied, and the GPUs' servers that are down."""
-    if not case.failures:
-        return g, []
-    h = g.copy()
-    links = {k: (u, v) for u, v, k, d in g.edges(keys=True, data=True) if d.get("kind") == "link"}
-    down_servers: list[str] = []
-    for i, f in enumerate(case.failures):
-        where = ("cases", case_index, "failures", i)
-        if f.link is not None:
-            if f.link not in links:
-                raise SpecError([error(src, where + ("link",), f"unknown link '{f.link}'", f"a link id such as {next(iter(links), 'L000001')}")])
-            u, v = links[f.link]
-            if f.capacity:
-                h.edges[u, v, f.link]["speed"] = g.edges[u, v, f.link]["speed"] * f.capacity
-            else:
-                h.remove_edge(u, v, f.link)
-        elif f.tier is not None:
-            keys = [(u, v, k) for u, v, k, d in g.edges(keys=True, data=True) if d.get("tier") == f.tier]
-            if not keys:
-                raise SpecError([error(src, where + ("tier",), f"no links in tier '{f.tier}'", "e.g. rtsw-ctsw, ctsw-atsw")])
-            for u, v, k in keys:
-                if f.capacity:
-                    h.edges[u, v, k]["speed"] = g.edges[u, v, k]["speed"] * f.capacity
-                else:
-                    h.remove_edge(u, v, k)
-        elif f.switch is not None:
-            if f.switch not in g or g.nodes[f.switch].get("level", -1) < 1:
-                raise SpecError([error(src, where + ("switch",), f"unknown switch '{f.switch}'", f"e.g. {net0.switch_ids[-1]}")])
-            h.remove_edges_from(list(h.edges(f.switch, keys=True)))
-        else:
-            s = net0.server_ids[_server_index(net0, f.server, src, where + ("server",))]
-            down_servers.append(s)
-            for nic in [n for n, d in g.nodes(data=True) if d.get("role") == "nic" and d.get("server") == s]:
-                h.remove_edges_from([(a, b, k) for a, b, k, d in h.edges(nic, keys=True, data=True) if d.get("kind") == "link"])
-    return h, down_servers
-
-
 def _compile(design, graph, net_base: Net | None) -> Net:
     if design is not None:
         return topology.from_design(design, graph)
     return topology.compile_graph(graph, {}, SYNTHETIC_NVLINK)
-
-
-def _load_stats(net: Net, load: np.ndarray, eligible: np.ndarray) -> dict:
-    """max/mean of the load on the fabric arcs that shortest-path routing may use (spray's support)."""
-    x = load[eligible]
-    if not len(x) or x.mean() <= 0:
-        return {"max_over_mean": 1.0, "max_util": 0.0, "links": int(len(x))}
-    util = load[eligible] / net.arc_cap[eligible]
-    return {"max_over_mean": float(x.max() / x.mean()), "max_util": float(util.max() / max(util.mean(), 1e-300)), "links": int(len(x))}
 
 
 def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None, progress=None) -> Result:
@@ -173,8 +70,10 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
     default_qps = routing_spec.qps_per_gpu_pair if routing_spec else 16
     schemes = schemes_of(scn, default_qps, list(routing_spec.hash_fields) if routing_spec else None)
     net0 = _compile(design, g0, None)
+    bind.check(design, scn, src, g0, net0)  # every reference at once, before anything runs
     lib = library_of(scn, design)
     out: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
         "scenario": scn.name,
         "site": design.name if design is not None else "synthetic",
         "gpus": net0.n_gpus,
@@ -214,21 +113,17 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
             for a in algs[1:]:
                 comparison[a] = [_timed(net, c.op, a, ranks, s, peers, clib, src, path, per_rail=c.per_rail) for s in schemes]
             timings, entries = [], []
+            if c.per_rail:  # the plan, for the links a shortest path may take (twin.twins.net.load)
+                phases = coll.plan_groups(net, c.op, algs[0], rail_groups(net, ranks), lib=clib)[0]
+            else:
+                phases = coll.plan(net, c.op, algs[0], ranks, peers, clib)[0]
             for s in schemes:
                 if progress:
                     progress(f"{case.name}: {c.name} / {s.name}")
                 tm = _timed(net, c.op, algs[0], ranks, s, peers, clib, src, path, keep_load=True, per_rail=c.per_rail)
                 timings.append(tm)
-                main = max(tm.phases, key=lambda p: p.repeat * p.t_per_byte)
-                if c.per_rail:
-                    phases = coll.plan_groups(net, c.op, algs[0], rail_groups(net, ranks), lib=clib)[0]
-                else:
-                    phases = coll.plan(net, c.op, algs[0], ranks, peers, clib)[0]
-                ph = phases[tm.phases.index(main)]
-                spray = routing.link_load(net, routing.route(net, ph.src, ph.dst, ph.frac, routing.Scheme("spray", "spray", 1)))
-                sw = (net.arc_tail >= 0) & (net.arc_tail < net.n_switches) & (net.arc_head >= 0) & (net.arc_head < net.n_switches)
-                eligible = sw & (spray > 0)
-                res.loads[(case.name, c.name, s.name)] = main.load[eligible] / net.arc_cap[eligible] if main.load is not None else np.zeros(0)
+                ll = link_load.collective(net, tm, phases)
+                res.loads[(case.name, c.name, s.name)] = ll.utilisation()
                 big = sizes[-1]
                 entries.append({
                     "scheme": s.name,
@@ -236,7 +131,7 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
                     "busbw_GBps_at_max_size": tm.busbw(big) / 1e9,
                     "algbw_GBps_at_max_size": tm.algbw(big) / 1e9,
                     "time_us_at_max_size": tm.time(big) * 1e6,
-                    "link_load": _load_stats(net, main.load if main.load is not None else np.zeros(net.n_arcs), eligible),
+                    "link_load": ll.as_dict(),
                     "phases": [{"label": p.label, "repeat": p.repeat, "steps": p.steps, "us_per_MiB": p.t_per_byte * 2**20 * 1e6,
                                 "latency_us": p.latency * 1e6, "flows": p.flows, "classes": p.classes, "events": p.events} for p in tm.phases],
                 })
@@ -340,7 +235,7 @@ def _add_power(res: Result, design, scn: Scenario, src, jobs: list[dict], events
 
 
 def _power_only(design, scn: Scenario, src) -> Result:
-    out: dict[str, Any] = {"scenario": scn.name, "site": design.name if design is not None else "synthetic",
+    out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "scenario": scn.name, "site": design.name if design is not None else "synthetic",
                            "gpus": design.spec.gpus if design is not None else 0, "protocol_efficiency": scn.protocol_efficiency,
                            "step_overhead_us": scn.step_overhead * 1e6, "schemes": [], "notes": [], "cases": []}
     res = Result(out)

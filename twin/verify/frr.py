@@ -256,21 +256,21 @@ class FrrLab:
                         peers[peer] = st
         return peers
 
-    def ip_routes(self, name: str, family: str = "ip") -> dict[str, int]:
-        """prefix -> number of active FIB next hops of the selected route, from FRR's RIB."""
-        js = self.vtysh_json(name, f"show {family} route json")
+    def ip_routes(self, name: str, af: str = "ip") -> dict[str, int]:
+        """prefix -> number of active FIB next hops of the selected route, from FRR's RIB (``af``: ip, ipv6)."""
+        js = self.vtysh_json(name, f"show {af} route json")
         return {p: _fib_width(entries) for p, entries in js.items()}
 
-    def kernel_routes(self, name: str, family: str = "-4") -> dict[str, int]:
-        """prefix -> next hops in the kernel FIB (what packets use); cheap enough to poll."""
-        out = run(["ip", family, "-j", "-n", self.swns[name], "route", "show"], timeout=30).stdout
+    def kernel_routes(self, name: str, af: str = "-4") -> dict[str, int]:
+        """prefix -> next hops in the kernel FIB (what packets use; ``af``: -4, -6); cheap enough to poll."""
+        out = run(["ip", af, "-j", "-n", self.swns[name], "route", "show"], timeout=30).stdout
         routes: dict[str, int] = {}
         for r in json.loads(out or "[]"):
             dst = r.get("dst", "")
             if dst == "default":
                 continue
             if "/" not in dst:
-                dst += "/32" if family == "-4" else "/128"
+                dst += "/32" if af == "-4" else "/128"
             routes[dst] = len(r.get("nexthops", [])) or 1
         return routes
 

@@ -2,18 +2,19 @@
 
 Targets never look at the graph: who peers with whom on which port at which speed, addresses, ASNs,
 ECMP width and policies are resolved here, once per build, in one pass over the links (O(links)). A
-template (FRR, EOS) or the SONiC builder is then a plain rendering of these dictionaries, so the
-targets cannot disagree with each other. Every port's speed is its link's ``speed`` in the graph.
+template (FRR, EOS) or the SONiC builder is then a plain rendering of these records (one frozen
+:class:`SwitchIntent` per switch, read by attribute), so the targets cannot disagree with each other.
+Every port's speed is its link's ``speed`` in the graph.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from twin.compiler.address import ULA, Addressing
+from twin.compiler.config import buffers
 from twin.compiler.fabric.graph import Fabric, spine_group
 from twin.compiler.resolve.spec import Spec
 
@@ -29,9 +30,84 @@ def linux_ifname(port: str) -> str:
     return port.replace("/", "_")
 
 
+class Neighbor(NamedTuple):
+    """One routed link of a switch, seen from its end."""
+
+    link: str  # link id (the cable's)
+    port: str
+    ifname: str  # the port as a Linux interface name (FRR)
+    address: str | None  # this end's /31 (None: unnumbered)
+    address6: str | None
+    peer: str
+    peer_port: str
+    peer_ip: str | None
+    peer_ip6: str | None
+    peer_asn: int
+    group: str  # the peer group: the peer's role, upper case
+    speed: int  # bit/s, the link's
+    cable_m: int  # the cable's length, whole metres (its lossless headroom is sized for it)
+    xoff: int  # bytes the port's lossless priority group reserves (twin.compiler.config.buffers)
+
+
+class PeerGroup(NamedTuple):
+    """The peers of one role: one BGP peer group."""
+
+    name: str  # the role, upper case
+    role: str
+    direction: str  # "up", "down" or "lateral" (a campus mesh)
+    peer_asn: tuple[int, ...]  # sorted
+
+
+class ServerPort(NamedTuple):
+    """A port facing a GPU NIC or a fabric attachment (not routed: a member of the rack VLAN)."""
+
+    link: str
+    port: str
+    peer: str
+    peer_port: str
+    speed: int  # bit/s
+    cable_m: int  # the cable's length, whole metres
+    xoff: int  # bytes the port's lossless priority group reserves (twin.compiler.config.buffers)
+
+
+class HostSubnet(NamedTuple):
+    """A leaf's rack subnet: a VLAN over its server-facing ports with the gateway on its SVI."""
+
+    ifname: str
+    vlan: int
+    subnet: str
+    gateway: str
+    subnet6: str | None
+    gateway6: str | None
+    ports: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchIntent:
+    """Everything a config target needs about one switch."""
+
+    name: str
+    role: str  # rtsw, ctsw, atsw, cssw: by level (the templates' names)
+    level: int
+    zone: int | None
+    building: int | None
+    model: str
+    asn: int
+    router_id: str
+    loopback: str
+    loopback6: str | None
+    neighbors: tuple[Neighbor, ...]  # in link order
+    groups: tuple[PeerGroup, ...]  # the groups below first, then by name
+    host: HostSubnet | None
+    maximum_paths: int  # the ECMP width configured
+    originate: tuple[str, ...]  # prefixes announced (the rack subnet first, then the loopback)
+    originate6: tuple[str, ...]
+    server_ports: tuple[ServerPort, ...]
+
+
 @dataclass(frozen=True)
 class Intent:
-    switches: dict[str, dict]  # name -> template context of that switch
+    switches: dict[str, SwitchIntent]  # name -> that switch's intent
     site: dict  # shared context: routing, qos, pools
 
 
@@ -69,99 +145,74 @@ def ecmp_widths(fabric) -> dict[str, int]:
     return {n: max([up.get(n, 0)] + list(down.get(n, Counter()).values()) + [1]) for n in fabric.switches()}
 
 
-def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None, cabling: CablePlan | None = None) -> Intent | None:
+def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None, cabling: CablePlan) -> Intent | None:
     """The config-intent pass: per-switch context for every config target (None when not routed).
 
-    A link between buildings (``cabling.campus``) also gives its two ends the cable's length
-    (``reach``, whole metres), so a target can size that port's lossless headroom for it."""
+    Every port (a neighbour's or a server's) carries its cable's length in whole metres (``cable_m``)
+    and the PFC headroom its lossless priority group reserves (``xoff``, bytes), both from
+    :func:`twin.compiler.config.buffers.plan`, the model the distance verdict reads too."""
     if addr is None:
         return None
-    reach: dict[str, int] = {}
-    if cabling is not None and cabling.campus is not None:
-        reach = {cabling.ids[i]: math.ceil(cabling.stock[i]) for i in cabling.campus.index.tolist()}
+    hr = buffers.plan(spec, fabric, cabling)
+    row = {link: i for i, link in enumerate(hr.ids)}
+
+    def cable(link: str) -> tuple[int, int]:
+        i = row[link]
+        return int(hr.metres[i]), int(hr.xoff[i])
+
     f = spec.fabric
     g = fabric.graph
     r = f.routing
     widths = ecmp_widths(fabric)
-    sw: dict[str, dict] = {}
+    asn, level = addr.asn, {}
     for n in fabric.switches():
-        node = g.nodes[n]
-        level = node["level"]
-        role = LEVEL_ROLE[level]
-        width = widths[n] if r.ecmp_width is None else min(widths[n], r.ecmp_width)
-        sw[n] = dict({
-            "name": n,
-            "role": role,
-            "level": level,
-            "zone": node.get("zone"),
-            "building": node.get("building"),
-            "model": node["model"],
-            "asn": addr.asn[n],
-            "router_id": addr.loopback[n].split("/")[0],
-            "loopback": addr.loopback[n],
-            "loopback6": addr.loopback6.get(n),
-            "neighbors": [],
-            "groups": {},
-            "host": None,
-            "maximum_paths": width,
-            "originate": [addr.loopback[n]],
-            "originate6": [addr.loopback6[n]] if n in addr.loopback6 else [],
-        })
-    server_ports: dict[str, list[dict]] = defaultdict(list)
+        level[n] = g.nodes[n]["level"]
+    neighbors: dict[str, list[Neighbor]] = {n: [] for n in level}
+    groups: dict[str, dict[str, tuple[str, str, set]]] = {n: {} for n in level}  # name -> (role, direction, peer ASNs)
+    server_ports: dict[str, list[ServerPort]] = defaultdict(list)
     for lk in fabric.cables():
-        if lk.a not in sw or lk.b not in sw:
-            if lk.b in sw and lk.a not in sw:
-                server_ports[lk.b].append(dict({
-                    "link": lk.id, "port": lk.b_port, "peer": lk.a, "peer_port": lk.a_port, "speed": int(lk.speed),
-                }))
+        if lk.a not in level or lk.b not in level:
+            if lk.b in level and lk.a not in level:
+                server_ports[lk.b].append(ServerPort(lk.id, lk.b_port, lk.a, lk.a_port, int(lk.speed), *cable(lk.id)))
             continue
         for me, my_port, peer, peer_port, end in ((lk.a, lk.a_port, lk.b, lk.b_port, 0), (lk.b, lk.b_port, lk.a, lk.a_port, 1)):
-            ctx = sw[me]
-            prole = sw[peer]["role"]
+            prole = LEVEL_ROLE[level[peer]]
             group = prole.upper()
-            direction = "up" if sw[peer]["level"] > ctx["level"] else ("down" if sw[peer]["level"] < ctx["level"] else "lateral")
-            ctx["groups"].setdefault(group, {"name": group, "role": prole, "direction": direction, "peer_asn": set()})
-            ctx["groups"][group]["peer_asn"].add(sw[peer]["asn"])
+            direction = "up" if level[peer] > level[me] else ("down" if level[peer] < level[me] else "lateral")
+            groups[me].setdefault(group, (prole, direction, set()))[2].add(asn[peer])
             ip = ip6 = peer_ip = peer_ip6 = None
             if lk.id in addr.p2p:
                 ip, peer_ip = addr.p2p[lk.id][end], addr.p2p[lk.id][1 - end]
             if lk.id in addr.p2p6:
                 ip6, peer_ip6 = addr.p2p6[lk.id][end], addr.p2p6[lk.id][1 - end]
-            ctx["neighbors"].append(dict({
-                "link": lk.id,
-                "port": my_port,
-                "ifname": linux_ifname(my_port),
-                "address": ip,
-                "address6": ip6,
-                "peer": peer,
-                "peer_port": peer_port,
-                "peer_ip": peer_ip.split("/")[0] if peer_ip else None,
-                "peer_ip6": peer_ip6.split("/")[0] if peer_ip6 else None,
-                "peer_asn": sw[peer]["asn"],
-                "group": group,
-                "speed": int(lk.speed),
-            } | ({"reach": reach[lk.id]} if lk.id in reach else {})))
-    for n, subnet in addr.rack_subnet.items():
-        ctx = sw[n]
-        ctx["host"] = dict({
-            "ifname": HOST_IF,
-            "vlan": int(HOST_IF[4:]),
-            "subnet": subnet,
-            "gateway": addr.rack_gateway[n],
-            "subnet6": addr.rack_subnet6.get(n),
-            "gateway6": addr.rack_gateway6.get(n),
-            "ports": [p["port"] for p in server_ports.get(n, [])],
-        })
-        ctx["originate"] = [subnet] + ctx["originate"]
-        if n in addr.rack_subnet6:
-            ctx["originate6"] = [addr.rack_subnet6[n]] + ctx["originate6"]
-    atsw_asns = sorted({a for n, a in addr.asn.items() if sw[n]["level"] == 3})
-    campus_asns = sorted({a for n, a in addr.asn.items() if sw[n]["level"] >= 3})  # every building's ATSW layer, a campus spine
-    for ctx in sw.values():
-        ctx["groups"] = [
-            dict({**grp, "peer_asn": sorted(grp["peer_asn"])}) for _, grp in sorted(ctx["groups"].items(), key=lambda kv: (kv[1]["direction"] != "down", kv[0]))
-        ]
-        ctx["server_ports"] = server_ports.get(ctx["name"], [])
+            neighbors[me].append(Neighbor(
+                lk.id, my_port, linux_ifname(my_port), ip, ip6, peer, peer_port,
+                peer_ip.split("/")[0] if peer_ip else None, peer_ip6.split("/")[0] if peer_ip6 else None,
+                asn[peer], group, int(lk.speed), *cable(lk.id),
+            ))
+    sw: dict[str, SwitchIntent] = {}
+    for n in fabric.switches():
+        node = g.nodes[n]
+        host = None
+        originate, originate6 = [addr.loopback[n]], [addr.loopback6[n]] if n in addr.loopback6 else []
+        if n in addr.rack_subnet:
+            subnet = addr.rack_subnet[n]
+            host = HostSubnet(HOST_IF, int(HOST_IF[4:]), subnet, addr.rack_gateway[n], addr.rack_subnet6.get(n),
+                              addr.rack_gateway6.get(n), tuple(p.port for p in server_ports.get(n, [])))
+            originate.insert(0, subnet)
+            if n in addr.rack_subnet6:
+                originate6.insert(0, addr.rack_subnet6[n])
+        sw[n] = SwitchIntent(
+            name=n, role=LEVEL_ROLE[level[n]], level=level[n], zone=node.get("zone"), building=node.get("building"),
+            model=node["model"], asn=asn[n], router_id=addr.loopback[n].split("/")[0], loopback=addr.loopback[n],
+            loopback6=addr.loopback6.get(n), neighbors=tuple(neighbors[n]),
+            groups=tuple(PeerGroup(name, role, direction, tuple(sorted(asns)))
+                         for name, (role, direction, asns) in sorted(groups[n].items(), key=lambda kv: (kv[1][1] != "down", kv[0]))),
+            host=host, maximum_paths=widths[n] if r.ecmp_width is None else min(widths[n], r.ecmp_width),
+            originate=tuple(originate), originate6=tuple(originate6), server_ports=tuple(server_ports.get(n, [])),
+        )
+    atsw_asns = sorted({a for n, a in asn.items() if level[n] == 3})
+    campus_asns = sorted({a for n, a in asn.items() if level[n] >= 3})  # every building's ATSW layer, a campus spine
     qos = f.qos
     ecn = qos.ecn
     site = dict({

@@ -16,8 +16,9 @@ from twin.resources import data_dir
 
 
 class _Environment(jinja2.Environment):
-    """Contexts are plain dicts: look keys up first (Jinja's default tries a Python attribute
-    first, which for a dict fails and costs an exception or a fallback on every ``sw.name``)."""
+    """The site context is a plain dict: look its keys up first (Jinja's default tries a Python
+    attribute first, which for a dict fails and costs an exception or a fallback on every lookup); a
+    switch's intent (:class:`twin.compiler.config.intent.SwitchIntent`) is read by attribute."""
 
     def getattr(self, obj, attribute):
         if isinstance(obj, dict):

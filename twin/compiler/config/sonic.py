@@ -19,9 +19,11 @@ egress_lossless_pool    egress  static     buffer (lossless queues are held back
 egress_lossy_pool       egress  dynamic    buffer - shared headroom
 ======================  ======  =========  ==============================================================
 
-The shared headroom is the sum of every used port's xoff (at most a quarter of the buffer); xoff at a
-port's speed is what arrives after a PAUSE is sent (:func:`headroom`). A link between buildings gets a
-lossless profile of its own, sized for its real length (``pg_lossless_400000_3212m_profile``).
+Each used port's lossless priority group gets the profile of its link's speed and cable length in whole
+metres (``pg_lossless_400000_3m_profile`` for a 3 m DAC, ``pg_lossless_400000_12060m_profile`` for a
+route between buildings), whose ``xoff`` is what arrives after a PAUSE is sent over that cable; the shared
+headroom is the sum of every used port's xoff, at most a quarter of the buffer. Both come from
+:mod:`twin.compiler.config.buffers` through the intent, the model the distance verdict reads too.
 """
 
 from __future__ import annotations
@@ -29,33 +31,17 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from twin.compiler.config.buffers import pool_cap
+from twin.compiler.config.intent import Neighbor, ServerPort, SwitchIntent
 from twin.compiler.fabric.ports import port_names
 from twin.lang.site.catalog_models import SwitchModel
-from twin.physics import HEADROOM_SHARE, pfc_xoff
 
 DEVICE_TYPE = {1: "ToRRouter", 2: "LeafRouter"}  # level 3 and above: SpineRouter
 HASH_FIELD = {"src-ip": "SRC_IP", "dst-ip": "DST_IP", "protocol": "IP_PROTOCOL", "src-port": "L4_SRC_PORT",
               "dst-port": "L4_DST_PORT", "flow-label": "IPV6_FLOW_LABEL"}  # roce-dst-qp: no SONiC hash field
 QUEUES = 8
-REACH = 100.0  # m: assumed longest in-hall cable a PAUSE has to cross
 MAP = "TWIN"
 LOSSLESS_WRED = "TWIN_LOSSLESS"
-
-
-def headroom(speed: float, mtu: int) -> dict[str, int]:
-    """Lossless headroom (bytes) of one priority group at a port speed (bit/s).
-
-    xoff absorbs what is in flight after a PAUSE is sent: two cable delays over ``REACH`` plus the
-    MAC/PHY response, at line rate, plus two maximum frames; xon is two frames; the guaranteed size is
-    one xon. At 400G and MTU 9216: 50 GB/s x 2.48 us = 124,000 bytes + 18,432 = 142,432.
-
-    >>> headroom(400e9, 9216)
-    {'xoff': 142432, 'xon': 18432, 'size': 18432}
-    >>> headroom(200e9, 9216)["xoff"]
-    80432
-    """
-    xoff = pfc_xoff(speed, REACH, mtu)
-    return {"xoff": xoff, "xon": 2 * mtu, "size": 2 * mtu}
 
 
 def queue_ranges(lossless: int) -> list[str]:
@@ -122,33 +108,25 @@ def shared_tables(site: dict) -> dict:
     return tables
 
 
-def buffer_tables(model: SwitchModel, speeds: dict[str, float], site: dict, reach: dict[str, int] | None = None) -> dict:
-    """BUFFER_POOL/PROFILE/PG/QUEUE for the used ports (``speeds``: port -> link speed; ``reach``: port ->
-    cable metres where a link between buildings is longer than the in-hall :data:`REACH`)."""
+def buffer_tables(model: SwitchModel, ports: dict[str, Neighbor | ServerPort], site: dict) -> dict:
+    """BUFFER_POOL/PROFILE/PG/QUEUE for the used ports (``ports``: port -> its intent entry, with the link's
+    ``speed``, ``cable_m`` and ``xoff`` from :mod:`twin.compiler.config.buffers`)."""
     total, mtu, p = int(model.buffer), site["mtu"], site["pfc_priority"]
-    reach = reach or {}
-    pg = {s: headroom(s, mtu) for s in sorted(set(speeds.values()))}
-    long = {port: pfc_xoff(speeds[port], m, mtu) for port, m in reach.items() if m > REACH}  # a campus link's own xoff
-    shared = min(int(total * HEADROOM_SHARE), sum(long.get(port, pg[s]["xoff"]) for port, s in speeds.items()))
+    shared = min(pool_cap(total), sum(lk.xoff for lk in ports.values()))
     profiles = {
         "egress_lossless_profile": {"pool": "egress_lossless_pool", "size": "0", "static_th": str(total)},
         "egress_lossy_profile": {"dynamic_th": "3", "pool": "egress_lossy_pool", "size": "1518"},
         "ingress_lossy_profile": {"dynamic_th": "3", "pool": "ingress_lossless_pool", "size": "0"},
     }
-    for s, h in pg.items():
-        profiles[f"pg_lossless_{mbps(s)}_profile"] = {
-            "dynamic_th": "0", "pool": "ingress_lossless_pool", "size": str(h["size"]), "xoff": str(h["xoff"]), "xon": str(h["xon"]),
-        }
-    for port, xoff in long.items():
-        profiles[f"pg_lossless_{mbps(speeds[port])}_{reach[port]}m_profile"] = {
-            "dynamic_th": "0", "pool": "ingress_lossless_pool", "size": str(2 * mtu), "xoff": str(xoff), "xon": str(2 * mtu),
-        }
     buffer_pg, buffer_queue = {}, {}
     lossy = queue_ranges(p)
-    for port, s in speeds.items():
+    for port, lk in ports.items():
+        name = lossless_profile(lk.speed, lk.cable_m)
+        profiles[name] = {
+            "dynamic_th": "0", "pool": "ingress_lossless_pool", "size": str(2 * mtu), "xoff": str(lk.xoff), "xon": str(2 * mtu),
+        }
         buffer_pg[f"{port}|0"] = {"profile": "ingress_lossy_profile"}
-        length = f"_{reach[port]}m" if port in long else ""
-        buffer_pg[f"{port}|{p}"] = {"profile": f"pg_lossless_{mbps(s)}{length}_profile"}
+        buffer_pg[f"{port}|{p}"] = {"profile": name}
         buffer_queue[f"{port}|{p}"] = {"profile": "egress_lossless_profile"}
         for q in lossy:
             buffer_queue[f"{port}|{q}"] = {"profile": "egress_lossy_profile"}
@@ -164,56 +142,65 @@ def buffer_tables(model: SwitchModel, speeds: dict[str, float], site: dict, reac
     }
 
 
-def port_tables(sw: dict, model: SwitchModel, site: dict) -> tuple[dict, dict[str, float]]:
+def lossless_profile(speed: float, metres: int) -> str:
+    """A lossless priority group's profile, named as SONiC names them by port speed and cable length.
+
+    >>> lossless_profile(400e9, 12060)
+    'pg_lossless_400000_12060m_profile'
+    """
+    return f"pg_lossless_{mbps(speed)}_{metres}m_profile"
+
+
+def port_tables(sw: SwitchIntent, model: SwitchModel, site: dict) -> tuple[dict, dict[str, float]]:
     """PORT and BREAKOUT_CFG for every front-panel port, DEVICE_NEIGHBOR for the cabled ones; the speed
     of each used port is its link's speed in the fabric graph."""
-    links = {nb["port"]: nb for nb in sw["neighbors"]}
-    links.update({sp["port"]: sp for sp in sw["server_ports"]})
+    links: dict[str, Neighbor | ServerPort] = {nb.port: nb for nb in sw.neighbors}
+    links.update({sp.port: sp for sp in sw.server_ports})
     port, neighbor = {}, {}
     speeds: dict[str, float] = {}
     for name, base in platform_ports(model):
         lk = links.get(name)
         row = dict(base, admin_status="down" if lk is None else "up", fec=model.port_map.fec, mtu=str(site["mtu"]))
         if lk is not None:
-            row["speed"] = mbps(lk["speed"])
-            row["description"] = f"{lk['peer']}:{lk['peer_port']}"
-            neighbor[name] = {"name": lk["peer"], "port": lk["peer_port"]}
-            speeds[name] = lk["speed"]
+            row["speed"] = mbps(lk.speed)
+            row["description"] = f"{lk.peer}:{lk.peer_port}"
+            neighbor[name] = {"name": lk.peer, "port": lk.peer_port}
+            speeds[name] = lk.speed
         port[name] = row
     mode = {"brkout_mode": model.port_map.breakouts[0]}
     return {"BREAKOUT_CFG": {name: mode for name, _ in platform_ports(model)}, "DEVICE_NEIGHBOR": neighbor, "PORT": port}, speeds
 
 
-def routing_tables(sw: dict, site: dict) -> dict:
+def routing_tables(sw: SwitchIntent, site: dict) -> dict:
     """Addresses of the routed ports, the loopback, the rack VLAN and the BGP peers' names."""
     interface, bgp = {}, {}
-    for nb in sw["neighbors"]:
-        port = nb["port"]
+    for nb in sw.neighbors:
+        port = nb.port
         if site["unnumbered"]:
             interface[port] = {"ipv6_use_link_local_only": "enable"}
             continue
         interface[port] = {}
-        interface[f"{port}|{nb['address']}"] = {}
-        peer = {"admin_status": "up", "asn": str(nb["peer_asn"]), "holdtime": "9", "keepalive": "3", "name": nb["peer"]}
-        bgp[nb["peer_ip"]] = dict(peer, local_addr=nb["address"].split("/")[0])
-        if nb["address6"]:
-            interface[f"{port}|{nb['address6']}"] = {}
-            bgp[nb["peer_ip6"]] = dict(peer, local_addr=nb["address6"].split("/")[0])
-    loopback = {"Loopback0": {}, f"Loopback0|{sw['loopback']}": {}}
-    if sw["loopback6"]:
-        loopback[f"Loopback0|{sw['loopback6']}"] = {}
+        interface[f"{port}|{nb.address}"] = {}
+        peer = {"admin_status": "up", "asn": str(nb.peer_asn), "holdtime": "9", "keepalive": "3", "name": nb.peer}
+        bgp[nb.peer_ip] = dict(peer, local_addr=nb.address.split("/")[0])
+        if nb.address6:
+            interface[f"{port}|{nb.address6}"] = {}
+            bgp[nb.peer_ip6] = dict(peer, local_addr=nb.address6.split("/")[0])
+    loopback = {"Loopback0": {}, f"Loopback0|{sw.loopback}": {}}
+    if sw.loopback6:
+        loopback[f"Loopback0|{sw.loopback6}"] = {}
     tables = {"INTERFACE": interface, "LOOPBACK_INTERFACE": loopback}
     if bgp:
         tables["BGP_NEIGHBOR"] = bgp
-    host = sw["host"]
+    host = sw.host
     if host:
-        vlan = host["ifname"]
-        svi = {vlan: {}, f"{vlan}|{host['gateway']}": {}}
-        if host["gateway6"]:
-            svi[f"{vlan}|{host['gateway6']}"] = {}
-        tables["VLAN"] = {vlan: {"vlanid": str(host["vlan"])}}
+        vlan = host.ifname
+        svi = {vlan: {}, f"{vlan}|{host.gateway}": {}}
+        if host.gateway6:
+            svi[f"{vlan}|{host.gateway6}"] = {}
+        tables["VLAN"] = {vlan: {"vlanid": str(host.vlan)}}
         tables["VLAN_INTERFACE"] = svi
-        tables["VLAN_MEMBER"] = {f"{vlan}|{p}": {"tagging_mode": "untagged"} for p in host["ports"]}
+        tables["VLAN_MEMBER"] = {f"{vlan}|{p}": {"tagging_mode": "untagged"} for p in host.ports}
     return tables
 
 
@@ -238,20 +225,20 @@ def qos_port_tables(ports: list[str], site: dict) -> dict:
     return tables
 
 
-def config_db(sw: dict, site: dict, model: SwitchModel, shared: dict) -> dict:
+def config_db(sw: SwitchIntent, site: dict, model: SwitchModel, shared: dict) -> dict:
     """The whole config_db of one switch (``sw``: its intent; ``shared``: :func:`shared_tables`)."""
     pm = model.port_map
     tables, speeds = port_tables(sw, model, site)
     tables["DEVICE_METADATA"] = {"localhost": {
-        "bgp_asn": str(sw["asn"]), "bgp_router_id": sw["router_id"], "buffer_model": "traditional",
+        "bgp_asn": str(sw.asn), "bgp_router_id": sw.router_id, "buffer_model": "traditional",
         "default_bgp_status": "up", "default_pfcwd_status": "enable" if site["pfc_watchdog_ms"] else "disable",
-        "docker_routing_config_mode": "split", "hostname": sw["name"], "hwsku": pm.hwsku, "platform": pm.platform,
-        "synchronous_mode": "enable", "type": DEVICE_TYPE.get(sw["level"], "SpineRouter"),
+        "docker_routing_config_mode": "split", "hostname": sw.name, "hwsku": pm.hwsku, "platform": pm.platform,
+        "synchronous_mode": "enable", "type": DEVICE_TYPE.get(sw.level, "SpineRouter"),
     }}
     tables.update(routing_tables(sw, site))
     tables.update(qos_port_tables(list(speeds), site))
-    reach = {nb["port"]: nb["reach"] for nb in sw["neighbors"] if "reach" in nb}  # links between buildings
-    tables.update(buffer_tables(model, speeds, site, reach))
+    used: dict[str, Neighbor | ServerPort] = {lk.port: lk for lk in sw.neighbors + sw.server_ports}
+    tables.update(buffer_tables(model, {port: used[port] for port in speeds}, site))
     tables.update(shared)
     return tables
 

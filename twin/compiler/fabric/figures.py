@@ -15,6 +15,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_flow, shortest_path
 
 from twin.compiler.fabric.graph import Fabric
+from twin.lang.site.families import family_traits
 
 GB = 1e9
 MAX_FLOW_SAMPLES = 8  # zones whose inner bisection is computed (evenly spread; zones are alike)
@@ -129,6 +130,7 @@ def _tier_figures(fabric: Fabric, spec) -> list[TierFigures]:
 
 def compute(fabric: Fabric, spec) -> Figures:
     g = fabric.graph
+    family = family_traits(fabric.family)
     sg = SwitchGraph(fabric)
     links: dict[str, list] = {}
     for lk in fabric.links:
@@ -163,8 +165,8 @@ def compute(fabric: Fabric, spec) -> Figures:
             if lk.kind == "link" and g.nodes[lk.b].get("zone") is None and g.nodes[lk.a].get("zone") is not None and g.nodes[lk.a]["level"] >= 1:
                 out_cap[g.nodes[lk.a]["zone"]] += lk.speed
         per_zone = min(out_cap.values()) if out_cap else 0.0
-    elif not zones or fabric.family != "ai-zone-clos":
-        leaves = sg.leaves if fabric.family != "rail-only" else [n for n in sg.leaves if g.nodes[n].get("rail") == 0]
+    elif not zones or not family.zoned:
+        leaves = [n for n in sg.leaves if g.nodes[n].get("rail") == 0] if family.rails_apart else sg.leaves
         half = len(leaves) // 2
         if half:
             cross = (sg.max_flow(leaves[:half], leaves[half:]), float(sum(sg.inj[sg.index[x]] for x in leaves[:half])) * GB)

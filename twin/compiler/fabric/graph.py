@@ -71,6 +71,11 @@ class Fabric:
         """Node ids of one role in insertion (= name) order."""
         return [n for n, r in self.graph.nodes(data="role") if r == role]
 
+    def server_count(self) -> int:
+        """GPU servers: the server nodes (a tree family's last rack may be part-filled, so not always
+        racks x servers per rack). The one server count: cost, review.json, the sweeps and the report read it."""
+        return sum(1 for _, r in self.graph.nodes(data="role") if r == "server")
+
     def switches(self) -> list[str]:
         roles = set(self.roles)
         return [n for n, r in self.graph.nodes(data="role") if r in roles]

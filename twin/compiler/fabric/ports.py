@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from twin.lang.site.catalog_models import SwitchModel
+from twin.lang.site.catalog_models import SwitchModel, render_port_name
 
 
 def render(template: str, n0: int, ports_per_cage: int, name_step: int = 1) -> str:
@@ -22,14 +22,7 @@ def render(template: str, n0: int, ports_per_cage: int, name_step: int = 1) -> s
     >>> render("Ethernet{n0_step}", 4, 1, 8)
     'Ethernet32'
     """
-    cage, sub = divmod(n0, ports_per_cage)
-    return (
-        template.replace("{n0_step}", str(n0 * name_step))
-        .replace("{n0}", str(n0))
-        .replace("{n}", str(n0 + 1))
-        .replace("{cage}", str(cage + 1))
-        .replace("{sub}", str(sub + 1))
-    )
+    return render_port_name(template, n0, ports_per_cage, name_step)
 
 
 @lru_cache(maxsize=64)

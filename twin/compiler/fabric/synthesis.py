@@ -1,7 +1,7 @@
 """Fabric synthesis: the pass that turns a placed design into the fabric graph.
 
 ``synthesize(spec, placement) -> Fabric`` builds one networkx MultiGraph (the contract in
-ARCHITECTURE.md) for the spec's family, then proves that it is exactly the spec's
+ARCHITECTURE.md) for the spec's family (its layout's module in ``SYNTHESIS``), then proves that it is exactly the spec's
 :class:`~twin.compiler.resolve.shape.FabricShape`: every consumer that read the shape before the graph existed
 (checks, feasibility, placement) saw the fabric that was built.
 """
@@ -15,19 +15,23 @@ from twin.compiler.place.model import Placement
 from twin.compiler.resolve.shape import FabricShape
 from twin.compiler.resolve.spec import Spec
 from twin.lang.diagnostics import InfeasibleError
-from twin.lang.site.models import Family
+from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT
 
 
 class ShapeMismatch(AssertionError):
     """The graph differs from the shape every earlier pass read: a bug in a family, never a user error."""
 
 
+# The module that builds each layout (twin/lang/site/families.py): ``synthesize(spec, placement) -> Fabric``
+SYNTHESIS = {AI_ZONE_LAYOUT: ai_zone, CLOS_LAYOUT: trees}
+
+
 def synthesize(spec: Spec, placement: Placement) -> Fabric:
-    family = ai_zone if spec.fabric.family == Family.AI_ZONE else trees
+    builder = SYNTHESIS[spec.family.layout]
     if spec.campus is not None:  # buildings joined at their ATSW layers (twin.compiler.fabric.campus)
-        family = campus
+        builder = campus
     try:
-        fabric = family.synthesize(spec, placement)
+        fabric = builder.synthesize(spec, placement)
     except PortsExhausted as e:
         raise InfeasibleError([f"fabric: {e}; the spec's port budget does not fit this switch"]) from None
     wrong = mismatches(spec.shape, fabric)

@@ -31,7 +31,6 @@ from twin.compiler.fabric.mount import Mounter
 from twin.compiler.place.model import Placement
 from twin.compiler.resolve.fat_tree import TreeShape, boundary, role_names
 from twin.compiler.resolve.spec import Spec
-from twin.lang.site.models import Family
 
 
 def site_nics(b: Builder, spec: Spec, placement: Placement, speed: float, hb_domain: int | None) -> list[str]:
@@ -94,7 +93,7 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
     b = Builder()
     mounter = Mounter(placement, "fabric", None)
     per_leaf = k if ts.tiers == 1 else h
-    if f.family == Family.RAIL_ONLY:
+    if spec.family.rails_apart:
         K = f.hb_domain
         nics = site_nics(b, spec, placement, speed, K)
         for grp in range(spec.shape.trees):
@@ -103,7 +102,7 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
             attach = [(nic, e // per_leaf) for e, nic in enumerate(members)]
             prefix = f"rail{grp + 1}-" if R == 1 else f"rails{rails[0] + 1}-{rails[-1] + 1}-"
             add_tree(b, ts, attach, spec, mounter, speed, prefix=prefix, rail=rails[0], packed=R)
-    elif f.family == Family.RAIL_OPTIMIZED:
+    elif spec.family.rail_groups:
         g = spec.chassis.nics
         nics = site_nics(b, spec, placement, speed, None)
         if ts.tiers == 1:

@@ -17,7 +17,7 @@ from twin.compiler.place.model import rack_fill, switches_per_rack
 from twin.compiler.place.solver import highs
 from twin.compiler.resolve.feasibility import fill_groups, hall_pue
 from twin.compiler.resolve.spec import HallSlots, Spec
-from twin.lang.site.models import Family, Hall
+from twin.lang.site.models import Hall
 
 
 def _hall_key(h: Hall) -> tuple:
@@ -99,16 +99,17 @@ def _capacity_model(h: Hall, pue: float, gpu_power: float, nets: tuple, relax: b
 @dataclass(frozen=True)
 class Assignment:
     hall_groups: dict[int, list[tuple[int, int]]]  # hall index -> [(zone, GPU racks)]
-    plan: list[tuple[str, int | None, int, int, float]]  # network racks (naive.network_rack_plan shape)
+    plan: list[naive.NetworkRack]  # network racks (naive.network_rack_plan)
     placed_racks: int
     capacity: dict[int, float]  # hall index -> most GPU racks next to its network racks
 
 
-def hall_networks(plan, hall_index: int) -> tuple[tuple[float, int], ...]:
+def hall_networks(plan: list[naive.NetworkRack], hall_index: int) -> tuple[tuple[float, int], ...]:
+    """(power, racks of that power) of the network racks of one hall."""
     acc: dict[float, int] = {}
-    for _role, _z, hi, _n, pw in plan:
-        if hi == hall_index:
-            acc[pw] = acc.get(pw, 0) + 1
+    for nr in plan:
+        if nr.hall == hall_index:
+            acc[nr.power] = acc.get(nr.power, 0) + 1
     return tuple(sorted(acc.items()))
 
 
@@ -118,7 +119,7 @@ def assign(spec: Spec) -> Assignment:
     site = spec.site
     pue = site.power.pue
     P = spec.rack.power
-    zoned = spec.fabric.family == Family.AI_ZONE
+    zoned = spec.family.zoned
     halls = site.halls
     if zoned:
         f = spec.fabric

@@ -16,7 +16,7 @@ from twin.compiler.place.assign import Assignment, count_powers, hall_capacity, 
 from twin.compiler.place.capacity import family
 from twin.compiler.place.model import HallGrid
 from twin.lang.diagnostics import InfeasibleError
-from twin.lang.site.models import Family, Hall
+from twin.lang.site.models import Hall
 from twin.lang.units import kw
 
 FAMILIES = [
@@ -145,7 +145,7 @@ def hall_lines(spec, h: Hall, racks_needed: int, nets) -> list[str]:
 def explain(spec, asg: Assignment, hall_index: int | None = None, reach: tuple[str, float] | None = None) -> list[str]:
     """Lines saying why ``asg`` (or the hall MILP of ``hall_index``) could not place every rack."""
     halls = spec.site.halls
-    zoned = spec.fabric.family == Family.AI_ZONE
+    zoned = spec.family.zoned
     lines: list[str] = []
     if hall_index is not None:
         # capacity says it fits, the position-level model does not: optic reach or network positions
@@ -153,7 +153,7 @@ def explain(spec, asg: Assignment, hall_index: int | None = None, reach: tuple[s
         grid = HallGrid(h)
         slots = spec.slots[h.name]
         cands = list(slots.network) or list(slots.free)
-        need_sp = max(1, len([p for p in asg.plan if p[2] == hall_index and p[0] in ("ctsw", "fabric")]) // max(1, len(asg.hall_groups[hall_index])))
+        need_sp = max(1, len([nr for nr in asg.plan if nr.hall == hall_index and nr.role in ("ctsw", "fabric")]) // max(1, len(asg.hall_groups[hall_index])))
         worst = 0.0
         for p in slots.free:
             ds = sorted(grid.distance(p, q) for q in cands)

@@ -14,7 +14,7 @@ from twin.compiler.place.model import Position, site_distance
 from twin.compiler.place.naive import network_device
 from twin.compiler.resolve.feasibility import hall_pue
 from twin.compiler.resolve.spec import Spec
-from twin.lang.site.models import Family
+from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT
 
 
 @dataclass(frozen=True)
@@ -27,16 +27,28 @@ class Links:
 
 
 def links_of(spec: Spec) -> Links:
-    """Link weights from the fabric's shape: a GPU rack's uplinks spread over its zone's CTSWs, and the
-    CTSW-ATSW links spread over every (CTSW, ATSW) pair of the site."""
+    """Link weights from the fabric's shape, by its layout (``LINKS``)."""
+    return LINKS[spec.family.layout](spec)
+
+
+def _ai_zone_links(spec: Spec) -> Links:
+    """A GPU rack's uplinks spread over its zone's CTSWs, and the CTSW-ATSW links over every (CTSW,
+    ATSW) pair of the site."""
     shape = spec.shape
-    if spec.fabric.family == Family.AI_ZONE:
-        ct, at = shape.tier("ctsw"), shape.tier("atsw")
-        core = shape.links("ctsw-atsw") / (ct.count * at.count) if at is not None else 0.0
-        if spec.campus is not None:  # a CTSW's uplinks spread over its own building's ATSWs only
-            core = sum(shape.ctsw_up) / (spec.fabric.ctsw.count * spec.fabric.atsw.count)
-        return Links({"per_rack": shape.rack_uplinks / spec.fabric.ctsw.count}, core, "ctsw")
+    ct, at = shape.tier("ctsw"), shape.tier("atsw")
+    core = shape.links("ctsw-atsw") / (ct.count * at.count) if at is not None else 0.0
+    if spec.campus is not None:  # a CTSW's uplinks spread over its own building's ATSWs only
+        core = sum(shape.ctsw_up) / (spec.fabric.ctsw.count * spec.fabric.atsw.count)
+    return Links({"per_rack": shape.rack_uplinks / spec.fabric.ctsw.count}, core, "ctsw")
+
+
+def _clos_links(spec: Spec) -> Links:
+    """Every NIC of a GPU rack goes to the shared fabric racks."""
     return Links({"per_rack": float(spec.rack.nics)}, 0.0, "fabric")
+
+
+# The placement's link weights of each layout (twin/lang/site/families.py)
+LINKS = {AI_ZONE_LAYOUT: _ai_zone_links, CLOS_LAYOUT: _clos_links}
 
 
 

@@ -110,11 +110,6 @@ def site_distance(grids: dict[str, HallGrid], a: Position, b: Position) -> float
     return ga.to_door((a.row, a.slot)) + abs(xa - xb) + abs(ya - yb) + gb.to_door((b.row, b.slot))
 
 
-def network_racks_needed(switch_count: int, switch_height_u: int, per_rack: int | None = None) -> int:
-    per_rack = per_rack or max(1, NETWORK_RACK_U // switch_height_u)
-    return math.ceil(switch_count / per_rack)
-
-
 def switches_per_rack(height_u: int, power: float, shelf: float) -> int:
     """Switches one network rack holds: limited by its usable height and by its power shelf (a rack
     of 42 1U switches at 1.7 kW would draw 71 kW, more than any rack power shelf delivers)."""

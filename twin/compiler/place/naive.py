@@ -8,36 +8,47 @@ reserved for the network first, then free positions after the GPU racks.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from twin.compiler.place.model import PlacedRack, Placement, Position, rack_fill, switches_per_rack
 from twin.compiler.resolve.feasibility import Budget
 from twin.compiler.resolve.spec import Spec
 from twin.lang.diagnostics import InfeasibleError
-from twin.lang.site.models import Family
+from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT
+
+
+class NetworkRack(NamedTuple):
+    """One network rack the placement must stand somewhere."""
+
+    role: str  # "ctsw", "atsw", "cssw" (a campus spine), "fabric" (every tier of a folded Clos), "ep-<attachment>"
+    zone: int | None  # the AI zone whose spine switches it holds (0-based), else None
+    hall: int  # index of the hall it goes to
+    switches: int  # switches (or attachment units) in the rack
+    power: float  # W, all of them
 
 
 def network_rack_plan(
     spec: Spec, budget: Budget | None = None, zone_hall: dict[int, int] | None = None, hall_racks: list[int] | None = None
-) -> list[tuple[str, int | None, int, int, float]]:
-    """Network racks to place: (role, zone, hall index, switches in rack, power) in a stable order.
+) -> list[NetworkRack]:
+    """Network racks to place, in a stable order: the family's switch racks (its layout's
+    ``SWITCH_RACKS``), then the attachments' racks.
 
     ``zone_hall`` (zone -> hall index) and ``hall_racks`` (GPU racks per hall) default to the
     feasibility ``budget``'s hall fill; the optimiser passes its own assignment.
     """
-    f = spec.fabric
-    plan: list[tuple[str, int | None, int, int, float]] = []
     shelf = spec.rack_type.power_shelf  # network racks use the same rack frame and power shelf
-    if zone_hall is None and f.family == Family.AI_ZONE:
-        zone_hall = {z: i for i, hb in enumerate(budget.halls) for z in hb.zones}
-    if f.family == Family.AI_ZONE:
+    if spec.family.zoned:
+        if zone_hall is None:
+            zone_hall = {z: i for i, hb in enumerate(budget.halls) for z in hb.zones}
         halls = sorted(set(zone_hall.values())) or [0]
     else:
         weights = hall_racks if hall_racks is not None else [hb.gpu_racks for hb in budget.halls]
         halls = [i for i, w in enumerate(weights) if w] or [0]
-    return _switch_racks(spec, zone_hall, hall_racks, budget, plan, shelf) + attachment_racks(spec, halls, shelf)
+    switch_racks = SWITCH_RACKS[spec.family.layout](spec, zone_hall, hall_racks, budget, shelf)
+    return switch_racks + attachment_racks(spec, halls, shelf)
 
 
-def attachment_racks(spec: Spec, halls: list[int], shelf: float) -> list[tuple[str, int | None, int, int, float]]:
+def attachment_racks(spec: Spec, halls: list[int], shelf: float) -> list[NetworkRack]:
     """Racks of the fabric attachments (role ``ep-<name>``), one attachment per rack, as many per rack
     as its height and the power shelf allow, round the halls that hold GPU racks (like ATSW racks).
     Their cables are routed once placed; the fiber objective does not weigh them."""
@@ -45,7 +56,7 @@ def attachment_racks(spec: Spec, halls: list[int], shelf: float) -> list[tuple[s
     for a in spec.fabric.attachments:
         per = switches_per_rack(a.height_u, a.power, shelf)
         for k, n in enumerate(rack_fill(a.count, per)):
-            plan.append((f"ep-{a.name}", None, halls[k % len(halls)], n, n * a.power))
+            plan.append(NetworkRack(f"ep-{a.name}", None, halls[k % len(halls)], n, n * a.power))
     return plan
 
 
@@ -60,43 +71,54 @@ def network_device(spec: Spec, role: str):
     return spec.switch(f.ctsw.model if role == "ctsw" else (f.atsw.model if role == "atsw" else f.switch))
 
 
-def _switch_racks(spec: Spec, zone_hall, hall_racks, budget, plan: list, shelf: float) -> list:
+def _ai_zone_racks(spec: Spec, zone_hall, hall_racks, budget, shelf: float) -> list[NetworkRack]:
+    """Each zone's CTSWs in racks in its own hall; the ATSWs round the halls holding zones (on a
+    campus, each building's round its own halls); a campus spine in its building's halls."""
     f = spec.fabric
-    if f.family == Family.AI_ZONE:
-        ctsw = spec.switch(f.ctsw.model)
-        per = switches_per_rack(ctsw.height_u, ctsw.power, shelf)
-        for z in range(spec.zones):
-            if z not in zone_hall:
-                continue
-            for n in rack_fill(f.ctsw.count, per):
-                plan.append(("ctsw", z, zone_hall[z], n, n * ctsw.power))
-        if f.atsw and f.atsw.count and spec.zones > 1:
-            atsw = spec.switch(f.atsw.model)
-            per = switches_per_rack(atsw.height_u, atsw.power, shelf)
-            for halls in atsw_hall_groups(spec, zone_hall):  # the site, or each building of a campus
-                for k, n in enumerate(rack_fill(f.atsw.count, per)):
-                    plan.append(("atsw", None, halls[k % len(halls)], n, n * atsw.power))
-        if spec.campus is not None and spec.campus.spine_count:  # a campus spine, in its building's halls
-            cp = spec.campus
-            spine = spec.switch(cp.spine_model)
-            per = switches_per_rack(spine.height_u, spine.power, shelf)
-            halls = atsw_hall_groups(spec, zone_hall)[cp.spine_building]
-            for k, n in enumerate(rack_fill(cp.spine_count, per)):
-                plan.append(("cssw", None, halls[k % len(halls)], n, n * spine.power))
-        return plan
-    sw = spec.switch(f.switch)
+    plan = []
+    ctsw = spec.switch(f.ctsw.model)
+    per = switches_per_rack(ctsw.height_u, ctsw.power, shelf)
+    for z in range(spec.zones):
+        if z not in zone_hall:
+            continue
+        for n in rack_fill(f.ctsw.count, per):
+            plan.append(NetworkRack("ctsw", z, zone_hall[z], n, n * ctsw.power))
+    if f.atsw and f.atsw.count and spec.zones > 1:
+        atsw = spec.switch(f.atsw.model)
+        per = switches_per_rack(atsw.height_u, atsw.power, shelf)
+        for halls in atsw_hall_groups(spec, zone_hall):  # the site, or each building of a campus
+            for k, n in enumerate(rack_fill(f.atsw.count, per)):
+                plan.append(NetworkRack("atsw", None, halls[k % len(halls)], n, n * atsw.power))
+    if spec.campus is not None and spec.campus.spine_count:  # a campus spine, in its building's halls
+        cp = spec.campus
+        spine = spec.switch(cp.spine_model)
+        per = switches_per_rack(spine.height_u, spine.power, shelf)
+        halls = atsw_hall_groups(spec, zone_hall)[cp.spine_building]
+        for k, n in enumerate(rack_fill(cp.spine_count, per)):
+            plan.append(NetworkRack("cssw", None, halls[k % len(halls)], n, n * spine.power))
+    return plan
+
+
+def _clos_racks(spec: Spec, zone_hall, hall_racks, budget, shelf: float) -> list[NetworkRack]:
+    """Every switch of a folded Clos in shared "fabric" racks, apportioned over the halls by GPU racks."""
+    sw = spec.switch(spec.fabric.switch)
     total = spec.shape.switches
     per = switches_per_rack(sw.height_u, sw.power, shelf)
     racks = math.ceil(total / per)
     weights = hall_racks if hall_racks is not None else [hb.gpu_racks for hb in budget.halls]
     share = _apportion(racks, weights)
     left = total
+    plan = []
     for hall_index, n_racks in enumerate(share):
         for _ in range(n_racks):
             n = min(per, left)
             left -= n
-            plan.append(("fabric", None, hall_index, n, n * sw.power))
+            plan.append(NetworkRack("fabric", None, hall_index, n, n * sw.power))
     return plan
+
+
+# The switch racks of each layout (twin/lang/site/families.py)
+SWITCH_RACKS = {AI_ZONE_LAYOUT: _ai_zone_racks, CLOS_LAYOUT: _clos_racks}
 
 
 def atsw_hall_groups(spec: Spec, zone_hall: dict[int, int]) -> list[list[int]]:
@@ -136,7 +158,7 @@ def place(spec: Spec, budget: Budget) -> Placement:
         slots = spec.slots[h.name]
         free[i] = [Position(h.name, r, p) for r, p in slots.free]
         reserved[i] = [Position(h.name, r, p) for r, p in slots.network]
-    zoned = spec.fabric.family == Family.AI_ZONE
+    zoned = spec.family.zoned
     gpu_index = 0
     for i, hb in enumerate(budget.halls):
         if zoned:
@@ -152,14 +174,14 @@ def place(spec: Spec, budget: Budget) -> Placement:
                 racks.append(PlacedRack(f"{pos.hall}-r{gpu_index + 1:04d}", "gpu", pos, z, k, spec.rack.power))
                 gpu_index += 1
     counters: dict[tuple[str, int | None], int] = {}
-    for role, zone, hall_index, n_sw, power in network_rack_plan(spec, budget):
-        pool = reserved[hall_index] or free[hall_index]
+    for nr in network_rack_plan(spec, budget):
+        pool = reserved[nr.hall] or free[nr.hall]
         if not pool:
-            raise InfeasibleError([f"hall {halls[hall_index].name}: no position left for a {role} network rack"])
+            raise InfeasibleError([f"hall {halls[nr.hall].name}: no position left for a {nr.role} network rack"])
         pos = pool.pop(0)
-        idx = counters.get((role, zone), 0)
-        counters[(role, zone)] = idx + 1
-        rid = f"{pos.hall}-z{zone + 1}-{role}-n{idx + 1:02d}" if zone is not None else f"{pos.hall}-{role}-n{idx + 1:02d}"
-        racks.append(PlacedRack(rid, "network", pos, zone, idx, power, role, n_sw))
+        idx = counters.get((nr.role, nr.zone), 0)
+        counters[(nr.role, nr.zone)] = idx + 1
+        rid = f"{pos.hall}-z{nr.zone + 1}-{nr.role}-n{idx + 1:02d}" if nr.zone is not None else f"{pos.hall}-{nr.role}-n{idx + 1:02d}"
+        racks.append(PlacedRack(rid, "network", pos, nr.zone, idx, nr.power, nr.role, nr.switches))
     racks.sort(key=lambda r: (r.position.hall, r.position.row, r.position.slot))
     return Placement(tuple(racks), "naive-fill")

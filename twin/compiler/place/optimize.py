@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import time
-import tracemalloc
 
 from twin.compiler.place import diagnose, naive, powercap
 from twin.compiler.place.assign import Assignment, assign, hall_capacity
@@ -33,7 +32,6 @@ from twin.compiler.place.model import HallGrid, PlacedRack, Placement, Position
 from twin.compiler.resolve.feasibility import Budget, hall_pue
 from twin.compiler.resolve.spec import Spec
 from twin.lang.diagnostics import InfeasibleError
-from twin.lang.site.models import Family
 
 
 def uplink_reach(spec) -> tuple[str, float]:
@@ -73,8 +71,8 @@ def place(spec: Spec, budget: Budget | None = None) -> Placement:
     # network rack types per hall, and the core switches in each hall (for links through the door)
     types_by_hall: dict[int, list[NetType]] = {i: [] for i in range(len(halls))}
     acc: dict[tuple, list] = {}
-    for role, zone, hi, n, power in asg.plan:
-        acc.setdefault((hi, role, zone, n, power), []).append(1)
+    for nr in asg.plan:
+        acc.setdefault((nr.hall, nr.role, nr.zone, nr.switches, nr.power), []).append(1)
     for (hi, role, zone, n, power), lst in sorted(acc.items(), key=lambda kv: (kv[0][0], kv[0][1], -1 if kv[0][2] is None else kv[0][2], kv[0][3])):
         device = naive.network_device(spec, role)
         types_by_hall[hi].append(NetType(role, zone, len(lst), n, power, empty + n * device.weight))
@@ -171,7 +169,7 @@ def upper_bound(spec) -> int:
 
 def placed_racks(spec, asg: Assignment, types_by_hall, results, halls) -> list[PlacedRack]:
     """PlacedRacks with the ids of the naive fill: index by position order within zone / role."""
-    zoned = spec.fabric.family == Family.AI_ZONE
+    zoned = spec.family.zoned
     out: list[PlacedRack] = []
     gpu_by_zone: dict[int, list[Position]] = {}
     for i, res in sorted(results.items()):
@@ -206,14 +204,3 @@ def placed_racks(spec, asg: Assignment, types_by_hall, results, halls) -> list[P
 
 def _hall_order(halls, name: str) -> int:
     return [h.name for h in halls].index(name)
-
-
-def peak_memory(fn, *args):
-    """(result, peak MiB) of ``fn(*args)`` under tracemalloc (Python allocations; for the benchmark)."""
-    tracemalloc.start()
-    try:
-        out = fn(*args)
-        _cur, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return out, peak / 2**20

@@ -83,7 +83,7 @@ def tradeoff(spec, asg) -> dict:
     capped by the site utility, and the cluster throughput they would deliver."""
     pue = spec.site.power.pue
     halls = spec.site.halls
-    net_w = sum(p for _r, _z, _h, _n, p in asg.plan)
+    net_w = sum(nr.power for nr in asg.plan)
     rows = []
     for c in caps(spec.chassis):
         s = spec_at(spec, c)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from twin.lang.diagnostics import Severity
 from twin.lang.site.campus import Campus, CampusTrunk
+from twin.lang.site.families import families_with, family_traits
 
 if TYPE_CHECKING:
     from twin.compiler.resolve.spec import Spec
@@ -109,9 +110,10 @@ def references(site: Site, catalog: Catalog) -> Iterator[Finding]:
     f = site.fabric
     if len(site.buildings) < 2:
         yield E, ("buildings",), "a campus needs at least two buildings", "two or more buildings, or halls: for one building"
-    if f.family.value != "ai-zone-clos" or f.technology.value != "roce":
-        yield E, ("fabric", "family"), (f"buildings are joined at the ATSW layers of a RoCE ai-zone-clos fabric; this one is "
-                                        f"{f.technology.value} {f.family.value}"), "technology: roce, family: ai-zone-clos"
+    joinable = families_with(lambda fam: fam.campus)
+    if not family_traits(f.family).campus or f.technology.value != "roce":
+        yield E, ("fabric", "family"), (f"buildings are joined at the ATSW layers of a RoCE {' or '.join(joinable)} fabric; this one is "
+                                        f"{f.technology.value} {f.family.value}"), f"technology: roce, family: {' or '.join(joinable)}"
     if f.atsw is None:
         yield E, ("fabric", "atsw"), "a campus joins the buildings' ATSW layers; the fabric has none", "atsw: {model: ..., count: ... per building}"
     idx = _index(site)

@@ -14,10 +14,11 @@ from itertools import pairwise
 
 from twin.compiler.resolve.sizing import fat_tree_capacity, fat_tree_tiers
 from twin.compiler.resolve.spec import Spec
-from twin.compiler.resolve.targets import SONIC, config_target, ib_rate
+from twin.compiler.resolve.targets import hostname_findings, ib_rate, port_name_problem, target_of
 from twin.lang.diagnostics import Severity
 from twin.lang.site.catalog_models import Catalog
-from twin.lang.site.models import Family, Redundancy, Site, Technology
+from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, family_traits
+from twin.lang.site.models import Redundancy, Site, Technology
 
 Finding = tuple[Severity, tuple, str, str]
 E, W = Severity.ERROR, Severity.WARNING
@@ -45,14 +46,10 @@ def references(site: Site, catalog: Catalog) -> Iterator[Finding]:
     if rt is not None and rt.rtsw is not None:
         models.append((("rack_types", f.rack_type, "rtsw"), rt.rtsw))
     attached = {f"{a.name}-{a.tier}" for a in f.attachments}
+    pattern, shown = family_traits(f.family).link_tiers
     for tier, names in f.media.items():
-        if f.family == Family.AI_ZONE:
-            known = tier in ("nic-rtsw", "rtsw-ctsw", "ctsw-atsw")
-            tiers = "nic-rtsw, rtsw-ctsw, ctsw-atsw"
-        else:
-            known = re.fullmatch(r"nic-leaf|(leaf|spine|super\d*)-(spine|super\d*|core)", tier) is not None
-            tiers = "nic-leaf, leaf-spine, spine-core (spine-super, super-core with 4 tiers)"
-        known = known or tier in attached
+        known = re.fullmatch(pattern, tier) is not None or tier in attached
+        tiers = shown
         tiers += "".join(f", {t}" for t in sorted(attached))
         if not known:
             yield E, ("fabric", "media", tier), f"'{tier}' is not a link tier of a {f.family.value} fabric", tiers
@@ -66,31 +63,41 @@ def references(site: Site, catalog: Catalog) -> Iterator[Finding]:
                 yield E, path, f"unknown switch model '{m}'", _one_of(catalog.switches)
         elif sw.technology != want:
             yield E, path, f"'{m}' is an {sw.technology} switch but the fabric is {f.technology.value}", f"an {want} switch"
+    for name, sw in site.catalog.switches.items():  # the built-in models are checked by the tests
+        if (problem := port_name_problem(sw)) is not None:
+            yield E, ("catalog", "switches", name, "port_name"), problem, "names its switch OS accepts as interface names"
+    yield from hostname_findings(site)
 
 
 def family_shape(site: Site) -> Iterator[Finding]:
-    """Each family needs its own set of fields."""
+    """Each family needs its own set of fields (its layout's ``NEEDS``)."""
+    yield from NEEDS[family_traits(site.fabric.family).layout](site)
+
+
+def _ai_zone_needs(site: Site) -> Iterator[Finding]:
     f = site.fabric
     rt = site.rack_types.get(f.rack_type)
-    if f.family == Family.AI_ZONE:
-        if not ((f.zones and f.racks_per_zone) or (f.gpus and f.racks_per_zone)):
-            yield E, ("fabric",), "an ai-zone-clos fabric needs zones and racks_per_zone (or gpus and racks_per_zone)", "zones: 8, racks_per_zone: 192"
-        if f.ctsw is None or f.ctsw.model is None:
-            yield E, ("fabric", "ctsw"), "an ai-zone-clos fabric needs a CTSW tier with a model (count: pinned, or sized)", "ctsw: {model: arista-7800r3, count: 16}"
-        rtsw_model = (f.rtsw.model if f.rtsw and f.rtsw.model else None) or (rt.rtsw if rt else None)
-        if rtsw_model is None:
-            yield E, ("rack_types", f.rack_type, "rtsw"), "an ai-zone-clos fabric needs a rack switch in its rack type", "rtsw: minipack2"
-        if rt is not None and f.rtsw and f.rtsw.model and rt.rtsw and f.rtsw.model != rt.rtsw:
-            yield E, ("fabric", "rtsw", "model"), f"'{f.rtsw.model}' differs from the rack type's RTSW '{rt.rtsw}'", f"'{rt.rtsw}' or omit it"
-        if (f.zones or 0) > 1 and f.atsw is None:
-            yield E, ("fabric", "atsw"), f"{f.zones} zones need an ATSW tier to join them", "atsw: {model: ..., count: ..., oversubscription: '1:7'}"
-        if f.atsw is not None and f.atsw.model is None:
-            yield E, ("fabric", "atsw"), "the ATSW tier needs a model (count: pinned, or sized)", "atsw: {model: arista-7800r3, count: 16}"
-    else:
-        if f.switch is None:
-            yield E, ("fabric", "switch"), f"a {f.family.value} fabric needs the switch model of its tiers", "switch: qm9700"
-        if f.gpus is None and not (f.zones and f.racks_per_zone):
-            yield E, ("fabric", "gpus"), f"a {f.family.value} fabric needs a GPU count", "gpus: 24576"
+    if not ((f.zones and f.racks_per_zone) or (f.gpus and f.racks_per_zone)):
+        yield E, ("fabric",), f"an {f.family.value} fabric needs zones and racks_per_zone (or gpus and racks_per_zone)", "zones: 8, racks_per_zone: 192"
+    if f.ctsw is None or f.ctsw.model is None:
+        yield E, ("fabric", "ctsw"), f"an {f.family.value} fabric needs a CTSW tier with a model (count: pinned, or sized)", "ctsw: {model: arista-7800r3, count: 16}"
+    rtsw_model = (f.rtsw.model if f.rtsw and f.rtsw.model else None) or (rt.rtsw if rt else None)
+    if rtsw_model is None:
+        yield E, ("rack_types", f.rack_type, "rtsw"), f"an {f.family.value} fabric needs a rack switch in its rack type", "rtsw: minipack2"
+    if rt is not None and f.rtsw and f.rtsw.model and rt.rtsw and f.rtsw.model != rt.rtsw:
+        yield E, ("fabric", "rtsw", "model"), f"'{f.rtsw.model}' differs from the rack type's RTSW '{rt.rtsw}'", f"'{rt.rtsw}' or omit it"
+    if (f.zones or 0) > 1 and f.atsw is None:
+        yield E, ("fabric", "atsw"), f"{f.zones} zones need an ATSW tier to join them", "atsw: {model: ..., count: ..., oversubscription: '1:7'}"
+    if f.atsw is not None and f.atsw.model is None:
+        yield E, ("fabric", "atsw"), "the ATSW tier needs a model (count: pinned, or sized)", "atsw: {model: arista-7800r3, count: 16}"
+
+
+def _clos_needs(site: Site) -> Iterator[Finding]:
+    f = site.fabric
+    if f.switch is None:
+        yield E, ("fabric", "switch"), f"a {f.family.value} fabric needs the switch model of its tiers", "switch: qm9700"
+    if f.gpus is None and not (f.zones and f.racks_per_zone):
+        yield E, ("fabric", "gpus"), f"a {f.family.value} fabric needs a GPU count", "gpus: 24576"
 
 
 def arithmetic(spec: Spec) -> Iterator[Finding]:
@@ -112,10 +119,7 @@ def arithmetic(spec: Spec) -> Iterator[Finding]:
         yield E, ("rack_types", spec.rack_type_name, "chassis"), "the chassis has no backend NICs", "nics > 0"
     if f.nic_speed is not None and f.nic_speed > spec.chassis.nic_speed:
         yield E, ("fabric", "nic_speed"), f"{f.nic_speed / 1e9:g} Gbit/s exceeds the chassis NIC speed {spec.chassis.nic_speed / 1e9:g} Gbit/s", "at most the NIC speed"
-    if f.family == Family.AI_ZONE:
-        yield from _ai_zone_ports(spec)
-    else:
-        yield from _fat_tree_ports(spec)
+    yield from PORTS[spec.family.layout](spec)
 
 
 def _ai_zone_ports(spec: Spec) -> Iterator[Finding]:
@@ -167,13 +171,14 @@ def _fat_tree_ports(spec: Spec) -> Iterator[Finding]:
     endpoints = spec.shape.endpoints
     if spec.nic_speed > sw.port_speed:
         yield E, ("fabric", "switch"), f"NIC speed {spec.nic_speed / 1e9:g}G exceeds {f.switch} port speed {sw.port_speed / 1e9:g}G", "faster switch ports"
-    if f.family == Family.RAIL_ONLY or f.family == Family.RAIL_OPTIMIZED:
+    fam = spec.family
+    if fam.has_rails:
         k = f.hb_domain
         if spec.chassis.gpus and k % spec.chassis.gpus and spec.chassis.gpus % k:
             yield E, ("fabric", "hb_domain"), f"HB domain of {k} GPUs does not align with {spec.chassis.gpus} GPUs per server", "a multiple or divisor of the server's GPUs"
         if endpoints % k:
             yield E, ("fabric", "hb_domain"), f"{endpoints} endpoints do not split into rails of {k}", f"a divisor of {endpoints}"
-        if f.family == Family.RAIL_ONLY:
+        if fam.rails_apart:
             endpoints = endpoints // k  # each rail is its own fat-tree
     need = fat_tree_tiers(endpoints, sw.ports)
     if f.tiers is not None and f.tiers < need:
@@ -183,9 +188,10 @@ def _fat_tree_ports(spec: Spec) -> Iterator[Finding]:
 
 
 def config_targets(spec: Spec) -> Iterator[Finding]:
-    """What the switch OS of each tier needs from its model: a SONiC config_db needs the platform's
-    port map (PORT rows carry lanes) and the buffer size (buffer pools), and every link speed must be
-    one the port's breakout mode allows (a link runs at the slower of its two ends)."""
+    """What the config target of each tier's model needs from the model (its registry entry's
+    ``needs``: a SONiC config_db needs the platform's port map and the buffer size), and, for a target
+    that runs ports in the port map's breakout mode, every link speed must be one that mode allows (a
+    link runs at the slower of its two ends)."""
     f = spec.fabric
     if f.technology != Technology.ROCE:
         sw = spec.catalog.switches.get(f.switch) if f.switch else None
@@ -197,28 +203,12 @@ def config_targets(spec: Spec) -> Iterator[Finding]:
                 except ValueError as e:
                     yield E, path, str(e), "1, 2 or 4 lanes of SDR, DDR, QDR, FDR, EDR, HDR, NDR or XDR"
         return
-    tiers: list[tuple[tuple, str]] = []  # (where the model is named, model), bottom-up
-    if f.family == Family.AI_ZONE:
-        tiers.append((("rack_types", spec.rack_type_name, "rtsw"), spec.rack_type.rtsw))
-        for tier in ("ctsw", "atsw"):
-            t = getattr(f, tier)
-            if t is not None and t.model is not None and (tier == "ctsw" or spec.zones > 1):
-                tiers.append((("fabric", tier, "model"), t.model))
-    elif f.switch is not None:
-        tiers.append((("fabric", "switch"), f.switch))
-    tiers = [(path, name) for path, name in tiers if name in spec.catalog.switches]
+    tiers = [(path, name) for path, name in SWITCH_PATHS[spec.family.layout](spec) if name in spec.catalog.switches]
     for path, name in tiers:
         sw = spec.catalog.switches[name]
-        if config_target(sw) != SONIC:
-            continue
-        if sw.port_map is None:
-            yield E, path, (
-                f"switch model '{name}' has no port_map; its SONiC config_db.json needs each port's lanes"
-            ), f"catalog.switches.{name}.port_map with platform, hwsku, lanes_per_port, name_step, breakouts"
-        if sw.buffer is None:
-            yield E, path, f"switch model '{name}' has no buffer size; SONiC buffer pools are sized from it", (
-                f"catalog.switches.{name}.buffer, e.g. 64 MiB"
-            )
+        for need in target_of(sw).needs:
+            if getattr(sw, need.field) is None:
+                yield E, path, f"switch model '{name}' has no {need.field}; {need.why}", need.example.format(model=name)
     if not tiers:
         return
     models = [spec.catalog.switches[n] for _, n in tiers]
@@ -228,11 +218,34 @@ def config_targets(spec: Spec) -> Iterator[Finding]:
         speed = min(a.port_speed, b.port_speed)
         speeds += [(pa, na, a, speed), (pb, nb, b, speed)]
     for path, name, sw, speed in speeds:
-        if sw.port_map is not None and config_target(sw) == SONIC and speed not in sw.port_map.speeds:
+        if sw.port_map is not None and target_of(sw).breakouts and speed not in sw.port_map.speeds:
             allowed = ", ".join(f"{s / 1e9:g}G" for s in sw.port_map.speeds)
             yield E, path, (
                 f"{name} ports run in breakout mode '{sw.port_map.breakouts[0]}', which has no {speed / 1e9:g}G"
             ), f"a speed of {allowed}"
+
+
+def _ai_zone_switches(spec: Spec) -> list[tuple[tuple, str]]:
+    """(where the model is named, model) of each routed tier, bottom-up: the rack type's RTSW, CTSW, ATSW."""
+    f = spec.fabric
+    tiers = [(("rack_types", spec.rack_type_name, "rtsw"), spec.rack_type.rtsw)]
+    for tier in ("ctsw", "atsw"):
+        t = getattr(f, tier)
+        if t is not None and t.model is not None and (tier == "ctsw" or spec.zones > 1):
+            tiers.append((("fabric", tier, "model"), t.model))
+    return tiers
+
+
+def _clos_switches(spec: Spec) -> list[tuple[tuple, str]]:
+    """A folded Clos names its one model once, for every tier."""
+    f = spec.fabric
+    return [(("fabric", "switch"), f.switch)] if f.switch is not None else []
+
+
+# Per layout (twin/lang/site/families.py): the fields it needs, its port budgets, where its tiers' models are named
+NEEDS = {AI_ZONE_LAYOUT: _ai_zone_needs, CLOS_LAYOUT: _clos_needs}
+PORTS = {AI_ZONE_LAYOUT: _ai_zone_ports, CLOS_LAYOUT: _fat_tree_ports}
+SWITCH_PATHS = {AI_ZONE_LAYOUT: _ai_zone_switches, CLOS_LAYOUT: _clos_switches}
 
 
 def facility(site: Site) -> Iterator[Finding]:
@@ -290,7 +303,7 @@ def routing(spec: Spec) -> Iterator[Finding]:
         # (a campus: one per building's ATSW layer, and one for a campus spine)
         ts = spec.shape.tree
         pods = math.ceil(ts.switches[0] / (ts.radix // 2)) * spec.shape.trees if ts and ts.tiers >= 3 else 1
-        need = {1: tiers[0].count, 2: spec.zones if f.family == Family.AI_ZONE else pods,
+        need = {1: tiers[0].count, 2: spec.zones if spec.family.zoned else pods,
                 3: len(spec.campus.buildings) if spec.campus is not None else 1, 4: 1}
         for t in tiers[:top]:
             name = f"level{t.level}"

@@ -14,10 +14,11 @@ from collections.abc import Iterator
 
 from twin.compiler.resolve.shape import ctsw_uplink_targets
 from twin.compiler.resolve.spec import Spec
-from twin.compiler.resolve.targets import SONIC, config_target, ib_rate
+from twin.compiler.resolve.targets import ib_rate, target_of
 from twin.compiler.resolve.tree_sizing import packings, rail_fill, split
 from twin.lang.diagnostics import Severity
-from twin.lang.site.models import Family, Site, Technology
+from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, FAMILY_FIELDS, FIELD_USE, families_with, family_traits
+from twin.lang.site.models import Site, Technology
 
 Finding = tuple[Severity, tuple, str, str]
 E, W = Severity.ERROR, Severity.WARNING
@@ -29,26 +30,37 @@ TREE_TIER = {"rtsw": "leaves", "ctsw": "spines of a 3-tier tree", "atsw": "top t
 
 
 def fields(site: Site) -> Iterator[Finding]:
-    """Fields the family does not read are refused (nothing documented is silently ignored)."""
+    """Fields the family does not read are refused (nothing documented is silently ignored): the
+    family-specific fields its registry entry does not list, then its layout's tier fields."""
     f = site.fabric
+    fam = family_traits(f.family)
     given = f.model_fields_set
-    if f.family == Family.AI_ZONE:
-        for name in ("switch", "tiers", "hb_domain", "rails_per_switch"):
-            if name in given:
-                yield E, ("fabric", name), f"{name} is not used by an ai-zone-clos fabric (it sizes rtsw, ctsw and atsw)", f"no {name}"
-        for tier in ("ctsw", "atsw"):
-            t = getattr(f, tier)
-            if t is not None and t.uplinks is not None:
-                yield E, ("fabric", tier, "uplinks"), f"{tier} uplinks follow from atsw.oversubscription", "no uplinks here"
-        if f.ctsw is not None and f.ctsw.oversubscription is not None:
-            yield E, ("fabric", "ctsw", "oversubscription"), "the CTSW down:up is set by atsw.oversubscription (the ratio to the ATSW tier)", "atsw.oversubscription"
-        return
-    if "zones_per_hall" in given:
-        yield E, ("fabric", "zones_per_hall"), f"zones_per_hall keeps AI zones in one hall; a {f.family.value} fabric has none", "no zones_per_hall"
-    if f.family == Family.FAT_TREE:
-        for name in ("hb_domain", "rails_per_switch"):
-            if name in given:
-                yield E, ("fabric", name), f"{name} is read by the rail families, not by a fat-tree", "family: rail-optimized or rail-only"
+    for name in FAMILY_FIELDS:
+        if name in given and name not in fam.reads:
+            readers = families_with(lambda x, name=name: name in x.reads)
+            yield E, ("fabric", name), (
+                f"{name} ({FIELD_USE[name]}) is read by {_listed(readers, 'and')} fabrics; this one is {fam.name}"
+            ), f"no {name}, or family: {_listed(readers, 'or')}"
+    yield from TIER_FIELDS[fam.layout](site)
+
+
+def _listed(names: list[str], conj: str) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conj} {names[-1]}"
+
+
+def _ai_zone_tier_fields(site: Site) -> Iterator[Finding]:
+    f = site.fabric
+    for tier in ("ctsw", "atsw"):
+        t = getattr(f, tier)
+        if t is not None and t.uplinks is not None:
+            yield E, ("fabric", tier, "uplinks"), f"{tier} uplinks follow from atsw.oversubscription", "no uplinks here"
+    if f.ctsw is not None and f.ctsw.oversubscription is not None:
+        yield E, ("fabric", "ctsw", "oversubscription"), "the CTSW down:up is set by atsw.oversubscription (the ratio to the ATSW tier)", "atsw.oversubscription"
+
+
+def _clos_tier_fields(site: Site) -> Iterator[Finding]:
+    f = site.fabric
     for tier in ("rtsw", "ctsw", "atsw"):
         t = getattr(f, tier)
         if t is None:
@@ -65,11 +77,8 @@ def fields(site: Site) -> Iterator[Finding]:
 def sizing(spec: Spec) -> Iterator[Finding]:
     """Pinned counts, rail packing, attachments, radix per tier and LIDs, from the shape."""
     f = spec.fabric
-    if f.family == Family.AI_ZONE:
-        yield from _ai_zone(spec)
-    else:
-        yield from _tree_pins(spec)
-        yield from _rails(spec)
+    for check in SIZING[spec.family.layout]:
+        yield from check(spec)
     yield from _attachments(spec)
     yield from _radix(spec)
     if f.technology == Technology.INFINIBAND:
@@ -123,11 +132,11 @@ def _tree_pins(spec: Spec) -> Iterator[Finding]:
     L, k = ts.tiers, ts.radix
     h = max(1, k // 2)
     m = ts.switches[0]
-    per = " per rail" if f.family == Family.RAIL_ONLY and trees > 1 else ""
+    per = " per rail" if spec.family.rails_apart and trees > 1 else ""
     if f.rtsw and f.rtsw.count is not None and f.rtsw.count != m * trees:
         yield E, ("fabric", "rtsw", "count"), (
             f"{f.rtsw.count} leaves pinned, the tree has {m * trees:,}: a leaf takes k/2 = {h} NICs"
-            + (" (rail-optimized: one rail of a server group)" if f.family == Family.RAIL_OPTIMIZED else "")
+            + (f" ({f.family.value}: one rail of a server group)" if spec.family.rail_groups else "")
         ), f"{m * trees:,} or omit it"
     if f.ctsw and f.ctsw.count is not None:
         if L != 3:
@@ -177,14 +186,14 @@ def fat_role(t: int) -> str:
 
 def _rails(spec: Spec) -> Iterator[Finding]:
     f = spec.fabric
-    if f.family == Family.FAT_TREE or f.rails_per_switch == "auto" or f.switch not in spec.catalog.switches:
+    if not spec.family.has_rails or f.rails_per_switch == "auto" or f.switch not in spec.catalog.switches:
         return
     R = f.rails_per_switch
     path = ("fabric", "rails_per_switch")
     fill, room = rail_fill(spec)
     ok = packings(spec)
     if R not in ok:
-        what = f"the {f.hb_domain} rails" if f.family == Family.RAIL_ONLY else f"{spec.chassis.nics} NICs per server and k/2 = {room}"
+        what = f"the {f.hb_domain} rails" if spec.family.rails_apart else f"{spec.chassis.nics} NICs per server and k/2 = {room}"
         yield E, path, f"{R} rails per switch does not divide {what}", f"one of {', '.join(map(str, ok))}"
     elif R * fill > room:
         k = spec.switch(f.switch).ports
@@ -212,7 +221,7 @@ def _attachments(spec: Spec) -> Iterator[Finding]:
             yield E, base + ("speed",), f"{a.speed / 1e9:g}G exceeds the {t.role} port speed {port / 1e9:g}G ({t.model})", f"at most {port / 1e9:g}G"
         sw = spec.switch(t.model)
         speed = min(a.speed, port)
-        if sw.port_map is not None and config_target(sw) == SONIC and speed not in sw.port_map.speeds:
+        if sw.port_map is not None and target_of(sw).breakouts and speed not in sw.port_map.speeds:
             allowed = ", ".join(f"{x / 1e9:g}G" for x in sw.port_map.speeds)
             yield E, base + ("speed",), f"{t.model} ports run in breakout mode '{sw.port_map.breakouts[0]}', which has no {speed / 1e9:g}G", f"a speed of {allowed}"
         if f.technology == Technology.ROCE:
@@ -229,6 +238,11 @@ def _attachments(spec: Spec) -> Iterator[Finding]:
                 yield E, base + ("speed",), str(e), "1, 2 or 4 lanes of the port's rate"
     if f.technology == Technology.INFINIBAND and f.attachments and not any(a.kind == "subnet-manager" for a in f.attachments):
         yield W, ("fabric", "attachments"), "no subnet-manager attachment: OpenSM runs on the first GPU server's HCA", "a subnet-manager (UFM) attachment"
+
+
+# Per layout (twin/lang/site/families.py): fields of the tiers it refuses, its sizing checks
+TIER_FIELDS = {AI_ZONE_LAYOUT: _ai_zone_tier_fields, CLOS_LAYOUT: _clos_tier_fields}
+SIZING = {AI_ZONE_LAYOUT: (_ai_zone,), CLOS_LAYOUT: (_tree_pins, _rails)}
 
 
 def _radix(spec: Spec) -> Iterator[Finding]:

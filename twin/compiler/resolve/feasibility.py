@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 from twin.compiler.resolve.spec import Spec
-from twin.lang.site.models import Family, Redundancy
+from twin.lang.site.models import Redundancy
 from twin.lang.units import kw
 
 
@@ -56,7 +56,7 @@ def network_estimate(spec: Spec) -> dict[str, tuple[int, float]]:
     for t in spec.shape.tiers:
         if t.role == "rtsw":
             continue
-        key = t.role if spec.fabric.family == Family.AI_ZONE else "fabric"
+        key = t.role if spec.family.zoned else "fabric"
         n, w = out.get(key, (0, 0.0))
         out[key] = (n + t.count, w + t.count * spec.switch(t.model).power)
     for a in spec.fabric.attachments:  # non-GPU endpoints in their own racks (twin.compiler.fabric.attach)
@@ -91,7 +91,7 @@ def check(spec: Spec) -> Budget:
     # zones (or, for non-zoned families, racks) go to halls in order; a zone never spans halls (nor,
     # on a campus, its building: each building's halls take its own zones)
     halls: list[HallBudget] = []
-    zoned = spec.fabric.family == Family.AI_ZONE
+    zoned = spec.family.zoned
     unit_racks = spec.racks_per_zone if zoned else 1
     units = spec.zones if zoned else spec.racks
     per_unit_net = net_power / max(1, units)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from twin.compiler.resolve.spec import Spec
 from twin.lang.diagnostics import Severity
-from twin.lang.site.models import Family
+from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT
 
 POOLS = ("loopback_pool", "p2p_pool", "rack_pool")  # the order defaults are fitted in
 PRIVATE_BLOCKS = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))  # RFC 1918
@@ -81,33 +81,39 @@ def needs(spec: Spec) -> Needs:
     """Switches, switch-to-switch links and leaf NICs of the fabric ``spec`` describes (RoCE families):
     the counts come from the fabric's shape, the NICs per leaf from its attachment rule (rails that
     share a leaf included), plus the fabric attachments each leaf carries (they join its subnet)."""
-    f = spec.fabric
     shape = spec.shape
     switches = shape.switches
     links = sum(b.links for b in shape.boundaries[1:] if b.name not in {a.tier for a in shape.attachments})
     leaf = shape.tiers[0]
-    if f.family == Family.AI_ZONE:
-        per_leaf = (leaf.down,) * leaf.count
-    else:
-        per_leaf = _tree_leaf_nics(spec)
+    per_leaf = LEAF_NICS[spec.family.layout](spec)
     extra = tuple(shape.attach_ports(leaf.role, i) for i in range(leaf.count))
     return Needs(switches, links, tuple(n + x for n, x in zip(per_leaf, extra)))
 
 
+def _zone_leaf_nics(spec: Spec) -> tuple[int, ...]:
+    """An AI zone's rack switch serves its share of the rack's NICs."""
+    leaf = spec.shape.tiers[0]
+    return (leaf.down,) * leaf.count
+
+
 def _tree_leaf_nics(spec: Spec) -> tuple[int, ...]:
-    f, shape = spec.fabric, spec.shape
+    shape = spec.shape
     ts = shape.tree
     k, h = ts.radix, max(1, ts.radix // 2)
     R = shape.rails_per_switch
     g = spec.chassis.nics
     servers = math.ceil(spec.gpus / spec.chassis.gpus) if spec.chassis.gpus else 0
-    if f.family == Family.RAIL_OPTIMIZED and ts.tiers > 1:
+    if spec.family.rail_groups and ts.tiers > 1:
         group = max(1, h // R)
         groups = math.ceil(servers / group)
         return tuple(R * min(group, servers - j * group) for j in range(groups) for _ in range(max(1, g // R)))
     n = ts.endpoints  # NICs of one tree (one rail, or the rails sharing its switches, of rail-only)
     per = k if ts.tiers == 1 else h
     return tuple(min(per, n - i * per) for i in range(ts.switches[0])) * shape.trees
+
+
+# NICs on each leaf, per layout (twin/lang/site/families.py)
+LEAF_NICS = {AI_ZONE_LAYOUT: _zone_leaf_nics, CLOS_LAYOUT: _tree_leaf_nics}
 
 
 def fit(spec: Spec) -> tuple[Spec, list[Finding]]:

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from twin.compiler.resolve import fat_tree
 from twin.compiler.resolve.attach_shape import AttachShape, attach_ports, attach_shapes
 from twin.compiler.resolve.tree_sizing import tree_sizing
-from twin.lang.site.models import Family
+from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT
 
 if TYPE_CHECKING:
     from twin.compiler.resolve.spec import Spec
@@ -155,7 +155,7 @@ class FabricShape:
 
 def fabric_shape(spec: Spec) -> FabricShape:
     """The shape of ``spec``'s fabric (the spec has passed its reference checks)."""
-    shape = _ai_zone(spec) if spec.fabric.family == Family.AI_ZONE else _tree(spec)
+    shape = SHAPES[spec.family.layout](spec)
     return _with_attachments(spec, shape)
 
 
@@ -286,7 +286,7 @@ def _ai_zone(spec: Spec) -> FabricShape:
         if why and len(set(cdown)) > 1:
             why += f" over the tier (CTSW downlinks {min(cdown)}-{max(cdown)})"
         bounds.append(Boundary("ctsw-atsw", spec.zones * sum(cup), a_speed, ratio, built, why))
-    return FabricShape(Family.AI_ZONE.value, spec.racks * spec.rack.nics, tuple(tiers), tuple(bounds),
+    return FabricShape(f.family.value, spec.racks * spec.rack.nics, tuple(tiers), tuple(bounds),
                        rack_uplinks=rack_up, ctsw_down=cdown, ctsw_up=cup)
 
 
@@ -332,3 +332,7 @@ def _tree(spec: Spec) -> FabricShape:
                        f" at {nic_speed / 1e9:g}G ({n:,} NICs on {m * trees:,} {roles[0]}s)")
             bounds.append(Boundary(f"{roles[t - 1]}-{roles[t]}", links, sw.port_speed, 1.0, built, why))
     return FabricShape(f.family.value, n, tuple(tiers), tuple(bounds), tree=ts, trees=trees, rails_per_switch=z.rails_per_switch)
+
+
+# the shape of each layout (twin/lang/site/families.py)
+SHAPES = {AI_ZONE_LAYOUT: _ai_zone, CLOS_LAYOUT: _tree}

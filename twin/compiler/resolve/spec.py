@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from twin.lang.site.catalog_models import Catalog, Chassis, SwitchModel
-from twin.lang.site.models import Family, Hall, RackType, Site
+from twin.lang.site.families import FamilyTraits, family_traits
+from twin.lang.site.models import Hall, RackType, Site
 
 if TYPE_CHECKING:
     from twin.compiler.resolve.campus_plan import CampusPlan
@@ -84,6 +85,11 @@ class Spec:
     def fabric(self):
         return self.site.fabric
 
+    @property
+    def family(self) -> FamilyTraits:
+        """The fabric family's traits (twin/lang/site/families.py): what passes ask instead of its name."""
+        return family_traits(self.site.fabric.family)
+
     def switch(self, name: str) -> SwitchModel:
         return self.catalog.switches[name]
 
@@ -130,7 +136,3 @@ def derive_counts(site: Site, gpus_per_rack: int) -> tuple[int, int, int, int]:
     else:
         zones, rpz = 1, racks
     return f.gpus, racks, zones, rpz
-
-
-def is_zoned(site: Site) -> bool:
-    return site.fabric.family == Family.AI_ZONE

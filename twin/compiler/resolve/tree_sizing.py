@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING
 
 from twin.compiler.resolve import fat_tree
 from twin.compiler.resolve.sizing import fat_tree_tiers
-from twin.lang.site.models import Family
 
 if TYPE_CHECKING:
     from twin.compiler.resolve.spec import Spec
@@ -93,7 +92,7 @@ def rail_fill(spec: Spec) -> tuple[int, int]:
     f = spec.fabric
     k = spec.switch(f.switch).ports
     n = nics(spec)
-    if f.family == Family.RAIL_ONLY:
+    if spec.family.rails_apart:
         per_rail = n // max(1, f.hb_domain)
         one_tier = (f.tiers or fat_tree_tiers(per_rail, k)) == 1
         return (per_rail, k) if one_tier else (k, k)
@@ -104,7 +103,7 @@ def packings(spec: Spec) -> list[int]:
     """Rail counts that can share a switch: divisors of the rails (rail-only) or of both the NICs per
     server and k/2 (rail-optimized, so that groups hold whole servers)."""
     f = spec.fabric
-    if f.family == Family.RAIL_ONLY:
+    if spec.family.rails_apart:
         rails = f.hb_domain
         return [d for d in range(1, rails + 1) if rails % d == 0]
     g, h = spec.chassis.nics, spec.switch(f.switch).ports // 2
@@ -113,9 +112,9 @@ def packings(spec: Spec) -> list[int]:
 
 def rails_per_switch(spec: Spec) -> int:
     """Rails per shared switch: the spec's number, or (auto) the most that fit when one rail fills at
-    most half of the switch; 1 for the fat-tree family."""
+    most half of the switch; 1 for a family without rails."""
     f = spec.fabric
-    if f.family not in (Family.RAIL_ONLY, Family.RAIL_OPTIMIZED):
+    if not spec.family.has_rails:
         return 1
     if f.rails_per_switch != "auto":
         return f.rails_per_switch
@@ -131,16 +130,17 @@ def tree_sizing(spec: Spec) -> TreeSizing:
     k = spec.switch(f.switch).ports
     h = max(1, k // 2)
     n = nics(spec)
+    fam = spec.family
     R = max(1, rails_per_switch(spec))
-    if f.family == Family.RAIL_ONLY and f.hb_domain % R:
+    if fam.rails_apart and f.hb_domain % R:
         R = 1  # the spec checks refuse a packing that does not divide the rails
     trees = 1
     leaves = None
     per_tree = n
-    if f.family == Family.RAIL_ONLY:
+    if fam.rails_apart:
         trees = max(1, f.hb_domain // R)
         per_tree = n // max(1, trees)
-    elif f.family == Family.RAIL_OPTIMIZED:
+    elif fam.rail_groups:
         g = max(1, spec.chassis.nics)
         group = max(1, h // R)  # servers per group: each leaf takes R rails of ``group`` servers
         leaves = math.ceil(servers(spec) / group) * max(1, g // R)
@@ -157,7 +157,7 @@ def tree_sizing(spec: Spec) -> TreeSizing:
     ts = fat_tree.shape(per_tree, k, L, leaves=leaves, top=top)
     if L == 1:
         leaf_down = math.ceil(per_tree / max(1, ts.switches[0]))
-    elif f.family == Family.RAIL_OPTIMIZED:
+    elif fam.rail_groups:
         leaf_down = R * min(servers(spec), h // R)
     else:
         leaf_down = min(h, per_tree)

@@ -23,6 +23,7 @@ from twin.compiler.resolve.shape import fabric_shape
 from twin.compiler.resolve.spec import HallSlots, Spec, derive_counts, rack_figures
 from twin.compiler.resolve.zone_counts import with_counts
 from twin.lang import catalog as catalog_mod
+from twin.lang import limits
 from twin.lang.diagnostics import Diagnostic, Severity, SpecError
 from twin.lang.loader import LoadError, Source, load_file, load_text
 from twin.lang.site import campus, hall_types
@@ -57,10 +58,14 @@ def load_spec(path: str | Path) -> Spec:
 def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     if not isinstance(src.data, dict):
         return None, [diagnostic(src, Severity.ERROR, (), "a site must be a mapping of fields", "name:, power:, halls:, ...")]
+    if diags := _halls_cost(src):  # what the site costs to validate and build, before any of it is done
+        return None, diags
     src, diags = campus.expand(src)  # a campus's halls under its buildings join the site's halls first
     if not diags:
         src, diags = hall_types.expand(src)
         diags = [replace(d, path=campus.written_path(src, d.path)) for d in diags]  # a hall as written under its building
+    if not diags:
+        diags = _positions_cost(src)
     if any(d.severity is Severity.ERROR for d in diags):
         return None, sorted(diags, key=_order)
     try:
@@ -119,6 +124,27 @@ def _resolve(src: Source, site: Site, cat) -> Spec:
         spec = replace(spec, campus=campus_plan.plan(spec))
         return replace(spec, shape=campus_shape(spec, fabric_shape(spec)))
     return replace(spec, shape=fabric_shape(spec))
+
+
+def _halls_cost(src: Source) -> list[Diagnostic]:
+    """Halls as written (at the top and under buildings) against the ``halls`` limit."""
+    data = src.data
+    n = len(data["halls"]) if isinstance(data.get("halls"), list) else 0
+    buildings = data["buildings"] if isinstance(data.get("buildings"), list) else []
+    n += sum(len(b["halls"]) for b in buildings if isinstance(b, dict) and isinstance(b.get("halls"), list))
+    where = ("halls",) if "halls" in data else ("buildings",)
+    msg = limits.exceeded("halls", n)
+    return [Diagnostic(Severity.ERROR, src.path, *src.locate(where), where, msg, "fewer halls")] if msg else []
+
+
+def _positions_cost(src: Source) -> list[Diagnostic]:
+    """Rack positions (rows x positions per row over every hall, hall types expanded) against ``rack_positions``."""
+    n = 0
+    for h in src.data.get("halls") or []:
+        if isinstance(h, dict) and all(type(h.get(k)) is int and h[k] > 0 for k in ("rows", "positions_per_row")):
+            n += h["rows"] * h["positions_per_row"]
+    msg = limits.exceeded("rack_positions", n)
+    return [Diagnostic(Severity.ERROR, src.path, *src.locate(("halls",)), ("halls",), msg, "fewer rows or positions")] if msg else []
 
 
 def _order(d: Diagnostic):

@@ -10,7 +10,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from twin.compiler.resolve.shape import ctsw_downlinks, rtsw_uplinks
-from twin.lang.site.models import Family
 
 if TYPE_CHECKING:
     from twin.compiler.resolve.spec import Spec
@@ -63,7 +62,7 @@ def with_counts(spec: Spec) -> Spec:
     """``spec`` with an AI zone's CTSW and ATSW counts filled in where the site leaves them out
     (:func:`ai_zone_counts`), so that every pass reads the same numbers; other families unchanged."""
     f = spec.fabric
-    if f.family != Family.AI_ZONE or f.ctsw is None or f.ctsw.model is None or spec.rtsw_model is None:
+    if not spec.family.zoned or f.ctsw is None or f.ctsw.model is None or spec.rtsw_model is None:
         return spec
     if f.ctsw.count is not None and (f.atsw is None or f.atsw.count is not None):
         return spec

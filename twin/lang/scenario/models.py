@@ -20,13 +20,15 @@ Example (scenarios/server5.yaml, the talk's static-routing collision)::
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from twin.lang.base import Count, IndexList, Model, Slug
-from twin.lang.diagnostics import Diagnostic, Severity, SpecError
+from twin.lang import limits
+from twin.lang.base import Count, IndexList, Model, Slug, Text
+from twin.lang.diagnostics import Severity, SpecError
 from twin.lang.loader import LoadError, Source, load_file, load_text
 from twin.lang.scenario.campaign import Campaign
 from twin.lang.scenario.power import PowerScenario
@@ -71,9 +73,25 @@ class Ranks(Model):
 
 
 class Sweep(Model):
-    min: DataSize
-    max: DataSize
+    """Message sizes ``min, min x factor, ...`` up to ``max`` (nccl-tests' ``-b``, ``-e``, ``-f``)."""
+
+    min: Annotated[DataSize, Field(gt=0)]
+    max: Annotated[DataSize, Field(gt=0)]
     factor: float = Field(2.0, gt=1.0, le=1024)
+
+    @model_validator(mode="after")
+    def _count(self) -> "Sweep":
+        if self.max < self.min:
+            raise ValueError(f"max ({self.max:g} B) is below min ({self.min:g} B)")
+        n = self.count
+        if (msg := limits.exceeded("collective_sizes", n)) is not None:
+            raise ValueError(f"min {self.min:g} B to max {self.max:g} B by x{self.factor:g} is {msg}")
+        return self
+
+    @property
+    def count(self) -> float:
+        """How many sizes the sweep expands to (counted, not listed: a factor near 1 gives millions)."""
+        return math.floor(math.log(self.max / self.min * (1 + 1e-9)) / math.log(self.factor)) + 1
 
 
 class Nccl(Model):
@@ -97,7 +115,7 @@ class Collective(Model):
                            "inter-server stage of a hierarchical collective or a job's DP groups do")
     ranks: Ranks = Field(default_factory=lambda: Ranks(gpus="all"))
     peers: Ranks | None = Field(None, description="sendrecv: the receiving GPUs, paired in order with ranks")
-    sizes: list[DataSize] | None = None
+    sizes: list[Annotated[DataSize, Field(gt=0)]] | None = None
     sweep: Sweep | None = None
     dtype: Literal["bfloat16", "float16", "float32", "int8"] = "bfloat16"
 
@@ -105,6 +123,8 @@ class Collective(Model):
     def _sizes(self) -> "Collective":
         if self.sizes is None and self.sweep is None:
             raise ValueError("give sizes or sweep")
+        if self.sizes is not None and (msg := limits.exceeded("collective_sizes", len(self.sizes))):
+            raise ValueError(f"sizes: {msg}")
         if self.op == "sendrecv" and self.peers is None:
             raise ValueError("sendrecv needs peers")
         return self
@@ -183,7 +203,7 @@ class Case(Model):
 
 class Scenario(Model):
     name: Slug
-    description: str = ""
+    description: Text = ""
     protocol_efficiency: float = Field(0.94, gt=0, le=1, description="Simple protocol: share of line rate a NIC moves")
     step_overhead: Time = Field(0.0, description="extra per-step latency on top of NCCL's model (a what-if)")
     nccl: Nccl = Field(default_factory=Nccl)
@@ -245,8 +265,3 @@ def _validate(src: Source) -> Scenario:
         return Scenario.model_validate(src.data)
     except ValidationError as e:
         raise SpecError(pydantic_diagnostics(src, e, Scenario)) from None
-
-
-def error(src: Source, path: tuple, message: str, expected: str = "") -> Diagnostic:
-    """A positioned error for a problem found while resolving the scenario against a design."""
-    return diagnostic(src, Severity.ERROR, path, message, expected)

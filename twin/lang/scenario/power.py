@@ -19,12 +19,17 @@ they live in the site spec (``power.limits``).
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from twin.lang import limits
 from twin.lang.base import Model, Slug
 from twin.lang.units import Power, Temperature, Time
+
+OUTDOOR_RANGE = (-100.0, 70.0)  # degC: beyond the coldest (-89.2, Vostok) and hottest (56.7, Death Valley) records
+Outdoor = Annotated[Temperature, Field(ge=OUTDOOR_RANGE[0], le=OUTDOOR_RANGE[1], description="outdoor air, -100 to 70 degC")]
 
 
 class StepFigures(Model):
@@ -77,8 +82,8 @@ class Schedule(Model):
 
 
 class Diurnal(Model):
-    min: Temperature
-    max: Temperature
+    min: Outdoor
+    max: Outdoor
     peak_at: Time = Field(15 * 3600.0, ge=0, le=86400.0, description="time of day of the maximum")
 
     @model_validator(mode="after")
@@ -91,7 +96,7 @@ class Diurnal(Model):
 class Weather(Model):
     diurnal: Diurnal | None = None
     csv: str | None = Field(None, description="hourly CSV 'hour,temperature' (relative to the scenario file), e.g. 0,24 degC")
-    constant: Temperature | None = None
+    constant: Outdoor | None = None
 
     @model_validator(mode="after")
     def _one(self) -> "Weather":
@@ -132,10 +137,26 @@ class PowerScenario(Model):
     mitigations: Mitigations = Field(default_factory=Mitigations)
 
     @model_validator(mode="after")
-    def _samples(self) -> "PowerScenario":
+    def _cost(self) -> "PowerScenario":
+        """What the trace costs, before anything is drawn: samples, and segments (each thermal interval
+        and each job-state change is one, about a millisecond of work)."""
         n = self.duration / self.resolution
-        if n > 5e7:
-            raise ValueError(f"duration / resolution = {n:,.0f} samples; at most 50,000,000 (coarser resolution for long campaigns)")
+        if msg := limits.exceeded("power_samples", n):
+            raise ValueError(f"duration / resolution = {msg} (a coarser resolution for long traces)")
         if n < 16:
             raise ValueError("fewer than 16 samples: make the duration longer or the resolution finer")
+        segments = self.segments
+        if msg := limits.exceeded("power_segments", segments):
+            raise ValueError(f"duration / thermal_interval ({math.ceil(self.duration / self.thermal_interval):,.0f}) plus "
+                             f"checkpoints and failures = {msg} (a longer thermal_interval or fewer checkpoints)")
         return self
+
+    @property
+    def segments(self) -> float:
+        """Segments of the trace from the scenario alone: thermal intervals, and two per checkpoint and
+        three per failure of the simple schedule (a campaign's events are counted when they are drawn)."""
+        n = math.ceil(self.duration / self.thermal_interval) + 3 * len(self.events.failures) + 1
+        ck = self.events.checkpoint
+        if ck is not None and not self.campaign_events:
+            n += 2 * math.ceil(max(0.0, self.duration - self.events.start) / ck.every)
+        return n

@@ -9,7 +9,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from twin.lang.base import Model, Slug
+from twin.lang.base import Model, Slug, Text
+from twin.lang.site.config_targets import ConfigName, check_technology
 from twin.lang.site.cost_models import FacilityCost
 from twin.lang.site.portmap import PortMap
 from twin.lang.site.power import PhasePower
@@ -36,16 +37,16 @@ class Kernels(Model):
     hbm_efficiency: float = Field(0.9, gt=0, le=1, description="fraction of HBM bandwidth memory-bound kernels sustain")
     sustained: float = Field(1.0, gt=0, le=1, description="share of benchmark kernel speed a GPU keeps through a whole training or "
                              "serving step (clocks at the power limit, launch gaps, kernels the model leaves out)")
-    source: str = Field(min_length=1)
+    source: Text = Field(min_length=1)
 
 
 class Chassis(Model):
     """A GPU server (e.g. Grand Teton): what a rack is filled with."""
 
-    description: str = ""
-    vendor: str = Field("", description="maker of the chassis (NetBox manufacturer)")
+    description: Text = ""
+    vendor: Text = Field("", description="maker of the chassis (NetBox manufacturer)")
     gpus: int = Field(ge=0, le=256)
-    gpu_model: str = "H100-SXM"
+    gpu_model: Text = "H100-SXM"
     gpu_tdp: Power
     gpu_min_power: Power | None = Field(None, description="lowest settable GPU power cap")
     max_power: Power = Field(description="server input power at full load with GPUs at TDP")
@@ -65,19 +66,37 @@ class Chassis(Model):
     height_u: int = Field(ge=1, le=60)
     weight: Mass
     price: Price | None = Field(None, description="purchase price of one server, e.g. '270000 USD' (capex)")
-    source: str = Field(min_length=1, description="where the figures come from, or 'assumed'")
+    source: Text = Field(min_length=1, description="where the figures come from, or 'assumed'")
 
 
 PORT_PLACEHOLDERS = ("n", "n0", "n0_step", "cage", "sub")
+PORT_CHARS = r"[A-Za-z0-9_./-]"  # what every target's interface names share; the placeholders render digits
+MAX_PORT_TEMPLATE = 40
+
+
+def render_port_name(template: str, n0: int, ports_per_cage: int, name_step: int = 1) -> str:
+    """Name of logical port ``n0`` (0-based): plain replacement of the placeholders, never ``str.format``."""
+    cage, sub = divmod(n0, ports_per_cage)
+    return (
+        template.replace("{n0_step}", str(n0 * name_step))
+        .replace("{n0}", str(n0))
+        .replace("{n}", str(n0 + 1))
+        .replace("{cage}", str(cage + 1))
+        .replace("{sub}", str(sub + 1))
+    )
 
 
 class SwitchModel(Model):
     """A switch model: radix, speed and the physical figures placement and the BOM need."""
 
-    description: str = ""
-    vendor: str
+    description: Text = ""
+    vendor: Text
     technology: Literal["ethernet", "infiniband"] = "ethernet"
-    asic: str = Field("", description="switch ASIC, shown in the report's fabric table")
+    config: ConfigName = Field(
+        description="the configuration target its switches get: sonic (config_db.json), eos (EOS running-config), "
+        "opensm (InfiniBand: the subnet manager) or none; required, never guessed from the vendor",
+    )
+    asic: Text = Field("", description="switch ASIC, shown in the report's fabric table")
     ports: int = Field(ge=1, le=4096, description="logical ports at port_speed")
     port_speed: DataRate
     ports_per_cage: int = Field(1, ge=1, le=8, description="e.g. 2 for an 800G OSFP cage split 2x400G")
@@ -94,7 +113,7 @@ class SwitchModel(Model):
     height_u: int = Field(ge=1, le=60)
     weight: Mass
     price: Price | None = Field(None, description="purchase price of one switch with its software licence (capex)")
-    source: str = Field(min_length=1)
+    source: Text = Field(min_length=1)
 
     @field_validator("port_name")
     @classmethod
@@ -106,6 +125,21 @@ class SwitchModel(Model):
         rest = re.sub(r"\{(" + known + r")\}", "", v)
         if "{" in rest or "}" in rest:
             raise ValueError("unbalanced braces")
+        if len(v) > MAX_PORT_TEMPLATE:
+            raise ValueError(f"{len(v)} characters; at most {MAX_PORT_TEMPLATE}")
+        bad_chars = sorted({c for c in rest if not re.fullmatch(PORT_CHARS, c)})
+        if bad_chars:
+            raise ValueError(f"port names become interface names in configs: {', '.join(map(repr, bad_chars))} not allowed "
+                             "(letters, digits, '_', '.', '/', '-' and the placeholders)")
+        if not re.match(r"[A-Za-z0-9{]", v):
+            raise ValueError("a port name starts with a letter, a digit or a placeholder")
+        return v
+
+    @field_validator("config")
+    @classmethod
+    def _config_fits_technology(cls, v: str, info) -> str:
+        if "technology" in info.data:
+            check_technology(v, info.data["technology"])
         return v
 
     @model_validator(mode="after")
@@ -114,6 +148,10 @@ class SwitchModel(Model):
             raise ValueError(f"ports ({self.ports}) must be a multiple of ports_per_cage ({self.ports_per_cage})")
         if "{n0_step}" in self.port_name and self.port_map is None:
             raise ValueError("port_name uses {n0_step}, which needs a port_map (its name_step)")
+        step = self.port_map.name_step if self.port_map is not None else 1
+        names = {render_port_name(self.port_name, i, self.ports_per_cage, step) for i in range(self.ports)}
+        if len(names) != self.ports:
+            raise ValueError(f"port_name '{self.port_name}' gives two ports the same name; use {{n}} or {{cage}}/{{sub}}")
         if self.port_map is not None and self.port_map.speeds[0] != self.port_speed:
             raise ValueError(
                 f"port_map breakout mode '{self.port_map.breakouts[0]}' runs ports at "
@@ -125,19 +163,19 @@ class SwitchModel(Model):
 class Medium(Model):
     """A cable or optic: reach decides where it can be used, power and count go to the BOM."""
 
-    description: str = ""
+    description: Text = ""
     kind: Literal["dac", "aec", "aoc", "optic"]
     speed: DataRate
     reach: Length
     min_length: Length = 0.0
     power_per_end: Power = 0.0
     fiber: Literal["copper", "mmf", "smf"]
-    connector: str = ""
+    connector: Text = ""
     stock_lengths: list[Length] = Field(min_length=1)
     weight_per_metre: Mass = Field(description="cable mass per metre of length")
     price: Price | None = Field(None, description="optic: one transceiver; DAC, AEC, AOC: one cable assembly (capex)")
     price_per_metre: PricePerLength = Field(0.0, description="optic: its fiber per metre; DAC, AEC, AOC: added to the assembly per metre")
-    source: str = Field(min_length=1)
+    source: Text = Field(min_length=1)
 
     @property
     def pluggable(self) -> bool:

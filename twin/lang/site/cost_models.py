@@ -14,8 +14,9 @@ This module imports nothing from :mod:`twin.lang.site.models` (which imports it)
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from twin.lang.base import Model, Text
 from twin.lang.units import EnergyPrice, PricePerPower
 
 # [eia-epa-2023]: U.S. EIA, Electric Power Annual with data for 2023, average revenue per kWh by state:
@@ -23,16 +24,14 @@ from twin.lang.units import EnergyPrice, PricePerPower
 DEFAULT_ENERGY_PRICE = 0.0892  # USD/kWh
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
-class FacilityCost(_Model):
+class FacilityCost(Model):
     """What one watt of critical IT load costs to build: power distribution, cooling and the building."""
 
-    description: str = ""
+    description: Text = ""
     price: PricePerPower = Field(description="capital cost per watt of critical IT load, e.g. '11.7 MUSD/MW'")
-    source: str = Field(min_length=1, description="where the figure comes from, or 'assumed'")
+    source: Text = Field(min_length=1, description="where the figure comes from, or 'assumed'")
 
 
 EnergyPriceField = Field(DEFAULT_ENERGY_PRICE, description="price of the energy the site draws from the utility "

@@ -15,11 +15,12 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from twin.lang.base import Count, IndexList, Model, Ratio, Slug
+from twin.lang.base import Count, IndexList, Model, Ratio, Slug, Text
 from twin.lang.site.attachment import Attachment
 from twin.lang.site.campus import Building, Campus
 from twin.lang.site.catalog_models import Catalog
 from twin.lang.site.cost_models import EnergyPrice, EnergyPriceField
+from twin.lang.site.families import Family
 from twin.lang.site.power import UtilityLimits
 from twin.lang.site.reliability_models import Storage
 from twin.lang.units import ArealLoad, DataRate, DataSize, Length, Mass, Power, Temperature, Time
@@ -119,13 +120,6 @@ class RackType(Model):
 class Technology(str, Enum):
     ROCE = "roce"
     INFINIBAND = "infiniband"
-
-
-class Family(str, Enum):
-    AI_ZONE = "ai-zone-clos"
-    FAT_TREE = "fat-tree"
-    RAIL_OPTIMIZED = "rail-optimized"
-    RAIL_ONLY = "rail-only"
 
 
 class Tier(Model):
@@ -299,7 +293,7 @@ class TrainingJob(Model):
     tflops_per_gpu: float | None = Field(None, gt=0, description="deprecated alias of measured_tflops_per_gpu")
     mfu: float | None = Field(None, gt=0, le=1, description="deprecated: a measured MFU (compare-only), as measured_tflops_per_gpu / peak")
     bytes_per_param: int = Field(2, ge=1, le=8)
-    source: str = ""
+    source: Text = ""
 
     @model_validator(mode="after")
     def _one_measured(self) -> "TrainingJob":
@@ -343,10 +337,10 @@ class PlacementOptions(Model):
 class Site(Model):
     """A site: its halls, power, cooling, hardware, the GPU fabric and the jobs it runs."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, title="twin site")
+    model_config = ConfigDict(title="twin site")  # the rest from Model
 
     name: Slug = Field(description="the site name; also the output folder generated/<name>/")
-    description: str = ""
+    description: Text = ""
     power: SitePower
     halls: list[Hall] = Field(min_length=1)
     buildings: list[Building] = Field(default_factory=list, exclude_if=lambda v: not v, description=(

@@ -10,12 +10,14 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from twin.lang.base import Model, Text
 
 BREAKOUT_RE = r"^(\d+)x(\d+)G(?:\[(\d+G(?:,\d+G)*)\])?$"
 
 
-class PortMap(BaseModel):
+class PortMap(Model):
     """How a SONiC platform lays out a switch's front-panel ports: what its ``port_config.ini`` (names,
     lanes, alias, index) and ``platform.json`` (breakout modes) say. Required for the SONiC target.
 
@@ -23,20 +25,19 @@ class PortMap(BaseModel):
     the model's ``port_name`` (``Ethernet{n0_step}`` = ``Ethernet`` + (n-1) * ``name_step``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)  # as every spec model
 
-    platform: str = Field(min_length=1, description="SONiC platform string (DEVICE_METADATA.platform)")
-    hwsku: str = Field(min_length=1, description="SONiC HWSKU (DEVICE_METADATA.hwsku)")
+    platform: Text = Field(min_length=1, description="SONiC platform string (DEVICE_METADATA.platform)")
+    hwsku: Text = Field(min_length=1, description="SONiC HWSKU (DEVICE_METADATA.hwsku)")
     lanes_per_port: int = Field(ge=1, le=16, description="SerDes lanes per logical port")
     first_lane: int = Field(0, ge=0, description="number of port 1's first lane (platforms count from 0 or 1)")
     name_step: int = Field(1, ge=1, le=16, description="step between port numbers in SONiC names (Ethernet0, Ethernet8: 8)")
-    alias: str = Field("etp{n}", description="front-panel alias; placeholders {n} (1-based port), {n0}")
+    alias: Text = Field("etp{n}", description="front-panel alias; placeholders {n} (1-based port), {n0}")
     fec: Literal["rs", "fc", "none", "auto"] = "rs"
     breakouts: tuple[Annotated[str, Field(pattern=BREAKOUT_RE)], ...] = Field(
         min_length=1,
         description="platform.json breakout modes, e.g. '1x400G[200G,100G]'; the first is the mode the ports run in",
     )
-    source: str = Field(min_length=1, description="the platform's port_config.ini it follows, or 'assumed'")
+    source: Text = Field(min_length=1, description="the platform's port_config.ini it follows, or 'assumed'")
 
     @property
     def speeds(self) -> tuple[float, ...]:

@@ -18,16 +18,13 @@ file stays readable:
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from twin.lang.base import Model, Text
 from twin.lang.units import Frequency, Power, PowerRate, Time
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
-
-
-class PhasePower(_Frozen):
+class PhasePower(Model):
     """Per-GPU power in each phase of a training step (W at TDP; clipped to the GPU power cap)."""
 
     compute: Power = Field(description="math-bound phase (GEMMs); near TDP")
@@ -37,7 +34,7 @@ class PhasePower(_Frozen):
     idle: Power = Field(description="no job on the GPU (after a failure, before a restart)")
     rest_of_server: Power | None = Field(None, description="CPUs, memory, NICs, fans, PSU loss while a job runs; default max_power - gpus x gpu_tdp")
     rest_of_server_idle: Power | None = Field(None, description="the rest of the server with no job; default half of rest_of_server")
-    source: str = Field("assumed", min_length=1)
+    source: Text = Field("assumed", min_length=1)
 
     @model_validator(mode="after")
     def _ordered(self) -> "PhasePower":
@@ -47,11 +44,11 @@ class PhasePower(_Frozen):
         return self
 
 
-class OscillationLimit(_Frozen):
+class OscillationLimit(Model):
     """At most ``max_amplitude`` (the amplitude of a sinusoid with the same energy) or ``max_share`` of
     the load's fluctuation energy inside ``band``, in any ``window`` of the grid-side draw."""
 
-    name: str = ""
+    name: Text = ""
     band: tuple[Frequency, Frequency] = Field(description="frequency band, e.g. ['0.1 Hz', '20 Hz']")
     max_amplitude: Power | None = Field(None, description="equivalent sinusoid amplitude in the band")
     max_share: float | None = Field(None, gt=0, le=1, description="share of all fluctuation energy (DC excluded)")
@@ -67,7 +64,7 @@ class OscillationLimit(_Frozen):
         return self
 
 
-class UtilityLimits(_Frozen):
+class UtilityLimits(Model):
     """What the utility allows at the point of interconnection (arXiv 2508.14318 lists these kinds)."""
 
     max_ramp: PowerRate | None = Field(None, description="largest rate of change of the draw, e.g. '5 MW/s'")
@@ -75,4 +72,4 @@ class UtilityLimits(_Frozen):
     max_swing: Power | None = Field(None, description="largest peak-to-trough change within swing_window")
     swing_window: Time = Field(60.0, gt=0)
     oscillation: list[OscillationLimit] = Field(default_factory=list)
-    source: str = ""
+    source: Text = ""

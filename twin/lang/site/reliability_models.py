@@ -23,14 +23,13 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     PlainSerializer,
     WithJsonSchema,
 )
 
+from twin.lang.base import Model, Text
 from twin.lang.units import TIME, DataRate, QuantityError, Time, parse
 
 _RATE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?:/|per\b)\s*(.+?)\s*$")
@@ -72,15 +71,13 @@ Bandwidth = Annotated[DataRate, Field(gt=0)]
 COMPONENTS = ("gpu", "server", "nic", "rack-switch", "fabric-switch", "link", "job")
 
 
-class Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
-class FailureClass(Frozen):
+class FailureClass(Model):
     """How often one component of a kind fails, and what that costs a training job."""
 
-    description: str = ""
-    cause: str = Field("", description="the root cause of Llama 3 Table 5 this class is counted under")
+    description: Text = ""
+    cause: Text = Field("", description="the root cause of Llama 3 Table 5 this class is counted under")
     per: Literal["gpu", "server", "nic", "rack-switch", "fabric-switch", "link", "job"] = Field(
         description="what the rate counts: a GPU, server, backend NIC, rack (leaf) switch, fabric switch (spine and "
         "above), cable (any fabric link), or the job itself (software)")
@@ -91,13 +88,13 @@ class FailureClass(Frozen):
     slowdown: float = Field(1.0, ge=1.0, le=100.0, description="straggle: step time multiplier until detected")
     detection: Duration = Field(description="time until the job notices (hang, watchdog) or the straggler is found")
     repair: Duration = Field(description="time until the failed part is back in the spare pool (MTTR); planned: the maintenance")
-    source: str = Field(min_length=1, description="where the rate comes from, or 'assumed'")
+    source: Text = Field(min_length=1, description="where the rate comes from, or 'assumed'")
 
 
-class Storage(Frozen):
+class Storage(Model):
     """The storage a site checkpoints to (e.g. Meta's Tectonic: 2 TB/s sustained, 7 TB/s peak)."""
 
     sustained_bandwidth: Bandwidth = Field(description="aggregate write bandwidth the storage sustains")
     peak_bandwidth: Bandwidth | None = Field(None, description="aggregate burst bandwidth (default: sustained)")
     frontend_per_server: Bandwidth | None = Field(None, description="front-end (storage) network bandwidth of one GPU server")
-    source: str = ""
+    source: Text = ""

@@ -33,9 +33,8 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from twin.lang.base import Model, Slug
+from twin.lang.base import Model, Slug, Text
 
-MAX_VARIANTS = 10_000
 Target = Literal["site", "scenario"]
 
 
@@ -50,7 +49,7 @@ class Axis(Model):
     values: list[Any] | None = None
     range: Range | None = None
     zip: dict[str, list[Any]] | None = Field(None, description="paths to lists of equal length, taken item by item")
-    labels: list[str] | None = Field(None, description="zip: a short name per item for the variant labels")
+    labels: list[Text] | None = Field(None, description="zip: a short name per item for the variant labels")
 
     @model_validator(mode="after")
     def _one_form(self) -> "Axis":
@@ -72,9 +71,9 @@ class Axis(Model):
 
 class SweepFile(Model):
     name: Slug
-    description: str = ""
-    site: str = Field(description="the base site spec, relative to the sweep file")
-    scenario: str | dict[str, Any] | None = Field(None, description="a scenario file or an inline scenario")
+    description: Text = ""
+    site: str = Field(description="the base site spec (YAML), relative to the sweep file and inside its folder")
+    scenario: str | dict[str, Any] | None = Field(None, description="a scenario file (the same rule) or an inline scenario")
     placement: Literal["spec", "naive", "optimize"] = "spec"
     axes: list[Axis] = Field(default_factory=list)
     figures: list[str] | None = None

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csc_matrix
 
-REL_TOL = 1e-9
 EVENT_BATCH = 1e-3  # flows finishing within 0.1% of the next finish time end together (stated bound)
 EXACT_EVENTS = 64  # rate recomputations done exactly before events are batched in relative windows
 LARGE_WINDOW = 0.02

@@ -119,7 +119,7 @@ class Cost:
     pipeline through different links (a tree, one transfer) the latencies and the first chunk of each
     step add to the bandwidth time."""
 
-    family: str  # "ring" or "tree": which of NCCL's constant sets applies
+    algo: str  # "ring" or "tree": which of NCCL's constant sets applies
     nodes: int  # servers taking part
     channels: int  # connections per NIC (LL128's cap is per channel)
     busbw_factor: float  # nccl-tests bus bandwidth factor of the op
@@ -131,10 +131,10 @@ class Cost:
         return sum(ph.repeat * ph.t_per_byte for ph in self.phases)
 
     def _alphas(self, p: str) -> tuple[float, float]:
-        nvl = NVL_STEP[self.family][p]
-        if self.nodes > 1 and self.family == "ring":
+        nvl = NVL_STEP[self.algo][p]
+        if self.nodes > 1 and self.algo == "ring":
             nvl = max(nvl, NET_OVERHEAD[p])
-        return nvl + self.lib.step_overhead, NET_STEP[self.family][p] + self.lib.nic_latency + self.lib.step_overhead
+        return nvl + self.lib.step_overhead, NET_STEP[self.algo][p] + self.lib.nic_latency + self.lib.step_overhead
 
     def _bw_scale(self, size: float, p: str) -> float:
         """Factor on the bandwidth time from the protocol's bus-bandwidth cap (LL, LL128)."""
@@ -156,7 +156,7 @@ class Cost:
             return min(self.time(size, q) for q in self.lib.protocols)
         a_nvl, a_net = self._alphas(p)
         scale = self._bw_scale(size, p) / (self.lib.eta * PROTO_BW[p])
-        t = BASE[self.family][p]
+        t = BASE[self.algo][p]
         for ph in self.phases:
             bw = size * ph.t_per_byte * scale  # one repeat (one step) at full rate
             d = size * ph.flow_frac

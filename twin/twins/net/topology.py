@@ -23,6 +23,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
+from twin.lang.site.families import family_traits
 from twin.physics import DEFAULT_SWITCH_LATENCY_S, FIBER_DELAY_S_PER_M
 
 DEFAULT_LENGTH_M = {  # used only when no cabling pass gave a length (assumed, stated in results)
@@ -300,7 +301,7 @@ def from_design(design, graph: nx.MultiGraph | None = None) -> Net:
         graph = fabric.graph
     spec = design.spec
     latency = {name: m.latency for name, m in spec.catalog.switches.items()}
-    if fabric is not None and fabric.family == "rail-only":
+    if fabric is not None and family_traits(fabric.family).rails_apart:
         graph = rail_partitions(graph)
     return compile_graph(graph, latency, spec.chassis.nvlink_bandwidth, cable_lengths(design))
 

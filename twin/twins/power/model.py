@@ -7,15 +7,17 @@ mitigation are drawn by the same code.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from twin.compiler.resolve.feasibility import hall_capacity
+from twin.lang import limits
 from twin.lang.diagnostics import SpecError
-from twin.lang.scenario.models import error
 from twin.lang.scenario.power import PowerScenario
+from twin.lang.validator import error
 from twin.twins.power import thermal
 from twin.twins.power.phases import GpuPhases, gpu_phases
 from twin.twins.power.schedule import Channels, Step, build_segments, job_states, schedule_events
@@ -86,10 +88,24 @@ def prepare(design, cfg: PowerScenario, src=None, jobs: list[dict] | None = None
     base = gpu_phases(ch_.phase_power, ch_.gpu_tdp, spec.rack.gpu_power_cap, ch_.max_power, ch_.gpus)
     evs = events if events is not None else schedule_events(cfg.events, cfg.duration)
     states = job_states(evs, cfg.duration)
+    _cost(cfg, src, len(states), len(tree.rows))
     m = Model(cfg, prof, stages, group, tree, base, evs, states, np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0),
               pue=spec.site.power.pue, pue_curve=list(spec.site.power.pue_curve))
     _thermal(design, m, src, base_dir or Path("."))
     return m
+
+
+def _cost(cfg: PowerScenario, src, states: int, rows: int) -> None:
+    """The trace's segments (job states, thermal intervals) and the busway check's row-seconds, before
+    either is drawn: a campaign's events are only known here."""
+    thermal = math.ceil(cfg.duration / cfg.thermal_interval)
+    if msg := limits.exceeded("power_segments", states + thermal):
+        where = WHERE + (("campaign_events",) if cfg.campaign_events else ("thermal_interval",))
+        raise SpecError([error(src, where, f"{states:,} job states + {thermal:,} thermal intervals = {msg}",
+                               "a longer thermal_interval, a shorter duration or fewer events")])
+    row_seconds = rows * max(1, int(cfg.duration))
+    if msg := limits.exceeded("power_row_seconds", row_seconds):
+        raise SpecError([error(src, WHERE + ("duration",), f"{rows:,} rows x {int(cfg.duration):,} s: {msg}", "a shorter duration")])
 
 
 def _network_total(design) -> float:

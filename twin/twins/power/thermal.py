@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from twin.lang.diagnostics import Diagnostic, Severity, SpecError
+from twin.lang.files import FileRefused, read_bytes
+from twin.lang.scenario.power import OUTDOOR_RANGE
 from twin.lang.units import TEMPERATURE, QuantityError, parse
 
 APPROACH = {"air": 4.0, "liquid": 3.0}  # K at full cooling load (assumed)
@@ -41,32 +43,57 @@ def diurnal(t_of_day: np.ndarray | float, lo: float, hi: float, peak_at: float) 
     return (lo + hi) / 2 + (hi - lo) / 2 * np.cos(2 * np.pi * (np.asarray(t_of_day) - peak_at) / 86400.0)
 
 
+MAX_FIELD = 64  # characters of one CSV field ("23.5 degC" is 9)
+
+
 def read_hourly_csv(path: Path) -> np.ndarray:
     """Hourly temperatures from ``hour,temperature`` rows (``0,24 degC``); every hour from 0 without
-    gaps. Problems come back as diagnostics located in the CSV (FILE:LINE:COL)."""
+    gaps. A regular file of at most ``input_bytes`` (:mod:`twin.lang.limits`), UTF-8, fields of at
+    most 64 characters, temperatures an outdoor air can have. Problems come back as diagnostics located
+    in the CSV (FILE:LINE:COL)."""
+    def fail(line: int, col: int, msg: str, exp: str = "an hourly CSV 'hour,temperature'"):
+        return SpecError([Diagnostic(Severity.ERROR, str(path), line, col, (), msg, exp)])
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise SpecError([Diagnostic(Severity.ERROR, str(path), 1, 1, (), f"cannot read the temperature CSV: {e.strerror}", "an hourly CSV 'hour,temperature'")]) from None
+        raw = read_bytes(path, "input_bytes", "temperature CSV")
+    except FileRefused as e:
+        raise fail(1, 1, f"cannot use the temperature CSV: {e}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise fail(line, e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1, f"byte 0x{raw[e.start]:02x} is not UTF-8 text") from None
+    if "\x00" in text:
+        raise fail(text.count("\n", 0, text.index("\x00")) + 1, 1, "a NUL character")
     diags: list[Diagnostic] = []
     temps: list[float] = []
 
     def bad(line: int, col: int, msg: str, exp: str) -> None:
         diags.append(Diagnostic(Severity.ERROR, str(path), line, col, (), msg, exp))
 
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows or [c.strip().lower() for c in rows[0]] != ["hour", "temperature"]:
+    rows: list[tuple[int, list[str]]] = []
+    reader = csv.reader(io.StringIO(text))
+    try:
+        for row in reader:
+            rows.append((reader.line_num, row))
+    except csv.Error as e:  # a field beyond the csv module's limit, a stray quote
+        raise fail(max(1, reader.line_num), 1, f"not CSV: {e}") from None
+    if not rows or [c.strip().lower() for c in rows[0][1]] != ["hour", "temperature"]:
         bad(1, 1, "the first row must be the header 'hour,temperature'", "hour,temperature")
         raise SpecError(diags)
-    for ln, row in enumerate(rows[1:], start=2):
+    lo, hi = OUTDOOR_RANGE
+    for ln, row in rows[1:]:
         if not row or all(not c.strip() for c in row):
             continue
         if len(row) != 2:
             bad(ln, 1, f"{len(row)} fields", "2 fields: hour,temperature")
             continue
+        if any(len(c) > MAX_FIELD for c in row):
+            bad(ln, 1, f"a field of {max(map(len, row)):,} characters", f"at most {MAX_FIELD}")
+            continue
         h, v = row[0].strip(), row[1]
         col_v = len(row[0]) + 2 + (len(v) - len(v.lstrip()))
-        if not h.isdigit():
+        if not (h.isascii() and h.isdigit()):
             bad(ln, 1, f"'{h}' is not an hour", "an integer hour from 0")
             continue
         if int(h) != len(temps):
@@ -74,12 +101,16 @@ def read_hourly_csv(path: Path) -> np.ndarray:
                 f"hour {len(temps)}: every hour from 0 without gaps")
             break
         try:
-            temps.append(parse(v.strip(), TEMPERATURE))
+            t = parse(v.strip(), TEMPERATURE)
         except QuantityError as e:
             bad(ln, col_v, str(e), "a temperature such as '24 degC'")
-            temps.append(float("nan"))
+            t = float("nan")
+        else:
+            if not lo <= t <= hi:
+                bad(ln, col_v, f"{t:g} degC is not an outdoor temperature", f"between {lo:g} and {hi:g} degC")
+        temps.append(t)
     if not diags and len(temps) < 2:
-        bad(max(1, len(rows)), 1, f"{len(temps)} hourly row(s)", "at least 2 hours")
+        bad(max(1, rows[-1][0]), 1, f"{len(temps)} hourly row(s)", "at least 2 hours")
     if diags:
         raise SpecError(diags)
     return np.array(temps)

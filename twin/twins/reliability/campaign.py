@@ -13,10 +13,11 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, replace
 
+from twin.lang import limits
 from twin.lang.diagnostics import SpecError
-from twin.lang.scenario.models import error
 from twin.lang.site.reliability_models import FailureClass
-from twin.twins.reliability import answers, checkpoint
+from twin.lang.validator import error
+from twin.twins.reliability import answers, checkpoint, cost
 from twin.twins.reliability.components import Footprint, Mode, Reach, failure_modes, footprint, scaled
 from twin.twins.reliability.engine import Plan, simulate, timeline
 from twin.twins.workload.jobs import step_profile
@@ -96,29 +97,20 @@ def run_campaign(design, scn, src, graph, job_under: JobUnder, progress=None) ->
                 restore=ck.restore_s, restart=c.restart, swap=c.swap, spares=None if c.spares == "unlimited" else int(c.spares),
                 mode=ck.mode)
     sweep_plan = replace(base, runs=min(c.runs, c.sweep.runs))
-    sweeps: dict = {}
-    if c.sweep.enabled or c.checkpoint.interval == "auto":
-        say("campaign: checkpoint interval sweep")
-        grid = c.sweep.intervals or ([yd * f for f in answers.INTERVAL_FACTORS] if yd and yd > 0 else [step.step_s * k for k in (1, 10, 100, 1000)])
-        grid = sorted({quantize(x) for x in grid})
-        rows, best = answers.interval_sweep(modes, sweep_plan, grid)
-        sweeps["interval"] = {"rows": rows, "best_s": best, "young_daly_s": yd, "runs": sweep_plan.runs}
-    if c.checkpoint.interval == "auto":
-        interval, interval_source = quantize(sweeps["interval"]["best_s"]), "auto: best swept interval"
-    else:
-        interval, interval_source = quantize(c.checkpoint.interval), "given"
-    plan = replace(base, interval=interval)
-    say(f"campaign: {c.runs:,} runs of {c.days:g} days")
-    main = simulate(modes, plan)
-    if c.sweep.enabled:
-        say("campaign: spare pool sweep")
-        rows, unlimited, smallest = answers.spare_sweep(modes, replace(sweep_plan, interval=interval), c.sweep.spares,
-                                                        limit=max(64, len(fp.servers)))
-        sweeps["spares"] = {"rows": rows, "unlimited": unlimited, "smallest_within_tolerance": smallest,
-                            "tolerance": answers.SPARE_TOLERANCE, "runs": sweep_plan.runs}
-        say("campaign: job size sweep")
-        sweeps["gpus"] = {"rows": answers.size_sweep(c.sweep.gpus, _size_setup(graph, classes, modes, fp, design, c, workload, step,
-                                                                           sweep_plan, quantize)), "runs": sweep_plan.runs}
+    grid = c.sweep.intervals or ([yd * f for f in answers.INTERVAL_FACTORS] if yd and yd > 0 else [step.step_s * k for k in (1, 10, 100, 1000)])
+    grid = sorted({quantize(x) for x in grid})
+    spare_limit = max(64, len(fp.servers))
+    _refuse(src, cost.check(modes, D, c.runs, sweep_plan.runs, len(grid) if c.sweep.enabled or c.checkpoint.interval == "auto" else 0,
+                            cost.spare_passes(c.sweep.spares, spare_limit) if c.sweep.enabled else 0,
+                            list(c.sweep.gpus) if c.sweep.enabled else [], gpus))
+    if c.checkpoint.interval != "auto":
+        _refuse(src, cost.checkpoints(D, quantize(c.checkpoint.interval), ck.stall_s), ("campaign", "checkpoint", "interval"))
+    try:
+        main, sweeps, interval, interval_source = _monte_carlo(c, modes, base, sweep_plan, grid, yd, quantize, spare_limit, say,
+                                                               lambda: _size_setup(graph, classes, modes, fp, design, c, workload,
+                                                                                   step, sweep_plan, quantize), src, ck)
+    except limits.CostError as e:  # the engine's own guard: a pass the estimate above did not foresee
+        raise SpecError([error(src, ("campaign",), str(e), "fewer runs, days or sweep points, or lower failure rates")]) from None
     summary = answers.summarize(main)
     events = timeline(main)
     n_ck = sum(e.kind == "checkpoint" for e in events)
@@ -138,6 +130,36 @@ def run_campaign(design, scn, src, graph, job_under: JobUnder, progress=None) ->
         "notes": notes + _notes(fp, modes),
     }
     return data, events
+
+
+def _refuse(src, problem: str | None, where: tuple = ("campaign",)) -> None:
+    if problem is not None:
+        raise SpecError([error(src, where, problem, "fewer runs, days or sweep points, a longer interval, or lower failure rates")])
+
+
+def _monte_carlo(c, modes, base: Plan, sweep_plan: Plan, grid, yd, quantize, spare_limit: int, say, size_setup, src, ck):
+    """The interval sweep, the main campaign, the spare and size sweeps (every pass already costed)."""
+    sweeps: dict = {}
+    if c.sweep.enabled or c.checkpoint.interval == "auto":
+        say("campaign: checkpoint interval sweep")
+        rows, best = answers.interval_sweep(modes, sweep_plan, grid)
+        sweeps["interval"] = {"rows": rows, "best_s": best, "young_daly_s": yd, "runs": sweep_plan.runs}
+    if c.checkpoint.interval == "auto":
+        interval, interval_source = quantize(sweeps["interval"]["best_s"]), "auto: best swept interval"
+        _refuse(src, cost.checkpoints(base.horizon, interval, ck.stall_s), ("campaign", "checkpoint", "interval"))
+    else:
+        interval, interval_source = quantize(c.checkpoint.interval), "given"
+    plan = replace(base, interval=interval)
+    say(f"campaign: {c.runs:,} runs of {c.days:g} days")
+    main = simulate(modes, plan)
+    if c.sweep.enabled:
+        say("campaign: spare pool sweep")
+        rows, unlimited, smallest = answers.spare_sweep(modes, replace(sweep_plan, interval=interval), c.sweep.spares, limit=spare_limit)
+        sweeps["spares"] = {"rows": rows, "unlimited": unlimited, "smallest_within_tolerance": smallest,
+                            "tolerance": answers.SPARE_TOLERANCE, "runs": sweep_plan.runs}
+        say("campaign: job size sweep")
+        sweeps["gpus"] = {"rows": answers.size_sweep(c.sweep.gpus, size_setup()), "runs": sweep_plan.runs}
+    return main, sweeps, interval, interval_source
 
 
 def _component_counts(fp: Footprint) -> dict:

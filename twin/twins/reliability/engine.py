@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from twin.twins.reliability.components import Mode
+from twin.twins.reliability.cost import cells
 from twin.twins.workload.timeline import Event
 
 BUCKETS = ("useful", "checkpoint", "lost", "detection", "spare_wait", "maintenance", "restart", "restore",
@@ -130,6 +131,7 @@ def simulate(modes: list[Mode], plan: Plan) -> Outcome:
         return np.minimum(x1, D) - np.minimum(x0, D)
 
     if len(stops):
+        cells(R, float(rate[stops].sum()), D)  # refused before the (runs, events) arrays exist
         A, M = _arrivals(np.random.default_rng(plan.seed), R, D, rate[stops])
         M = stops[M]
         for k in range(A.shape[1]):
@@ -195,6 +197,7 @@ def _degrade(modes, kind, rate, rep, slow, plan: Plan, B: dict, counts: np.ndarr
     R, D = plan.runs, plan.horizon
     rng = np.random.default_rng([plan.seed, 1])  # its own stream: the interruptions stay the same
     for j in np.flatnonzero((kind == DEGRADE) & (rate > 0)):
+        cells(R, float(rate[j]), D)
         n = rng.poisson(rate[j] * D, R)
         top = int(n.max())
         if not top:

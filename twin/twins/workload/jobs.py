@@ -39,7 +39,7 @@ import numpy as np
 
 from twin.compiler.place.powercap import perf
 from twin.lang.diagnostics import SpecError
-from twin.lang.scenario.models import error
+from twin.lang.validator import error
 from twin.twins.net import collectives as coll
 from twin.twins.net.nccl import Library
 from twin.twins.workload import compute

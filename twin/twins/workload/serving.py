@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from twin.lang.diagnostics import SpecError
-from twin.lang.scenario.models import error
+from twin.lang.validator import error
 from twin.twins.net import collectives as coll
 from twin.twins.net.nccl import Library
 from twin.twins.workload import compute

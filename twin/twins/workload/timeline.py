@@ -15,17 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Event kinds every twin understands (a twin may ignore kinds it has no model for).
-EVENT_KINDS = (
-    "start",  # the job starts (or restarts after recovery) and ramps to full power
-    "stop",  # the job stops: a failure was detected or planned maintenance began
-    "checkpoint",  # a checkpoint write (synchronous part stalls the job)
-    "restore",  # loading the last checkpoint after a restart
-    "failure",  # a component failed (detail names the class); the job stops at detection
-    "straggler",  # a degraded component slows every step until detected
-    "repair",  # a failed server is back (or a spare replaced it)
-)
-
 
 @dataclass(frozen=True)
 class StepProfile:
@@ -54,7 +43,7 @@ class Event:
     """Something that happens to the job at time ``t`` (seconds from the campaign start)."""
 
     t: float
-    kind: str
+    kind: str  # start, stop, checkpoint, restore, failure, straggler, repair (a twin ignores kinds it has no model for)
     duration: float = 0.0
     detail: str = ""
     servers: int = 0  # servers affected (a failure's blast radius)

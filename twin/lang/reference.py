@@ -1,6 +1,7 @@
-"""A Markdown reference of the spec language, generated from the models (like the JSON Schema).
+"""A Markdown field reference of an input language, generated from its root model (like the JSON Schema).
 
-Written by ``twin schema`` to ``schemas/reference.md`` and held current by a test, so the field
+``twin schema`` writes one per language (``schemas/reference.md`` for sites,
+``scenario-reference.md``, ``sweep-reference.md``), held current by a test, so the field
 documentation can never drift from what validation accepts.
 """
 
@@ -13,7 +14,6 @@ from enum import Enum
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from twin.lang.site.hall_types import PARTIAL_OF, SiteInput
 from twin.lang.units import AREAL_LOAD, DATA_RATE, DATA_SIZE, LENGTH, MASS, POWER, TEMPERATURE, TIME, fmt
 
 _KINDS = {"Power": POWER, "Length": LENGTH, "Mass": MASS, "ArealLoad": AREAL_LOAD, "DataRate": DATA_RATE,
@@ -71,15 +71,15 @@ def _type_name(ann) -> str:
     return str(ann)
 
 
-def _models(model: type[BaseModel], seen: list[type[BaseModel]]) -> None:
+def _models(model: type[BaseModel], seen: list[type[BaseModel]], partial_of: dict) -> None:
     if model in seen:
         return
     seen.append(model)
-    if model in PARTIAL_OF:  # its nested models are partial copies of ones listed under the full model
+    if model in partial_of:  # its nested models are partial copies of ones listed under the full model
         return
     for f in model.model_fields.values():
         for sub in _nested(f.annotation):
-            _models(sub, seen)
+            _models(sub, seen, partial_of)
 
 
 def _nested(ann):
@@ -89,17 +89,20 @@ def _nested(ann):
         yield from _nested(a)
 
 
-def render() -> str:
+def render(root: type[BaseModel], title: str, partial_of: dict[type[BaseModel], type[BaseModel]] | None = None) -> str:
+    """The reference of the language whose files validate against ``root``; ``partial_of`` maps a
+    template model (every field optional) to the model it templates, so its fields are not repeated."""
+    partial_of = partial_of or {}
     models: list[type[BaseModel]] = []
-    _models(SiteInput, models)
-    out = ["# twin spec reference", "", "Generated from the models by `twin schema`; do not edit.", ""]
+    _models(root, models, partial_of)
+    out = [f"# {title}", "", "Generated from the models by `twin schema`; do not edit.", ""]
     for m in models:
         out += [f"## {m.__name__}", ""]
         doc = " ".join((m.__doc__ or "").strip().split("\n\n")[0].split())
         if doc and not doc.startswith("!!!"):
             out += [doc, ""]
         fields = m.model_fields
-        base = PARTIAL_OF.get(m)
+        base = partial_of.get(m)
         if base is not None:  # a template of another model: say so instead of repeating its fields
             fields = {n: f for n, f in fields.items() if n not in base.model_fields or f.is_required()}
             missing = [f"`{n}`" for n in base.model_fields if n not in m.model_fields]

@@ -1,0 +1,414 @@
+"""The plan a generated folder holds, read back and checked: every cable with both ends and labels,
+where every device stands, and the names a device may use for its ports.
+
+What is read (each path checked to stay inside the folder, each file against its sha256 in
+``manifest.json``, so an edited or planted file is refused rather than trusted):
+
+- ``cabling/cables.csv`` (:mod:`twin.emit.cabling`): cable ids, ends, hall/row/rack/U, labels; every
+  label is recomputed from its columns and must agree;
+- ``model/fabric.json`` (:mod:`twin.emit.model_export`): each device's role, level and model, the
+  server a NIC sits in, each link's speed; its links must be the CSV's cables;
+- ``design.json``: the switch models used (the catalog), whose port names, SONiC aliases (``etp5``,
+  what SONiC's lldpd sends as its port id) and port numbers (InfiniBand) resolve what devices report;
+- on InfiniBand, ``model/topology.net`` and OpenSM's GUID files (:mod:`twin.asbuilt.plan_ib`).
+
+A NIC is cabled as ``<server>-nicK/port1``; its host reports it as interface ``nicK`` of system
+``<server>`` (the suffix of the NIC's name after its server's), which :attr:`Plan.host_iface` maps.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+from twin.asbuilt.files import Problems, decode, find_key, inside, line_col, load_json, read_bytes
+from twin.emit.cabling import CABLE_COLUMNS
+from twin.emit.model_export import FORMAT, LINK_FIELDS
+
+MANIFEST = "manifest.json"  # twin.build writes it beside the artifacts (importing the build would load the whole compiler)
+
+End = tuple[str, str]  # (device, port)
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$")  # device, port, rack and hall names as twin writes them
+NAMES = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._:/@+-]*\n)*")  # many names, one per line: one call checks them all
+
+
+def all_names(values: list[str]) -> bool:
+    """Whether every value is a name (one regex call over all of them).
+
+    >>> all_names(["L000001", "1/1"]), all_names(["ok", "not ok"])
+    (True, False)
+    """
+    return NAMES.fullmatch("\n".join(values) + "\n" if values else "") is not None
+
+
+class Device(NamedTuple):
+    role: str
+    level: int
+    hall: str
+    row: int
+    rack: str
+    u: int
+    model: str | None
+
+
+class Plan:
+    """The cables of a build and how to name what devices report (see the module docstring)."""
+
+    def __init__(self, root: Path, site: str) -> None:
+        self.root, self.site = root, site
+        self.technology = ""
+        self.ids: list[str] = []
+        self.tier: list[str] = []
+        self.a: list[End] = []
+        self.b: list[End] = []
+        self.labels: list[tuple[str, str]] = []
+        self.speed: list[float] = []
+        self.at: dict[End, int] = {}  # end -> index of the cable planned there
+        self.devices: dict[str, Device] = {}
+        self.roles: dict[str, str] = {}  # every node of the model (servers included)
+        self.host_iface: dict[tuple[str, str], str] = {}  # (server, interface) -> NIC device
+        self.nics: dict[str, list[str]] = {}  # server -> its NICs
+        self.port_names: dict[str, tuple[str, ...]] = {}  # switch model -> port names in port order
+        self.port_alias: dict[str, dict[str, str]] = {}  # switch model -> {alias or name: name}
+        self.rate: dict[End, tuple[int, str]] = {}  # InfiniBand: planned (width, speed) per end
+        self._ports: dict[str, dict[str, str]] = {}  # device -> {name, alias or planned port: name} (built when first asked)
+        self.floor: dict[str, tuple[str, int, int]] = {}  # rack -> (hall, row, position in the row) (placement/floor.csv)
+        self.guid: dict[int, str] = {}  # InfiniBand node GUID -> device
+        self.port_guid: dict[int, End] = {}  # InfiniBand port GUID (OpenSM's files) -> end
+
+    # -------------------------------------------------------------- names
+    def device(self, raw: str) -> str | None:
+        """The plan's name for a reported system name: itself, or its first DNS label."""
+        if raw in self.roles:
+            return raw
+        short = raw.split(".", 1)[0]
+        return short if short in self.roles else None
+
+    def port(self, dev: str, raw: str) -> str | None:
+        """The plan's name of port ``raw`` of device ``dev`` (a name, a SONiC alias or a port number
+        of its model; a NIC's one port), or None."""
+        ports = self._ports.get(dev)
+        if ports is None:
+            d = self.devices.get(dev)
+            if d is None:
+                return None
+            if d.role == "nic":
+                return "port1"
+            ports = self._ports[dev] = self.port_alias.get(d.model or "") or {p: p for (x, p) in self.at if x == dev}
+        return ports.get(raw)
+
+    def numbered(self, dev: str, number: int) -> str | None:
+        """Port ``number`` (1-based, as InfiniBand numbers ports) of ``dev``."""
+        d = self.devices.get(dev)
+        if d is None:
+            return None
+        if d.role == "nic":
+            return "port1" if number == 1 else None
+        if d.role == "endpoint":
+            return f"port{number}"
+        names = self.port_names.get(d.model or "", ())
+        return names[number - 1] if 1 <= number <= len(names) else None
+
+    def label(self, end: End) -> str:
+        """``hall/Rrow/rack/Uu/device/port`` as the cabling plan prints it; a device the plan does not
+        have is ``not-in-plan/device/port``."""
+        dev, port = end
+        d = self.devices.get(dev)
+        if d is None:
+            return f"not-in-plan/{dev}/{port}"
+        return f"{d.hall}/R{d.row:02d}/{d.rack}/U{d.u:02d}/{dev}/{port}"
+
+    def level(self, dev: str) -> int:
+        d = self.devices.get(dev)
+        return d.level if d is not None else 99
+
+    def place(self, end: End) -> tuple:
+        """Sort key of an end: where a technician walks to (hall, row, position in the row, rack,
+        U, device, port); ends the plan does not place sort last."""
+        d = self.devices.get(end[0])
+        if d is None:
+            return ("~", 1 << 30, 0, "", 0, end[0], end[1])
+        return (d.hall, d.row, self.floor.get(d.rack, ("", 0, 0))[2], d.rack, d.u, end[0], end[1])
+
+
+def load(root: Path) -> tuple[Plan | None, Problems]:
+    """The plan of a generated folder, or None with every problem found."""
+    problems = Problems()
+    shown = str(root)
+    if not root.is_dir():
+        problems.error(shown, 1, 1, "not a folder", "a folder written by `twin build`")
+        return None, problems
+    reader = _Reader(root, problems)
+    man, _ = reader.json(MANIFEST, verify=False)
+    if not isinstance(man, dict):
+        if man is not None:
+            problems.error(reader.shown(MANIFEST), 1, 1, "not a twin manifest", "an object with site and artifacts")
+        return None, problems
+    site = man.get("site")
+    arts = man.get("artifacts")
+    if not isinstance(site, str) or not NAME.match(site) or not isinstance(arts, list):
+        problems.error(reader.shown(MANIFEST), 1, 1, "not a twin manifest", "an object with a site name and a list of artifacts")
+        return None, problems
+    for a in arts:
+        if isinstance(a, dict) and isinstance(a.get("path"), str) and isinstance(a.get("sha256"), str):
+            reader.sha[a["path"]] = a["sha256"]
+    plan = Plan(root, site)
+    _cables(plan, reader)
+    _model(plan, reader, cables_read=not problems.errors)
+    _catalog(plan, reader)
+    _floor(plan, reader)
+    if plan.technology == "infiniband" and not problems.errors:
+        from twin.asbuilt.plan_ib import load_ib
+
+        load_ib(plan, reader)
+    return (None if problems.errors else plan), problems
+
+
+class _Reader:
+    """Files of the generated folder: inside it, regular, and as the manifest says they were written."""
+
+    def __init__(self, root: Path, problems: Problems) -> None:
+        self.root, self.problems = root, problems
+        self.sha: dict[str, str] = {}
+
+    def shown(self, rel: str) -> str:
+        return str(self.root / rel)
+
+    def text(self, rel: str, verify: bool = True, required: bool = True) -> str | None:
+        shown = self.shown(rel)
+        path = inside(self.root, rel)
+        if path is None:
+            self.problems.error(shown, 1, 1, "resolves outside the generated folder (a symlink?)", "a file inside the folder")
+            return None
+        if not path.exists() and not required:
+            return None
+        data = read_bytes(path, shown, self.problems)
+        if data is None:
+            return None
+        if verify:
+            want = self.sha.get(rel)
+            if want is None:
+                self.problems.error(shown, 1, 1, "not listed in manifest.json (not written by this build)", "an artifact of the build")
+                return None
+            if hashlib.sha256(data).hexdigest() != want:
+                self.problems.error(shown, 1, 1, "differs from the sha256 manifest.json records (edited after the build?)",
+                                    "the file as `twin build` wrote it; build again")
+                return None
+        return decode(data, shown, self.problems)
+
+    def json(self, rel: str, verify: bool = True) -> tuple[object | None, str]:
+        """(document, its text); (None, "") when it cannot be read or parsed."""
+        text = self.text(rel, verify)
+        return (None, "") if text is None else (load_json(text, self.shown(rel), self.problems), text)
+
+
+def _cables(plan: Plan, reader: _Reader) -> None:
+    """Read the cable schedule. Tens of thousands of rows name a few thousand devices, so each
+    device's columns are checked once (cached by their values) and each label is its device's
+    checked prefix plus the port."""
+    rel = "cabling/cables.csv"
+    text = reader.text(rel)
+    if text is None:
+        return
+    shown, problems = reader.shown(rel), reader.problems
+    rows = csv.reader(io.StringIO(text))
+    if next(rows, []) != CABLE_COLUMNS:
+        problems.error(shown, 1, 1, "not twin's cable schedule header", ",".join(CABLE_COLUMNS))
+        return
+    col = {c: i for i, c in enumerate(CABLE_COLUMNS)}
+    sides = [tuple(col[f"{s}_{k}"] for k in ("device", "hall", "row", "rack", "u", "port", "label")) for s in "ab"]
+    prefixes: dict[tuple, str] = {}
+    ports: dict[str, int] = {}  # port name -> first line (names are checked once, after the loop)
+    at, ids = plan.at, plan.ids
+    width = len(CABLE_COLUMNS)
+    for n, row in enumerate(rows, start=2):
+        if len(row) != width:
+            problems.error(shown, n, 1, f"{len(row)} fields", f"{width} ({','.join(CABLE_COLUMNS)})")
+            continue
+        cid = row[0]
+        ends = []
+        for side, (di, hi, ri, ki, ui, pi, li) in zip("ab", sides):
+            key = (row[di], row[hi], row[ri], row[ki], row[ui])
+            pre = prefixes.get(key)
+            if pre is None:
+                pre = prefixes[key] = _device(plan, key, side, row, n, col, shown, problems)
+            if not pre:
+                break
+            dev, port = row[di], row[pi]
+            if row[li] != pre + port:
+                _bad(problems, shown, n, row, col, f"{side}_label", "disagrees with its own columns", pre + port)
+                break
+            if (dev, port) in at:
+                _bad(problems, shown, n, row, col, f"{side}_port", f"{dev} {port} ends two cables ({ids[at[(dev, port)]]} and {cid})", "one cable per port")
+                break
+            ports.setdefault(port, n)
+            ends.append((dev, port))
+        if len(ends) != 2:
+            continue
+        i = len(ids)
+        ids.append(cid)
+        plan.tier.append(row[1])
+        plan.a.append(ends[0])
+        plan.b.append(ends[1])
+        plan.labels.append((row[sides[0][6]], row[sides[1][6]]))
+        at[ends[0]] = at[ends[1]] = i
+    if len(set(ids)) != len(ids) or not all_names(ids):
+        bad = next(c for k, c in enumerate(ids) if not NAME.match(c) or c in ids[:k])
+        problems.error(shown, *line_col(text, text.find("\n" + bad + ",") + 1), f"cable id {bad!r} is repeated or not an id", "unique ids such as L000001")
+    for port, n in ports.items():
+        if not NAME.match(port):
+            problems.error(shown, n, 1, f"port {port!r} is not a name", "letters, digits and . _ : / @ + -")
+    if not ids and not problems.errors:
+        problems.error(shown, 1, 1, "no cables", "at least one cable row")
+
+
+def _bad(problems: Problems, shown: str, n: int, row: list[str], col: dict[str, int], field: str, what: str, expected: str) -> None:
+    at = 1 + sum(len(f) + 1 for f in row[:col[field]])
+    problems.error(shown, n, at, f"{field} {row[col[field]]!r}: {what}", expected)
+
+
+def _device(plan: Plan, key: tuple, side: str, row: list[str], n: int, col: dict[str, int], shown: str, problems: Problems) -> str:
+    """A device's columns checked once: names, whole numbers, one place per device. Its label
+    prefix (``hall/Rrow/rack/Uu/device/``), or "" when they are wrong."""
+    dev, hall, r, rack, u = key
+    for k, v in (("device", dev), ("hall", hall), ("rack", rack)):
+        if not NAME.match(v):
+            _bad(problems, shown, n, row, col, f"{side}_{k}", "not a name", "letters, digits and . _ : / @ + -")
+            return ""
+    if not (r.isdigit() and u.isdigit()):
+        _bad(problems, shown, n, row, col, f"{side}_row", "row and U must be whole numbers", "e.g. 3 and 47")
+        return ""
+    known = plan.devices.get(dev)
+    if known is not None and (known.hall, known.row, known.rack, known.u) != (hall, int(r), rack, int(u)):
+        _bad(problems, shown, n, row, col, f"{side}_rack", f"{dev} stands at two places",
+             f"{known.hall}/R{known.row:02d}/{known.rack}/U{known.u:02d} as in an earlier row")
+        return ""
+    plan.devices[dev] = Device("", -1, hall, int(r), rack, int(u), None)
+    return f"{hall}/R{int(r):02d}/{rack}/U{int(u):02d}/{dev}/"
+
+
+def _model(plan: Plan, reader: _Reader, cables_read: bool) -> None:
+    rel = "model/fabric.json"
+    doc, text = reader.json(rel)
+    if doc is None:
+        return
+    shown, problems = reader.shown(rel), reader.problems
+    nf = doc.get("node_fields") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(nf, list) or doc.get("link_fields") != LINK_FIELDS:
+        problems.error(shown, 1, 1, "not a twin fabric model", f'format "{FORMAT}" with node_fields and link_fields')
+        return
+    if doc.get("site") != plan.site:
+        problems.error(shown, 1, 1, f"site {doc.get('site')!r} but manifest.json says {plan.site!r}", "one site per folder")
+    plan.technology = doc.get("technology") if isinstance(doc.get("technology"), str) else ""
+    want = ("id", "role", "level")
+    if not all(f in nf for f in want):
+        problems.error(shown, 1, 1, "node_fields lacks id, role or level", "the graph contract's node fields")
+        return
+    ix = {f: i for i, f in enumerate(nf)}
+    nodes = doc.get("nodes")
+    if not isinstance(nodes, list) or not all(isinstance(x, list) and len(x) == len(nf) for x in nodes):
+        problems.error(shown, *line_col(text, find_key(text, "nodes")), "nodes are not rows of node_fields", "one list per node")
+        return
+    none = [None] * len(nodes)
+    cols = [[x[ix[f]] for x in nodes] if f in ix else none for f in ("id", "role", "level", "model", "server")]
+    if not all_names(cols[0]):
+        k = next(k for k, x in enumerate(cols[0]) if not NAME.match(x))
+        problems.error(shown, *line_col(text, find_key(text, "nodes")), f"node {k}: {cols[0][k]!r} is not a name", "a device name", ("nodes", k))
+        return
+    devices, roles = plan.devices, plan.roles
+    for k, (nid, role, level, model, server) in enumerate(zip(*cols)):
+        if not (type(nid) is str and type(role) is str and type(level) is int and (model is None or type(model) is str)
+                and (server is None or type(server) is str)):
+            problems.error(shown, *line_col(text, find_key(text, "nodes")), f"node {k} is not [id, role, level, ...] as node_fields say",
+                           "strings and an integer level", ("nodes", k))
+            return
+        roles[nid] = role
+        d = devices.get(nid)
+        if d is not None:
+            devices[nid] = Device(role, level, d.hall, d.row, d.rack, d.u, model)
+        if server is not None and role == "nic":
+            plan.nics.setdefault(server, []).append(nid)
+            iface = nid[len(server) + 1:] if nid.startswith(server + "-") else nid
+            plan.host_iface[(server, iface)] = nid
+    if not cables_read:  # the cable schedule's own errors are reported; comparing with it would repeat them
+        return
+    links = {}
+    for lk in doc.get("links") or []:
+        if isinstance(lk, list) and len(lk) == len(LINK_FIELDS) and lk[1] == "link":
+            links[lk[0]] = lk
+    for i, cid in enumerate(plan.ids):
+        lk = links.get(cid)
+        if lk is None or (lk[3], lk[4]) != plan.a[i] or (lk[5], lk[6]) != plan.b[i] or not isinstance(lk[7], (int, float)):
+            problems.error(shown, *line_col(text, text.find(json.dumps(cid))), f"{cid}: cabling/cables.csv and model/fabric.json disagree on this cable",
+                           f"{plan.a[i][0]} {plan.a[i][1]} to {plan.b[i][0]} {plan.b[i][1]} in both")
+            return
+        plan.speed.append(float(lk[7]))
+    if len(links) != len(plan.ids):
+        problems.error(shown, 1, 1, f"{len(links)} links but cabling/cables.csv has {len(plan.ids)} cables", "the same cables in both")
+    for dev, d in plan.devices.items():
+        if d.level < 0:
+            problems.error(shown, 1, 1, f"device {dev} of cabling/cables.csv is not a node of the model", "every cable end a node")
+            return
+
+
+def _catalog(plan: Plan, reader: _Reader) -> None:
+    """Port names, aliases and numbers of every switch model the plan uses (from design.json)."""
+    from pydantic import ValidationError
+
+    from twin.compiler.config.sonic import platform_ports
+    from twin.compiler.fabric.ports import port_names
+    from twin.lang.site.catalog_models import SwitchModel
+
+    doc, text = reader.json("design.json")
+    if doc is None:
+        return
+    shown, problems = reader.shown("design.json"), reader.problems
+    site = doc.get("site") if isinstance(doc, dict) else None
+    switches = (site.get("catalog") or {}).get("switches") if isinstance(site, dict) else None
+    if not isinstance(switches, dict) or site.get("name") != plan.site:
+        problems.error(shown, 1, 1, "not the design of this site", f"site.name {plan.site!r} and site.catalog.switches")
+        return
+    used = {d.model for d in plan.devices.values() if d.role not in ("nic", "endpoint")}
+    for name in sorted(m for m in used if m):
+        raw = switches.get(name)
+        try:
+            model = SwitchModel.model_validate(raw)
+            names = port_names(model)
+        except (ValidationError, ValueError, TypeError) as e:
+            first = e.errors()[0]["msg"] if isinstance(e, ValidationError) else str(e)
+            problems.error(shown, *line_col(text, find_key(text, name)), f"switch model {name}: {first}", "a switch model of the catalog",
+                           ("site", "catalog", "switches", name))
+            continue
+        plan.port_names[name] = names
+        alias = {n: n for n in names}
+        if model.port_map is not None:
+            alias.update((row["alias"], n) for n, row in platform_ports(model))
+        plan.port_alias[name] = alias
+    for (dev, port), _ in plan.at.items():
+        d = plan.devices[dev]
+        if d.model in plan.port_alias and port not in plan.port_alias[d.model]:
+            problems.error(reader.shown("cabling/cables.csv"), 1, 1, f"{dev} {port} is not a port of its model {d.model}", "a port name of the model")
+            return
+
+
+def _floor(plan: Plan, reader: _Reader) -> None:
+    """Each rack's place on the floor (``placement/floor.csv``): the work order walks a row in order and
+    the page draws the floor plan."""
+    rel = "placement/floor.csv"
+    text = reader.text(rel)
+    if text is None:
+        return
+    rows = csv.reader(io.StringIO(text))
+    if next(rows, [])[:4] != ["hall", "row", "slot", "rack"]:
+        reader.problems.error(reader.shown(rel), 1, 1, "not twin's floor plan header", "hall,row,slot,rack,...")
+        return
+    for n, row in enumerate(rows, start=2):
+        if len(row) < 4 or not row[1].isdigit() or not row[2].isdigit() or not NAME.match(row[0]) or not NAME.match(row[3]):
+            reader.problems.error(reader.shown(rel), n, 1, "not a rack position", "hall,row,slot,rack with whole row and slot numbers")
+            return
+        plan.floor[row[3]] = (row[0], int(row[1]), int(row[2]))

@@ -1,0 +1,67 @@
+"""The sweep's local Dask cluster, private to the process that starts it.
+
+A Dask scheduler runs whatever a connected client submits, and a worker whatever the scheduler sends:
+anyone who can connect can run code as the sweep's user. So the cluster listens on loopback only and
+speaks TLS with mutual authentication (``distributed.security.Security.temporary()``: a key and a
+self-signed certificate made in memory for this run and never written to disk). The scheduler, the
+nannies and the workers accept only a peer that presents that certificate; another local user's
+client (plain TCP, TLS without a certificate, or TLS with a certificate of its own) is refused before
+it can send a task.
+
+Dask also starts an HTTP server in the scheduler (the dashboard, on 8787 by default, even with
+``dashboard_address=None``) and in every worker (metrics, health). Unless a dashboard is asked for,
+their routes are emptied before they start and the servers are stopped once the cluster is up, so
+nothing answers HTTP; the scheduler's is put on a free port first, so 8787 is never taken.
+
+Running as root is allowed but warned about (:func:`root_warning`): every variant then runs as root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+
+HOST = "127.0.0.1"
+
+
+def root_warning() -> str | None:
+    """A warning when the sweep runs as root (its workers run every variant with root's rights)."""
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return ("warning: twin sweep runs as root: its Dask workers build every variant with root's rights; "
+                "run it as an ordinary user")
+    return None
+
+
+def private_cluster(workers: int, dashboard: str | None = None):
+    """A client on a new LocalCluster of ``workers`` processes (one thread each) that only this process
+    can reach; with ``dashboard`` (e.g. ``127.0.0.1:8787``) the scheduler serves Dask's dashboard there."""
+    import dask
+    from distributed import Client, LocalCluster
+    from distributed.security import Security
+
+    security = Security.temporary()  # require_encryption: tls:// everywhere, certificates checked both ways
+    quiet = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+    with dask.config.set(quiet) if dashboard is None else contextlib.nullcontext():
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host=HOST, protocol="tls://",
+                               security=security, dashboard_address=dashboard or f"{HOST}:0",
+                               worker_dashboard_address=None, silence_logs=logging.ERROR)
+    try:
+        client = Client(cluster, security=security, set_as_default=False)
+        if dashboard is None:
+            cluster.sync(_stop_scheduler_http, cluster.scheduler)
+            client.run(_stop_worker_http)
+    except BaseException:
+        cluster.close()
+        raise
+    return client
+
+
+async def _stop_scheduler_http(scheduler) -> None:
+    scheduler.http_server.stop()
+
+
+def _stop_worker_http(dask_worker) -> bool:
+    """Run on every worker (``Client.run``): close its HTTP server."""
+    dask_worker.http_server.stop()
+    return True
