@@ -63,8 +63,8 @@ class Shape:
     def of(cls, w, kv_heads: int | None = None) -> Shape:
         """From a workload (or a served model); without ``ffn_hidden_size`` a GPT's FFN is 4 x hidden
         and a Llama's is sized so the layers hold the stated parameters (SwiGLU: 3 x h x f per layer)."""
-        family = getattr(w, "family", "llama")
-        mlp, positions, dropout, tied = FAMILY[family]
+        arch = getattr(w, "family", "llama")  # the model family (gpt, llama), not the fabric's
+        mlp, positions, dropout, tied = FAMILY[arch]
         mlp = getattr(w, "mlp", None) or mlp
         positions = getattr(w, "positions", None) or positions
         dropout = dropout if getattr(w, "dropout", None) is None else w.dropout
@@ -74,7 +74,7 @@ class Shape:
         vocab = w.vocab_size or 0
         ffn = w.ffn_hidden_size
         mats = 3 if mlp == "swiglu" else 2
-        if ffn is None and family == "gpt":
+        if ffn is None and arch == "gpt":
             ffn = 4 * h
         elif ffn is None:
             attn = h * (h + 2 * h * kv // heads) + h * h
