@@ -96,3 +96,4 @@ def test_the_registry_and_its_writers_agree():
     assert config_target(configs_ib.TARGET).subnet
     assert {m: s.config for m, s in builtin().switches.items()} == {
         "minipack2": "sonic", "wedge400": "sonic", "arista-7800r3": "eos", "qm9700": "opensm", "qm8700": "opensm"}
+    assert all(s.technology in config_target(s.config).technologies for s in builtin().switches.values())
