@@ -36,6 +36,7 @@ class LldpLab:
         self.procs: dict[str, subprocess.Popen] = {}
         self.host = {nic: (s, i) for (s, i), nic in plan.host_iface.items()}
         self.cables: set[frozenset] = set()
+        self.groups: list[int] = []  # process groups of the lldpds started (each daemon and its privilege-separated child)
 
     def __enter__(self) -> LldpLab:
         return self
@@ -75,6 +76,7 @@ class LldpLab:
             sock = self.work / f"{len(self.procs)}.sock"
             self.procs[dev] = subprocess.Popen(["ip", "netns", "exec", ns, "lldpd", "-d", "-u", str(sock), "-O", "/dev/null"],
                                                stdout=open(self.work / f"{dev}.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
+            self.groups.append(self.procs[dev].pid)
         for dev in self.procs:
             self._wait_socket(dev)
             self.configure(dev)
@@ -151,3 +153,16 @@ class LldpLab:
         self.procs = {}
         self.ns.close()
         shutil.rmtree(self.work, ignore_errors=True)
+
+
+def running(groups: list[int]) -> list[int]:
+    """Processes still running (not zombies) in any of these process groups."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) in groups:
+            out.append(int(stat.parent.name))
+    return out

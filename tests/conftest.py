@@ -1,7 +1,10 @@
-"""Shared fixtures: paths to the repo and the example sites; designs compiled once per session."""
+"""Shared fixtures: paths to the repo and the example sites; each example built once per session (its design,
+switch configs and folder shared by every test that reads them)."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -11,28 +14,52 @@ ROOT = Path(__file__).resolve().parents[1]
 SITES = ROOT / "sites"
 
 
+BUILDS: list[Path] = []  # the session's folder of example builds, made at first use, removed at the end
+RUNNING: list = []  # the test being set up or run
+
+
+def build_of(name: str):
+    """``twin build sites/<name>.yaml`` (twin.build.build), once per test session, into a temporary
+    folder: its BuildResult (``.design``, ``.out_dir``). Every example's design, switch configs and
+    output folder are read from this one build, so a Meta site is compiled and rendered once. A Meta
+    site is the slow tier's: a test not marked slow that reads one fails, saying so."""
+    test = RUNNING[0] if RUNNING else None
+    if name.startswith("meta-") and test is not None and test.get_closest_marker("slow") is None:
+        pytest.fail(f"{test.nodeid} reads {name} but is not marked slow (the fast tier, -m 'not slow', builds no Meta site)", pytrace=False)
+    return _build(name)
+
+
 @lru_cache(maxsize=None)
+def _build(name: str):
+    from twin.build import build
+
+    if not BUILDS:
+        BUILDS.append(Path(tempfile.mkdtemp(prefix="twin-test-builds-")))
+    return build(SITES / f"{name}.yaml", BUILDS[0] / name)
+
+
 def compiled(name: str):
     """The Design of sites/<name>.yaml, compiled once per test session (designs are frozen)."""
-    import twin
-
-    return twin.load(SITES / f"{name}.yaml")
-
-
-@lru_cache(maxsize=None)
-def switch_configs(name: str) -> tuple[dict[str, bytes], dict[str, bytes]]:
-    """The RoCE (FRR, SONiC, EOS) and the InfiniBand (OpenSM) config files of sites/<name>.yaml, rendered
-    once per session."""
-    from twin.emit import configs, configs_ib
-
-    d = compiled(name)
-    return configs.emit(d), configs_ib.emit(d)
+    return build_of(name).design
 
 
 def emitted(name: str) -> dict[str, bytes]:
-    """Every switch config file of sites/<name>.yaml (FRR, SONiC, EOS, OpenSM), rendered once per session."""
-    roce, ib = switch_configs(name)
-    return {**roce, **ib}
+    """Every switch config file of sites/<name>.yaml (FRR, SONiC, EOS, OpenSM: ``configs/...``, and the
+    InfiniBand topology ``model/topology.net`` the OpenSM configs go with), as its build wrote them."""
+    return _configs(build_of(name).out_dir)
+
+
+@lru_cache(maxsize=None)
+def _configs(out: Path) -> dict[str, bytes]:
+    files = sorted((out / "configs").rglob("*")) + sorted((out / "model").glob("topology.net"))
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in files if p.is_file()}
+
+
+def tiered(sites):
+    """Site names as test parameters: the Meta sites and the job twin's validation clusters (minutes to
+    compile, render and check at full size) are the slow tier's, the lab sites (every fabric family) the
+    fast tier's."""
+    return [s if s.startswith("lab-") else pytest.param(s, marks=pytest.mark.slow) for s in sites]
 
 
 @pytest.fixture(scope="session")
@@ -47,30 +74,15 @@ def lab():
 
 @pytest.fixture(scope="session")
 def meta24k():
+    """meta-24k-roce compiled; a test that reads it is in the slow tier (see pytest_collection_modifyitems)."""
     return compiled("meta-24k-roce")
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory):
-    """``built(name)``: the folder ``twin build sites/<name>.yaml`` writes, built once per test session
-    into a temporary folder. It is ``twin.build.build`` from the session's compiled design and switch
-    configs (a big site is compiled and its configs rendered once, however many tests read them);
-    tests/test_build.py holds it byte-identical to ``build`` itself on lab-2zone."""
-    from twin.build import MANIFEST, manifest, run_twins, write_atomically
-    from twin.emit import configs, configs_ib, emit_all
-
-    cache: dict[str, Path] = {}
-
-    def get(name: str) -> Path:
-        if name not in cache:
-            design, (roce, ib) = compiled(name), switch_configs(name)
-            files = emit_all(design, run_twins(design), {configs.emit: lambda _d: roce, configs_ib.emit: lambda _d: ib})
-            files[MANIFEST] = manifest(design, files)
-            cache[name] = tmp_path_factory.mktemp(f"built-{name}") / name
-            write_atomically(cache[name], files)
-        return cache[name]
-
-    return get
+def built():
+    """``built(name)``: the folder ``twin build sites/<name>.yaml`` wrote, once per test session (read it,
+    do not change it)."""
+    return lambda name: build_of(name).out_dir
 
 
 @pytest.fixture(scope="session")
@@ -90,8 +102,17 @@ NETBOX_FIXTURES = {"netbox_package", "netbox"}
 
 def pytest_collection_modifyitems(session, config, items):
     """The tests that need NetBox run last (in their order): its preparation, minutes on a fresh machine,
-    then overlaps the whole rest of the suite instead of keeping the suite waiting in the middle."""
+    then overlaps the whole rest of the suite instead of keeping the suite waiting in the middle. Tests
+    that read the ``meta24k`` fixture are marked slow."""
     items.sort(key=lambda item: bool(NETBOX_FIXTURES & set(getattr(item, "fixturenames", ()))))
+    for item in items:  # whatever reads the compiled meta-24k-roce, directly or through another fixture
+        if "meta24k" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    RUNNING[:] = [item]
 
 
 def pytest_collection_finish(session):
@@ -107,6 +128,8 @@ def pytest_collection_finish(session):
 def pytest_sessionfinish(session, exitstatus):
     for w in WARM:
         w.close()
+    for folder in BUILDS:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

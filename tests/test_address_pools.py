@@ -7,7 +7,7 @@ import math
 
 import pytest
 import yaml
-from conftest import SITES, compiled
+from conftest import SITES, compiled, tiered
 from fabric_helpers import variant
 
 import twin
@@ -103,7 +103,7 @@ def test_lab_pool_errors(pool, value, message, expected):
     assert spec is None and [(e.dotted, e.message, e.expected) for e in errs] == [(f"fabric.routing.{pool}", message, expected)]
 
 
-@pytest.mark.parametrize("site", ["lab-2zone", "lab-powercap", "meta-24k-roce", "meta-32k-roce"])
+@pytest.mark.parametrize("site", tiered(["lab-2zone", "lab-powercap", "meta-24k-roce", "meta-32k-roce"]))
 def test_example_sites_keep_the_default_pools(site):
     spec, errs, warns = validate((SITES / f"{site}.yaml").read_text())
     assert errs == [] and not any("pool" in w.message for w in warns)
@@ -119,6 +119,7 @@ def _variants(tmp_path):
         yield twin.load(variant(tmp_path, "lab-ib", f"roce-{family}", technology="roce", family=family, switch="minipack2", **extra))
 
 
+@pytest.mark.slow
 def test_needs_equal_what_the_addressing_pass_hands_out(tmp_path):
     """The closed form validation sizes pools with counts what the graph-driven addressing pass uses."""
     seen = 0

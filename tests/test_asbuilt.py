@@ -78,9 +78,14 @@ def test_lldpd_shapes_one_neighbour_object_and_host_mac(plan, tmp_path):
     host_port = next(iter(rtsw["lldp"]["interface"][0].values()))["port"]
     assert host_port["id"]["type"] == "mac" and host_port["descr"] == "nic1"
     merged = tmp_path / "merged.json"
-    merged.write_text(json.dumps({"lab1-z1-r001-s1": one, "lab1-z1-r001-rtsw": rtsw}))
+    merged.write_text(json.dumps({"lab1-z1-r001-s1": one, "lab1-z1-r001-rtsw": rtsw}, indent=2))  # the switch's name first appears as a neighbour
     res, _d, errors = check(GEN, [merged])
     assert errors == 0 and res.col.files[0]["format"] == "lldpd (merged)" and res.col.files[0]["devices"] == 2
+    text = merged.read_text().splitlines()
+    for c in res.col.claims:  # every entry's file:line is its interface's own line
+        line = int(c.src.rsplit(":", 1)[1])
+        local = c.x[1] if c.x[0].startswith("lab1-z1-r001-rtsw") else "nic" + c.x[0].rsplit("nic", 1)[1]
+        assert text[line - 1].strip().startswith(f'"{local}": {{'), (c, text[line - 1])
     mine = {plan.ids[i] for i, _ in res.correct}
     assert plan.ids[plan.at[("lab1-z1-r001-s1-nic1", "port1")]] in mine
     # nic2..nic8 of s1: the switch sees them, the server's table (one neighbour) does not: one end only
@@ -196,13 +201,15 @@ def test_untrusted_generated_folder(tmp_path):
     csvp = gen / "cabling" / "cables.csv"
     csvp.write_text(csvp.read_text().replace("Ethernet8,", "Ethernet9,", 1))
     p = twin("as-built", str(gen), str(folder))
-    assert p.returncode == 2 and "cables.csv:1:1: differs from the sha256 manifest.json records" in p.stderr
+    assert p.returncode == 2 and "cables.csv:1:1: does not match manifest.json (changed after the build; rebuild the folder)" in p.stderr
     csvp.unlink()
     csvp.symlink_to("/etc/passwd")
     p = twin("as-built", str(gen), str(folder), "--json")
     doc = json.loads(p.stdout)
-    assert p.returncode == 2 and doc["status"] == "invalid" and "resolves outside the generated folder" in doc["diagnostics"][0]["message"]
+    assert p.returncode == 2 and doc["status"] == "invalid" and "a symlink leads outside" in doc["diagnostics"][0]["message"]
     assert twin("as-built", str(tmp_path / "nowhere"), str(folder)).returncode == 2
+    p = twin("as-built", str(GEN), str(folder))  # an empty collection checks nothing: not "matches"
+    assert p.returncode == 2 and "no neighbour table was read: nothing to check" in p.stderr
 
 
 def test_tampered_plan_rows_are_located(tmp_path):
@@ -246,3 +253,47 @@ def test_page_puts_the_findings_on_the_floor_plan(plan, tmp_path):
     assert {r for r, c in cells.items() if c == OK} == set(cells) - red
     first = res.ordered()[0]
     assert first.action.split(":")[0].encode() in html
+
+
+def test_a_neighbour_the_plan_does_not_have(plan, tmp_path):
+    """A switch seen on a free port that the plan has no device for: an unexpected cable whose far end is
+    labelled not-in-plan, and a located warning naming the stranger once."""
+    files = collection(plan, planned_wiring(plan), only={"lab1-z1-r001-rtsw"})
+    rtsw = json.loads(files["lab1-z1-r001-rtsw.json"])
+    stranger = {"via": "LLDP", "chassis": {"mystery-sw": {"id": {"type": "mac", "value": "02:00:00:00:00:01"}}},
+                "port": {"id": {"type": "ifname", "value": "swp7"}, "descr": "swp7"}}
+    rtsw["lldp"]["interface"].append({"Ethernet256": stranger})
+    (tmp_path / "lab1-z1-r001-rtsw.json").write_text(json.dumps(rtsw, indent=2))
+    res, diags, errors = check(GEN, [tmp_path])
+    assert errors == 0
+    un = [f for f in res.findings if f.kind == "unexpected"]
+    assert len(un) == 1 and un[0].ends[0] == (plan.label(("lab1-z1-r001-rtsw", "Ethernet256")), "not-in-plan/mystery-sw/swp7")
+    assert un[0].evidence == "seen from lab1-z1-r001-rtsw only: mystery-sw is not in the plan"
+    warn = [d for d in diags if "mystery-sw" in d.message]
+    assert len(warn) == 1 and warn[0].line > 1 and "not a device of the plan" in warn[0].message
+
+
+def test_a_server_port_that_is_no_nic_keeps_its_rack_label(plan, tmp_path):
+    """A server cabled on an interface the plan has no NIC for (eth4 into a free switch port): the
+    far end is still labelled where the server stands, and the interface is named in a warning."""
+    files = collection(plan, planned_wiring(plan), only={"lab1-z1-r001-rtsw"})
+    rtsw = json.loads(files["lab1-z1-r001-rtsw.json"])
+    host = {"via": "LLDP", "chassis": {"lab1-z1-r001-s2": {"id": {"type": "mac", "value": "02:00:00:00:00:02"}}},
+            "port": {"id": {"type": "mac", "value": "02:00:00:00:00:02"}, "descr": "eth4"}}
+    rtsw["lldp"]["interface"].append({"Ethernet264": host})
+    (tmp_path / "lab1-z1-r001-rtsw.json").write_text(json.dumps(rtsw, indent=2))
+    res, diags, _e = check(GEN, [tmp_path])
+    un = [f for f in res.findings if f.kind == "unexpected"]
+    assert len(un) == 1 and "lab1/R01/lab1-z1-r001/U" in un[0].ends[0][1] and un[0].ends[0][1].endswith("/lab1-z1-r001-s2/eth4")
+    assert any("interface 'eth4' of server lab1-z1-r001-s2 is not one of its NICs" in d.message for d in diags)
+
+
+def test_an_output_folder_that_cannot_be_written(plan, tmp_path):
+    """-o under a file (no user can create it, root included): one line and exit 3, as twin build says it."""
+    folder = write(tmp_path / "lldp", collection(plan, planned_wiring(plan), only={"lab1-z1-r001-rtsw"}))
+    (tmp_path / "file").write_text("x")
+    p = twin("as-built", str(GEN), str(folder), "-o", str(tmp_path / "file" / "out"))
+    assert p.returncode == 3 and "cannot write (Not a directory)" in p.stderr
+    p = twin("as-built", str(GEN), str(folder), "-o", str(tmp_path / "file" / "out"), "--json")
+    doc = json.loads(p.stdout)
+    assert p.returncode == 3 and doc["status"] == "not written" and doc["exit"] == 3

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from asbuilt_lab import LldpLab, binaries
+from asbuilt_lab import LldpLab, binaries, running
 from asbuilt_synth import free_ports, got, planned_wiring
 from conftest import ROOT, SITES
 
@@ -82,7 +82,8 @@ def test_lldpd_lab_clean_then_faulty(lab_2zone, tmp_path):
         lab.settle(_want(plan, faulty, lab))
         lab.collect(tmp_path / "faulty")
         server = json.loads((tmp_path / "faulty" / "lab1-z2-r004-s2.json").read_text())
-    assert not leftover(prefix)
+        groups = lab.groups
+    assert not leftover(prefix) and not running(groups)  # every namespace and every lldpd process gone
 
     # clean: every planned cable correct, seen from both ends; the CLI exits 0
     res, diags, errors = check(lab_2zone, [tmp_path / "clean"])

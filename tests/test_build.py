@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import compiled
+from conftest import compiled, tiered
 from golden import differences, files_under
 
 from twin.build import OutputError, build
@@ -30,8 +30,9 @@ def tree_hashes(folder: Path) -> dict[str, str]:
 
 
 # The lab sites (every fabric family, RoCE and InfiniBand, a campus, a power-limited hall) build in the
-# fast tier; the Meta sites are what the slow tier builds them for: the same emitters at full size.
-EXAMPLES = [pytest.param(s.stem, marks=pytest.mark.slow) if s.stem.startswith("meta-") else s.stem for s in SITES]
+# fast tier; the Meta sites and the job twin's validation sites (selene-a100, dgx-h100-pod) are what the
+# slow tier builds them for: the same emitters at full size.
+EXAMPLES = tiered(s.stem for s in SITES)
 
 
 def csv_rows(path: Path) -> list[dict[str, str]]:
@@ -93,6 +94,7 @@ def test_meta_24k_figures(meta24k):
     assert meta24k.budget.it_power == pytest.approx(1_536 * 22_200 + 8 * 16 * 14_000 + 16 * 14_000)
 
 
+@pytest.mark.slow
 def test_byte_identical_across_hash_seeds(tmp_path):
     outs = []
     for seed in ("0", "12345"):
@@ -104,15 +106,11 @@ def test_byte_identical_across_hash_seeds(tmp_path):
     assert outs[0] == outs[1]
 
 
-def test_committed_lab_output_is_current(tmp_path, built):
+def test_committed_lab_output_is_current(built):
     """generated/lab-2zone in git is the reviewable example: a rebuild must reproduce it byte for byte
-    (on failure: which files differ and their first differing lines). The session's ``built`` folders
-    (conftest.py) are this build too."""
-    build(ROOT / "sites" / "lab-2zone.yaml", tmp_path / "lab")
-    rebuilt = files_under(tmp_path / "lab")
-    diff = differences(rebuilt, files_under(ROOT / "generated" / "lab-2zone"))
+    (on failure: which files differ and their first differing lines)."""
+    diff = differences(files_under(built("lab-2zone")), files_under(ROOT / "generated" / "lab-2zone"))
     assert not diff, f"generated/lab-2zone is stale: run `twin build sites/lab-2zone.yaml`\n{diff}"
-    assert not differences(files_under(built("lab-2zone")), rebuilt), "conftest's built() differs from twin build"
 
 
 def test_failed_build_leaves_previous_output(tmp_path):
@@ -159,10 +157,16 @@ def test_infeasible_diagnosis_names_binding_limit(tmp_path):
     assert n == 6  # floor(160 kW / (22.2 kW + 15 kW / 8 racks))
 
 
-def test_validate_cli_exit_codes(tmp_path):
+@pytest.mark.slow
+def test_every_example_validates_in_the_cli():
     r = twin_cli("validate", *[str(s) for s in SITES], "--json")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert {x["status"] for x in json.loads(r.stdout)["results"]} == {"ok"}
+    assert [x["status"] for x in json.loads(r.stdout)["results"]] == ["ok"] * len(SITES)
+
+
+def test_validate_cli_exit_codes(tmp_path):
+    r = twin_cli("validate", str(ROOT / "sites" / "lab-2zone.yaml"), "--json")
+    assert r.returncode == 0 and [x["status"] for x in json.loads(r.stdout)["results"]] == ["ok"], r.stdout + r.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: [\n")
     r = twin_cli("validate", str(bad))

@@ -105,6 +105,7 @@ def test_sonic_config_db_carries_the_spec():
     assert db["PFC_WD"]["Ethernet0"]["detection_time"] == "200"
 
 
+@pytest.mark.slow
 def test_eos_configs_for_arista_switches():
     d = compiled("meta-24k-roce")
     out = files("meta-24k-roce")
@@ -119,6 +120,7 @@ def test_eos_configs_for_arista_switches():
     assert "roce-dst-qp" in text  # the unsupported field is stated, not silently dropped
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(VTYSH is None, reason="frr not installed")
 def test_meta_configs_pass_vtysh_check_per_role(tmp_path):
     """One switch of each role of the 24K site (CTSWs are Arista: '/'-free FRR interface names)."""

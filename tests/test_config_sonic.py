@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SITES, compiled, emitted
+from conftest import ROOT, SITES, compiled, emitted, tiered
 
 from twin.compiler.config.buffers import port_xoff
 from twin.compiler.resolve.targets import target_of
@@ -119,7 +119,7 @@ def rtsw_sample(g, names) -> set[str]:
     return {n for n in names if g.nodes[n]["role"] != "rtsw" or g.nodes[n]["rack"] in keep}
 
 
-@pytest.mark.parametrize("site", [pytest.param(s, marks=pytest.mark.slow) if s.startswith("meta-") else s for s in SONIC_SITES])
+@pytest.mark.parametrize("site", tiered(SONIC_SITES))
 def test_every_sonic_config_is_valid_under_sonic_yang(site, yang):
     d = compiled(site)
     g = d.fabric.graph

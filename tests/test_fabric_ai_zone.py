@@ -131,6 +131,7 @@ def test_over_provisioned_uplinks_16_down_18_up(tmp_path):
     assert max(port_uses(g).values()) == 1
 
 
+@pytest.mark.slow
 def test_meta_32k_18_up_over_18_ctsws():
     from conftest import compiled
 
@@ -149,6 +150,7 @@ def test_deterministic(meta24k):
     assert list(a.graph.nodes(data=True)) == list(b.graph.nodes(data=True))
 
 
+@pytest.mark.slow
 def test_switches_hang_only_where_placement_powered_them():
     """Network racks hold exactly the switches the placement planned (and powered) for them."""
     from collections import Counter

@@ -63,6 +63,7 @@ def ib():
     return compile_naive(SITES / "meta-24k-ib.yaml")
 
 
+@pytest.mark.slow
 def test_meta_24k_ib_fat_tree(ib):
     f = ib.fabric
     g = f.graph
@@ -150,6 +151,7 @@ def test_two_tier_with_few_spines_reaches_every_spine():
     assert set(per_pair.values()) == {1, 2}
 
 
+@pytest.mark.slow
 def test_meta_24k_ib_spines_reach_32_distinct_cores(ib):
     f = ib.fabric
     peers: dict[str, Counter] = {}

@@ -101,6 +101,7 @@ def test_structural_mutations(tmp_path, mutations):
     check_text(yaml.safe_dump(doc, sort_keys=False), tmp_path)
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(min_value=0, max_value=len(LAB_TEXT) - 1), st.integers(min_value=0, max_value=8),
        st.text(alphabet=" \t\n:-[]{}&*!|>'\"#%@`,?0123456789abcWkm", max_size=6))

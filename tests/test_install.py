@@ -10,6 +10,7 @@ package; a wheel must carry them inside it (``pyproject.toml`` maps them to ``tw
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shlex
@@ -121,6 +122,29 @@ def test_readme_first_command_installs_without_test_extras_then_builds():
     assert install[:2] == ["pip", "install"] and build[:2] == ["twin", "build"] and build[2].startswith("sites/")
     targets = [a for a in install[2:] if not a.startswith("-")]
     assert targets == ["."], f"the first command must install the checkout without extras (no [test]: it compiles libyang): {install}"
+
+
+def test_readme_command_table_lists_every_command_once():
+    """README's command table is one table (no blank line inside), with a row per CLI command and
+    subcommand (`twin netbox push`), none twice, and `python -m twin`."""
+    import re
+
+    import typer
+
+    from twin.cli.app import app
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = text.split("\n## Commands", 1)[1].split("| command | what it does |", 1)[1].splitlines()[1:]
+    table = list(itertools.takewhile(lambda line: line.startswith("|"), lines))
+    after = "\n".join(lines[len(table):]).split("\n## ", 1)[0]
+    assert "| `twin " not in after and "| `python -m twin" not in after, "a row after the table's end (a blank line inside it?)"
+    rows = [m.group(1) for line in table if (m := re.match(r"\| `twin ([a-z][a-z-]*(?: [a-z][a-z-]*)*)", line))]
+    group = typer.main.get_command(app)
+    commands = []
+    for name, cmd in group.commands.items():
+        commands += [f"{name} {sub}" for sub in cmd.commands] if hasattr(cmd, "commands") else [name]
+    assert sorted(rows) == sorted(commands) and len(rows) == len(set(rows))
+    assert any(line.startswith("| `python -m twin") for line in table)
 
 
 def index_problem() -> str | None:

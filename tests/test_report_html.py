@@ -8,11 +8,11 @@ import re
 from collections import Counter
 
 import pytest
-from conftest import compiled
+from conftest import compiled, tiered
 
 from twin.emit import pic_fabric, pic_floor
 
-SITES = ["lab-2zone", "meta-24k-roce"]
+SITES = tiered(["lab-2zone", "meta-24k-roce"])
 ROOT_GENERATED = __import__("pathlib").Path(__file__).resolve().parents[1] / "generated" / "lab-2zone"
 
 
@@ -106,6 +106,7 @@ def test_fabric_diagram_screenshot_shows_every_tier(built, browser):
         assert 0.8 * (overview + detail) <= seen[colour] <= 1.05 * (overview + detail) + 200, (level, seen[colour])
 
 
+@pytest.mark.slow
 def test_fabric_diagram_states_oversubscription_asked_and_built(built):
     """meta-24k-roce asks 7:1 below the ATSW tier; the diagram shows it next to what the built links give
     (spec.shape), with every boundary's link count and each warning of the spec at its file:line:col."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from conftest import compiled
+from conftest import compiled, tiered
 from fabric_helpers import compile_naive, variant
 
 import twin
@@ -49,7 +49,7 @@ def check_design(design) -> None:
         assert n == pytest.approx(got.get(tier, 0)), tier
 
 
-@pytest.mark.parametrize("site", EXAMPLES)
+@pytest.mark.parametrize("site", tiered(EXAMPLES))
 def test_examples_placement_graph_and_shape_agree(site):
     check_design(compiled(site) if site.startswith("lab") else compile_naive_site(site))
 

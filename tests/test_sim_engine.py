@@ -161,6 +161,7 @@ def test_static_pinning_uses_destination_host_index():
     assert len(set(P2[:, 1])) == 16
 
 
+@pytest.mark.slow
 def test_warm_started_fluid_model_matches_cold_solves():
     """The fluid model re-solves only the classes at or above the slowest finished one; that must be
     exact. Random problems (weighted members, mixed sizes, every window mode) and a hashed ring on a

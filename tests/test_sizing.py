@@ -147,6 +147,7 @@ def test_impossible_pins_and_unread_fields_are_located_errors(tmp_path, fabric, 
 # ---------------------------------------------------------------- rule 4: limits
 
 
+@pytest.mark.slow
 def test_infiniband_lids_per_subnet(tmp_path):
     # meta-24k-ib: 24,576 HCA ports + 1,920 switches (768 + 768 + 384) = 26,496 LIDs at LMC 0. LMC 1
     # gives every HCA port 2 LIDs: 49,152 + 1,920 = 51,072 > 49,151 (0x0001-0xBFFF): refused at lmc.

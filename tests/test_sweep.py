@@ -90,6 +90,7 @@ def test_workers_are_processes():
     assert [str(w.message) for w in caught if "8787" in str(w.message)] == []
 
 
+@pytest.mark.slow
 def test_results_are_identical_whatever_the_worker_count(swept):
     sw, tmp, two, one, f2, f1 = swept
     assert two.computed == one.computed == 8 and len(two.worker_peak_rss) == 2 and len(one.worker_peak_rss) == 1
@@ -98,6 +99,7 @@ def test_results_are_identical_whatever_the_worker_count(swept):
         assert (tmp / "w2" / name).read_bytes() == f2[name]
 
 
+@pytest.mark.slow
 def test_rows_follow_the_axes(swept):
     """Servers cost 16 x $270,000 in every variant; capex and network follow the oversubscription; the
     job's tokens per day are its tokens per step over the step time (64 sequences of 8,192 tokens)."""
@@ -127,6 +129,7 @@ def test_rows_follow_the_axes(swept):
     assert by[("2:1", "naive")]["step_time_s"] != by[("2:1", "topology")]["step_time_s"]
 
 
+@pytest.mark.slow
 def test_rerun_computes_only_new_variants(swept, tmp_path):
     sw, tmp, *_ = swept
     again = engine.run(sw, tmp / "w2", workers=1)
@@ -170,6 +173,7 @@ CTRL_C_TWIN = ("import runpy, signal; signal.signal(signal.SIGINT, signal.defaul
                "runpy.run_module('twin', run_name='__main__', alter_sys=True)")
 
 
+@pytest.mark.slow
 def test_interrupted_sweep_keeps_finished_results(tmp_path):
     """SIGINT after the first result: exit 130, results written with the rest pending, a rerun computes the rest."""
     axes = "  - path: fabric.atsw.oversubscription\n    values: [1, 2, 4]\n  - path: scenario.jobs[0].seed\n    range: {from: 1, to: 8, step: 1}\n"

@@ -1,5 +1,5 @@
-"""A generated folder read as untrusted input: ``twin diff``, ``twin verify`` and the build's own check
-of the folder it would replace read files only through here.
+"""A generated folder read as untrusted input: ``twin diff``, ``twin verify``, ``twin as-built`` and the
+build's own check of the folder it would replace read files only through here.
 
 A folder handed to twin may have been edited, truncated, or made by someone else. So every path read
 stays inside the folder (relative, no ``..``, no symlink leading out, a regular file), every file is
@@ -148,7 +148,7 @@ def depth(doc) -> int:
     """Nesting depth of a JSON value, without recursion.
 
     >>> depth(1), depth([]), depth({"a": [1, {"b": []}]})
-    (0, 1, 3)
+    (0, 1, 4)
     """
     best, stack = 0, [(doc, 0)]
     while stack:

@@ -17,14 +17,17 @@ and left out. Bad files are located diagnostics; the other files are still read.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import NamedTuple
 
 from twin.asbuilt import ibnet, lldp
-from twin.asbuilt.files import Lines, Problems, decode, find_key, line_col, load_json, read_bytes
+from twin.asbuilt.files import Lines, Problems, decode, first_key, json_error, line_col, load_json, members, read_bytes
 from twin.asbuilt.plan import End, Plan
 
 SUFFIXES = (".json", ".txt", ".out", ".log")
+SINGLE = ("lldp", "lldpNeighbors", "jsonrpc", "local-chassis", "result", "id")  # a first key that opens one device's table
+NOT_KNOWN = 'lldpd {"lldp": ...}, EOS {"lldpNeighbors": ...}, an eAPI reply, or an object of them keyed by device'
 FORMATS = "lldpd JSON (lldpcli show neighbors -f json), EOS JSON (show lldp neighbors detail | json) or ibnetdiscover output"
 
 
@@ -75,6 +78,9 @@ def collect(plan: Plan, inputs: list[Path]) -> Collection:
             _file(col, src)
         else:
             col.problems.error(str(src), 1, 1, "no such file or folder", "neighbour files or folders of them")
+    if not col.files and not col.problems.errors:
+        shown = str(inputs[0]) if inputs else "."
+        col.problems.error(shown, 1, 1, "no neighbour table was read: nothing to check", FORMATS)
     return col
 
 
@@ -101,9 +107,7 @@ def _file(col: Collection, path: Path) -> None:
     if not head:
         col.problems.error(shown, 1, 1, "empty file", FORMATS)
     elif head[0] in "{[":
-        doc = load_json(text, shown, col.problems)
-        if doc is not None:
-            _json(col, doc, text, shown, path)
+        _json(col, text, shown, path)
     elif ibnet.looks_like(text):
         ibnet.read(col.plan, text, shown, col)
     else:
@@ -111,31 +115,40 @@ def _file(col: Collection, path: Path) -> None:
         col.problems.error(shown, line, c, "not a neighbour table of a known format", FORMATS)
 
 
-def _json(col: Collection, doc: object, text: str, shown: str, path: Path) -> None:
+def _json(col: Collection, text: str, shown: str, path: Path) -> None:
+    """One device's table (its first key says so), or a merged file read member by member."""
     lines = Lines(text)
-    fmt = lldp.kind(doc)
-    if fmt is not None:
-        devs = _device(col, lldp.local_name(doc, fmt) or stem(path), doc, fmt, lines, 0, shown)
-        col.files.append({"file": shown, "format": "lldpd" if fmt == "lldpd" else "eos", "devices": devs[0], "entries": devs[1]})
-        return
-    if isinstance(doc, dict) and doc and all(lldp.kind(v) for v in doc.values()):
-        pos, devices, count, fmts = 0, 0, 0, set()
-        for name, sub in doc.items():
-            pos = find_key(text, name, pos)
+    try:
+        first = first_key(text)
+        if first is None or first in SINGLE:
+            doc = load_json(text, shown, col.problems)
+            fmt = lldp.kind(doc)
+            if fmt is not None:
+                devs = _device(col, lldp.local_name(doc, fmt) or stem(path), doc, fmt, lines, 0, shown)
+                col.files.append({"file": shown, "format": "lldpd" if fmt == "lldpd" else "eos", "devices": devs[0], "entries": devs[1]})
+            elif doc is not None:
+                col.problems.error(shown, 1, 1, "JSON of no known neighbour format", NOT_KNOWN)
+            return
+        devices, count, fmts = 0, 0, set()
+        for name, at, sub in members(text):
             k = lldp.kind(sub)
+            if k is None:
+                col.problems.error(shown, *line_col(text, at), f"{name!r} holds no neighbour table of a known format", NOT_KNOWN)
+                continue
             fmts.add("lldpd" if k == "lldpd" else "eos")
-            d, n = _device(col, lldp.local_name(sub, k) or name, sub, k, lines, pos, shown)
+            d, n = _device(col, lldp.local_name(sub, k) or name, sub, k, lines, at, shown)
             devices, count = devices + d, count + n
         col.files.append({"file": shown, "format": "+".join(sorted(fmts)) + " (merged)", "devices": devices, "entries": count})
-        return
-    col.problems.error(shown, 1, 1, "JSON of no known neighbour format",
-                       'lldpd {"lldp": ...}, EOS {"lldpNeighbors": ...}, an eAPI reply, or an object of them keyed by device')
+    except json.JSONDecodeError as e:
+        json_error(e, text, shown, col.problems)
+    except RecursionError:
+        col.problems.error(shown, 1, 1, "JSON nested too deeply", "a neighbour table")
 
 
 def _device(col: Collection, raw: str, doc: dict, fmt: str, lines: Lines, start: int, shown: str) -> tuple[int, int]:
     """Claims of one device's table; (1, entries) when it was read, (0, 0) when not."""
     plan = col.plan
-    at = line_col(lines.text, start)
+    at = (lines.at(start), start - lines.text.rfind("\n", 0, start))  # before the entries: Lines only counts forward
     try:
         raws = lldp.entries(doc, fmt, lines, start)
     except lldp.Malformed as e:

@@ -1,8 +1,8 @@
 """Reading files nobody vouches for: a generated folder that may have been edited or planted, and
 neighbour tables copied off thousands of devices.
 
-Every file is read as bytes first and checked before it is parsed: a path of the generated folder
-must resolve (symlinks followed) to a regular file inside that folder, no file may exceed
+Every file is read as bytes first and checked before it is parsed: a generated folder's files
+through :mod:`twin.folder` (inside the folder, as its manifest records them), a neighbour file up to
 ``MAX_BYTES``, and text must be UTF-8 without NUL bytes (a binary file is named with the byte where
 it stops being text). Every problem is a :class:`~twin.lang.diagnostics.Diagnostic` at
 ``FILE:LINE:COL``, collected in :class:`Problems` and shown together; nothing here raises on bad
@@ -12,11 +12,14 @@ input.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from twin.lang.diagnostics import Diagnostic, Severity
 
-MAX_BYTES = 2 * 1024**3  # a neighbour table or plan file larger than this is not one
+MAX_BYTES = 2 * 1024**3  # a neighbour table larger than this is not one
+FOLDER_ERROR = re.compile(r"^(?P<file>[^:\n]+?)(?::(?P<line>\d+):(?P<col>\d+))?: (?P<what>.*)$", re.S)
 
 
 class Problems:
@@ -66,18 +69,6 @@ class Lines:
         return self.n
 
 
-def inside(root: Path, rel: str) -> Path | None:
-    """``root/rel`` when it resolves (symlinks followed) to a path inside ``root``, else None.
-
-    >>> import tempfile; d = Path(tempfile.mkdtemp())
-    >>> inside(d, "a/b.csv") == d.resolve() / "a" / "b.csv", inside(d, "../etc/passwd")
-    (True, None)
-    """
-    base = root.resolve()
-    p = (base / rel).resolve()
-    return p if p.is_relative_to(base) and p != base else None
-
-
 def read_bytes(path: Path, shown: str, problems: Problems) -> bytes | None:
     """The bytes of a regular file of at most ``MAX_BYTES``, or None with the reason recorded."""
     try:
@@ -119,18 +110,83 @@ def decode(data: bytes, shown: str, problems: Problems) -> str | None:
     return text
 
 
+def json_error(e: json.JSONDecodeError, text: str, shown: str, problems: Problems) -> None:
+    """A JSON syntax error at its line and column (a truncated file is told as such)."""
+    ends = e.pos >= len(text.rstrip())
+    what = "JSON ends early (truncated?)" if ends else f"not valid JSON: {e.msg}"
+    problems.error(shown, e.lineno, e.colno, what, "a complete JSON document")
+
+
 def load_json(text: str, shown: str, problems: Problems) -> object | None:
-    """Parsed JSON, or None with the place it breaks (a truncated file is told as such)."""
+    """Parsed JSON, or None with the place it breaks."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        ends = e.pos >= len(text.rstrip())
-        what = "JSON ends early (truncated?)" if ends else f"not valid JSON: {e.msg}"
-        problems.error(shown, e.lineno, e.colno, what, "a complete JSON document")
+        json_error(e, text, shown, problems)
         return None
     except RecursionError:
         problems.error(shown, 1, 1, "JSON nested too deeply", "a neighbour table")
         return None
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def first_key(text: str) -> str | None:
+    """The first key of a top-level JSON object without parsing its value (None when the text does
+    not open an object with a key).
+
+    >>> first_key(' {"lldp": {}}'), first_key("[1]"), first_key("{}")
+    ('lldp', None, None)
+    """
+    i = _WS.match(text, 0).end()
+    if not text.startswith("{", i):
+        return None
+    i = _WS.match(text, i + 1).end()
+    if not text.startswith('"', i):
+        return None
+    try:
+        return json.decoder.scanstring(text, i + 1)[0]
+    except (json.JSONDecodeError, ValueError):
+        return None
+
+
+def members(text: str) -> Iterator[tuple[str, int, object]]:
+    """The members of a top-level JSON object one at a time: (key, offset of the key, value). A merged
+    file of thousands of devices is parsed device by device, each key found where it really is (a
+    search could meet the same name first as a neighbour). Raises ``json.JSONDecodeError`` at the
+    place the text stops being JSON.
+
+    >>> [(k, at) for k, at, _v in members('{"a": 1, "b": {"c": 2}}')]
+    [('a', 1), ('b', 9)]
+    """
+    try:
+        i = _WS.match(text, 0).end()
+        if text[i] != "{":
+            raise json.JSONDecodeError("Expecting '{'", text, i)
+        i = _WS.match(text, i + 1).end()
+        if text[i] == "}":
+            return
+        while True:
+            if text[i] != '"':
+                raise json.JSONDecodeError("Expecting property name enclosed in double quotes", text, i)
+            key, j = json.decoder.scanstring(text, i + 1)
+            j = _WS.match(text, j).end()
+            if text[j] != ":":
+                raise json.JSONDecodeError("Expecting ':' delimiter", text, j)
+            value, end = _DECODER.raw_decode(text, _WS.match(text, j + 1).end())
+            yield key, i, value
+            i = _WS.match(text, end).end()
+            if text[i] == "}":
+                if text[i + 1:].strip():
+                    raise json.JSONDecodeError("Extra data", text, i + 1)
+                return
+            if text[i] != ",":
+                raise json.JSONDecodeError("Expecting ',' delimiter", text, i)
+            i = _WS.match(text, i + 1).end()
+    except IndexError:
+        raise json.JSONDecodeError("Expecting value", text, len(text)) from None
 
 
 def find_key(text: str, key: str, start: int = 0) -> int:
@@ -152,3 +208,52 @@ def find_key(text: str, key: str, start: int = 0) -> int:
                 return i
             i = text.find(needle, i + 1)
     return start
+
+
+class Folder:
+    """The files of a generated folder, read through the project's reader of untrusted folders
+    (:mod:`twin.folder`: paths kept inside, no symlink followed, each file at most the size and
+    exactly the sha256 its manifest records), with every problem a located diagnostic."""
+
+    def __init__(self, root: Path, problems: Problems) -> None:
+        from twin.folder import FolderError, load_manifest
+
+        self.root, self.problems = root, problems
+        self.manifest = None
+        try:
+            self.manifest = load_manifest(root)
+        except FolderError as e:
+            self.folder_error(e, str(root / "manifest.json"))
+
+    def folder_error(self, e: Exception, shown: str) -> None:
+        """A :class:`twin.folder.FolderError` (``FILE[:LINE:COL]: what``) as a diagnostic."""
+        m = FOLDER_ERROR.match(str(e))
+        if m:
+            self.problems.error(m["file"], int(m["line"] or 1), int(m["col"] or 1), m["what"], "the folder as `twin build` wrote it")
+        else:
+            self.problems.error(shown, 1, 1, str(e), "the folder as `twin build` wrote it")
+
+    def shown(self, rel: str) -> str:
+        return str(self.root / rel)
+
+    def text(self, rel: str, required: bool = True) -> str | None:
+        from twin.folder import FolderError, read_artifact
+
+        shown = self.shown(rel)
+        if self.manifest is None:
+            return None
+        if rel not in self.manifest.artifacts:
+            if required:
+                self.problems.error(shown, 1, 1, "not listed in manifest.json (not written by this build)", "an artifact of the build")
+            return None
+        try:
+            data = read_artifact(self.root, self.manifest, rel)
+        except FolderError as e:
+            self.folder_error(e, shown)
+            return None
+        return decode(data, shown, self.problems)
+
+    def json(self, rel: str) -> tuple[object | None, str]:
+        """(document, its text); (None, "") when it cannot be read or parsed."""
+        text = self.text(rel)
+        return (None, "") if text is None else (load_json(text, self.shown(rel), self.problems), text)

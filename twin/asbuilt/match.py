@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import NamedTuple
 
-from twin.asbuilt.collect import Collection
+from twin.asbuilt.collect import Claim, Collection
 from twin.asbuilt.findings import Result, Seen, Wording
 from twin.asbuilt.plan import End
 from twin.asbuilt.plan_ib import SPEEDS
@@ -32,8 +32,8 @@ def analyse(col: Collection, check_speed: bool = True) -> Result:
     plan = col.plan
     w = Wording(plan, col.reported)
     res = Result(plan, col)
-    claim, conflicts = _claims(col, res, w)
-    seen, disputes = _seen(col, claim, conflicts, res, w)
+    claim, more, conflicts = _claims(col, res, w)
+    seen, disputes = _seen(col, claim, more, conflicts, res, w)
     at = plan.at
     s_edge: dict[End, int] = {}
     for k, s in enumerate(seen):
@@ -63,49 +63,56 @@ def analyse(col: Collection, check_speed: bool = True) -> Result:
     return res
 
 
-def _claims(col: Collection, res: Result, w: Wording) -> tuple[dict[End, list], dict[End, list]]:
-    """x -> [y, width, speed, sources] for ports reporting one neighbour; conflicts apart."""
-    claim: dict[End, list] = {}
-    conflicts: dict[End, list] = defaultdict(list)
+def _claims(col: Collection, res: Result, w: Wording) -> tuple[dict[End, Claim], dict[End, list[str]], dict[End, list]]:
+    """x -> its one claim (the first; the same neighbour reported again adds a source to ``more``),
+    and the ports reporting two different neighbours apart (conflicts)."""
+    claim: dict[End, Claim] = {}
+    more: dict[End, list[str]] = {}
+    conflicts: dict[End, list] = {}
+    get = claim.get
     for c in col.claims:
-        cur = claim.get(c.x)
+        x = c.x
+        cur = get(x)
         if cur is None:
-            if c.x in conflicts:
-                conflicts[c.x].append(c)
+            if x in conflicts:
+                conflicts[x].append(c)
             else:
-                claim[c.x] = [c.y, c.width, c.speed, [c.src], c]
-        elif cur[0] == c.y:
-            cur[3].append(c.src)
+                claim[x] = c
+        elif cur.y == c.y:
+            more.setdefault(x, []).append(c.src)
         else:
-            conflicts[c.x] += [cur[4], c]
-            del claim[c.x]
+            conflicts[x] = [cur, c]
+            del claim[x]
     for x, cs in conflicts.items():
         res.add(w.conflict(x, [(c.y, c.src) for c in cs]))
-    return claim, conflicts
+    return claim, more, conflicts
 
 
-def _seen(col: Collection, claim: dict, conflicts: dict, res: Result, w: Wording) -> tuple[list[Seen], dict]:
+def _seen(col: Collection, claim: dict[End, Claim], more: dict, conflicts: dict, res: Result, w: Wording) -> tuple[list[Seen], dict]:
     seen: list[Seen] = []
     disputes: dict[End, tuple[End, End | None, str]] = {}  # x -> (what x says, what that port says, x's source)
     silent: dict[End, list[End]] = defaultdict(list)
-    for x, (y, width, speed, srcs, _c) in claim.items():
-        back = claim.get(y)
-        if back is not None and back[0] == x:
+    get = claim.get
+    for x, c in claim.items():
+        y = c.y
+        back = get(y)
+        if back is not None and back.y == x:
             if x < y:
-                wid = min(v for v in (width, back[1]) if v) if width or back[1] else 0
-                spd = min((s for s in (speed, back[2]) if s), key=SPEEDS.__getitem__, default="")
-                seen.append(Seen(x, y, "both ends", wid, spd, tuple(srcs + back[3])))
+                width = min(c.width, back.width) if c.width and back.width else c.width or back.width
+                speed = min(c.speed, back.speed, key=SPEEDS.__getitem__) if c.speed and back.speed else c.speed or back.speed
+                srcs = (c.src, back.src) if x not in more and y not in more else (c.src, *more.get(x, ()), back.src, *more.get(y, ()))
+                seen.append(Seen(x, y, "both ends", width, speed, srcs))
         elif back is not None or y in conflicts:
-            disputes[x] = (y, back[0] if back is not None else None, srcs[0])
+            disputes[x] = (y, back.y if back is not None else None, c.src)
         else:
             silent[y].append(x)
     for y, xs in silent.items():
         if len(xs) > 1:
-            res.add(w.conflict(y, [(x, claim[x][3][0]) for x in xs], silent=True))
+            res.add(w.conflict(y, [(x, claim[x].src) for x in xs], silent=True))
             continue
         x = xs[0]
-        _y, width, speed, srcs, _c = claim[x]
-        seen.append(Seen(x, y, w.one_end(x, y), width, speed, tuple(srcs)))
+        c = claim[x]
+        seen.append(Seen(x, y, w.one_end(x, y), c.width, c.speed, (c.src, *more.get(x, ()))))
     return seen, disputes
 
 

@@ -1,8 +1,8 @@
 """The plan a generated folder holds, read back and checked: every cable with both ends and labels,
 where every device stands, and the names a device may use for its ports.
 
-What is read (each path checked to stay inside the folder, each file against its sha256 in
-``manifest.json``, so an edited or planted file is refused rather than trusted):
+What is read (through :mod:`twin.folder`: each path kept inside the folder, each file against its
+size and sha256 in ``manifest.json``, so an edited or planted file is refused rather than trusted):
 
 - ``cabling/cables.csv`` (:mod:`twin.emit.cabling`): cable ids, ends, hall/row/rack/U, labels; every
   label is recomputed from its columns and must agree;
@@ -19,18 +19,17 @@ A NIC is cabled as ``<server>-nicK/port1``; its host reports it as interface ``n
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import re
 from pathlib import Path
 from typing import NamedTuple
 
-from twin.asbuilt.files import Problems, decode, find_key, inside, line_col, load_json, read_bytes
+from twin.asbuilt.files import Folder, Problems, find_key, line_col
 from twin.emit.cabling import CABLE_COLUMNS
 from twin.emit.model_export import FORMAT, LINK_FIELDS
-
-MANIFEST = "manifest.json"  # twin.build writes it beside the artifacts (importing the build would load the whole compiler)
+from twin.folder import MANIFEST
+from twin.version import __version__
 
 End = tuple[str, str]  # (device, port)
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$")  # device, port, rack and hall names as twin writes them
@@ -73,6 +72,7 @@ class Plan:
         self.roles: dict[str, str] = {}  # every node of the model (servers included)
         self.host_iface: dict[tuple[str, str], str] = {}  # (server, interface) -> NIC device
         self.nics: dict[str, list[str]] = {}  # server -> its NICs
+        self.hosts: dict[str, tuple[str, int]] = {}  # server -> (rack, U): to label what a server reports on no NIC
         self.port_names: dict[str, tuple[str, ...]] = {}  # switch model -> port names in port order
         self.port_alias: dict[str, dict[str, str]] = {}  # switch model -> {alias or name: name}
         self.rate: dict[End, tuple[int, str]] = {}  # InfiniBand: planned (width, speed) per end
@@ -115,13 +115,17 @@ class Plan:
         return names[number - 1] if 1 <= number <= len(names) else None
 
     def label(self, end: End) -> str:
-        """``hall/Rrow/rack/Uu/device/port`` as the cabling plan prints it; a device the plan does not
-        have is ``not-in-plan/device/port``."""
+        """``hall/Rrow/rack/Uu/device/port`` as the cabling plan prints it (a server's other interfaces
+        too); a device the plan does not have is ``not-in-plan/device/port``."""
         dev, port = end
         d = self.devices.get(dev)
-        if d is None:
-            return f"not-in-plan/{dev}/{port}"
-        return f"{d.hall}/R{d.row:02d}/{d.rack}/U{d.u:02d}/{dev}/{port}"
+        if d is not None:
+            return f"{d.hall}/R{d.row:02d}/{d.rack}/U{d.u:02d}/{dev}/{port}"
+        rack, u = self.hosts.get(dev, ("", 0))
+        if rack in self.floor:  # a server's interface that is no NIC of the plan
+            hall, row, _slot = self.floor[rack]
+            return f"{hall}/R{row:02d}/{rack}/U{u:02d}/{dev}/{port}"
+        return f"not-in-plan/{dev}/{port}"
 
     def level(self, dev: str) -> int:
         d = self.devices.get(dev)
@@ -143,20 +147,13 @@ def load(root: Path) -> tuple[Plan | None, Problems]:
     if not root.is_dir():
         problems.error(shown, 1, 1, "not a folder", "a folder written by `twin build`")
         return None, problems
-    reader = _Reader(root, problems)
-    man, _ = reader.json(MANIFEST, verify=False)
-    if not isinstance(man, dict):
-        if man is not None:
-            problems.error(reader.shown(MANIFEST), 1, 1, "not a twin manifest", "an object with site and artifacts")
+    reader = Folder(root, problems)
+    if reader.manifest is None:
         return None, problems
-    site = man.get("site")
-    arts = man.get("artifacts")
-    if not isinstance(site, str) or not NAME.match(site) or not isinstance(arts, list):
-        problems.error(reader.shown(MANIFEST), 1, 1, "not a twin manifest", "an object with a site name and a list of artifacts")
+    site = reader.manifest.doc.get("site")
+    if not isinstance(site, str) or not NAME.match(site):
+        problems.error(reader.shown(MANIFEST), 1, 1, "the manifest names no site", "a site name as `twin build` writes it")
         return None, problems
-    for a in arts:
-        if isinstance(a, dict) and isinstance(a.get("path"), str) and isinstance(a.get("sha256"), str):
-            reader.sha[a["path"]] = a["sha256"]
     plan = Plan(root, site)
     _cables(plan, reader)
     _model(plan, reader, cables_read=not problems.errors)
@@ -169,45 +166,7 @@ def load(root: Path) -> tuple[Plan | None, Problems]:
     return (None if problems.errors else plan), problems
 
 
-class _Reader:
-    """Files of the generated folder: inside it, regular, and as the manifest says they were written."""
-
-    def __init__(self, root: Path, problems: Problems) -> None:
-        self.root, self.problems = root, problems
-        self.sha: dict[str, str] = {}
-
-    def shown(self, rel: str) -> str:
-        return str(self.root / rel)
-
-    def text(self, rel: str, verify: bool = True, required: bool = True) -> str | None:
-        shown = self.shown(rel)
-        path = inside(self.root, rel)
-        if path is None:
-            self.problems.error(shown, 1, 1, "resolves outside the generated folder (a symlink?)", "a file inside the folder")
-            return None
-        if not path.exists() and not required:
-            return None
-        data = read_bytes(path, shown, self.problems)
-        if data is None:
-            return None
-        if verify:
-            want = self.sha.get(rel)
-            if want is None:
-                self.problems.error(shown, 1, 1, "not listed in manifest.json (not written by this build)", "an artifact of the build")
-                return None
-            if hashlib.sha256(data).hexdigest() != want:
-                self.problems.error(shown, 1, 1, "differs from the sha256 manifest.json records (edited after the build?)",
-                                    "the file as `twin build` wrote it; build again")
-                return None
-        return decode(data, shown, self.problems)
-
-    def json(self, rel: str, verify: bool = True) -> tuple[object | None, str]:
-        """(document, its text); (None, "") when it cannot be read or parsed."""
-        text = self.text(rel, verify)
-        return (None, "") if text is None else (load_json(text, self.shown(rel), self.problems), text)
-
-
-def _cables(plan: Plan, reader: _Reader) -> None:
+def _cables(plan: Plan, reader: Folder) -> None:
     """Read the cable schedule. Tens of thousands of rows name a few thousand devices, so each
     device's columns are checked once (cached by their values) and each label is its device's
     checked prefix plus the port."""
@@ -292,7 +251,7 @@ def _device(plan: Plan, key: tuple, side: str, row: list[str], n: int, col: dict
     return f"{hall}/R{int(r):02d}/{rack}/U{int(u):02d}/{dev}/"
 
 
-def _model(plan: Plan, reader: _Reader, cables_read: bool) -> None:
+def _model(plan: Plan, reader: Folder, cables_read: bool) -> None:
     rel = "model/fabric.json"
     doc, text = reader.json(rel)
     if doc is None:
@@ -315,13 +274,13 @@ def _model(plan: Plan, reader: _Reader, cables_read: bool) -> None:
         problems.error(shown, *line_col(text, find_key(text, "nodes")), "nodes are not rows of node_fields", "one list per node")
         return
     none = [None] * len(nodes)
-    cols = [[x[ix[f]] for x in nodes] if f in ix else none for f in ("id", "role", "level", "model", "server")]
-    if not all_names(cols[0]):
-        k = next(k for k, x in enumerate(cols[0]) if not NAME.match(x))
+    cols = [[x[ix[f]] for x in nodes] if f in ix else none for f in ("id", "role", "level", "model", "server", "rack", "u")]
+    if not all(type(x) is str for x in cols[0]) or not all_names(cols[0]):
+        k = next(k for k, x in enumerate(cols[0]) if type(x) is not str or not NAME.match(x))
         problems.error(shown, *line_col(text, find_key(text, "nodes")), f"node {k}: {cols[0][k]!r} is not a name", "a device name", ("nodes", k))
         return
     devices, roles = plan.devices, plan.roles
-    for k, (nid, role, level, model, server) in enumerate(zip(*cols)):
+    for k, (nid, role, level, model, server, rack, u) in enumerate(zip(*cols)):
         if not (type(nid) is str and type(role) is str and type(level) is int and (model is None or type(model) is str)
                 and (server is None or type(server) is str)):
             problems.error(shown, *line_col(text, find_key(text, "nodes")), f"node {k} is not [id, role, level, ...] as node_fields say",
@@ -331,6 +290,8 @@ def _model(plan: Plan, reader: _Reader, cables_read: bool) -> None:
         d = devices.get(nid)
         if d is not None:
             devices[nid] = Device(role, level, d.hall, d.row, d.rack, d.u, model)
+        if role == "server" and type(rack) is str and type(u) is int:
+            plan.hosts[nid] = (rack, u)
         if server is not None and role == "nic":
             plan.nics.setdefault(server, []).append(nid)
             iface = nid[len(server) + 1:] if nid.startswith(server + "-") else nid
@@ -356,7 +317,7 @@ def _model(plan: Plan, reader: _Reader, cables_read: bool) -> None:
             return
 
 
-def _catalog(plan: Plan, reader: _Reader) -> None:
+def _catalog(plan: Plan, reader: Folder) -> None:
     """Port names, aliases and numbers of every switch model the plan uses (from design.json)."""
     from pydantic import ValidationError
 
@@ -380,9 +341,13 @@ def _catalog(plan: Plan, reader: _Reader) -> None:
             model = SwitchModel.model_validate(raw)
             names = port_names(model)
         except (ValidationError, ValueError, TypeError) as e:
-            first = e.errors()[0]["msg"] if isinstance(e, ValidationError) else str(e)
-            problems.error(shown, *line_col(text, find_key(text, name)), f"switch model {name}: {first}", "a switch model of the catalog",
-                           ("site", "catalog", "switches", name))
+            if isinstance(e, ValidationError):
+                err = e.errors()[0]
+                first = ".".join(str(x) for x in err["loc"]) + ": " + err["msg"] if err["loc"] else err["msg"]
+            else:
+                first = str(e)
+            problems.error(shown, *line_col(text, find_key(text, name)), f"switch model {name}: {first}",
+                           f"a switch model of this twin's catalog (build the folder again with twin {__version__})", ("site", "catalog", "switches", name))
             continue
         plan.port_names[name] = names
         alias = {n: n for n in names}
@@ -396,7 +361,7 @@ def _catalog(plan: Plan, reader: _Reader) -> None:
             return
 
 
-def _floor(plan: Plan, reader: _Reader) -> None:
+def _floor(plan: Plan, reader: Folder) -> None:
     """Each rack's place on the floor (``placement/floor.csv``): the work order walks a row in order and
     the page draws the floor plan."""
     rel = "placement/floor.csv"

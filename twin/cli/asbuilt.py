@@ -10,6 +10,8 @@ from typing import Optional
 
 import typer
 
+from twin.output import EXIT_WRITE
+
 EXIT_INVALID = 2
 
 
@@ -47,14 +49,24 @@ def run_as_built(generated: Path, neighbours: list[Path], output: Path | None, a
             err.print(f"-o {output}: {why}", style="red", markup=False)
             return EXIT_INVALID
     res, diags, errors = check(generated, neighbours, check_speed=not ignore_speed)
+    st, code = status(res, errors, complete)
+    doc = document(res, str(generated), diags, errors, complete) if (as_json or output is not None) and res is not None else None
     files: list[str] = []
     if res is not None and output is not None:
-        doc = document(res, str(generated), diags, errors, complete)
-        files = write_outputs(output, {"work-order.csv": work_order(res), "as-built.html": page(res),
-                                       "as-built.json": (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8")})
-    st, code = status(res, errors, complete)
+        files = [str(output / n) for n in ("work-order.csv", "as-built.html", "as-built.json")]
+        doc["files"] = files
+        try:
+            write_outputs(output, {"work-order.csv": work_order(res), "as-built.html": page(res),
+                                   "as-built.json": (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8")})
+        except OSError as e:  # disk full, read-only, no permission: one line, as twin build says it
+            why = f"-o {output}: cannot write ({e.strerror or e})"
+            if as_json:
+                emit_json({"status": "not written", "error": why, "exit": EXIT_WRITE})
+            else:
+                err.print(why, style="red", markup=False)
+            return EXIT_WRITE
     if as_json:
-        emit_json(document(res, str(generated), diags, errors, complete, files))
+        emit_json(doc if doc is not None else document(res, str(generated), diags, errors, complete))
         return code
     print_diags(diags)
     if res is None:
@@ -93,7 +105,8 @@ def register(app, out, err, print_diags, emit_json) -> None:
         degraded (InfiniBand width or speed), disagree (the two ends report different things), conflict
         (one port, two neighbours); each with its cable id, both ends' labels and the move that fixes it.
         A partial collection is checked for what it covers. Exit 0 when every checked cable is correct,
-        1 when something differs, 2 when the plan or a neighbour file cannot be read (the rest is still checked).
+        1 when something differs, 2 when the plan or a neighbour file cannot be read (the rest is still checked),
+        3 when -o cannot be written.
 
         Example: lldpcli show neighbors -f json > lldp/$(hostname).json   # on every switch and server
 
