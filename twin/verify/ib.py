@@ -224,8 +224,10 @@ def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> Ib
 
 def _client(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
     """A libibumad client under ``timeout -k``: a hung client ignores SIGTERM."""
+    # in the run's work folder: the preload library makes a fake sysfs `sys-<pid>` in the current folder,
+    # which a killed client leaves behind (the work folder goes with the run)
     return subprocess.run(["timeout", "-k", "5", str(int(timeout))] + cmd, capture_output=True, text=True, env=env, timeout=timeout + 30,
-                          preexec_fn=_die_with_parent(signal.SIGTERM))  # timeout passes it on, then kills
+                          cwd=env.get("OSM_TMP_DIR"), preexec_fn=_die_with_parent(signal.SIGTERM))  # timeout passes it on, then kills
 
 
 def _wait_sim(sim: subprocess.Popen, env: dict, work: Path, timeout: float = 30) -> None:
