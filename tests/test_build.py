@@ -30,7 +30,8 @@ def tree_hashes(folder: Path) -> dict[str, str]:
 
 
 # The lab sites (every fabric family, RoCE and InfiniBand, a campus, a power-limited hall) build in the
-# fast tier; the Meta sites are what the slow tier builds them for: the same emitters at full size.
+# fast tier; the Meta sites and the job twin's validation sites (selene-a100, dgx-h100-pod) are what the
+# slow tier builds them for: the same emitters at full size.
 EXAMPLES = tiered(s.stem for s in SITES)
 
 

@@ -24,7 +24,8 @@ def tor(vendor: str, config: str | None, technology: str = "ethernet") -> str:
     """lab-2zone with its rack switch a site catalog model ``tor`` (the CTSWs and ATSWs stay Minipack2)."""
     lines = ["catalog:", "  switches:", "    tor:", f"      vendor: {vendor}", f"      technology: {technology}"]
     lines += [f"      config: {config}"] if config is not None else []
-    lines += ["      ports: 64", "      port_speed: 400 Gbit/s", '      port_name: "Ethernet{n}/1"', "      power: 1 kW",
+    name = "Ethernet{n}" if config == "sonic" else "Ethernet{n}/1"  # SONiC's ports are Linux interfaces: no '/'
+    lines += ["      ports: 64", "      port_speed: 400 Gbit/s", f'      port_name: "{name}"', "      power: 1 kW",
               "      latency: 1 us", "      height_u: 2", "      weight: 15 kg", "      source: assumed"]
     return LAB + "\n".join(lines) + "\n"
 
@@ -94,4 +95,5 @@ def test_the_registry_and_its_writers_agree():
             assert all((folder / f"{s}.j2").is_file() for s in t.shared)
     assert config_target(configs_ib.TARGET).subnet
     assert {m: s.config for m, s in builtin().switches.items()} == {
-        "minipack2": "sonic", "wedge400": "sonic", "arista-7800r3": "eos", "qm9700": "opensm"}
+        "minipack2": "sonic", "wedge400": "sonic", "arista-7800r3": "eos", "qm9700": "opensm", "qm8700": "opensm"}
+    assert all(s.technology in config_target(s.config).technologies for s in builtin().switches.values())

@@ -68,8 +68,12 @@ def small_limits(monkeypatch):
     monkeypatch.setenv("TWIN_LIMITS", SMALL)
 
 
-def check(text: str, lab) -> None:
+def check(text: str, reraise: bool = False) -> None:
+    from conftest import compiled
+
     from twin.twins.run import simulate
+
+    lab = compiled("lab-2zone")
 
     try:
         scn, src = parse_scenario(text, "fuzz.yaml")
@@ -80,26 +84,28 @@ def check(text: str, lab) -> None:
         simulate(lab, scn, src)
     except SpecError as e:
         assert_located(e.diagnostics, ("fuzz.yaml",))
+        if reraise:
+            raise
     except InfeasibleError as e:
         assert str(e)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.data())
-def test_structural_mutations(lab, data):
+def test_structural_mutations(data):
     base = data.draw(st.sampled_from(list(BASES)))
     ops = data.draw(mutations(PATHS[base]))
     doc = copy.deepcopy(BASES[base])
     mutate(doc, ops)
-    check(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), lab)
+    check(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.sampled_from([NETWORK, TWINS]), st.integers(min_value=0, max_value=len(TWINS) - 1), st.integers(min_value=0, max_value=8),
        SNIPPETS)
-def test_textual_mutations(lab, base, at, cut, insert):
+def test_textual_mutations(base, at, cut, insert):
     at = at % len(base)
-    check(base[:at] + insert + base[at + cut:], lab)
+    check(base[:at] + insert + base[at + cut:])
 
 
 @pytest.mark.parametrize("field, value", [
@@ -118,3 +124,15 @@ def test_collective_sweeps_that_never_end_are_refused_at_once(field, value):
     assert time.perf_counter() - t0 < 1.0
     assert_located(e.value.diagnostics, ("s.yaml",))
     assert e.value.diagnostics[0].line == 8 and "collectives[0].sweep" in e.value.diagnostics[0].format()
+
+
+@pytest.mark.parametrize("ranks, words", [
+    ("{gpus: []}", "the selection holds 0 GPU(s) (expected at least 2)"),  # what the fuzz found: a ValueError
+    ("{gpus: [3]}", "the selection holds 1 GPU(s) (expected at least 2)"),
+    ("{servers: 1, per_server: 1}", "the selection holds 1 GPU(s) (expected at least 2)"),
+])
+def test_a_collective_over_fewer_than_two_gpus_is_located(ranks, words):
+    text = NETWORK.replace('ranks: {gpus: "1-16"}', f"ranks: {ranks}")
+    with pytest.raises(SpecError) as e:
+        check(text, reraise=True)
+    assert e.value.diagnostics[0].format().startswith("fuzz.yaml:9:") and words in e.value.diagnostics[0].format()

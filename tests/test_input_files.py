@@ -56,7 +56,9 @@ def test_devices_and_fifos_are_refused_before_reading(fifo):
         assert e.value.diagnostics[0].message.startswith(f"{kind}, not a regular YAML file")
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_a_fifo_as_site_scenario_and_sweep(fifo):
+    """Slow for its three CLI start-ups (about 3 s each): each command exits 2 at once instead of blocking."""
     for args in (("validate", str(fifo)), ("simulate", "sites/lab-2zone.yaml", "-s", str(fifo)), ("sweep", str(fifo))):
         r = cli(*args, timeout=60)
         assert r.returncode == 2 and f"{fifo}:0:0: a FIFO, not a regular YAML file" in r.stderr and "Traceback" not in r.stderr, args

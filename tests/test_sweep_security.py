@@ -8,6 +8,7 @@ sweep listens on 8787 and no listener answers HTTP; `site: /etc/shadow` or `../`
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -36,8 +37,19 @@ def listeners(client) -> list[tuple[int, str, int]]:
                   and c.pid in pids)
 
 
+async def _handshake(address: str, args: dict) -> None:
+    """What distributed.Client does first: open a comm to the scheduler and exchange a message."""
+    from distributed.comm import connect
+
+    comm = await connect(address, timeout=5, **args)
+    try:
+        await comm.write({"op": "identity"})
+        await comm.read()
+    finally:
+        await comm.close()
+
+
 def test_no_other_local_user_can_join_the_cluster():
-    from distributed import Client
     from distributed.security import Security
 
     before = {port for _, _, port in listeners(None)}
@@ -64,9 +76,10 @@ def test_no_other_local_user_can_join_the_cluster():
             with socket.create_connection((host, int(port)), timeout=5) as raw, ctx.wrap_socket(raw) as tls:
                 tls.sendall(b"x" * 64)
                 assert tls.recv(1) != b""
-        for target, kw in ((address, {}), (address, {"security": Security.temporary()}), (address.replace("tls://", "tcp://"), {})):
-            with pytest.raises((OSError, TimeoutError, TypeError, ValueError)):  # never connected: nothing to submit with
-                Client(target, timeout=3, set_as_default=False, **kw)
+        for target, args in ((address, {}), (address, Security.temporary().get_connection_args("client")),
+                             (address.replace("tls://", "tcp://"), {})):
+            with pytest.raises((OSError, TimeoutError, TypeError)):  # never connected: nothing to submit with
+                asyncio.run(_handshake(target, args))
     finally:
         engine.close_client(client)
 
@@ -162,3 +175,18 @@ def test_labels_are_text_not_formulas(tmp_path):
     with pytest.raises(SpecError) as e:
         load_sweep(p)
     assert e.value.diagnostics[0].format().startswith(f"{p}:6:18: axes[0].labels[1]:") and "formula" in e.value.diagnostics[0].message
+
+
+def test_the_dashboard_is_served_only_when_asked():
+    """--dashboard ADDRESS brings Dask's HTTP server back at that address (and only then)."""
+    import urllib.request
+
+    with socket.socket() as s:  # a free port for it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = engine.connect(None, 1, dashboard=f"127.0.0.1:{port}")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as r:
+            assert (r.status, r.read()) == (200, b"ok")
+    finally:
+        engine.close_client(client)

@@ -19,8 +19,9 @@ def register(app, out, err, emit_json) -> None:
         (paper, table, row), inputs, the twin's prediction, the error and the convention compared in.
 
         The open validation set: Llama 3 Table 4 (sites/meta-24k-roce.yaml), Megatron-LM SC'21 Table 1
-        (sites/selene-a100.yaml) and nccl-tests AllReduce on one DGX H100. Runs from a source checkout
-        (it compiles the two example sites); about a minute on two cores.
+        (sites/selene-a100.yaml) and nccl-tests AllReduce on one DGX H100; out of sample (never calibrated
+        on): NVIDIA's NeMo H100 FP8 recipes (sites/dgx-h100-pod.yaml). Runs from a source checkout (it
+        compiles the example sites); about a minute on two cores.
 
         Example: twin validate-jobs
 

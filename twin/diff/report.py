@@ -41,7 +41,9 @@ def delta(r: dict) -> str:
 
 
 def lines(added: int | None, removed: int | None) -> str:
-    """>>> lines(3, 1), lines(None, None)
+    """Lines added and removed, or why they were not counted.
+
+    >>> lines(3, 1), lines(None, None)
     ('+3 -1', 'too large to count lines')
     """
     return "too large to count lines" if added is None else f"+{added} -{removed}"

@@ -34,8 +34,9 @@ def _server_index(net: Net, ref: int | str, src, path) -> int:
         raise SpecError([error(src, path, f"unknown server '{ref}'", f"e.g. {net.server_ids[0]}")]) from None
 
 
-def resolve_ranks(net: Net, sel: Ranks, case: Case, src=None, path: tuple = ()) -> np.ndarray:
-    """GPU indices in rank order for a selection, after the case's server replacements."""
+def resolve_ranks(net: Net, sel: Ranks, case: Case, src=None, path: tuple = (), at_least: int = 1) -> np.ndarray:
+    """GPU indices in rank order for a selection, after the case's server replacements; a located error
+    when it holds fewer than ``at_least`` GPUs (a collective's ranks need 2)."""
     G = net.n_gpus
     all_gpus = np.arange(G)
     srv = net.gpu_server
@@ -81,6 +82,8 @@ def resolve_ranks(net: Net, sel: Ranks, case: Case, src=None, path: tuple = ()) 
         if sel.count > len(gpus):
             raise SpecError([error(src, path + ("count",), f"asks for {sel.count} GPUs, the selection has {len(gpus)}")])
         gpus = gpus[: sel.count]
+    if len(gpus) < at_least:
+        raise SpecError([error(src, path, f"the selection holds {len(gpus)} GPU(s)", f"at least {at_least}")])
     return gpus
 
 
@@ -156,7 +159,7 @@ def check(design, scn: Scenario, src, g0: nx.MultiGraph, net0: Net) -> None:
             continue  # the case's selections are read after its failures
         for k, c in enumerate(scn.collectives):
             path = ("collectives", k)
-            _collect(found, lambda c=c, case=case, path=path: resolve_ranks(net0, c.ranks, case, src, path + ("ranks",)))
+            _collect(found, lambda c=c, case=case, path=path: resolve_ranks(net0, c.ranks, case, src, path + ("ranks",), at_least=2))
             if c.peers is not None:
                 _collect(found, lambda c=c, case=case, path=path: resolve_ranks(net0, c.peers, case, src, path + ("peers",)))
     c = scn.campaign

@@ -97,7 +97,7 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
         down_idx = {net.server_ids.index(s) for s in down}
         for k, c in enumerate(scn.collectives):
             path = ("collectives", k)
-            ranks = resolve_ranks(net, c.ranks, case, src, path + ("ranks",))
+            ranks = resolve_ranks(net, c.ranks, case, src, path + ("ranks",), at_least=2)
             if down_idx & set(net.gpu_server[ranks].tolist()):
                 raise SpecError([error(src, path + ("ranks",), f"case '{case.name}' fails a server this collective runs on", "replace it with `replace:` or pick other ranks")])
             peers = resolve_ranks(net, c.peers, case, src, path + ("peers",)) if c.peers is not None else None

@@ -223,9 +223,10 @@ def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> Ib
 
 
 def _client(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
-    """A libibumad client under ``timeout -k``: a hung client ignores SIGTERM."""
+    """A libibumad client under ``timeout -k``: a hung client ignores SIGTERM. It runs in the run's work
+    folder: umad2sim writes a ``sys-<pid>/`` tree into its client's working directory."""
     return subprocess.run(["timeout", "-k", "5", str(int(timeout))] + cmd, capture_output=True, text=True, env=env, timeout=timeout + 30,
-                          preexec_fn=_die_with_parent(signal.SIGTERM))  # timeout passes it on, then kills
+                          cwd=env.get("OSM_TMP_DIR"), preexec_fn=_die_with_parent(signal.SIGTERM))  # timeout passes it on, then kills
 
 
 def _wait_sim(sim: subprocess.Popen, env: dict, work: Path, timeout: float = 30) -> None:

@@ -183,7 +183,7 @@ def parse(js, where: str, folder: Path | None = None) -> Topology:
     ifaces: set[tuple[str, str]] = set()
 
     def port(sw, ifn, at: str) -> None:
-        if sw not in switches:
+        if not isinstance(sw, str) or sw not in switches:
             _fail(at, sw, "is not a switch of this topology")
         if not ifname(ifn):
             _fail(f"{at} interface", ifn, "is not a Linux interface name (expected letters, digits, '_', '.', '-', at most 15)")

@@ -210,14 +210,15 @@ def training(s, p: Plan, hbm: float) -> TrainingMemory:
 
 
 def largest_micro_batch(s, w, hbm: float, fused_attention: bool = True) -> int:
-    """The largest micro-batch (sequences dividing the batch per DP rank) whose plan fits, 0 if none."""
-    per_replica = max(1, w.global_batch // w.dp)
-    best = 0
-    for mb in (d for d in range(1, per_replica + 1) if per_replica % d == 0):
-        if not training(s, Plan.of(w, fused_attention, mb), hbm).fits:
-            break
-        best = mb
-    return best
+    """The largest micro-batch (sequences dividing the batch per DP rank) whose plan fits, 0 if none.
+    Memory is not monotonic in the micro-batch (fewer micro-batches, fewer in flight), so every divisor
+    is tried, largest first (trial division: at most a million steps)."""
+    n = max(1, w.global_batch // w.dp)
+    small = [d for d in range(1, min(math.isqrt(n), 1_000_000) + 1) if n % d == 0]
+    for mb in sorted({*small, *(n // d for d in small)}, reverse=True):
+        if training(s, Plan.of(w, fused_attention, mb), hbm).fits:
+            return mb
+    return 0
 
 
 def kv_cache_bytes(s, batch: int, tokens: int, layers: float, tp: int, bytes_per_value: int = BF16) -> float:

@@ -63,8 +63,8 @@ class Shape:
     def of(cls, w, kv_heads: int | None = None) -> Shape:
         """From a workload (or a served model); without ``ffn_hidden_size`` a GPT's FFN is 4 x hidden
         and a Llama's is sized so the layers hold the stated parameters (SwiGLU: 3 x h x f per layer)."""
-        family = getattr(w, "family", "llama")
-        mlp, positions, dropout, tied = FAMILY[family]
+        arch = getattr(w, "family", "llama")  # the model family (gpt, llama), not the fabric's
+        mlp, positions, dropout, tied = FAMILY[arch]
         mlp = getattr(w, "mlp", None) or mlp
         positions = getattr(w, "positions", None) or positions
         dropout = dropout if getattr(w, "dropout", None) is None else w.dropout
@@ -74,7 +74,7 @@ class Shape:
         vocab = w.vocab_size or 0
         ffn = w.ffn_hidden_size
         mats = 3 if mlp == "swiglu" else 2
-        if ffn is None and family == "gpt":
+        if ffn is None and arch == "gpt":
             ffn = 4 * h
         elif ffn is None:
             attn = h * (h + 2 * h * kv // heads) + h * h
@@ -172,3 +172,15 @@ def megatron_eq3_flops(s: Shape, seq: int, batch: int) -> float:
     """
     h, ll = s.hidden, s.layers
     return 96 * batch * seq * ll * h * h * (1 + seq / (6 * h) + s.vocab / (16 * ll * h))
+
+
+def megatron_core_flops(s: Shape, seq: int, batch: int) -> float:
+    """Model FLOPs of one iteration as Megatron-LM counts them (``num_floating_point_operations``, NeMo's
+    "Model TFLOP/sec/GPU"): 3 x (2 x matmul parameters + 4 x s x h per layer) per token, attention over the
+    full ``s x s`` square rather than the causal half (so above :meth:`Shape.model_flops_per_token`).
+
+    >>> s = Shape(layers=126, hidden=16384, ffn=53248, heads=128, kv_heads=8, vocab=128256)
+    >>> round(megatron_core_flops(s, 8192, 1) / (s.model_flops_per_token(8192) * 8192), 3)
+    1.04
+    """
+    return 3 * (2 * s.matmul_params + s.layers * 4 * seq * s.hidden) * seq * batch

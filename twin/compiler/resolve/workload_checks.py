@@ -30,8 +30,9 @@ def workloads(spec: Spec) -> Iterator[Finding]:
 def _layout(spec: Spec, j, base: tuple) -> Iterator[Finding]:
     if j.gpus > spec.gpus:
         yield E, base, f"TP{j.tp} x CP{j.cp} x PP{j.pp} x DP{j.dp} = {j.gpus:,} GPUs, the site has {spec.gpus:,}", f"at most {spec.gpus:,} GPUs"
-    if spec.chassis.gpus and j.tp > spec.chassis.gpus:
-        yield W, base + ("tp",), f"TP{j.tp} spans servers ({spec.chassis.gpus} GPUs each): tensor parallelism over the network", f"tp <= {spec.chassis.gpus}"
+    domain = min(spec.chassis.nvlink_domain or spec.chassis.gpus, spec.chassis.gpus) if spec.chassis.gpus else 0
+    if domain and j.tp > domain:
+        yield W, base + ("tp",), f"TP{j.tp} spans NVLink domains ({domain} GPUs each): tensor parallelism over the network", f"tp <= {domain}"
     if j.global_batch % j.dp:
         yield E, base + ("global_batch",), f"global batch {j.global_batch} does not divide over DP{j.dp}", f"a multiple of {j.dp}"
     if j.layers % j.pp:

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from twin.lang.base import Model, Slug, Text
-from twin.lang.site.config_targets import ConfigName, check_technology
+from twin.lang.site.config_targets import TARGETS, ConfigName, check_technology
 from twin.lang.site.cost_models import FacilityCost
 from twin.lang.site.portmap import PortMap
 from twin.lang.site.power import PhasePower
@@ -114,8 +114,8 @@ class SwitchModel(Model):
     vendor: Text
     technology: Literal["ethernet", "infiniband"] = "ethernet"
     config: ConfigName = Field(
-        description="the configuration target its switches get: sonic (config_db.json), eos (EOS running-config), "
-        "opensm (InfiniBand: the subnet manager) or none; required, never guessed from the vendor",
+        description="the configuration target its switches get (required, never guessed from the vendor): "
+        + "; ".join(f"{t.name}: {t.summary}" for t in TARGETS),
     )
     asic: Text = Field("", description="switch ASIC, shown in the report's fabric table")
     ports: int = Field(ge=1, le=4096, description="logical ports at port_speed")

@@ -64,7 +64,7 @@ TARGETS: tuple[ConfigTarget, ...] = (
 _BY_NAME = {t.name: t for t in TARGETS}
 
 # The catalog's field: the registry's names
-ConfigName = Literal[tuple(t.name for t in TARGETS)]  # type: ignore[valid-type]
+ConfigName = Literal[tuple(t.name for t in TARGETS)]
 
 
 def config_target(name: str) -> ConfigTarget:

@@ -20,7 +20,7 @@ from twin.lang.site.attachment import Attachment
 from twin.lang.site.campus import Building, Campus
 from twin.lang.site.catalog_models import Catalog
 from twin.lang.site.cost_models import EnergyPrice, EnergyPriceField
-from twin.lang.site.families import Family
+from twin.lang.site.families import FAMILIES, Family
 from twin.lang.site.power import UtilityLimits
 from twin.lang.site.reliability_models import Storage
 from twin.lang.site.workload_models import TrainingJob
@@ -239,7 +239,7 @@ LinkTier = Annotated[str, Field(pattern=r"^[a-z0-9]+-[a-z0-9]+$", description="a
 
 class Fabric(Model):
     technology: Technology
-    family: Family
+    family: Family = Field(description="; ".join(f"{f.name}: {f.summary}" for f in FAMILIES))
     rack_type: str = Field(description="rack type filled with GPU servers")
     gpus: int | None = Field(None, ge=1, le=10_000_000, description="default: zones x racks x GPUs per rack")
     zones: int | None = Field(None, ge=1, le=1024, description="AI zones (pods)")

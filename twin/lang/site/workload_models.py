@@ -100,9 +100,10 @@ class TrainingJob(Model):
     cp_comm: Literal["all-gather", "ring"] = Field("all-gather", description="context parallelism: all-gather of K and V before "
                                                    "attention (Llama 3) or a ring of K/V chunks overlapping the attention kernel")
     stack: Slug | None = Field(None, description="the software stack (catalog stacks:); default meta-production-2024")
-    flops_convention: Literal["model", "megatron-eq3"] = Field(
-        "model", description="how measured_tflops_per_gpu counts FLOPs: model (6N + attention; Llama 3 Table 4) or megatron-eq3 "
-        "(hardware FLOPs with recomputation, Narayanan et al. SC'21 Eq. 3)")
+    flops_convention: Literal["model", "megatron-eq3", "megatron-core"] = Field(
+        "model", description="how measured_tflops_per_gpu counts FLOPs: model (6N + causal attention; Llama 3 Table 4), megatron-eq3 "
+        "(hardware FLOPs with recomputation, Narayanan et al. SC'21 Eq. 3) or megatron-core (6N + attention over the full square: "
+        "Megatron-LM's num_floating_point_operations, NeMo's Model TFLOP/s)")
     measured_tflops_per_gpu: float | None = Field(
         None, gt=0, description="a measured end-to-end BF16 TFLOPs per GPU to compare the twin's prediction with (never an input of the math)"
     )

@@ -3,7 +3,7 @@
 Example::
 
     name: lab-oversubscription
-    site: ../sites/lab-2zone.yaml              # relative to this file
+    site: ../sites/lab-2zone.yaml              # relative to this file (outside its folder: twin sweep --root)
     scenario: ../scenarios/lab-job.yaml        # or an inline mapping; optional
     placement: naive                           # spec (default), naive or optimize: sets placement.method
     axes:                                      # variants = the product of the axes, first axis slowest
@@ -19,7 +19,8 @@ Example::
     job: 1                                     # the scenario's job that gives job figures
     scheme: e-ecmp-16qp                        # its routing scheme (default: the first)
 
-Every problem is reported at its place in the sweep file (``FILE:LINE:COL``): an unknown path (with
+The files it names are YAML files relative to the sweep file, inside its folder unless the user widens
+it (``twin sweep --root DIR``). Every problem is reported at its place in the sweep file (``FILE:LINE:COL``): an unknown path (with
 "did you mean"), an entry the base site lacks, a value its field refuses (a wrong unit, out of range),
 a figure that does not exist or needs a twin the scenario does not run.
 """

@@ -29,7 +29,7 @@ def events_per_run(rate: float, horizon: float) -> int:
     """Columns the engine draws per run for a total rate (1/s) over ``horizon`` s."""
     mean = rate * horizon
     if not math.isfinite(mean):
-        return math.inf  # type: ignore[return-value]
+        return math.inf
     return int(math.ceil(mean + 6.0 * math.sqrt(mean) + 16))
 
 

@@ -48,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from twin.compiler.resolve.memory import stage_layers
-from twin.compiler.resolve.transformer import Shape, megatron_eq3_flops
+from twin.compiler.resolve.transformer import Shape, megatron_core_flops, megatron_eq3_flops
 
 BF16 = 2  # bytes per element of activations and weights
 ADAM_BYTES_PER_PARAM = 28  # read FP32 master, m, v and the BF16 gradient; write master, m, v, BF16 weight
@@ -276,7 +276,8 @@ def training(gpu: Gpu, s: Shape, r, moe_work=None) -> TrainingCompute:
     owned = stage / r.tp / (r.dp * r.cp if r.zero >= 1 else 1)
     opt = gpu.memory(ADAM_BYTES_PER_PARAM * owned)
     flops = s.model_flops_per_token(seq) * seq * r.global_batch
-    conv = megatron_eq3_flops(s, seq, r.global_batch) if r.flops_convention == "megatron-eq3" else flops
+    conv = {"megatron-eq3": megatron_eq3_flops, "megatron-core": megatron_core_flops}.get(r.flops_convention)
+    conv = conv(s, seq, r.global_batch) if conv else flops
     return TrainingCompute(fwd, bwd, rc, opt, flops, tokens, n_layers, n_layers * frac,
                            layer_f.seconds + layer_r.seconds, layer_b.seconds,
                            fwd_mod["core-attention"].seconds, bwd_mod["core-attention"].seconds, conv)
