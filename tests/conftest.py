@@ -21,11 +21,11 @@ RUNNING: list = []  # the test being set up or run
 def build_of(name: str):
     """``twin build sites/<name>.yaml`` (twin.build.build), once per test session, into a temporary
     folder: its BuildResult (``.design``, ``.out_dir``). Every example's design, switch configs and
-    output folder are read from this one build, so a Meta site is compiled and rendered once. A Meta
-    site is the slow tier's: a test not marked slow that reads one fails, saying so."""
+    output folder are read from this one build, so a big site is compiled and rendered once. Only the
+    lab sites are the fast tier's: a test not marked slow that reads another fails, saying so."""
     test = RUNNING[0] if RUNNING else None
-    if name.startswith("meta-") and test is not None and test.get_closest_marker("slow") is None:
-        pytest.fail(f"{test.nodeid} reads {name} but is not marked slow (the fast tier, -m 'not slow', builds no Meta site)", pytrace=False)
+    if not fast_site(name) and test is not None and test.get_closest_marker("slow") is None:
+        pytest.fail(f"{test.nodeid} reads {name} but is not marked slow (the fast tier, -m 'not slow', builds only the lab-* sites)", pytrace=False)
     return _build(name)
 
 
@@ -55,11 +55,15 @@ def _configs(out: Path) -> dict[str, bytes]:
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in files if p.is_file()}
 
 
+def fast_site(name: str) -> bool:
+    """The lab sites (every fabric family, small) are the fast tier's; the full-size ones (Meta's, Selene:
+    a minute or more to compile, render and check) the slow tier's."""
+    return name.startswith("lab-")
+
+
 def tiered(sites):
-    """Site names as test parameters: the Meta sites and the job twin's validation clusters (minutes to
-    compile, render and check at full size) are the slow tier's, the lab sites (every fabric family) the
-    fast tier's."""
-    return [s if s.startswith("lab-") else pytest.param(s, marks=pytest.mark.slow) for s in sites]
+    """Site names as test parameters, the full-size sites marked slow (:func:`fast_site`)."""
+    return [s if fast_site(s) else pytest.param(s, marks=pytest.mark.slow) for s in sites]
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,9 @@ numbers, unit swaps, unicode and control characters, YAML tags, aliases, deep ne
 
 from __future__ import annotations
 
+import pytest
+
+pytest.importorskip("hypothesis", reason="hypothesis is not installed (a test extra: pip install -e '.[test]')")
 from hypothesis import strategies as st
 
 from twin.lang.diagnostics import Diagnostic, Severity

@@ -8,6 +8,8 @@ import json
 
 import pytest
 from conftest import ROOT
+
+pytest.importorskip("hypothesis", reason="hypothesis is not installed (a test extra: pip install -e '.[test]')")
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

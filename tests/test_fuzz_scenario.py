@@ -10,6 +10,8 @@ import copy
 
 import pytest
 import yaml
+
+pytest.importorskip("hypothesis", reason="hypothesis is not installed (a test extra: pip install -e '.[test]')")
 from fuzz_helpers import SNIPPETS, assert_located, mutate, mutations, paths
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -5,6 +5,7 @@ a configuration that fails its check is exit 1."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -54,25 +55,40 @@ def toolbox(tmp_path: Path, needs: list[preflight.Need], hide: str | None) -> di
 
 
 def verify_cli(folder: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "twin", "verify", str(folder)], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=600)
+    proc = subprocess.Popen([sys.executable, "-m", "twin", "verify", str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd=ROOT)
+    out, err = proc.communicate(timeout=600)
+    res = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    res.pid = proc.pid
+    return res
 
 
-def namespaces() -> list[str]:
+def namespaces_of(pid: int) -> list[str]:
+    """The network namespaces a verify run with this pid made (twin.verify.netns.new_prefix names them
+    tw<pid><4 hex>-...); other runs' on this machine do not count."""
     ip = shutil.which("ip")
-    return subprocess.run([ip, "netns", "list"], capture_output=True, text=True).stdout.split() if ip else []
+    names = subprocess.run([ip, "netns", "list"], capture_output=True, text=True).stdout.split() if ip else []
+    return [n for n in names if re.match(rf"tw{pid % 100000}[0-9a-f]{{4}}-", n)]
 
 
 @pytest.mark.parametrize("hidden", [n.program for n in ROCE])
-def test_each_missing_roce_program_is_exit_2_naming_its_package(tmp_path, hidden):
+def test_each_missing_roce_program_is_named_with_its_package(tmp_path, monkeypatch, hidden):
     env = toolbox(tmp_path, ROCE, hidden)
-    before = namespaces()
-    p = verify_cli(LAB, env)
+    monkeypatch.setenv("PATH", env["PATH"])
+    monkeypatch.setenv("TWIN_FRR_LIB", env["TWIN_FRR_LIB"])
     need = next(n for n in ROCE if n.program == hidden)
+    why = preflight.check_roce(bfd=any(n.program == "bfdd" for n in ROCE))
+    assert why is not None and hidden in why and f"Debian package {need.package}" in why, why
+
+
+def test_a_missing_roce_program_is_exit_2_before_anything_starts(tmp_path):
+    """Through the CLI (the other programs as above, in process): one line, exit 2, no namespace made."""
+    hidden = ROCE[-1].program
+    p = verify_cli(LAB, toolbox(tmp_path, ROCE, hidden))
     assert p.returncode == 2, p.stderr + p.stdout
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and hidden in lines[0] and f"Debian package {need.package}" in lines[0], p.stderr
-    assert "FAILED" not in p.stdout and namespaces() == before  # nothing was started
+    assert len(lines) == 1 and hidden in lines[0] and f"Debian package {ROCE[-1].package}" in lines[0], p.stderr
+    assert "FAILED" not in p.stdout and namespaces_of(p.pid) == []  # nothing was started
 
 
 @pytest.fixture(scope="module")
@@ -83,13 +99,22 @@ def lab_ib(tmp_path_factory):
 
 
 @pytest.mark.parametrize("hidden", [n.program for n in IB])
-def test_each_missing_infiniband_program_is_exit_2_naming_its_package(tmp_path, lab_ib, hidden):
+def test_each_missing_infiniband_program_is_named_with_its_package(tmp_path, monkeypatch, hidden):
     env = toolbox(tmp_path, IB, hidden)
-    p = verify_cli(lab_ib, env)
-    need = next(n for n in IB if n.program == hidden)
+    for var in ("PATH", "TWIN_FRR_LIB", "TWIN_UMAD2SIM"):
+        if var in env:
+            monkeypatch.setenv(var, env[var])
+    need = next(n for n in preflight.ib_needs() if Path(n.program).name == Path(hidden).name)
+    why = preflight.check_ib()
+    assert why is not None and Path(hidden).name in why and f"apt-get install {need.package}" in why, why
+
+
+def test_a_missing_infiniband_program_is_exit_2(tmp_path, lab_ib):
+    hidden = IB[0].program
+    p = verify_cli(lab_ib, toolbox(tmp_path, IB, hidden))
     assert p.returncode == 2, p.stderr + p.stdout
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and Path(hidden).name in lines[0] and f"apt-get install {need.package}" in lines[0], p.stderr
+    assert len(lines) == 1 and hidden in lines[0] and f"apt-get install {IB[0].package}" in lines[0], p.stderr
 
 
 def test_the_toolbox_is_complete(tmp_path, monkeypatch):

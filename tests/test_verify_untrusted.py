@@ -6,7 +6,8 @@ topology.json that leaves configs/frr, or a config that is a symlink out, is ref
 printing the file; opensm.conf options twin does not write (a plugin, a dump folder) are refused at their
 line; any tampering of topology.json is a located error or a topology whose every name is safe. Root:
 after `kill -9` of a verify run its watchdog removes every namespace, FRR daemon, work folder and raised
-sysctl within seconds; with the watchdog killed too, `twin verify --cleanup` does.
+sysctl within seconds; with the watchdog killed too, `twin verify --cleanup` does. InfiniBand (no root):
+after `kill -9` ibsim, the work folder and the record are gone.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+
+pytest.importorskip("hypothesis", reason="hypothesis is not installed (a test extra: pip install -e '.[test]')")
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from twin.folder import FolderError
 from twin.verify.frr import FrrLab, Switch, binaries
-from twin.verify.ib import _rewrite_conf
+from twin.verify.ib import _rewrite_conf, missing_binaries
 from twin.verify.netns import LabError, require_root
 from twin.verify.runs import namespaces_of, processes_with
 from twin.verify.topology import TOPOLOGY, Topology, hostname, ifname, parse
@@ -251,3 +254,34 @@ def test_kill_9_leaves_nothing(lab, tmp_path, kill_watchdog):
     assert nothing_left(rec, state)
     if not others_running():
         assert int(GC3.read_text()) == base
+
+
+IB_WHY = missing_binaries()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(IB_WHY is not None, reason=IB_WHY or "")
+def test_kill_9_of_an_infiniband_run_leaves_nothing(built, tmp_path):
+    """Slow: starts ibsim on lab-ib (~5 s). Killed once ibsim runs: ibsim dies with it, the watchdog removes
+    the work folder and the record, and the fake sysfs of the preload library is not left in the caller's folder."""
+    state = tmp_path / "state"
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TWIN_VERIFY_STATE": str(state)}
+    p = subprocess.Popen([sys.executable, "-m", "twin", "verify", str(built("lab-ib"))], cwd=cwd, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    end = time.monotonic() + 120
+    rec = None
+    while time.monotonic() < end:
+        files = list(state.glob("twib*.json")) if state.exists() else []
+        rec = json.loads(files[0].read_text()) if files else None
+        if rec and processes_with(rec["workdirs"]):
+            break
+        time.sleep(0.05)
+    assert rec and rec["pid"] == p.pid and processes_with(rec["workdirs"]), "ibsim never started"
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    end = time.monotonic() + 20
+    while not nothing_left(rec, state) and time.monotonic() < end:
+        time.sleep(0.1)
+    assert nothing_left(rec, state) and list(cwd.iterdir()) == []

@@ -1,15 +1,17 @@
 """Where the package's data directories are: inside the package when installed, beside it in a checkout.
 
-The repository keeps ``templates/`` (Jinja2 config templates) and ``schemas/`` (the site language's
-JSON Schema and Markdown reference) at its top level. A wheel ships them inside the package as
+The repository keeps ``templates/`` (Jinja2 config templates) and ``schemas/`` (the JSON Schema and
+Markdown reference of each input language, and the results schema) at its top level. A wheel ships them inside the package as
 ``twin/templates`` and ``twin/schemas`` (``pyproject.toml`` maps them there); an editable install or a
 checkout on ``PYTHONPATH`` has only the top-level copies. :func:`data_dir` answers with whichever exists,
 the packaged copy first.
 
 >>> (data_dir("templates") / "frr" / "rtsw.conf.j2").is_file()
 True
->>> sorted(p.name for p in data_dir("schemas").iterdir() if p.suffix in (".json", ".md"))
-['reference.md', 'twin-site.schema.json']
+>>> len([p for p in data_dir("schemas").iterdir() if p.suffix in (".json", ".md")])   # 3 languages x 2, results
+7
+>>> (data_dir("schemas") / "twin-site.schema.json").is_file(), (data_dir("schemas") / "twin-results.schema.json").is_file()
+(True, True)
 """
 
 from __future__ import annotations

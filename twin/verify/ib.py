@@ -223,8 +223,9 @@ def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> Ib
 
 
 def _client(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
-    """A libibumad client under ``timeout -k``: a hung client ignores SIGTERM. It runs in the run's work
-    folder: umad2sim writes a ``sys-<pid>/`` tree into its client's working directory."""
+    """A libibumad client under ``timeout -k``: a hung client ignores SIGTERM."""
+    # in the run's work folder: the preload library makes a fake sysfs `sys-<pid>` in the current folder,
+    # which a killed client leaves behind (the work folder goes with the run)
     return subprocess.run(["timeout", "-k", "5", str(int(timeout))] + cmd, capture_output=True, text=True, env=env, timeout=timeout + 30,
                           cwd=env.get("OSM_TMP_DIR"), preexec_fn=_die_with_parent(signal.SIGTERM))  # timeout passes it on, then kills
 

@@ -140,7 +140,8 @@ def _halls_cost(src: Source) -> list[Diagnostic]:
 def _positions_cost(src: Source) -> list[Diagnostic]:
     """Rack positions (rows x positions per row over every hall, hall types expanded) against ``rack_positions``."""
     n = 0
-    for h in src.data.get("halls") or []:
+    halls = src.data.get("halls")
+    for h in halls if isinstance(halls, list) else []:  # anything else is the models' located error
         if isinstance(h, dict) and all(type(h.get(k)) is int and h[k] > 0 for k in ("rows", "positions_per_row")):
             n += h["rows"] * h["positions_per_row"]
     msg = limits.exceeded("rack_positions", n)
