@@ -14,6 +14,7 @@ from twin.compiler.place import capacity, naive
 from twin.compiler.place.model import rack_fill, switches_per_rack
 from twin.compiler.place.solver import highs
 from twin.compiler.resolve.feasibility import fill_groups, hall_pue
+from twin.compiler.resolve.liquid import liquid_share
 from twin.compiler.resolve.spec import HallSlots, Spec
 from twin.lang.site.models import Hall
 
@@ -31,20 +32,21 @@ _CAPACITY: dict[tuple, tuple[float, str]] = {}  # identical halls (the usual cas
 
 
 def hall_capacity(h: Hall, pue: float, gpu_power: float, nets: tuple[tuple[float, int], ...], relax: bool = False,
-                  kinds: tuple[str, ...] | None = None) -> tuple[float, str]:
+                  kinds: tuple[str, ...] | None = None, share: float = 0.0) -> tuple[float, str]:
     """Most GPU racks hall ``h`` can hold next to ``nets`` network racks ((power W, count), ...), and
     the solver status. With ``relax`` the row counts are continuous (an upper bound for the report);
-    ``kinds`` keeps only those limit families ("busway:failure", ...; see capacity.family)."""
-    key = (_hall_key(h), pue, gpu_power, tuple(sorted(nets)), relax, kinds)
+    ``kinds`` keeps only those limit families ("busway:failure", ...; see capacity.family); ``share`` is
+    the GPU racks' share of heat to liquid (:func:`twin.compiler.resolve.liquid.liquid_share`)."""
+    key = (_hall_key(h), pue, gpu_power, tuple(sorted(nets)), relax, kinds, share)
     if key not in _CAPACITY:
         if len(_CAPACITY) > 20_000:
             _CAPACITY.clear()
-        _CAPACITY[key] = _capacity_model(h, pue, gpu_power, key[3], relax, kinds)
+        _CAPACITY[key] = _capacity_model(h, pue, gpu_power, key[3], relax, kinds, share)
     return _CAPACITY[key]
 
 
 def _capacity_model(h: Hall, pue: float, gpu_power: float, nets: tuple, relax: bool,
-                    kinds: tuple | None) -> tuple[float, str]:
+                    kinds: tuple | None, share: float) -> tuple[float, str]:
     import pyomo.environ as pyo  # here, not at import (see solver.highs)
 
     slots = HallSlots.of(h)
@@ -79,10 +81,10 @@ def _capacity_model(h: Hall, pue: float, gpu_power: float, nets: tuple, relax: b
             add(sum(m.yr[t, r] for t in T) <= res[r])
         add(m.n[r] + sum(m.yf[t, r] for t in T) <= free[r])
     load = {r: gpu_power * m.n[r] + sum(nets[t][0] * (m.yr[t, r] + m.yf[t, r]) for t in T) for r in rows}
-    lims = [L for L in capacity.hall_limits(h, pue) if L.rows and (kinds is None or capacity.family(L) in kinds)]
+    lims = [L for L in capacity.hall_limits(h, pue, share) if L.rows and (kinds is None or capacity.family(L) in kinds)]
     try:
         for L in lims:
-            add(L.coef * sum(load[r] for r in L.rows) <= L.capacity)
+            add(sum(L.coef * load[r] + L.gpu_coef * gpu_power * m.n[r] for r in L.rows) <= L.capacity)
     except _Trivial:
         return -1.0, "infeasible"
     m.obj = pyo.Objective(expr=sum(m.n[r] for r in rows), sense=pyo.maximize)
@@ -121,6 +123,7 @@ def assign(spec: Spec) -> Assignment:
     P = spec.rack.power
     zoned = spec.family.zoned
     halls = site.halls
+    share = liquid_share(site)
     if zoned:
         f = spec.fabric
         zone_net = zone_network_power(spec)
@@ -136,7 +139,7 @@ def assign(spec: Spec) -> Assignment:
                 while k > 0:
                     nets = count_powers(zone_net * k)
                     need = k * spec.racks_per_zone
-                    cap, _ = hall_capacity(h, hall_pue(spec, h.name), P, nets)
+                    cap, _ = hall_capacity(h, hall_pue(spec, h.name), P, nets, share=share)
                     if cap >= need:
                         break
                     k -= 1
@@ -148,7 +151,7 @@ def assign(spec: Spec) -> Assignment:
         for zz, i in sorted(zone_hall.items()):
             hall_groups[i].append((zz, spec.racks_per_zone))
         for i, h in enumerate(halls):
-            caps[i], _ = hall_capacity(h, hall_pue(spec, h.name), P, hall_networks(plan, i))
+            caps[i], _ = hall_capacity(h, hall_pue(spec, h.name), P, hall_networks(plan, i), share=share)
         placed = len(zone_hall) * spec.racks_per_zone
         return Assignment(hall_groups, plan, placed, caps)
     # non-zoned: racks fill halls in order; fabric racks follow the GPU racks (apportioned)
@@ -158,7 +161,7 @@ def assign(spec: Spec) -> Assignment:
         left = spec.racks
         racks = []
         for i, h in enumerate(halls):
-            cap, _ = hall_capacity(h, pue, P, hall_networks(plan, i)) if plan else hall_capacity(h, pue, P, ())
+            cap, _ = hall_capacity(h, pue, P, hall_networks(plan, i) if plan else (), share=share)
             take = max(0, min(left, int(cap)))
             racks.append(take)
             left -= take
@@ -176,7 +179,7 @@ def assign(spec: Spec) -> Assignment:
             hall_groups[i].append((z, take))
             g += take
             n -= take
-    caps = {i: hall_capacity(h, pue, P, hall_networks(plan, i))[0] for i, h in enumerate(halls)}
+    caps = {i: hall_capacity(h, pue, P, hall_networks(plan, i), share=share)[0] for i, h in enumerate(halls)}
     return Assignment(hall_groups, plan, sum(want), caps)
 
 

@@ -49,7 +49,7 @@ class HallResult:
 
 def solve_hall(h: Hall, pue: float, groups: list[tuple[int, int]], types: list[NetType], gpu_power: float,
                w_gpu: dict[tuple[int, int], float], w_net: dict[tuple[int, int], float], ext: dict[int, float],
-               reach: float, time_limit: float) -> HallResult:
+               reach: float, time_limit: float, liquid_share: float = 0.0) -> HallResult:
     """Positions for ``groups`` ((zone, GPU racks), ...) and network racks ``types`` in hall ``h``,
     minimising tray metres of fiber.
 
@@ -132,12 +132,13 @@ def solve_hall(h: Hall, pue: float, groups: list[tuple[int, int]], types: list[N
     for g in G:
         for p in Pf:
             load[rs_of(p)[0]] = load[rs_of(p)[0]] + gpu_power * m.x[g, p]
+    gpu_load = dict(load)  # the GPU racks' part (liquid limits count it alone)
     for t in T:
         for q in Q:
             load[rs_of(q)[0]] = load[rs_of(q)[0]] + types[t].power * m.u[t, q]
-    for L in capacity.hall_limits(h, pue):
+    for L in capacity.hall_limits(h, pue, liquid_share):
         if L.rows:
-            expr = L.coef * sum(load[r] for r in L.rows)
+            expr = L.coef * sum(load[r] for r in L.rows) + L.gpu_coef * sum(gpu_load[r] for r in L.rows)
             if not isinstance(expr, (int, float)):
                 m.c.add(expr <= L.capacity)
             elif expr > L.capacity:
