@@ -145,7 +145,8 @@ def hall_lines(spec, h: Hall, racks_needed: int, nets) -> list[str]:
         fail_cap, _ = hall_capacity(h, pue, P, nets, kinds=tuple(f for f in fams if f.endswith(":failure")) or None, share=share)
         if normal_cap >= racks_needed > fail_cap:
             lines.append(
-                f"hall {h.name} fits {racks_needed} GPU racks in normal operation but not after a feed/block failure"
+                f"hall {h.name} fits {racks_needed} GPU racks in normal operation but not after a"
+                f" {'feed/block/CDU/pump' if any(f.startswith('cdu') for f in fams) else 'feed/block'} failure"
                 f" (then only {int(max(0, fail_cap))}): the design does not fit"
             )
     return lines

@@ -76,6 +76,13 @@ def liquid_share(site: Site) -> float:
 
 def findings(site: Site) -> Iterator[tuple[Severity, tuple, str, str]]:
     """A hall with CDUs needs the GPU rack type's liquid share; a hall without them cannot take it."""
+    for i, h in enumerate(site.halls):
+        c, fw = h.cooling.cdus, h.cooling.facility_water
+        if c is not None and fw is not None and c.supply_temperature < fw.supply_temperature + c.approach:
+            yield (Severity.ERROR, ("halls", i, "cooling", "cdus", "supply_temperature"),
+                   f"{c.supply_temperature:g} degC is below the facility water supply {fw.supply_temperature:g} degC + the CDU approach"
+                   f" {c.approach:g} K (a heat exchanger cannot cool below the water feeding it)",
+                   f"at least {fw.supply_temperature + c.approach:g} degC, or a cooler facility_water.supply_temperature")
     rt_name = site.fabric.rack_type
     rt = site.rack_types.get(rt_name)
     if rt is None:

@@ -76,11 +76,6 @@ class HallCooling(Model):
             raise ValueError("give capacity_per_row or zones")
         if (self.cdus is None) != (self.facility_water is None):
             raise ValueError("give cdus and facility_water together (the CDUs pass the racks' heat to the facility water)")
-        if self.cdus is not None and self.facility_water is not None:
-            fw, c = self.facility_water.supply_temperature, self.cdus
-            if c.supply_temperature < fw + c.approach:
-                raise ValueError(f"cdus.supply_temperature {c.supply_temperature:g} degC is below the facility water supply "
-                                 f"{fw:g} degC + the CDU approach {c.approach:g} K: set it to at least {fw + c.approach:g} degC")
         return self
 
 

@@ -126,8 +126,13 @@ def _thermal_figures(design, m: Model) -> dict:
     for h in design.spec.site.halls:
         if h.name in m.inlet:
             t_in = m.inlet[h.name]
-            out["halls"].append({"hall": h.name, "medium": h.cooling.medium, "setpoint_degC": h.cooling.inlet_temperature,
-                                 "inlet_max_degC": float(t_in.max()), "inlet_min_degC": float(t_in.min())})
+            row = {"hall": h.name, "medium": h.cooling.medium, "setpoint_degC": h.cooling.inlet_temperature,
+                   "inlet_max_degC": float(t_in.max()), "inlet_min_degC": float(t_in.min())}
+            if h.name in m.facility_water:  # CDUs: the inlet is their coolant supply, the setpoint theirs
+                fw = m.facility_water[h.name]
+                row.update(setpoint_degC=h.cooling.cdus.supply_temperature, facility_water_max_degC=float(fw.max()),
+                           facility_water_min_degC=float(fw.min()))
+            out["halls"].append(row)
     out["compute_rate_min"] = float(m.perf.min())
     out["throughput_factor_min"] = float(m.rate.min())
     out["throughput_loss_midday"] = float(1 - m.rate.min() / m.rate.max())
