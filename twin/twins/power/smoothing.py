@@ -14,9 +14,12 @@ between the GPUs and the grid. The floor is drawn by the phases (:mod:`twin.twin
 - **power-shelf storage** of ``energy`` J per GPU in every GPU rack: the rack draws a smoothed version
   of its load, ``G(s) = (1 + (tau + tau2) s) / ((1 + tau s)(1 + tau2 s))`` with ``tau2 = 4 tau``
   (assumed: a low-pass whose second pole brings the shelf's charge back to where it started after any
-  change of level, so a job start does not leave it empty), and the shelf supplies the difference. tau
-  is the largest (to 10 minutes) whose charge swing over the trace fits in the rack's storage; the
-  shelf is an exact saturating store (:func:`twin.twins.power.storage.limited`). Its price is the
+  change of level, so a job start does not leave it empty), steady before the trace at the mean of
+  the first step and held within the range of the rack's load over the last step, and the shelf
+  supplies the difference. tau
+  is the largest (to 10 minutes) whose charge swing over the trace fits in the rack's storage, and at
+  least what attenuates the step's fundamental (a smaller shelf saturates); the shelf is an exact
+  saturating store (:func:`twin.twins.power.storage.limited`). Its price is the
   round-trip loss ``(1 - efficiency) x`` the energy it charges.
 
 The grid side adds the cooling plant (:func:`grid_of`). Each mitigation reports the grid-side peak,
@@ -33,6 +36,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.ndimage import maximum_filter1d, minimum_filter1d
 from scipy.signal import bilinear, lfilter, lfilter_zi
 
 from twin.twins.power import verdicts
@@ -128,18 +132,24 @@ def ramped_it(m: Model, segs, dt: float, n: int, rl) -> tuple[np.ndarray, float,
     return it, extra, deficit
 
 
-def shelf_filter(x: np.ndarray, dt: float, tau: float) -> np.ndarray:
-    """The rack's draw from its busway under the shelf's policy (steady at ``x[0]`` before the trace)."""
+def shelf_filter(x: np.ndarray, dt: float, tau: float, start: float, window: int) -> np.ndarray:
+    """The rack's draw from its busway under the shelf's policy, steady at ``start`` W before the trace,
+    and never outside the range of the rack's own load over the last ``window`` samples (the filter's
+    recharge would otherwise overshoot the load)."""
     t2 = TAU2_RATIO * tau
     b, a = bilinear([tau + t2, 1.0], [tau * t2, tau + t2, 1.0], fs=1.0 / dt)
-    g, _ = lfilter(b, a, x, zi=lfilter_zi(b, a) * x[0])
-    return g
+    g, _ = lfilter(b, a, x, zi=lfilter_zi(b, a) * start)
+    o = (window - 1) // 2  # a trailing window
+    hi = maximum_filter1d(x, window, origin=o, mode="nearest")
+    lo = minimum_filter1d(x, window, origin=o, mode="nearest")
+    hi[:window], lo[:window] = x[:window].max(), x[:window].min()  # before the trace: like its first step
+    return np.clip(g, lo, hi)
 
 
-def shelf_tau(x: np.ndarray, dt: float, energy: float, rel: float = 0.02) -> float:
+def shelf_tau(x: np.ndarray, dt: float, energy: float, start: float, window: int, rel: float = 0.02) -> float:
     """The largest time constant (to ``rel``) whose charge swing fits in ``energy`` J (at least ``dt``)."""
     def fits(tau: float) -> bool:
-        return size_of(x - shelf_filter(x, dt, tau), dt)["energy_J"] <= energy
+        return size_of(x - shelf_filter(x, dt, tau, start, window), dt)["energy_J"] <= energy
 
     if fits(SHELF_TAU_MAX):
         return SHELF_TAU_MAX
@@ -162,11 +172,16 @@ def shelved_it(m: Model, segs, dt: float, n: int, cfg) -> tuple[np.ndarray, dict
     it = bin_average(segs, 0.0, dt, n, tree.site_W)[0]
     charged = 0.0
     taus, stored = [], 0.0
+    k = max(1, min(n, int(round(m.profile.step_s / dt))))
     for w, c in zip(classes, counts):
         x = bin_average(segs, 0.0, dt, n, w[None, :])[0]
         e = cfg.energy * float(w[gpu].sum())
-        tau = shelf_tau(x, dt, e)
-        b = x - shelf_filter(x, dt, tau)
+        start = float(x[:k].mean())  # before the trace the rack drew its first step's mean (or its idle load)
+        # below tau_min the filter would amplify the step's fundamental (|G| > 1 for tau w < sqrt(2 / ratio)):
+        # a shelf too small for it runs at tau_min and saturates instead
+        tau_min = math.sqrt(2 / TAU2_RATIO) * m.profile.step_s / (2 * math.pi)
+        tau = max(tau_min, shelf_tau(x, dt, e, start, k))
+        b = x - shelf_filter(x, dt, tau, start, k)
         sz = size_of(b, dt)
         start = min(e, sz["initial_J"] + max(0.0, e - sz["energy_J"]) / 2)
         y = limited(x, b, dt, math.inf, e, start)
