@@ -214,11 +214,9 @@ def step_swing(x: np.ndarray, dt: float, step: float) -> float:
 
 
 def effect(m: Model, it: np.ndarray, grid: np.ndarray, dt: float, limits) -> dict:
-    """What the grid sees: peak, fastest ramp, swing within a step and a minute, critical-band oscillation."""
+    """What the grid sees: peak, fastest ramp, swing within a step and a minute, critical-band oscillation
+    (the utility's own limits are checked by the caller)."""
     amp, _ = verdicts.band_amplitude(grid, dt, 60.0, CRITICAL_BAND)
-    checks = verdicts.check(grid, dt, limits)
     return {"peak_W": float(grid.max()), "ramp_W_per_s": verdicts.ramp(grid, dt, limits.ramp_window if limits else 1.0)[0],
             "step_swing_W": step_swing(grid, dt, m.profile.step_s), "swing_60s_W": verdicts.swing(grid, dt, 60.0)[0],
-            "oscillation_W": float(amp.max()), "it_energy_J": float(it.sum() * dt), "grid_energy_J": float(grid.sum() * dt),
-            "limits": [{"limit": c["limit"], "value": c["value"], "pass": c["pass"]} for c in checks],
-            "passes_all": all(c["pass"] for c in checks)}
+            "oscillation_W": float(amp.max()), "it_energy_J": float(it.sum() * dt), "grid_energy_J": float(grid.sum() * dt)}
