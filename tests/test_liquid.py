@@ -164,3 +164,24 @@ def test_power_twin_reads_the_facility_water_temperature(root, tmp_path):
         h = hall(40, 30, 35, approach)
         assert 40 < h["facility_water_max_degC"] < 43
         assert h["inlet_max_degC"] == pytest.approx(h["facility_water_max_degC"] + approach, abs=1e-12)
+
+
+def test_hall_short_of_cdus_after_one_loss_is_refused_before_placement(root, tmp_path):
+    # one in-row CDU of 150 kW per row: after its loss a row has none, so the hall's two rows carry 150 kW
+    path = liquid_site(root, tmp_path, "{kind: in-row, count: 1, capacity: 150 kW, supply_temperature: 35 degC}")
+    probs = pipeline.check(path).budget.problems
+    need, have = 2 * ROW * P * SHARE, (2 - 1) * 150e3
+    assert [p for p in probs if p.startswith("hall lab1 CDUs, one CDU lost")] == [
+        f"hall lab1 CDUs, one CDU lost: need {kw(need)} of liquid heat removed, 2 rows of 1 CDUs carry {kw(have)} (short {kw(need - have)})"]
+    # with redundancy N the hall is held to normal operation only (2 x 150 kW carry 199.8 kW)
+    path = liquid_site(root, tmp_path, "{kind: in-row, count: 1, redundancy: N, capacity: 150 kW, supply_temperature: 35 degC}")
+    assert not [p for p in pipeline.check(path).budget.problems if "CDU" in p]
+
+
+def test_liquid_share_without_cdus_is_a_warning_and_changes_nothing(root):
+    from twin.compiler.resolve.validate import validate_text
+
+    text = (root / "sites" / "lab-2zone.yaml").read_text().replace("    other_power: 300 W\n", "    other_power: 300 W\n    liquid_share: 0.8\n")
+    spec, diags = validate_text(text, "lab.yaml")
+    assert spec is not None
+    assert any("sends 80% of its heat to liquid but this hall has no cdus" in d.format() for d in diags)
