@@ -185,3 +185,12 @@ def test_liquid_share_without_cdus_is_a_warning_and_changes_nothing(root):
     spec, diags = validate_text(text, "lab.yaml")
     assert spec is not None
     assert any("sends 80% of its heat to liquid but this hall has no cdus" in d.format() for d in diags)
+
+
+@pytest.mark.parametrize("redundancy, count", [("N+1", 3), ("N", 2)])
+def test_auto_count_carries_a_full_row_plus_one(root, tmp_path, redundancy, count):
+    # a full row: 6 GPU racks x 16.65 kW = 99.9 kW of liquid heat over CDUs of 80 kW: ceil(1.25) = 2, N+1: 3
+    path = liquid_site(root, tmp_path, f"{{kind: in-row, count: auto, redundancy: {redundancy}, capacity: 80 kW, supply_temperature: 35 degC}}")
+    d = pipeline.compile_design(path, until="placement")
+    assert d.spec.site.halls[0].cooling.cdus.count == count
+    assert len(d.placement.gpu_racks()) == 2 * ROW and not d.placement.figures["violations"]

@@ -22,6 +22,7 @@ GPU rack is ``liquid_share x`` its power; network racks are air-cooled. With CDU
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 from twin.lang.diagnostics import Severity
@@ -72,6 +73,28 @@ def liquid_share(site: Site) -> float:
     """The GPU rack type's share of heat to liquid (0 when not given)."""
     rt = site.rack_types.get(site.fabric.rack_type)
     return float(rt.liquid_share or 0.0) if rt is not None else 0.0
+
+
+def sized(site: Site, rack_power: float) -> Site:
+    """The site with every ``count: auto`` resolved: the fewest CDUs that carry the liquid heat of a full
+    row of GPU racks (in-row; the row with the most free positions) or of one GPU rack (in-rack) at
+    ``rack_power``, plus one with N+1."""
+    from twin.compiler.resolve.spec import HallSlots
+
+    heat = liquid_share(site) * rack_power
+    halls = []
+    for h in site.halls:
+        c = h.cooling.cdus
+        if c is None or c.count != "auto":
+            halls.append(h)
+            continue
+        per = {}
+        for r, _ in HallSlots.of(h).free:
+            per[r] = per.get(r, 0) + 1
+        need = heat * (max(per.values(), default=0) if c.kind == "in-row" else 1)
+        n = max(1, math.ceil(need / cdu_heat(c, c.pumps) - 1e-9)) + (1 if c.redundancy == "N+1" else 0)
+        halls.append(h.model_copy(update={"cooling": h.cooling.model_copy(update={"cdus": c.model_copy(update={"count": min(64, n)})})}))
+    return site.model_copy(update={"halls": halls}) if halls != list(site.halls) else site
 
 
 def findings(site: Site) -> Iterator[tuple[Severity, tuple, str, str]]:

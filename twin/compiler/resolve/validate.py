@@ -101,6 +101,7 @@ def _resolve(src: Source, site: Site, cat) -> Spec:
     rtsw_name = rt.rtsw or (f.rtsw.model if f.rtsw else None)
     rtsw = cat.switches.get(rtsw_name) if rtsw_name else None
     rack = rack_figures(rt, chassis, rtsw)
+    site = liquid.sized(site, rack.power)  # CDUs counted "auto" at the rack's power
     gpus, racks, zones, rpz = derive_counts(site, rack.gpus)
     spec = Spec(
         site=site,

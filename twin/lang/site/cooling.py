@@ -14,7 +14,7 @@ in normal operation and after the loss of one CDU or one pump.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -26,7 +26,9 @@ class Cdus(Model):
     """The CDUs of a hall: every row (in-row) or every GPU rack (in-rack) has ``count`` of them."""
 
     kind: Literal["in-row", "in-rack"] = Field(description="in-row: count CDUs per row serve the row; in-rack: count CDUs per GPU rack")
-    count: int = Field(ge=1, le=64, description="CDUs per row (in-row) or per GPU rack (in-rack)")
+    count: Annotated[int, Field(ge=1, le=64)] | Literal["auto"] = Field(description=(
+        "CDUs per row (in-row) or per GPU rack (in-rack); auto: the fewest that carry a full row (or a rack) "
+        "of GPU racks at the spec's GPU power cap, plus one with N+1"))
     redundancy: Literal["N+1", "N"] = Field(
         "N+1", description="N+1: the row (or rack) must carry its liquid heat after the loss of any one CDU or pump; N: normal operation only")
     capacity: Power = Field(gt=0, description="heat one CDU moves to the facility water at its rated approach")
