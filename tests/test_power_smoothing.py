@@ -12,8 +12,8 @@ phase edge):
   mean over it, half a bin above its end);
 - a job start from idle under ramp-up u: the IT ramp over 1 s is N x u plus the servers' step (their
   CPUs are not limited);
-- a shelf large enough holds its rack near its step average: it charges dP_rack x t_high x t_low / T
-  per rack and step, and loses (1 - efficiency) of that.
+- a shelf large enough holds its rack at its step average: it charges dP_rack x t_high x t_low / T
+  per rack and step (750 J per GPU here), and loses (1 - efficiency) of that.
 """
 
 from __future__ import annotations
@@ -77,18 +77,18 @@ def test_shelf_storage_holds_racks_near_their_step_average(lab):
     sh, base = big["shelf"], big["baseline"]
     assert sh["racks"] == 8 and sh["stored_J"] == pytest.approx(8 * 16 * 20e3)
     per_rack_step = 16 * (PC - PW) * T_HIGH * T_LOW / 8.0  # J charged per rack and step by a perfect shelf
-    assert sh["charged_J"] == pytest.approx(8 * STEPS * per_rack_step, rel=0.03)
+    assert sh["charged_J"] == pytest.approx(8 * STEPS * per_rack_step, rel=0.01)
     assert sh["lost_J"] == pytest.approx(0.1 * sh["charged_J"], rel=1e-12)
     assert sh["effect"]["step_swing_W"] < 0.05 * base["effect"]["step_swing_W"]
     assert sh["effect"]["oscillation_W"] < 0.05 * base["effect"]["oscillation_W"]
     # less storage smooths less, and none of it changes the energy the racks use (but for the losses)
-    # a shelf below N x dP x t_high x t_low / T per GPU (750 J here) cannot hold a whole step: 750 J just does
-    # (its tau is the largest that fits), 200 J saturates every step (the extremes stay, the oscillation drops)
-    mid = run(lab, {"shelf": {"energy": "750 J"}})["shelf"]
+    # a shelf needs dP x t_high x t_low / T per GPU (750 J here) for a whole step: 1 kJ holds it (what is left is
+    # the charge coming back to half full), 200 J empties and fills every step (the extremes stay, the oscillation drops)
+    mid = run(lab, {"shelf": {"energy": "1 kJ"}})["shelf"]
     small = run(lab, {"shelf": {"energy": "200 J"}})["shelf"]
-    assert sh["effect"]["step_swing_W"] < mid["effect"]["step_swing_W"] < 0.5 * base["effect"]["step_swing_W"]
+    assert mid["effect"]["step_swing_W"] < 0.05 * base["effect"]["step_swing_W"]
     assert small["effect"]["step_swing_W"] <= base["effect"]["step_swing_W"] * (1 + 1e-9)
-    assert mid["effect"]["oscillation_W"] < small["effect"]["oscillation_W"] < base["effect"]["oscillation_W"]
+    assert sh["effect"]["oscillation_W"] <= mid["effect"]["oscillation_W"] < small["effect"]["oscillation_W"] < base["effect"]["oscillation_W"]
     assert sh["effect"]["it_energy_J"] == pytest.approx(base["effect"]["it_energy_J"], rel=1e-3)
 
 

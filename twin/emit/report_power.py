@@ -63,7 +63,7 @@ def _label(m: dict) -> str:
             parts.append(f"hold {m['hysteresis_s']:g} s")
         return f"{m['what']} ({', '.join(parts)})"
     if "energy_per_gpu_J" in m:
-        return f"{m['what']} ({m['energy_per_gpu_J'] / 1e3:g} kJ per GPU, tau {m['tau_s']:.1f} s)"
+        return f"{m['what']} ({m['energy_per_gpu_J'] / 1e3:g} kJ per GPU)"
     return m["what"]
 
 

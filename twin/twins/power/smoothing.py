@@ -11,15 +11,12 @@ between the GPUs and the grid. The floor is drawn by the phases (:mod:`twin.twin
   starts, checkpoints and failures as at every step. A slow fall burns energy the GPU would not have
   used (its price); a slow rise withholds power the GPU wanted: the work is done later (assumed: the
   withheld energy at compute power, so the step lengthens by ``deficit / (GPUs x compute W)``).
-- **power-shelf storage** of ``energy`` J per GPU in every GPU rack: the rack draws a smoothed version
-  of its load, ``G(s) = (1 + (tau + tau2) s) / ((1 + tau s)(1 + tau2 s))`` with ``tau2 = 4 tau``
-  (assumed: a low-pass whose second pole brings the shelf's charge back to where it started after any
-  change of level, so a job start does not leave it empty), steady before the trace at the mean of
-  the first step and held within the range of the rack's load over the last step, and the shelf
-  supplies the difference. tau
-  is the largest (to 10 minutes) whose charge swing over the trace fits in the rack's storage, and at
-  least what attenuates the step's fundamental (a smaller shelf saturates); the shelf is an exact
-  saturating store (:func:`twin.twins.power.storage.limited`). Its price is the
+- **power-shelf storage** of ``energy`` J per GPU in every GPU rack: the rack draws its load's mean
+  over the last step (steady stepping then draws a constant) and the shelf supplies the difference,
+  less ``(charge - half full) / (10 steps)`` (the charge read every second) so that its charge comes
+  back after a job start, a checkpoint or a failure (an assumed policy). Steady stepping needs
+  ``dP x t_high x t_low / T`` per GPU; a smaller shelf empties and fills every step: an exact
+  saturating store (:func:`twin.twins.power.storage.clipped_integral`), the grid taking what it cannot. Its price is the
   round-trip loss ``(1 - efficiency) x`` the energy it charges.
 
 The grid side adds the cooling plant (:func:`grid_of`). Each mitigation reports the grid-side peak,
@@ -37,16 +34,14 @@ import math
 
 import numpy as np
 from scipy.ndimage import maximum_filter1d, minimum_filter1d
-from scipy.signal import bilinear, lfilter, lfilter_zi
 
 from twin.twins.power import verdicts
 from twin.twins.power.model import Model, pue_series
-from twin.twins.power.storage import limited, low_pass, size_of
+from twin.twins.power.storage import clipped_integral, low_pass
 from twin.twins.power.trace import bin_average, extremes
 
 CRITICAL_BAND = (0.1, 20.0)  # Hz: the band utilities watch for oscillation ([choukse25])
-TAU2_RATIO = 4.0  # the shelf filter's charge-restoring pole (assumed)
-SHELF_TAU_MAX = 600.0  # s
+RESTORE_STEPS = 10.0  # the shelf's charge comes back to half full within about this many steps (assumed)
 
 
 def grid_of(m: Model, it: np.ndarray, dt: float) -> np.ndarray:
@@ -132,34 +127,30 @@ def ramped_it(m: Model, segs, dt: float, n: int, rl) -> tuple[np.ndarray, float,
     return it, extra, deficit
 
 
-def shelf_filter(x: np.ndarray, dt: float, tau: float, start: float, window: int) -> np.ndarray:
-    """The rack's draw from its busway under the shelf's policy, steady at ``start`` W before the trace,
-    and never outside the range of the rack's own load over the last ``window`` samples (the filter's
-    recharge would otherwise overshoot the load)."""
-    t2 = TAU2_RATIO * tau
-    b, a = bilinear([tau + t2, 1.0], [tau * t2, tau + t2, 1.0], fs=1.0 / dt)
-    g, _ = lfilter(b, a, x, zi=lfilter_zi(b, a) * start)
-    o = (window - 1) // 2  # a trailing window
-    hi = maximum_filter1d(x, window, origin=o, mode="nearest")
-    lo = minimum_filter1d(x, window, origin=o, mode="nearest")
-    hi[:window], lo[:window] = x[:window].max(), x[:window].min()  # before the trace: like its first step
-    return np.clip(g, lo, hi)
-
-
-def shelf_tau(x: np.ndarray, dt: float, energy: float, start: float, window: int, rel: float = 0.02) -> float:
-    """The largest time constant (to ``rel``) whose charge swing fits in ``energy`` J (at least ``dt``)."""
-    def fits(tau: float) -> bool:
-        return size_of(x - shelf_filter(x, dt, tau, start, window), dt)["energy_J"] <= energy
-
-    if fits(SHELF_TAU_MAX):
-        return SHELF_TAU_MAX
-    lo, hi = dt, SHELF_TAU_MAX
-    if not fits(lo):
-        return lo
-    while hi / lo > 1 + rel:
-        mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
+def shelf(x: np.ndarray, dt: float, k: int, energy: float, restore: float, hold: float = 1.0) -> np.ndarray:
+    """The rack's draw from its busway behind a shelf of ``energy`` J: its load's mean over the last
+    ``k`` samples (one step), less ``(charge - energy / 2) / restore`` with the charge read every
+    ``hold`` s (the controller's update), never outside the range of its load over those samples; what
+    the shelf cannot give or take (empty, full) the busway carries. Before the trace the rack ran like
+    its first step (``k <= len(x)``)."""
+    n = len(x)
+    before = x[:k]
+    c = np.concatenate([[0.0], np.cumsum(np.concatenate([before, x]))])
+    ma = (c[k + 1:] - c[1:n + 1]) / k  # mean of the k samples ending at each one
+    o = (k - 1) // 2  # a trailing window
+    hi = maximum_filter1d(x, k, origin=o, mode="nearest")
+    lo = minimum_filter1d(x, k, origin=o, mode="nearest")
+    hi[:k], lo[:k] = np.maximum(hi[:k], before.max()), np.minimum(lo[:k], before.min())
+    y = np.empty(n)
+    soc, blk = energy / 2, max(1, int(round(hold / dt)))
+    for a in range(0, n, blk):
+        b = min(n, a + blk)
+        g = np.clip(ma[a:b] - (soc - energy / 2) / restore, lo[a:b], hi[a:b])
+        e = clipped_integral((g - x[a:b]) * dt, 0.0, energy, soc)
+        prev = np.concatenate([[soc], e[:-1]])
+        y[a:b] = x[a:b] + (e - prev) / dt
+        soc = float(e[-1])
+    return y
 
 
 def shelved_it(m: Model, segs, dt: float, n: int, cfg) -> tuple[np.ndarray, dict]:
@@ -170,26 +161,17 @@ def shelved_it(m: Model, segs, dt: float, n: int, cfg) -> tuple[np.ndarray, dict
     rack_gpus = tree.rack_W[:, gpu].sum(axis=1)
     classes, counts = np.unique(tree.rack_W[rack_gpus > 0], axis=0, return_counts=True)
     it = bin_average(segs, 0.0, dt, n, tree.site_W)[0]
-    charged = 0.0
-    taus, stored = [], 0.0
+    charged = stored = 0.0
     k = max(1, min(n, int(round(m.profile.step_s / dt))))
+    restore = RESTORE_STEPS * m.profile.step_s
     for w, c in zip(classes, counts):
         x = bin_average(segs, 0.0, dt, n, w[None, :])[0]
         e = cfg.energy * float(w[gpu].sum())
-        start = float(x[:k].mean())  # before the trace the rack drew its first step's mean (or its idle load)
-        # below tau_min the filter would amplify the step's fundamental (|G| > 1 for tau w < sqrt(2 / ratio)):
-        # a shelf too small for it runs at tau_min and saturates instead
-        tau_min = math.sqrt(2 / TAU2_RATIO) * m.profile.step_s / (2 * math.pi)
-        tau = max(tau_min, shelf_tau(x, dt, e, start, k))
-        b = x - shelf_filter(x, dt, tau, start, k)
-        sz = size_of(b, dt)
-        start = min(e, sz["initial_J"] + max(0.0, e - sz["energy_J"]) / 2)
-        y = limited(x, b, dt, math.inf, e, start)
+        y = shelf(x, dt, k, e, restore)
         it += c * (y - x)
         charged += c * float(np.clip(y - x, 0, None).sum() * dt)
-        taus.append(tau)
         stored += c * e
-    return it, {"racks": int(counts.sum()), "stored_J": stored, "tau_s": min(taus) if taus else 0.0, "charged_J": charged,
+    return it, {"racks": int(counts.sum()), "stored_J": stored, "window_s": k * dt, "restore_s": restore, "charged_J": charged,
                 "lost_J": (1 - cfg.efficiency) * charged}
 
 
