@@ -69,6 +69,23 @@ def facility_heat(fw: FacilityWater) -> float:
     return flow_heat(fw.flow, fw.delta_t)
 
 
+def chassis_share(chassis) -> float | None:
+    """A rack-scale chassis' own liquid share (``rack_scale.liquid_fraction`` in the catalog), if it has one."""
+    return getattr(getattr(chassis, "rack_scale", None), "liquid_fraction", None)
+
+
+def with_chassis_share(site: Site, chassis) -> Site:
+    """The site with the GPU rack type's ``liquid_share`` taken from its chassis when the rack type
+    gives none and a hall has CDUs (a rack type's own figure wins)."""
+    rt = site.rack_types[site.fabric.rack_type]
+    share = chassis_share(chassis)
+    if rt.liquid_share is not None or share is None or not any(h.cooling.cdus is not None for h in site.halls):
+        return site
+    types = dict(site.rack_types)
+    types[site.fabric.rack_type] = rt.model_copy(update={"liquid_share": float(share)})
+    return site.model_copy(update={"rack_types": types})
+
+
 def liquid_share(site: Site) -> float:
     """The GPU rack type's share of heat to liquid (0 when not given)."""
     rt = site.rack_types.get(site.fabric.rack_type)
@@ -97,8 +114,9 @@ def sized(site: Site, rack_power: float) -> Site:
     return site.model_copy(update={"halls": halls}) if halls != list(site.halls) else site
 
 
-def findings(site: Site) -> Iterator[tuple[Severity, tuple, str, str]]:
-    """A hall with CDUs needs the GPU rack type's liquid share; a hall without them cannot take it."""
+def findings(site: Site, catalog=None) -> Iterator[tuple[Severity, tuple, str, str]]:
+    """A hall with CDUs needs the GPU rack type's liquid share (or its chassis'); a hall without them
+    cannot take it."""
     for i, h in enumerate(site.halls):
         c, fw = h.cooling.cdus, h.cooling.facility_water
         if c is not None and fw is not None and c.supply_temperature < fw.supply_temperature + c.approach:
@@ -111,7 +129,8 @@ def findings(site: Site) -> Iterator[tuple[Severity, tuple, str, str]]:
     if rt is None:
         return
     cooled = [i for i, h in enumerate(site.halls) if h.cooling.cdus is not None]
-    if cooled and rt.liquid_share is None:
+    chassis = catalog.chassis.get(rt.chassis) if catalog is not None else None
+    if cooled and rt.liquid_share is None and chassis_share(chassis) is None:
         yield (Severity.ERROR, ("rack_types", rt_name), f"halls[{cooled[0]}] has CDUs but rack type '{rt_name}' gives no liquid_share",
                "liquid_share: the share of the rack's heat its cold plates give to the coolant, e.g. 0.85")
     if rt.liquid_share and len(cooled) < len(site.halls):
