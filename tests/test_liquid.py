@@ -92,6 +92,12 @@ def test_the_same_row_passes_with_one_more_cdu(root, tmp_path):
         row = int(u["name"].split()[1])
         assert u["load_w"] == pytest.approx(ROW * P * (1 - SHARE) + nets[row])
     assert not d.placement.figures["violations"]
+    # the report's budget: liquid heat, air heat, the CDUs in every state, the facility water
+    from twin.emit.report import liquid_table
+
+    text = "".join(liquid_table(d))
+    assert f"| lab1 | {kw(2 * ROW * P * SHARE)} | {kw(d.budget.halls[0].it_power - 2 * ROW * P * SHARE)} " in text
+    assert f"per row: normal {kw(3 * 80e3)}; one CDU lost {kw(2 * 80e3)}" in text
 
 
 def test_facility_water_short_of_the_hall_is_refused_with_the_shortfall(root, tmp_path):

@@ -120,13 +120,14 @@ def liquid_table(d: Design) -> list[str]:
             continue
         per = "row" if c.kind == "in-row" else "GPU rack"
         states = "; ".join(f"{st} {kw(cap)}" for st, cap, _ in liquid.unit_states(c))
-        rows.append([h.name, kw(hb.liquid), f"{c.count} {c.kind} x {kw(liquid.cdu_heat(c, c.pumps))}", f"per {per}: {states}",
+        rows.append([h.name, kw(hb.liquid), f"{kw(hb.air_heat)} ({pct(hb.air_heat / hb.cooling) if hb.cooling else '-'})", f"{c.count} {c.kind} x {kw(liquid.cdu_heat(c, c.pumps))}", f"per {per}: {states}",
                      f"{fw.supply_temperature:g} / {c.supply_temperature:g} degC", f"{kw(liquid.facility_heat(fw))} ({pct(hb.liquid / liquid.facility_heat(fw))})"])
     if not rows:
         return []
     return ["\nLiquid cooling: the GPU racks' liquid heat (liquid_share x rack power), what the CDUs carry in normal operation"
             " and after the loss of one CDU or pump (placement holds every row to it), and the facility water:\n\n",
-            table(["hall", "liquid heat", "CDUs", "CDU capacity by state", "facility / coolant supply", "facility water (used)"], rows, "lrllrr")]
+            table(["hall", "liquid heat", "air heat (used)", "CDUs", "CDU capacity by state", "facility / coolant supply",
+                   "facility water (used)"], rows, "lrrllrr")]
 
 
 def workloads_section(d: Design) -> str | None:
