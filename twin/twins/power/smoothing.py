@@ -16,8 +16,9 @@ between the GPUs and the grid. The floor is drawn by the phases (:mod:`twin.twin
   less ``(charge - half full) / (10 steps)`` (the charge read every second) so that its charge comes
   back after a job start, a checkpoint or a failure (an assumed policy). Steady stepping needs
   ``dP x t_high x t_low / T`` per GPU; a smaller shelf empties and fills every step: an exact
-  saturating store (:func:`twin.twins.power.storage.clipped_integral`), the grid taking what it cannot. Its price is the
-  round-trip loss ``(1 - efficiency) x`` the energy it charges.
+  saturating store (:func:`twin.twins.power.storage.clipped_integral`), the grid taking what it
+  cannot. Its price is the round-trip loss ``(1 - efficiency) x`` the energy it charges (reported,
+  not drawn).
 
 The grid side adds the cooling plant (:func:`grid_of`). Each mitigation reports the grid-side peak,
 the fastest ramp, the swing within one step and within a minute, the largest oscillation in the
