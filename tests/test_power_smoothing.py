@@ -117,3 +117,17 @@ def test_bad_smoothing_input_is_located(root, tmp_path, body, words):
     res = CliRunner().invoke(app, ["simulate", str(root / "sites" / "lab-2zone.yaml"), "--scenario", str(p)])
     assert res.exit_code == 2, res.output
     assert "x.yaml:" in res.output and words in res.output and "Traceback" not in res.output
+
+
+def test_floor_ramp_and_shelf_together(lab):
+    r = run(lab, {"floor": "400 W", "ramp": {"down": "400 W/s", "hysteresis": "0.25 s"}, "shelf": {"energy": "2 kJ"}})
+    together, floor, ramp = r["smoothing"], r["floor"], r["ramp"]
+    assert together["what"] == "GPU power smoothing: floor + ramp + shelf"
+    # the ramp acts on the floored GPUs: a fall of dP = compute - floor after a hold h, every low phase
+    dp = PC - 400.0
+    assert together["it_extra_J"] == pytest.approx(STEPS * N * (0.25 * dp + dp**2 / (2 * 400.0)), rel=1e-9)
+    assert together["it_withheld_J"] == pytest.approx(0.0, abs=1e-3)  # no ramp-up limit (bin means agree to 1e-13)
+    # the shelf moves energy in time, it does not add any: the IT energy is the floor's plus the ramp's extra
+    e_floor = floor["effect"]["it_energy_J"]
+    assert together["effect"]["it_energy_J"] == pytest.approx(e_floor + together["it_extra_J"], rel=2e-3)
+    assert together["effect"]["step_swing_W"] < 0.05 * min(floor["effect"]["step_swing_W"], ramp["effect"]["step_swing_W"])

@@ -74,7 +74,7 @@ def smoothing_rows(p: dict) -> list[list[str]]:
     """Grid-side figures with no smoothing and with each of floor, ramp limits and shelf storage."""
     mit = p.get("mitigations", {})
     rows = []
-    for key in ("baseline", "floor", "ramp", "shelf"):
+    for key in ("baseline", "floor", "ramp", "shelf", "smoothing"):
         m = mit.get(key)
         if not m or "effect" not in m:
             continue

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from twin.twins.power import smoothing, verdicts
-from twin.twins.power.model import segments_for
+from twin.twins.power.model import phases_for, segments_for
 from twin.twins.power.storage import battery_policy, bisect_tau, limited, low_pass, size_battery, size_of
 from twin.twins.power.trace import bin_average
 
@@ -45,6 +45,8 @@ def evaluate(design, m, it: np.ndarray, grid: np.ndarray, limits, draw, phases_f
         out["ramp"] = _ramp(m, it, grid, dt, limits, mit.ramp, per_day)
     if mit.shelf is not None:
         out["shelf"] = _shelf(m, grid, dt, limits, mit.shelf, per_day)
+    if sum(x is not None for x in (mit.floor, mit.ramp, mit.shelf)) > 1:
+        out["smoothing"] = _together(design, m, grid, dt, limits, mit, per_day)
     if mit.floor is not None or mit.ramp is not None or mit.shelf is not None:
         out["baseline"] = {"what": "no smoothing", "it_step_swing_W": smoothing.step_swing_it(m, segments_for(m, m.base)),
                            "effect": smoothing.effect(m, it, grid, dt, limits)}
@@ -80,6 +82,23 @@ def _shelf(m, grid: np.ndarray, dt: float, limits, cfg, per_day: float) -> dict:
     return {"what": "power-shelf energy storage", "energy_per_gpu_J": cfg.energy, "efficiency": cfg.efficiency, **info,
             **_status(g, dt, limits), "wasted_MWh_per_day": info["lost_J"] / MWH * per_day, "throughput_cost": 0.0,
             "effect": smoothing.effect(m, i, g, dt, limits)}
+
+
+def _together(design, m, grid: np.ndarray, dt: float, limits, mit, per_day: float) -> dict:
+    """Floor, ramp limits and shelf storage as a GB300 rack runs them: together (the ones given)."""
+    segs = segments_for(m, phases_for(m, design, floor=mit.floor) if mit.floor is not None else m.base)
+    if mit.shelf is not None:
+        i, info = smoothing.shelved_it(m, segs, dt, len(grid), mit.shelf, mit.ramp)
+        lost = info["lost_J"]
+    else:
+        i, extra, deficit = smoothing.ramped_it(m, segs, dt, len(grid), mit.ramp)
+        info, lost = {"it_extra_J": extra, "it_withheld_J": deficit}, 0.0
+    g = smoothing.grid_of(m, i, dt)
+    late = info["it_withheld_J"] / max(1e-9, m.tree.job_gpus * m.base.compute)
+    given = [k for k in ("floor", "ramp", "shelf") if getattr(mit, k) is not None]
+    return {"what": "GPU power smoothing: " + " + ".join(given), **_status(g, dt, limits),
+            "wasted_MWh_per_day": (float(g.sum() * dt) - float(grid.sum() * dt) + lost) / MWH * per_day,
+            "throughput_cost": late / (m.cfg.duration + late), **info, "effect": smoothing.effect(m, i, g, dt, limits)}
 
 
 def _battery(m, grid: np.ndarray, dt: float, limits, cfg, per_day: float) -> dict:

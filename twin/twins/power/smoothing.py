@@ -106,26 +106,32 @@ def gpu_channels(m: Model) -> list[int]:
     return [*range(ch.stages), ch.other_gpu]
 
 
-def ramped_it(m: Model, segs, dt: float, n: int, rl) -> tuple[np.ndarray, float, float]:
-    """(IT load with every GPU rate-limited, J burned above the unlimited load, J withheld below it)."""
-    W = m.tree.site_W[0]
+def drawn(m: Model, segs, dt: float, n: int, w: np.ndarray, rl=None) -> tuple[np.ndarray, float, float]:
+    """The load of weight row ``w`` (site, rack) with every GPU rate-limited by ``rl`` (none: as traced),
+    J burned above the unlimited load and J withheld below it. Each GPU channel the row holds is
+    limited on its own (a GPU's power, then weighted)."""
     gpu = gpu_channels(m)
-    rest = W.copy()
+    rest = w.copy()
     rest[gpu] = 0.0
-    it = bin_average(segs, 0.0, dt, n, rest[None, :])[0]
+    out = bin_average(segs, 0.0, dt, n, rest[None, :])[0]
     extra = deficit = 0.0
     for c in gpu:
-        if W[c] == 0:
+        if w[c] == 0:
             continue
-        e = np.zeros_like(W)
+        e = np.zeros_like(w)
         e[c] = 1.0
         x = bin_average(segs, 0.0, dt, n, e[None, :])[0]
-        y = slew(x, dt, rl.up, rl.down, rl.hysteresis)
-        it += W[c] * y
+        y = slew(x, dt, rl.up, rl.down, rl.hysteresis) if rl is not None else x
+        out += w[c] * y
         d = (y - x) * dt
-        extra += W[c] * float(d[d > 0].sum())
-        deficit -= W[c] * float(d[d < 0].sum())
-    return it, extra, deficit
+        extra += w[c] * float(d[d > 0].sum())
+        deficit -= w[c] * float(d[d < 0].sum())
+    return out, extra, deficit
+
+
+def ramped_it(m: Model, segs, dt: float, n: int, rl) -> tuple[np.ndarray, float, float]:
+    """(IT load with every GPU rate-limited, J burned above the unlimited load, J withheld below it)."""
+    return drawn(m, segs, dt, n, m.tree.site_W[0], rl)
 
 
 def shelf(x: np.ndarray, dt: float, k: int, energy: float, restore: float, hold: float = 1.0) -> np.ndarray:
@@ -154,26 +160,26 @@ def shelf(x: np.ndarray, dt: float, k: int, energy: float, restore: float, hold:
     return y
 
 
-def shelved_it(m: Model, segs, dt: float, n: int, cfg) -> tuple[np.ndarray, dict]:
-    """IT load with every GPU rack behind its power shelf's storage; racks with the same contents run
-    alike and share one calculation."""
+def shelved_it(m: Model, segs, dt: float, n: int, cfg, rl=None) -> tuple[np.ndarray, dict]:
+    """IT load with every GPU rack behind its power shelf's storage (its GPUs rate-limited by ``rl`` first,
+    if given); racks with the same contents run alike and share one calculation."""
     tree = m.tree
     gpu = gpu_channels(m)
     rack_gpus = tree.rack_W[:, gpu].sum(axis=1)
     classes, counts = np.unique(tree.rack_W[rack_gpus > 0], axis=0, return_counts=True)
-    it = bin_average(segs, 0.0, dt, n, tree.site_W)[0]
+    it, extra, deficit = drawn(m, segs, dt, n, tree.site_W[0], rl)
     charged = stored = 0.0
     k = max(1, min(n, int(round(m.profile.step_s / dt))))
     restore = RESTORE_STEPS * m.profile.step_s
     for w, c in zip(classes, counts):
-        x = bin_average(segs, 0.0, dt, n, w[None, :])[0]
+        x = drawn(m, segs, dt, n, w, rl)[0]
         e = cfg.energy * float(w[gpu].sum())
         y = shelf(x, dt, k, e, restore)
         it += c * (y - x)
         charged += c * float(np.clip(y - x, 0, None).sum() * dt)
         stored += c * e
     return it, {"racks": int(counts.sum()), "stored_J": stored, "window_s": k * dt, "restore_s": restore, "charged_J": charged,
-                "lost_J": (1 - cfg.efficiency) * charged}
+                "lost_J": (1 - cfg.efficiency) * charged, "it_extra_J": extra, "it_withheld_J": deficit}
 
 
 def step_swing_it(m: Model, segs) -> float:
