@@ -157,7 +157,13 @@ def test_power_twin_reads_the_facility_water_temperature(root, tmp_path):
                                     until="placement")
         scen = PowerScenario.model_validate({"duration": "10 min", "resolution": "1 s", "weather": {"constant": f"{outdoor} degC"},
                                              "job": {"step": {"step": "8 s", "compute": "6 s", "bubble": "2 s"}}})
-        return simulate_power(d, scen, mitigations=False).data["thermal"]["halls"][0]
+        data = simulate_power(d, scen, mitigations=False).data
+        # the twin holds each row's liquid heat to its CDUs in every state: the compute phase is the full rack
+        cdu = {(r["limit"], r["state"]): r for r in data["distribution"]["limits"]}
+        lost = cdu[("row 1 CDUs", "one CDU lost")]
+        assert lost["peak_W"] == pytest.approx(ROW * P * SHARE, rel=1e-9) and lost["rating_W"] == pytest.approx(2 * 80e3)
+        assert lost["peak_ok"] and lost["continuous_ok"] and lost["continuous_W"] < lost["peak_W"]
+        return data["thermal"]["halls"][0]
 
     # a cool day: the water holds its supply temperature and the CDUs their set point
     h = hall(20, 30, 35, 3)

@@ -137,7 +137,9 @@ def markdown_section(p: dict) -> str:
     else:
         out += "The site spec states no utility limits (`power.limits`).\n\n"
     d = p["distribution"]
-    out += (f"Busways and UPS blocks: {d['limits_checked']} limits checked in every failure state, {d['limits_failing']} exceeded "
+    wet = any(r["limit"].endswith("CDUs") or r["limit"] == "facility water" for r in d["limits"])
+    what = "Busways, UPS blocks, row CDUs and facility water" if wet else "Busways and UPS blocks"
+    out += (f"{what}: {d['limits_checked']} limits checked in every failure state, {d['limits_failing']} exceeded "
             f"(instantaneous peak against the rating, largest one-minute mean against the derated rating); racks peak at "
             f"{d['racks']['peak_W'] / 1e3:,.1f} kW (shelf {d['racks']['power_shelf_W'] / 1e3:g} kW, {d['racks']['over_shelf']} over).\n\n")
     out += table(["hall", "state", "worst limit", "peak / rating", "1-min mean / derated", ""], distribution_rows(p), "lllrrl") + "\n"
