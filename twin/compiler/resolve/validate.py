@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from twin.compiler.resolve import campus_plan, checks, fabric_checks, workload_checks
+from twin.compiler.resolve import campus_plan, checks, fabric_checks, liquid, workload_checks
 from twin.compiler.resolve import pools as address_pools
 from twin.compiler.resolve.campus_shape import campus_shape
 from twin.compiler.resolve.shape import fabric_shape
@@ -78,6 +78,7 @@ def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     diags += [diagnostic(src, *f) for f in checks.family_shape(site)]
     diags += [diagnostic(src, *f) for f in fabric_checks.fields(site)]
     diags += [diagnostic(src, *f) for f in checks.facility(site)]
+    diags += [diagnostic(src, *f) for f in liquid.findings(site, cat)]
     if any(d.severity is Severity.ERROR for d in diags):
         return None, _finish(diags)
     spec = _resolve(src, site, cat)
@@ -99,7 +100,10 @@ def _resolve(src: Source, site: Site, cat) -> Spec:
     chassis = cat.chassis[rt.chassis]
     rtsw_name = rt.rtsw or (f.rtsw.model if f.rtsw else None)
     rtsw = cat.switches.get(rtsw_name) if rtsw_name else None
+    site = liquid.with_chassis_share(site, chassis)  # a rack-scale chassis' liquid share where the rack type gives none
+    rt = site.rack_types[f.rack_type]
     rack = rack_figures(rt, chassis, rtsw)
+    site = liquid.sized(site, rack.power)  # CDUs counted "auto" at the rack's power
     gpus, racks, zones, rpz = derive_counts(site, rack.gpus)
     spec = Spec(
         site=site,
