@@ -58,8 +58,21 @@ class Stack(Model):
     source: Text = Field(min_length=1)
 
 
+class RackScale(Model):
+    """A rack-scale NVLink system (GB200/GB300 NVL72): the chassis is the whole rack, its GPUs sit on
+    compute trays and NVLink switch trays join all of them in one NVLink domain. The fabric's rails follow
+    a GPU's position on its tray; a compute tray's failure takes its GPUs, a switch tray's the domain's
+    NVLink bandwidth share (twin/twins/reliability)."""
+
+    compute_trays: int = Field(ge=1, le=64, description="compute trays in the rack")
+    gpus_per_tray: int = Field(ge=1, le=16, description="GPUs per compute tray (the rails of a rail-aligned fabric)")
+    switch_trays: int = Field(ge=1, le=64, description="NVLink switch trays joining the trays' GPUs")
+    liquid_fraction: float = Field(ge=0, le=1, description="share of the rack's heat the liquid loop takes (the rest goes to air)")
+    source: Text = Field(min_length=1)
+
+
 class Chassis(Model):
-    """A GPU server (e.g. Grand Teton): what a rack is filled with."""
+    """A GPU server (e.g. Grand Teton): what a rack is filled with; with ``rack_scale`` the whole rack."""
 
     description: Text = ""
     vendor: Text = Field("", description="maker of the chassis (NetBox manufacturer)")
@@ -87,7 +100,31 @@ class Chassis(Model):
     height_u: int = Field(ge=1, le=60)
     weight: Mass
     price: Price | None = Field(None, description="purchase price of one server, e.g. '270000 USD' (capex)")
+    rack_scale: RackScale | None = Field(None, description="a rack-scale NVLink system: trays, switch trays, liquid share")
     source: Text = Field(min_length=1, description="where the figures come from, or 'assumed'")
+
+    @property
+    def domain(self) -> int:
+        """GPUs of one NVLink domain (the chassis' GPUs unless ``nvlink_domain`` says otherwise)."""
+        return self.nvlink_domain or self.gpus
+
+    @model_validator(mode="after")
+    def _rack_scale(self) -> "Chassis":
+        rs = self.rack_scale
+        if rs is None:
+            return self
+        if rs.compute_trays * rs.gpus_per_tray != self.gpus:
+            raise ValueError(f"rack_scale: {rs.compute_trays} compute trays x {rs.gpus_per_tray} GPUs = "
+                             f"{rs.compute_trays * rs.gpus_per_tray}, the chassis has {self.gpus} GPUs")
+        if self.domain > self.gpus:
+            raise ValueError(f"nvlink_domain {self.domain} is larger than its rack-scale system of {self.gpus} GPUs "
+                             f"(at most {self.gpus}: an NVLink domain does not leave its rack)")
+        if self.gpus % self.domain or self.domain % rs.gpus_per_tray:
+            raise ValueError(f"nvlink_domain {self.domain} does not split the rack's {self.gpus} GPUs into whole domains "
+                             f"of whole {rs.gpus_per_tray}-GPU trays")
+        if self.nics % self.gpus and self.gpus % self.nics:
+            raise ValueError(f"{self.nics} NICs do not align with {self.gpus} GPUs (rails follow a GPU's tray position)")
+        return self
 
 
 PORT_PLACEHOLDERS = ("n", "n0", "n0_step", "cage", "sub")
