@@ -1,0 +1,152 @@
+"""Rack-scale NVLink systems (issue 28, part 1): GB200/GB300 NVL72 as rack types.
+
+Known answers: an NVL72 rack is one NVLink domain of 72 GPUs ([dgx-gb200-ra]: 18 compute trays of 4 GPUs,
+9 NVLink switch trays); a TP8 or EP8 group inside it sends nothing over the scale-out fabric, the same
+group spread over two racks does (closed form below). The fabric is rail-aligned to the tray's 4 GPU
+positions and sized as NVIDIA sizes its QM9700 SuperPODs ([dgx-b200-ra]: 32 GPUs per leaf, as many
+leaf-spine as node-leaf cables, both equal to the GPUs).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from twin.compiler.pipeline import compile_design
+from twin.lang.catalog import builtin
+from twin.twins.net import routing, topology
+from twin.twins.workload.jobs import rank_layout
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = ROOT / "sites" / "gb200-nvl72.yaml"
+
+
+@pytest.fixture(scope="module")
+def design():
+    return compile_design(SITE, until="fabric", placement_method="naive")
+
+
+@pytest.fixture(scope="module")
+def net(design):
+    return topology.from_design(design)
+
+
+@pytest.mark.parametrize("name", ["gb200-nvl72", "gb300-nvl72"])
+def test_catalog_nvl72_is_one_domain_of_trays(name):
+    ch = builtin().chassis[name]
+    rs = ch.rack_scale
+    assert (rs.compute_trays, rs.gpus_per_tray, rs.switch_trays) == (18, 4, 9)  # [dgx-gb200-ra], [gb300-nvl72-ra]
+    assert ch.gpus == ch.domain == 72 and ch.nics == 72
+    assert 0 < rs.liquid_fraction <= 1
+
+
+def test_fabric_is_rail_aligned_to_tray_positions(design):
+    g = design.fabric.graph
+    leaves = [n for n, d in g.nodes(data=True) if d.get("level") == 1]
+    spines = [n for n, d in g.nodes(data=True) if d.get("level") == 2]
+    # [dgx-b200-ra]: 32 GPUs per QM9700 leaf -> 576 / 32 = 18 leaves per scalable unit of 8 racks, 2 SUs here
+    assert len(leaves) == 2 * 576 // 32 == 36
+    for leaf in leaves:
+        nics = [n for n in g.neighbors(leaf) if g.nodes[n].get("role") == "nic"]
+        assert len(nics) == 32
+        # one rail per leaf: the same GPU position (gpu mod 4) of 32 compute trays
+        assert {g.nodes[n]["gpu"] % 4 for n in nics} == {g.nodes[leaf]["rail"]}
+        assert len({(g.nodes[n]["server"], g.nodes[n]["gpu"] // 4) for n in nics}) == 32
+    tiers = {}
+    for _, _, d in g.edges(data=True):
+        if d.get("kind") == "link":
+            tiers[d["tier"]] = tiers.get(d["tier"], 0) + 1
+    assert tiers == {"nic-leaf": 1152, "leaf-spine": 1152}  # [dgx-b200-ra]: cables per tier = GPUs
+    # even split of each leaf's 32 uplinks: the fewest spines (1,152 / 64 = 18) rounded up to a divisor of 32
+    assert len(spines) == 32
+
+
+def _fabric_bytes(net, r: routing.Routed) -> tuple[float, float]:
+    per_arc = np.asarray(r.A @ r.size).ravel()
+    return float(per_arc[:net.n_link_arcs].sum()), float(per_arc[net.n_link_arcs:].sum())
+
+
+def _ring(net, group: np.ndarray, nbytes: float):
+    src, dst = group, np.roll(group, -1)
+    return _fabric_bytes(net, routing.route(net, src, dst, np.full(len(src), nbytes), routing.Scheme("e", "ecmp", 1)))
+
+
+def _alltoall(net, group: np.ndarray, nbytes: float):
+    src, dst = np.meshgrid(group, group, indexing="ij")
+    src, dst = src.ravel(), dst.ravel()
+    return _fabric_bytes(net, routing.route(net, src, dst, np.full(len(src), nbytes), routing.Scheme("e", "ecmp", 1)))
+
+
+def test_tp8_and_ep8_inside_the_rack_send_nothing_over_the_fabric(net):
+    assert len(set(net.gpu_server[:72].tolist())) == 1 and net.gpu_server[72] != net.gpu_server[71]
+    gpus = np.arange(72)
+    tp = rank_layout(gpus, {"tp": 8, "cp": 1, "pp": 1, "dp": 9}, ["tp", "cp", "pp", "dp"])["tp"]
+    assert len(tp) == 9
+    b = 1 << 20
+    for group in tp:
+        fabric, nvlink = _ring(net, group, b)
+        assert fabric == 0.0
+        assert nvlink == pytest.approx(8 * 2 * b)  # 8 ring steps, each out of one GPU's NVLink and into another's
+    fabric, nvlink = _alltoall(net, tp[0], b)
+    assert fabric == 0.0 and nvlink == pytest.approx(8 * 7 * 2 * b)
+
+
+def test_tp8_and_ep8_spread_over_two_racks_cross_the_fabric(net):
+    b = 1 << 20
+    group = np.arange(68, 76)  # the last tray of rack 1 and the first tray of rack 2
+    fabric, nvlink = _ring(net, group, b)
+    # two ring steps leave the rack (71 -> 72, 75 -> 68), each between different rails: NIC, leaf, spine,
+    # leaf, NIC = 4 links; the other six stay on NVLink
+    assert fabric == pytest.approx(2 * 4 * b)
+    assert nvlink == pytest.approx(6 * 2 * b)
+    fabric, _ = _alltoall(net, group, b)
+    # 4 x 4 pairs each way cross racks: same rail (4 per direction) 2 links, other rails (12) 4 links
+    assert fabric == pytest.approx(2 * (4 * 2 + 12 * 4) * b)
+
+
+def _validate(tmp_path, text: str) -> subprocess.CompletedProcess:
+    site = tmp_path / "s.yaml"
+    site.write_text(text)
+    return subprocess.run([sys.executable, "-m", "twin", "validate", str(site)], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_domain_larger_than_its_rack_is_a_located_error(tmp_path):
+    text = SITE.read_text().replace("rack_types:", """catalog:
+  chassis:
+    nvl-big:
+      gpus: 72
+      gpu_tdp: 1200 W
+      max_power: 132 kW
+      nics: 72
+      nic_speed: 400 Gbit/s
+      nvlink_domain: 144
+      height_u: 48
+      weight: 1360 kg
+      rack_scale: {compute_trays: 18, gpus_per_tray: 4, switch_trays: 9, liquid_fraction: 0.85, source: test}
+      source: test
+rack_types:""").replace("chassis: gb200-nvl72 ", "chassis: nvl-big ")
+    r = _validate(tmp_path, text)
+    assert r.returncode == 2, r.stderr
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.strip() == "nvl-big:")
+    assert f"s.yaml:{line + 1}:7: catalog.chassis.nvl-big:" in r.stderr + r.stdout  # the entry's mapping
+    assert "nvlink_domain 144 is larger than its rack-scale system of 72 GPUs" in r.stderr + r.stdout
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("old,new,what", [
+    ("servers: 1 ", "servers: 2 ", "2 rack-scale systems in one rack"),
+    ("hb_domain: 4 ", "hb_domain: 8 ", "rail-aligned to the 4 GPU positions of a compute tray"),
+])
+def test_rack_scale_misuse_is_a_located_error(tmp_path, old, new, what):
+    text = SITE.read_text()
+    assert old in text
+    text = text.replace(old, new)
+    r = _validate(tmp_path, text)
+    out = r.stderr + r.stdout
+    assert r.returncode == 2 and what in out and "Traceback" not in out
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if new in t)
+    assert f"s.yaml:{line}:" in out
