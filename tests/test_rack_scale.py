@@ -150,3 +150,26 @@ def test_rack_scale_misuse_is_a_located_error(tmp_path, old, new, what):
     assert r.returncode == 2 and what in out and "Traceback" not in out
     line = next(i for i, t in enumerate(text.splitlines(), 1) if new in t)
     assert f"s.yaml:{line}:" in out
+
+
+def test_reliability_knows_tray_and_switch_tray_blast_radius(design):
+    from twin.twins.reliability.components import footprint, failure_modes
+
+    classes = design.spec.catalog.reliability
+    fp = footprint(design.fabric.graph, 144)  # two NVL72 racks
+    assert (fp.count("compute-tray"), fp.count("switch-tray")) == (2 * 18, 2 * 9)  # [dgx-gb200-ra]
+    modes = {m.cls: m for m in failure_modes(classes, fp, None)}
+    for cls, n in (("compute-tray", 36), ("switch-tray", 18)):
+        m = modes[cls]
+        assert (m.count, m.kind, m.servers) == (n, "swap", 1)  # the job swaps the tray's NVLink domain
+        assert m.job_rate == pytest.approx(n * classes[cls].rate)
+
+
+def test_no_tray_modes_without_rack_scale():
+    from twin.lang.catalog import builtin
+    from twin.twins.net import synthetic
+    from twin.twins.reliability.components import footprint, failure_modes
+
+    g = synthetic.clos(zones=1, racks_per_zone=3, servers_per_rack=2, gpus_per_server=8, ctsw_per_zone=4, rtsw_uplinks=4)
+    modes = failure_modes(builtin().reliability, footprint(g, 32), None)
+    assert modes and not [m for m in modes if m.per in ("compute-tray", "switch-tray")]

@@ -24,7 +24,7 @@ def document(design: Design) -> dict:
     spec = design.spec
     site = spec.site.model_dump(mode="json")
     used = {
-        "chassis": {spec.rack_type.chassis: spec.chassis.model_dump(mode="json")},
+        "chassis": {spec.rack_type.chassis: _chassis(spec.chassis)},
         "switches": {
             name: spec.catalog.switches[name].model_dump(mode="json") for name in sorted(_switches_used(spec))
         },
@@ -81,3 +81,11 @@ def _switches_used(spec) -> set[str]:
     if f.switch:
         names.add(f.switch)
     return names
+
+
+def _chassis(ch) -> dict:
+    """The chassis as written; ``rack_scale`` only where there is one (older designs stay byte-identical)."""
+    out = ch.model_dump(mode="json")
+    if out.get("rack_scale") is None:
+        out.pop("rack_scale", None)
+    return out
