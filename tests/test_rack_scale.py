@@ -18,7 +18,8 @@ import pytest
 
 from twin.compiler.pipeline import compile_design
 from twin.lang.catalog import builtin
-from twin.twins.net import routing, topology
+from twin.twins.net import routing, synthetic, topology
+from twin.twins.reliability.components import failure_modes, footprint
 from twin.twins.workload.jobs import rank_layout
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,8 +154,6 @@ def test_rack_scale_misuse_is_a_located_error(tmp_path, old, new, what):
 
 
 def test_reliability_knows_tray_and_switch_tray_blast_radius(design):
-    from twin.twins.reliability.components import footprint, failure_modes
-
     classes = design.spec.catalog.reliability
     fp = footprint(design.fabric.graph, 144)  # two NVL72 racks
     assert (fp.count("compute-tray"), fp.count("switch-tray")) == (2 * 18, 2 * 9)  # [dgx-gb200-ra]
@@ -168,8 +167,6 @@ def test_reliability_knows_tray_and_switch_tray_blast_radius(design):
 def test_no_tray_modes_without_rack_scale():
     from twin.lang.catalog import builtin
     from twin.twins.net import synthetic
-    from twin.twins.reliability.components import footprint, failure_modes
-
     g = synthetic.clos(zones=1, racks_per_zone=3, servers_per_rack=2, gpus_per_server=8, ctsw_per_zone=4, rtsw_uplinks=4)
     modes = failure_modes(builtin().reliability, footprint(g, 32), None)
     assert modes and not [m for m in modes if m.per in ("compute-tray", "switch-tray")]
