@@ -165,8 +165,6 @@ def test_reliability_knows_tray_and_switch_tray_blast_radius(design):
 
 
 def test_no_tray_modes_without_rack_scale():
-    from twin.lang.catalog import builtin
-    from twin.twins.net import synthetic
     g = synthetic.clos(zones=1, racks_per_zone=3, servers_per_rack=2, gpus_per_server=8, ctsw_per_zone=4, rtsw_uplinks=4)
     modes = failure_modes(builtin().reliability, footprint(g, 32), None)
     assert modes and not [m for m in modes if m.per in ("compute-tray", "switch-tray")]
