@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from twin.compiler.pipeline import compile_design
+from twin.compiler.resolve.spec import rack_heat
 from twin.lang.catalog import builtin
 from twin.twins.net import routing, synthetic, topology
 from twin.twins.reliability.components import failure_modes, footprint
@@ -168,3 +169,10 @@ def test_no_tray_modes_without_rack_scale():
     g = synthetic.clos(zones=1, racks_per_zone=3, servers_per_rack=2, gpus_per_server=8, ctsw_per_zone=4, rtsw_uplinks=4)
     modes = failure_modes(builtin().reliability, footprint(g, 32), None)
     assert modes and not [m for m in modes if m.per in ("compute-tray", "switch-tray")]
+
+
+def test_rack_heat_splits_liquid_and_air(design):
+    s = design.spec
+    liquid, air = rack_heat(s.rack_type, s.chassis, s.rack)
+    assert liquid == pytest.approx(132_000 * 0.85)  # the system's max power x its liquid share (catalog)
+    assert air == pytest.approx(132_000 * 0.15 + 300)  # the rest of the system plus the rack's other power
