@@ -56,6 +56,9 @@ def references(site: Site, catalog: Catalog) -> Iterator[Finding]:
         for i, n in enumerate(names):
             if n not in catalog.media:
                 yield E, ("fabric", "media", tier, i), f"unknown medium '{n}'", _one_of(catalog.media)
+    for name, med in catalog.media.items():
+        if med.far_end is not None and med.far_end not in catalog.media:
+            yield E, ("catalog", "media", name, "far_end"), f"unknown medium '{med.far_end}'", _one_of(catalog.media)
     for path, m in models:
         sw = catalog.switches.get(m)
         if sw is None:

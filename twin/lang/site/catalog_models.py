@@ -210,6 +210,9 @@ class SwitchModel(Model):
         names = {render_port_name(self.port_name, i, self.ports_per_cage, step) for i in range(self.ports)}
         if len(names) != self.ports:
             raise ValueError(f"port_name '{self.port_name}' gives two ports the same name; use {{n}} or {{cage}}/{{sub}}")
+        if self.port_map is not None and self.port_map.cage_ports != self.ports_per_cage:
+            raise ValueError(f"port_map breakout mode '{self.port_map.breakouts[0]}' puts {self.port_map.cage_ports} port(s) "
+                             f"in a cage, ports_per_cage is {self.ports_per_cage}")
         if self.port_map is not None and self.port_map.speeds[0] != self.port_speed:
             raise ValueError(
                 f"port_map breakout mode '{self.port_map.breakouts[0]}' runs ports at "
@@ -233,7 +236,16 @@ class Medium(Model):
     weight_per_metre: Mass = Field(description="cable mass per metre of length")
     price: Price | None = Field(None, description="optic: one transceiver; DAC, AEC, AOC: one cable assembly (capex)")
     price_per_metre: PricePerLength = Field(0.0, description="optic: its fiber per metre; DAC, AEC, AOC: added to the assembly per metre")
+    module_ports: int = Field(1, ge=1, le=8, description="optic: links one transceiver at the switch end carries (2: a twin-port "
+                              "800G OSFP with two 400G fibers, one to each NIC); used only where fabric.media lists it")
+    far_end: str | None = Field(None, description="with module_ports > 1: the catalog medium whose transceiver sits at each far end")
     source: Text = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _module(self) -> "Medium":
+        if self.module_ports > 1 and (self.kind != "optic" or self.far_end is None):
+            raise ValueError("module_ports > 1 is a pluggable optic (kind: optic) with the far end's medium (far_end)")
+        return self
 
     @property
     def pluggable(self) -> bool:
