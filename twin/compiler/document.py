@@ -28,7 +28,7 @@ def document(design: Design) -> dict:
         "switches": {
             name: spec.catalog.switches[name].model_dump(mode="json") for name in sorted(_switches_used(spec))
         },
-        "media": {k: v.model_dump(mode="json") for k, v in sorted(spec.catalog.media.items())},
+        "media": {k: _medium(v) for k, v in sorted(spec.catalog.media.items())},
         "facility": {m: spec.catalog.facility[m].model_dump(mode="json")
                      for m in sorted({h.cooling.medium for h in spec.site.halls}) if m in spec.catalog.facility},
     }
@@ -88,4 +88,13 @@ def _chassis(ch) -> dict:
     out = ch.model_dump(mode="json")
     if out.get("rack_scale") is None:
         out.pop("rack_scale", None)
+    return out
+
+
+def _medium(m) -> dict:
+    """A medium as written; the twin-port fields only on a module that serves several links."""
+    out = m.model_dump(mode="json")
+    if m.module_ports == 1:
+        out.pop("module_ports", None)
+        out.pop("far_end", None)
     return out
