@@ -176,3 +176,33 @@ def test_rack_heat_splits_liquid_and_air(design):
     liquid, air = rack_heat(s.rack_type, s.chassis, s.rack)
     assert liquid == pytest.approx(132_000 * 0.85)  # the system's max power x its liquid share (catalog)
     assert air == pytest.approx(132_000 * 0.15 + 300)  # the rest of the system plus the rack's other power
+
+
+def test_a_scalable_unit_is_one_row_within_its_power(design):
+    # [dgx-gb200-ra]: an SU is 8 racks in one row and needs a TDP of 1.2 MW
+    rows: dict[tuple[str, int], list] = {}
+    for r in design.placement.racks:
+        if r.kind == "gpu":
+            rows.setdefault((r.position.hall, r.position.row), []).append(r)
+    assert sorted(len(v) for v in rows.values()) == [8, 8]
+    assert 8 * design.spec.rack.power < 1.2e6
+
+
+@pytest.mark.slow
+def test_example_scenario_runs_every_twin():
+    """Slow (~15 s): the whole scenario (collectives, job, a 100-run campaign, an hour of power) on 1,152 GPUs.
+    Inside a rack the TP8 AllReduce and EP8 all-to-all run on NVLink; across two racks the NICs bound them."""
+    import json
+
+    r = subprocess.run([sys.executable, "-m", "twin", "simulate", str(SITE), "--scenario",
+                        str(ROOT / "scenarios" / "gb200-nvl72.yaml"), "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    text = json.dumps(out)
+    assert "compute-tray" in text and "switch-tray" in text
+    busbw = {}
+    for c in out["cases"][0]["collectives"]:
+        busbw[c["name"]] = c["schemes"][0]["busbw_GBps_at_max_size"]
+    # a 400G NIC moves 50 GB/s; NVLink 900 GB/s per direction: inside the rack several times faster
+    assert busbw["tp8-in-rack"] > 3 * busbw["tp8-two-racks"]
+    assert busbw["ep8-in-rack"] > 3 * busbw["ep8-two-racks"]
