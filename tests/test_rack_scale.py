@@ -18,6 +18,7 @@ import pytest
 
 from twin.compiler.pipeline import compile_design
 from twin.compiler.resolve.spec import rack_heat
+from twin.compiler.resolve.validate import validate_file
 from twin.lang.catalog import builtin
 from twin.twins.net import routing, synthetic, topology
 from twin.twins.reliability.components import failure_modes, footprint
@@ -206,3 +207,30 @@ def test_example_scenario_runs_every_twin():
     # a 400G NIC moves 50 GB/s; NVLink 900 GB/s per direction: inside the rack several times faster
     assert busbw["tp8-in-rack"] > 3 * busbw["tp8-two-racks"]
     assert busbw["ep8-in-rack"] > 3 * busbw["ep8-two-racks"]
+
+
+def _gb300_xdr_site(sus: int) -> str:
+    """The example site as GB300 NVL72 (800G ConnectX-8) on Quantum-X800 Q3400, ``sus`` scalable units of 8
+    racks, one row each and a network row."""
+    text = SITE.read_text()
+    for old, new in (("chassis: gb200-nvl72 ", "chassis: gb300-nvl72 "), ("switch: qm9700 ", "switch: q3400 "),
+                     ("nic_speed: 400 Gbit/s ", "nic_speed: 800 Gbit/s "), ("gpus: 1152 ", f"gpus: {576 * sus} "),
+                     ("rows: 3 ", f"rows: {sus + 1} "), ("{rows: 3, positions", f"{{rows: {sus + 1}, positions"),
+                     ("power_shelf: 150 kW", "power_shelf: 160 kW"), ("capacity_per_row: 1.2 MW", "capacity_per_row: 1.3 MW"),
+                     ("utility_capacity: 3 MW", f"utility_capacity: {1.5 * sus:g} MW"), ("utility: 3 MW", f"utility: {1.5 * sus:g} MW")):
+        assert old in text, old
+        text = text.replace(old, new)
+    return text.split("\nworkloads:")[0] + "\n"
+
+
+@pytest.mark.parametrize("sus,leaves,spines", [(1, 8, 4), (2, 16, 8), (4, 32, 18), (8, 64, 36)])
+def test_xdr_fabric_counts_per_scalable_unit_match_the_reference_architecture(tmp_path, sus, leaves, spines):
+    """[dgx-b300-xdr-ra] Table 3 (Quantum-X800 Q3400, 576 GPUs per SU, one 800G NIC per GPU): 1 SU 8 leaves
+    4 spines, 2 SUs 16/8, 4 SUs 32/18, 8 SUs 64/36, node-leaf and leaf-spine cables = GPUs. twin's even-split
+    rule gives the same spines (4 SUs: 2,304 uplinks need 16 spines, 72 uplinks per leaf split evenly over 18)."""
+    site = tmp_path / f"xdr{sus}.yaml"
+    site.write_text(_gb300_xdr_site(sus))
+    spec, diags = validate_file(site)
+    assert spec is not None, diags
+    assert [(t.role, t.count) for t in spec.shape.tiers] == [("leaf", leaves), ("spine", spines)]
+    assert [(b.name, b.links) for b in spec.shape.boundaries] == [("nic-leaf", 576 * sus), ("leaf-spine", 576 * sus)]
