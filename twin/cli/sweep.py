@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the sweep machinery (Dask, Parquet) is imported when the co
 HELP = f"""Build and simulate every variant of a design space on Dask; results as Parquet, CSV, Pareto plots.
 
 Each variant (the product of the sweep's axes) is one task on a LocalCluster of worker processes, or
-on --scheduler. Results are cached by the variant's spec hash: a rerun computes only new variants,
+on --scheduler (tls:// with --tls-ca-file, --tls-cert and --tls-key; plain tcp:// only with --insecure). Results are cached by the variant's spec hash: a rerun computes only new variants,
 and an interrupted sweep keeps what it finished. A variant that is invalid or does not fit is a row
 with its error. Exit 0 when done, 2 on a bad sweep file or an unreachable scheduler, 130 if interrupted.
 The local cluster speaks TLS with a certificate made for this run (no other user can join it) and
@@ -35,7 +35,7 @@ EXIT_INVALID = 2
 EXIT_INTERRUPTED = 130
 
 
-def run_sweep(path: Path, output: Path | None, workers: int | None, scheduler: str | None, fresh: bool, timeout: float,
+def run_sweep(path: Path, output: Path | None, workers: int | None, scheduler, fresh: bool, timeout: float,
               as_json: bool, out: Console, err: Console, print_diags, emit_json, root: Path | None = None,
               dashboard: str | None = None) -> int:
     from twin.sweep.cluster import root_warning
@@ -140,7 +140,13 @@ def register(app, out, err, print_diags, emit_json) -> None:
         sweep_file: Path = typer.Argument(..., metavar="SWEEP", help="Sweep file (YAML): a base site, axes of overrides, figures."),
         output: Optional[Path] = typer.Option(None, "-o", "--output", help="Results folder (default: generated/sweep-<name>)."),
         workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Worker processes of the local Dask cluster (default: one per core)."),
-        scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of an existing Dask scheduler, e.g. tcp://10.0.0.5:8786 (its workers need twin installed)."),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of an existing Dask scheduler, e.g. "
+                                                "tls://10.0.0.5:8786 with the three --tls options (its workers need twin installed)."),
+        tls_ca: Optional[Path] = typer.Option(None, "--tls-ca-file", help="PEM certificate authority the scheduler's certificate is checked against."),
+        tls_cert: Optional[Path] = typer.Option(None, "--tls-cert", help="PEM client certificate issued by the scheduler's operator."),
+        tls_key: Optional[Path] = typer.Option(None, "--tls-key", help="PEM private key of --tls-cert."),
+        insecure: bool = typer.Option(False, "--insecure", help="Allow a plain tcp:// scheduler (anyone on its network can run code "
+                                      "as you; only for a network you alone use)."),
         fresh: bool = typer.Option(False, "--fresh", help="Ignore cached results and compute every variant again."),
         timeout: float = typer.Option(10.0, "--connect-timeout", help="Seconds to wait for --scheduler."),
         root: Optional[Path] = typer.Option(None, "--root", help="Folder the sweep's site: and scenario: files must lie in "
@@ -149,6 +155,9 @@ def register(app, out, err, print_diags, emit_json) -> None:
                                                 "127.0.0.1:8787 (default: no HTTP at all; any local user can read it)."),
         as_json: bool = typer.Option(False, "--json", help="Print the results as JSON (no progress bar)."),
     ) -> None:
-        code = run_sweep(sweep_file, output, workers, scheduler, fresh, timeout, as_json, out, err, _print_diags, _emit_json,
+        from twin.sweep.cluster import Remote
+
+        remote = Remote(scheduler, tls_ca, tls_cert, tls_key, insecure) if scheduler else None
+        code = run_sweep(sweep_file, output, workers, remote, fresh, timeout, as_json, out, err, _print_diags, _emit_json,
                          root, dashboard)
         raise typer.Exit(code)
