@@ -162,3 +162,13 @@ catalog:
     outp = r.stdout + r.stderr
     assert r.returncode == 2 and what in outp and "Traceback" not in outp
     assert "s.yaml:" in outp
+
+
+def test_twin_port_module_without_a_split_cage_is_located(tmp_path):
+    text = SITE.read_text().replace("  switch: sn5600-2x400g\n", "  switch: minipack2\n")
+    site = tmp_path / "s.yaml"
+    site.write_text(text)
+    r = subprocess.run([sys.executable, "-m", "twin", "validate", str(site)], capture_output=True, text=True, cwd=ROOT)
+    out = r.stdout + r.stderr
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "nic-leaf: [2xdr4-800g]" in t)
+    assert r.returncode == 2 and f"s.yaml:{line}:" in out and "no switch of this fabric has 2-port cages" in out

@@ -56,6 +56,12 @@ def references(site: Site, catalog: Catalog) -> Iterator[Finding]:
         for i, n in enumerate(names):
             if n not in catalog.media:
                 yield E, ("fabric", "media", tier, i), f"unknown medium '{n}'", _one_of(catalog.media)
+            elif (k := catalog.media[n].module_ports) > 1:
+                cages = {catalog.switches[m].ports_per_cage for _, m in models if m in catalog.switches}
+                if k not in cages:
+                    yield E, ("fabric", "media", tier, i), (
+                        f"'{n}' is a module for a cage of {k} ports; no switch of this fabric has {k}-port cages"), (
+                        f"a switch model with ports_per_cage: {k}, or a single-port medium")
     for name, med in catalog.media.items():
         if med.far_end is not None and med.far_end not in catalog.media:
             yield E, ("catalog", "media", name, "far_end"), f"unknown medium '{med.far_end}'", _one_of(catalog.media)
