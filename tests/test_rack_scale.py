@@ -234,3 +234,22 @@ def test_xdr_fabric_counts_per_scalable_unit_match_the_reference_architecture(tm
     assert spec is not None, diags
     assert [(t.role, t.count) for t in spec.shape.tiers] == [("leaf", leaves), ("spine", spines)]
     assert [(b.name, b.links) for b in spec.shape.boundaries] == [("nic-leaf", 576 * sus), ("leaf-spine", 576 * sus)]
+
+
+def test_trays_that_do_not_hold_the_gpus_are_a_located_error(tmp_path):
+    text = SITE.read_text().replace("rack_types:", """catalog:
+  chassis:
+    nvl-odd:
+      gpus: 72
+      gpu_tdp: 1200 W
+      max_power: 132 kW
+      nics: 72
+      nic_speed: 400 Gbit/s
+      height_u: 48
+      weight: 1360 kg
+      rack_scale: {compute_trays: 17, gpus_per_tray: 4, switch_trays: 9, liquid_fraction: 0.85, source: test}
+      source: test
+rack_types:""").replace("chassis: gb200-nvl72 ", "chassis: nvl-odd ")
+    r = _validate(tmp_path, text)
+    out = r.stderr + r.stdout
+    assert r.returncode == 2 and "17 compute trays x 4 GPUs = 68, the chassis has 72 GPUs" in out and "Traceback" not in out
