@@ -14,6 +14,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+from twin.analysis.verdicts import Verdict, verdicts
 from twin.compiler.design import Design
 from twin.compiler.pipeline import compile_design
 from twin.emit import emit_all
@@ -24,7 +25,7 @@ from twin.twins.default import design_results
 from twin.twins.results import Runs
 from twin.version import __version__
 
-__all__ = ["MANIFEST", "OutputError", "BuildResult", "build", "manifest", "render", "run_twins", "write_atomically"]
+__all__ = ["MANIFEST", "OutputError", "BuildResult", "Rendered", "build", "manifest", "render", "render_all", "run_twins", "write_atomically"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,16 @@ class BuildResult:
     design: Design
     out_dir: Path
     files: dict[str, str]  # relative path -> sha256
+    risks: tuple[Verdict, ...] = ()  # every verdict, worst first (twin.analysis.verdicts)
+    runs: Runs | None = None  # the twins the build ran
+
+
+@dataclass(frozen=True)
+class Rendered:
+    design: Design
+    files: dict[str, bytes]
+    risks: tuple[Verdict, ...]
+    runs: Runs
 
 
 def manifest(design: Design, files: dict[str, bytes], scenario: str | Path | None = None) -> bytes:
@@ -55,9 +66,16 @@ def manifest(design: Design, files: dict[str, bytes], scenario: str | Path | Non
 
 
 def render(spec_path: str | Path, scenario: str | Path | None = None, progress: Callable[[str], None] | None = None) -> tuple[Design, dict[str, bytes]]:
-    """The design and every artifact in memory, manifest included; with ``scenario`` (a scenario file)
-    the twins it names run too and the report carries their sections (SpecError for a bad scenario,
-    located in its file). ``twin build`` writes these; ``twin diff`` compares them."""
+    """The design and every artifact in memory, manifest included (:func:`render_all` without the rest)."""
+    r = render_all(spec_path, scenario, progress)
+    return r.design, r.files
+
+
+def render_all(spec_path: str | Path, scenario: str | Path | None = None, progress: Callable[[str], None] | None = None) -> Rendered:
+    """The design, every artifact in memory (manifest included), the verdicts and the twins' runs; with
+    ``scenario`` (a scenario file) the twins it names run too and the report carries their sections
+    (SpecError for a bad scenario, located in its file). ``twin build`` writes these; ``twin diff``
+    compares them."""
     loaded = None
     if scenario is not None:
         from twin.lang.scenario.models import load_scenario
@@ -66,12 +84,15 @@ def render(spec_path: str | Path, scenario: str | Path | None = None, progress: 
     design = compile_design(spec_path, progress=progress)
     runs = run_twins(design, loaded and (str(scenario), loaded), progress)
     if progress:
+        progress("verdicts")
+    risks = tuple(verdicts(design, runs.scenario))
+    if progress:
         progress("emit")
-    files = emit_all(design, runs)
+    files = emit_all(design, runs, risks=list(risks))
     for rel in files:
         _check_relative(rel)
     files[MANIFEST] = manifest(design, files, scenario)
-    return design, files
+    return Rendered(design, files, risks, runs)
 
 
 def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progress: Callable[[str], None] | None = None) -> Runs:
@@ -97,7 +118,8 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
     write stops before compiling; OutputError says why."""
     held = claimed(Path(out)) if out is not None else nullcontext(None)
     with held as out_dir:
-        design, files = render(spec_path, scenario, progress)
+        r = render_all(spec_path, scenario, progress)
+        design, files = r.design, r.files
         if progress:
             progress("write")
         if out_dir is None:
@@ -105,7 +127,8 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
             write_atomically(out_dir, files)
         else:
             write_claimed(out_dir, files)
-    return BuildResult(design, Path(out) if out is not None else out_dir, {p: hashlib.sha256(b).hexdigest() for p, b in sorted(files.items())})
+    return BuildResult(design, Path(out) if out is not None else out_dir, {p: hashlib.sha256(b).hexdigest() for p, b in sorted(files.items())},
+                       r.risks, r.runs)
 
 
 def _check_relative(rel: str) -> None:

@@ -2,7 +2,9 @@
 
 Exit codes: 0 success, 1 a valid design that cannot be built as stated (infeasible), 2 invalid input,
 3 (``twin build``) the output folder could not be written (disk full, read-only, no permission, another
-build writing it).
+build writing it), 4 (``build``, ``simulate``, ``validate``) the design or its twins fail a check
+(:mod:`twin.analysis.verdicts`: a limit the spec, its catalog or the scenario states); the output is
+written all the same, and ``--accept-risks`` makes it exit 0.
 Errors are printed as ``FILE:LINE:COL: field.path: message (expected ...)`` and never as tracebacks.
 """
 
@@ -30,6 +32,30 @@ out = Console(highlight=False, soft_wrap=True)
 
 EXIT_INFEASIBLE = 1
 EXIT_INVALID = 2
+EXIT_RISKS = 4
+
+ACCEPT_RISKS = "Exit 0 even when a check fails (the verdicts still list it); without it a fail exits 4."
+
+
+def risks_exit(risks, accept: bool) -> int:
+    """4 when a verdict fails and the user has not accepted the risks, else 0."""
+    return EXIT_RISKS if not accept and any(v.status == "fail" for v in risks) else 0
+
+
+def print_risks(risks, console=None) -> None:
+    """The fails and warnings, one line each, worst first; then the counts."""
+    from twin.analysis.verdicts import counts
+
+    console = console or err
+    for v in risks:
+        if v.status != "pass":
+            style = "red" if v.status == "fail" else "yellow"
+            where = f"{v.where}: " if v.where else ""
+            console.print(f"{v.status.upper()} ({v.severity}) {where}{v.check}: {v.value} against {v.limit} [{v.section}]",
+                          style=style, markup=False)
+    n = counts(risks)
+    console.print(f"verdicts: {n['fail']} fail, {n['warn']} warning(s), {n['pass']} pass", markup=False,
+                  style="red" if n["fail"] else "yellow" if n["warn"] else "green")
 
 
 def _print_diags(diags: list[Diagnostic]) -> None:
@@ -58,14 +84,18 @@ def _root(version: bool = typer.Option(False, "--version", help="Print the versi
 
 @app.command()
 def validate(
-    specs: list[Path] = typer.Argument(..., help="Site spec files (YAML)."),
+    specs: list[Path] = typer.Argument(..., help="Site spec files (YAML).", metavar="SPEC..."),
     as_json: bool = typer.Option(False, "--json", help="Print diagnostics as JSON."),
+    accept_risks: bool = typer.Option(False, "--accept-risks", help=ACCEPT_RISKS),
 ) -> None:
-    """Check site specs and report every error and warning with FILE:LINE:COL.
+    """Check site specs and report every error and warning with FILE:LINE:COL, then compile each valid
+    one (placement, fabric, cabling; no twin) and hold it to every check of the design: the verdicts
+    `twin build` opens its report with. The counts are the verdicts' (a spec warning is one of them).
 
     Example: twin validate sites/meta-24k-roce.yaml sites/lab-2zone.yaml
     """
-    from twin.compiler.pipeline import check
+    from twin.analysis.verdicts import counts, design_verdicts, ranked
+    from twin.compiler.pipeline import check, compile_design
 
     worst = 0
     results = []
@@ -74,18 +104,28 @@ def validate(
         spec, diags = checked.spec, list(checked.diagnostics)
         problems = checked.budget.problems if checked.budget else []
         status = checked.status
+        risks = []
+        if status == "ok":
+            try:
+                risks = ranked(design_verdicts(compile_design(path)))
+            except InfeasibleError as e:
+                status, problems = "infeasible", list(e.diagnosis)
         worst = max(worst, {"ok": 0, "infeasible": EXIT_INFEASIBLE, "invalid": EXIT_INVALID}[status])
+        if status == "ok":
+            worst = max(worst, risks_exit(risks, accept_risks))
         results.append({"spec": str(path), "status": status, "diagnostics": [d.to_json() for d in diags], "infeasible": problems,
-                        "shape": spec.shape.to_json() if spec is not None else None})
+                        "shape": spec.shape.to_json() if spec is not None else None, "risks": [v.to_json() for v in risks]})
         if not as_json:
-            _print_diags(diags)
+            _print_diags([d for d in diags if d.severity is Severity.ERROR or status != "ok"])
             for p in problems:
                 err.print(f"{path}: infeasible: {p}", style="red", markup=False)
             if spec is not None:
-                nerr = sum(d.severity is Severity.ERROR for d in diags)
-                nwarn = len(diags) - nerr
-                tag = "[green]ok[/green]" if not problems else "[red]infeasible[/red]"
-                out.print(f"{path}: {tag}: {spec.gpus:,} GPUs in {spec.racks:,} racks, {nwarn} warning(s)")
+                if status == "ok":
+                    print_risks(risks)
+                n = counts(risks)
+                tag = "[green]ok[/green]" if status == "ok" else "[red]infeasible[/red]"
+                out.print(f"{path}: {tag}: {spec.gpus:,} GPUs in {spec.racks:,} racks, {n['fail']} fail, {n['warn']} warning(s)"
+                          + (f" of {len(risks)} checks" if risks else ""))
             else:
                 nerr = sum(d.severity is Severity.ERROR for d in diags)
                 err.print(f"{path}: {nerr} error(s)", style="red", markup=False)
@@ -102,8 +142,12 @@ def build(
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress or warnings."),
     scenario: Optional[Path] = typer.Option(None, "--scenario", "-s", help="Also run this scenario's twins (collectives, jobs, "
                                             "campaign, power) and put their sections in the report."),
+    accept_risks: bool = typer.Option(False, "--accept-risks", help=ACCEPT_RISKS),
 ) -> None:
     """Compile a site spec into generated/<site>/ (design.json, report.md, report.html, manifest.json, ...).
+
+    The report opens with the verdicts: every check of the design (and of the scenario's twins), fails
+    first. A fail is written all the same and exits 4 unless --accept-risks is given.
 
     The previous output is replaced only when the whole build succeeds, in one atomic exchange, and only
     if twin wrote it (every file as its manifest.json lists it; otherwise exit 2, nothing touched). Disk
@@ -151,8 +195,10 @@ def build(
     d = result.design
     placement = d.placement
     solver = placement.figures.get("solver") if placement is not None else None
+    code = risks_exit(result.risks, accept_risks)
     if as_json:
         _emit_json({
+            "risks": [v.to_json() for v in result.risks],
             "placement": solver or {},
             "status": "ok",
             "site": d.name,
@@ -163,9 +209,10 @@ def build(
             "warnings": [w.to_json() for w in d.warnings],
             "artifacts": result.files,
         })
-        return
+        raise typer.Exit(code)
     if not quiet:
         _print_diags(list(d.warnings))
+        print_risks(result.risks)
         if solver:
             out.print(
                 f"placement: {solver['status']}, fiber {placement.figures['fiber_m']['total']:,.0f} m,"
@@ -175,6 +222,7 @@ def build(
             f"[green]built[/green] {d.name}: {d.spec.gpus:,} GPUs, {d.spec.racks:,} racks, "
             f"{len(result.files)} artifacts -> {result.out_dir}"
         )
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -238,6 +286,7 @@ def simulate(
     scenario: Path = typer.Option(..., "--scenario", "-s", help="Scenario file (YAML)."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write PNG plots here."),
+    accept_risks: bool = typer.Option(False, "--accept-risks", help=ACCEPT_RISKS),
 ) -> None:
     """Simulate collectives and training jobs on the compiled fabric (flow level, ECMP hashing, failures),
     and the site's power over time (a scenario's power: section: swings, utility limits, busways, thermal).
@@ -251,7 +300,7 @@ def simulate(
     from twin.cli.simulate import run_simulate
 
     code = run_simulate(target, scenario, as_json, plot_dir, out, err, _print_diags, _emit_json)
-    raise typer.Exit(code)
+    raise typer.Exit(code if code != EXIT_RISKS or not accept_risks else 0)
 
 
 def _register_subcommands() -> None:

@@ -55,13 +55,20 @@ def run_simulate(target, scenario, as_json, plot_dir, out, err, print_diags, emi
     except (FileNotFoundError, ValueError) as e:
         err.print(str(e), style="red", markup=False)
         return 2
+    from twin.analysis.verdicts import verdicts
+
+    risks = verdicts(design, (str(scenario), result.data))
     files = write_plots(result, plot_dir) if plot_dir else []
     if as_json:
         data = dict(result.data)
         data["plots"] = [str(f) for f in files]
+        data["risks"] = [v.to_json() for v in risks]
         emit_json(data)
     else:
+        from twin.cli.app import print_risks
+
         report.render(result.data, out)
         for f in files:
             out.print(f"wrote {f}", markup=False)
-    return 0
+        print_risks(risks, out)
+    return 4 if any(v.status == "fail" for v in risks) else 0

@@ -195,3 +195,24 @@ def written_path(src: Source, path: tuple) -> tuple:
             if path[3] == level and alias in src.positions:
                 return alias
     return path
+
+
+def locator(path: str | Path, sha256: str):
+    """``at(*paths) -> "NAME:LINE:COL"`` (the file's name, no folder: artifacts hold no paths of the machine) in the site file as written (a hall under its building, a value a
+    hall inherited at its hall type's line): the first of ``paths`` the file holds, else the nearest line
+    of the first. None when the file no longer has the content ``sha256`` names (changed since the build)."""
+    try:
+        src = load_file(path)
+    except LoadError:
+        return None
+    if hashlib.sha256(src.text.encode("utf-8")).hexdigest() != sha256:
+        return None
+    src, _ = campus.expand(src)
+    src, _ = hall_types.expand(src)
+
+    def at(*paths: tuple) -> str:
+        chosen = next((tuple(p) for p in paths if src.anchor(tuple(p)) == tuple(p)), tuple(paths[0]) if paths else ())
+        d = diagnostic(src, Severity.WARNING, chosen, "")
+        return f"{Path(d.file).name}:{d.line}:{d.col}"
+
+    return at
