@@ -117,7 +117,8 @@ def design_verdicts(d, locate: bool = True) -> list[Verdict]:
     out.append(Verdict("power.site.utility", "site facility power against the utility", grade(b.facility_power, b.utility), "high",
                        kw(b.facility_power), kw(b.utility), BUDGET, at(("power", "utility_capacity"), ("power",))))
     for hb in b.halls:
-        out.append(Verdict(f"space.{hb.name}", f"GPU racks against GPU positions in {hb.name}", grade(hb.gpu_racks, hb.positions), "high",
+        full = "fail" if hb.gpu_racks > hb.positions else "pass"  # a full hall is the plan, not a risk
+        out.append(Verdict(f"space.{hb.name}", f"GPU racks against GPU positions in {hb.name}", full, "high",
                            f"{hb.gpu_racks:,} racks", f"{hb.positions:,} positions", BUDGET, at(("halls", halls.get(hb.name, 0)))))
     out += _placement(d, at, halls)
     out += _oversubscription(s, at)

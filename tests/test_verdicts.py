@@ -1,0 +1,131 @@
+"""The verdicts (twin/analysis/verdicts.py): every check in one list, fail first, in the report's first
+screen, in --json as `risks`, in the exit code, and counted the same way by `twin validate`."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import compiled
+
+from twin.analysis.verdicts import counts, design_verdicts, grade, ranked, section_id, verdicts
+from twin.physics import pfc_xoff
+
+ROOT = Path(__file__).resolve().parents[1]
+CAMPUS = ROOT / "sites" / "lab-campus.yaml"
+
+
+def cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "twin", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def line_of(path: Path, text: str) -> int:
+    return next(i for i, ln in enumerate(path.read_text().splitlines(), 1) if text in ln)
+
+
+def test_lab_campus_fails_lossless_reach_first():
+    """lab-campus's 12 km route between b2 and b3 cannot run lossless: its xoff per port is
+    50 GB/s x (2 x 12,060 m x 4.9 ns/m + 1.5 us) + 2 x 9216 B = 6.00 MB (twin.physics.pfc_xoff, the
+    closed form of the buffers model), and the four ATSWs of b2 and b3 hold more xoff than their pool.
+    These are the only fails, ranked above every pass, each pointing at the spec line that states it."""
+    d = compiled("lab-campus")
+    vs = verdicts(d)
+    fails = [v for v in vs if v.status == "fail"]
+    assert [v.key for v in fails] == ["lossless.pool.atsw", "lossless.route.b1-b2", "lossless.route.b1-b3", "lossless.route.b2-b3"]
+    assert vs[:4] == fails and all(v.status == "pass" for v in vs[4:])
+    route = fails[3]
+    xoff = pfc_xoff(400e9, 12060, 9216)
+    assert round(xoff / 1e6, 2) == 6.0 and "12,060 m, xoff 6.00 MB per port" == route.value
+    assert route.where == f"lab-campus.yaml:{line_of(CAMPUS, 'between: [b2, b3]')}:7"
+    assert route.section == "Campus" and route.to_json()["link"] == "report.html#campus"
+    assert "4 of 6 switches over their pool (b2-atsw-01, b2-atsw-02, b3-atsw-01, b3-atsw-02)" in fails[0].value
+    # every check the design makes is there: 3 halls x (space, busway normal/failure, row cooling, utility)
+    keys = {v.key for v in vs}
+    assert {f"{k}.{h}-lab" for k in ("space",) for h in ("b1", "b2", "b3")} <= keys
+    assert {"power.b2-lab.busway.failure", "cooling.b3-lab.cooling-row.normal", "power.site.utility", "power.rack",
+            "oversubscription.ctsw-atsw", "oversubscription.atsw-atsw", "addresses.p2p_pool"} <= keys
+
+
+def test_grade_and_rank():
+    assert [grade(u, 100.0) for u in (0, 89.9, 90, 100, 100.01)] == ["pass", "pass", "warn", "warn", "fail"]
+    d = compiled("lab-2zone")
+    vs = design_verdicts(d, locate=False)
+    assert all(v.where == "" for v in vs)
+    assert counts(vs) == {"fail": 0, "warn": 0, "pass": len(vs)}
+    flipped = [vs[-1].__class__(**{**vs[-1].__dict__, "status": "fail"})] + vs[:-1]
+    assert ranked(flipped)[0].status == "fail"
+    assert section_id("Power and thermal (twin)") == "power-and-thermal-twin"
+
+
+def test_validate_counts_the_verdicts_and_exits_4(tmp_path):
+    """`twin validate` compiles the design and counts the same verdicts the build reports: lab-campus is
+    not "0 warning(s)" but 4 fails, exit 4; --accept-risks exits 0; --json carries the same list."""
+    r = cli("validate", str(CAMPUS))
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "4 fail, 0 warning(s) of 28 checks" in r.stdout and "lossless (PFC) on the 8 links between b2 and b3" in r.stderr
+    ok = cli("validate", str(CAMPUS), "--accept-risks", "--json")
+    assert ok.returncode == 0, ok.stderr
+    risks = json.loads(ok.stdout)["results"][0]["risks"]
+    assert risks == [v.to_json() for v in verdicts(compiled("lab-campus"))]
+
+
+def test_build_writes_then_exits_4_on_a_fail(tmp_path):
+    r = cli("build", str(CAMPUS), "-o", str(tmp_path / "a"), "--json")
+    assert r.returncode == 4, r.stderr
+    doc = json.loads(r.stdout)
+    assert (tmp_path / "a" / "report.html").is_file()
+    assert [x["key"] for x in doc["risks"] if x["status"] == "fail"][-1] == "lossless.route.b2-b3"
+    review = json.loads((tmp_path / "a" / "review.json").read_text())
+    assert review["risks"] == doc["risks"]
+    assert cli("build", str(CAMPUS), "-o", str(tmp_path / "a"), "-q", "--accept-risks").returncode == 0
+
+
+def test_report_opens_with_the_verdicts(built):
+    """The first section after the title is the verdicts table, in rank order, each check linked to a
+    section the report has."""
+    md = (built("lab-campus") / "report.md").read_text(encoding="utf-8")
+    assert re.findall(r"^## (.+)$", md, re.M)[0] == "Verdicts"
+    rows = [ln for ln in md.split("## Verdicts", 1)[1].split("## Summary", 1)[0].splitlines() if ln.startswith("| ") and "|:" not in ln][1:]
+    assert [r.split("|")[1].strip() for r in rows] == ["FAIL"] * 4 + ["PASS"] * 24
+    heads = {section_id(h) for h in re.findall(r"^##+ (.+)$", md, re.M)}
+    assert set(re.findall(r"\]\(#([a-z0-9-]+)\)", md)) <= heads
+
+
+def test_lab_campus_verdicts_above_the_fold(built, browser):
+    """In Chromium at 1280 x 900, lab-campus's failing lossless-reach check (the 12 km route) is on the
+    first screen, in a red FAIL cell, and its link lands on the Campus section."""
+    page = browser.open_page(built("lab-campus") / "report.html")
+    got = page.evaluate("""(() => {
+      const row = [...document.querySelectorAll('tr')].find(r => r.textContent.includes('between b2 and b3'));
+      const cell = row.querySelector('td.v-fail');
+      const link = row.querySelector('a');
+      return {bottom: row.getBoundingClientRect().bottom, fold: window.innerHeight, status: cell && cell.textContent,
+              bg: cell && getComputedStyle(cell).backgroundColor, target: !!document.getElementById(link.getAttribute('href').slice(1)),
+              href: link.getAttribute('href')};
+    })()""")
+    assert got["status"] == "FAIL" and got["bg"] == "rgb(179, 38, 30)"
+    assert 0 < got["bottom"] <= got["fold"], got
+    assert got["href"] == "#campus" and got["target"]
+
+
+def test_power_twin_limit_fails_with_its_line(tmp_path):
+    """A utility ramp limit below what the lab job's draw does: the power twin's own ramp (its largest
+    change over 1 s, in the document `twin simulate --json` prints) is the verdict's value, the verdict
+    fails, names the spec line of max_ramp, and `twin simulate` exits 4 (0 with --accept-risks)."""
+    site = tmp_path / "lab.yaml"
+    text = (ROOT / "sites" / "lab-2zone.yaml").read_text()
+    assert "  pue:" in text
+    site.write_text(text.replace("  pue:", "  limits: {max_ramp: 10 kW/s, ramp_window: 1 s}\n  pue:", 1))
+    r = cli("simulate", str(site), "-s", "scenarios/lab-twins.yaml", "--json")
+    assert r.returncode == 4, r.stderr
+    doc = json.loads(r.stdout)
+    ramp = [x for x in doc["risks"] if x["key"].startswith("utility.ramp")]
+    assert len(ramp) == 1 and ramp[0]["status"] == "fail" and ramp[0]["source"] == "twin"
+    measured = doc["power"]["limits"][0]["value"]
+    assert measured > 10e3 and f"{measured / 1e6:,.2f} MW/s" in ramp[0]["value"]
+    assert ramp[0]["where"].startswith(f"lab.yaml:{line_of(site, 'max_ramp')}:")
+    assert doc["risks"][0]["status"] == "fail"
+    assert cli("simulate", str(site), "-s", "scenarios/lab-twins.yaml", "--accept-risks").returncode == 0
