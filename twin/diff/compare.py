@@ -51,6 +51,7 @@ class Side:
     note: str = ""
     scenario: str | None = None  # file name of the scenario run with the build (manifest.json)
     sizes: dict[str, int] = field(default_factory=dict)  # artifact -> bytes
+    risks: list[dict] | None = None  # review.json's verdicts (twin.analysis.verdicts), worst first
 
 
 def spec_side(path: str | Path, scenario: str | Path | None = None) -> Side:
@@ -58,9 +59,9 @@ def spec_side(path: str | Path, scenario: str | Path | None = None) -> Side:
     InfeasibleError)."""
     _design, files = render(path, scenario)
     hashes = {p: hashlib.sha256(b).hexdigest() for p, b in files.items() if p != MANIFEST}
-    figs = json.loads(files["review.json"])["figures"] if "review.json" in files else None
-    return Side(str(path), hashes, lambda p: files.get(p, b""), figs, scenario=Path(scenario).name if scenario else None,
-                sizes={p: len(b) for p, b in files.items()})
+    review = json.loads(files["review.json"]) if "review.json" in files else {}
+    return Side(str(path), hashes, lambda p: files.get(p, b""), review.get("figures"), scenario=Path(scenario).name if scenario else None,
+                sizes={p: len(b) for p, b in files.items()}, risks=review.get("risks"))
 
 
 def folder_side(folder: str | Path) -> Side:
@@ -89,7 +90,7 @@ def folder_side(folder: str | Path) -> Side:
     def read(p: str) -> bytes:
         return read_artifact(folder, m, p) if p in m.artifacts else b""
 
-    figs = None
+    figs = risks = None
     note = (f"{folder} has no review.json of schema version {SCHEMA_VERSION} (built by another twin version): "
             "its figures are not compared; rebuild it")
     if "review.json" in m.artifacts:
@@ -99,7 +100,8 @@ def folder_side(folder: str | Path) -> Side:
         doc = parse_json(read("review.json"), where)
         if isinstance(doc, dict) and doc.get("schema_version") == SCHEMA_VERSION:
             figs, note = [renamed(r) for r in figures_of(doc, where)], ""
-    return Side(str(folder), hashes, read, figs, note, m.scenario, {p: a.size for p, a in m.artifacts.items()})
+            risks = risks_of(doc, where)
+    return Side(str(folder), hashes, read, figs, note, m.scenario, {p: a.size for p, a in m.artifacts.items()}, risks)
 
 
 FIGURE_TEXT = ("group", "key", "label", "unit")
@@ -122,6 +124,31 @@ def figures_of(doc, where: str) -> list[dict]:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and not abs(v) < FIGURE_MAX:
                 raise FolderError(f"{at}.value: {printable(repr(v), 40)} is out of range (expected a magnitude below {FIGURE_MAX:.0e})")
     return figs
+
+
+RISK_TEXT = ("key", "check", "status", "severity", "value", "limit", "section", "where")
+
+
+def risks_of(doc: dict, where: str) -> list[dict] | None:
+    """review.json's ``risks`` (None in a folder built before the verdicts), each checked: text fields,
+    a status of pass, warn or fail."""
+    if "risks" not in doc:
+        return None
+    rs = expect(doc["risks"], list, f"{where}: risks", "a list")
+    for i, r in enumerate(rs):
+        at = f"{where}: risks[{i}]"
+        expect(r, dict, at, "an object")
+        for k in RISK_TEXT:
+            expect(r.get(k), str, f"{at}.{k}", "text")
+        if r["status"] not in ("pass", "warn", "fail"):
+            raise FolderError(f"{at}.status: {printable(repr(r['status']), 40)} (expected pass, warn or fail)")
+    return rs
+
+
+def risk_changes(old: list[dict] | None, new: list[dict] | None) -> list[dict]:
+    """The new side's verdicts, each with ``was``: its status on the old side (None: a check it did not make)."""
+    before = {r["key"]: r["status"] for r in old or []}
+    return [dict(r, was=before.get(r["key"])) for r in new or []]
 
 
 def renamed(row: dict) -> dict:
@@ -154,6 +181,7 @@ class DiffResult:
     unchanged_figures: int = 0
     configs: dict[str, dict] = field(default_factory=dict)  # role -> {changed, added, removed, example, diff}
     notes: list[str] = field(default_factory=list)
+    risks: list[dict] = field(default_factory=list)  # the new side's verdicts with ``was`` (the old side's status)
 
     @property
     def empty(self) -> bool:
@@ -171,6 +199,7 @@ class DiffResult:
             "unchanged_figures": self.unchanged_figures,
             "configs": self.configs,
             "notes": self.notes,
+            "risks": self.risks,
         }
 
 
@@ -207,6 +236,7 @@ def compare(old: Side, new: Side) -> DiffResult:
     if old.figures is not None and new.figures is not None:
         res.figures, res.unchanged_figures = moved_figures(old.figures, new.figures)
     res.configs = config_changes(res, old, new)
+    res.risks = risk_changes(old.risks, new.risks)
     return res
 
 

@@ -55,9 +55,22 @@ def summary(res: DiffResult) -> str:
             f"{len(res.added)} added, {len(res.removed)} removed; {cfg} config file(s) touched in {len(res.configs)} role(s).")
 
 
+def verdict_lines(res: DiffResult) -> list[str]:
+    """The new side's fails and warnings, and every check whose status changed, worst first."""
+    out = []
+    for r in res.risks:
+        if r["status"] != "pass" or (r["was"] is not None and r["was"] != r["status"]):
+            was = "" if r["was"] == r["status"] else f" (was {r['was'] or 'not checked'})"
+            out.append(f"{r['status'].upper()}{was}: {r['check']}: {r['value']} against {r['limit']}")
+    return out
+
+
 def markdown(res: DiffResult) -> str:
     out = [f"# Design review: `{res.old}` -> `{res.new}`\n", summary(res) + "\n"]
     out += [f"- note: {n}" for n in res.notes]
+    if res.risks:
+        out.append("\n## Verdicts of the new side\n")
+        out += [f"- {v}" for v in verdict_lines(res)] or ["Every check passes, as before.\n"]
     if res.empty:
         out.append("\nNothing changes: every artifact is byte-identical.\n")
     out.append("\n## Figures that moved\n")
@@ -110,6 +123,8 @@ def terminal(res: DiffResult, out) -> None:
     out.print(summary(res), markup=False)
     for n in res.notes:
         out.print(f"note: {printable(n, 1000)}", markup=False)
+    for v in verdict_lines(res):
+        out.print(printable(v, 1000), markup=False, style="red" if v.startswith("FAIL") else "yellow" if v.startswith("WARN") else "green")
     group = None
     for r in res.figures:
         if r["group"] != group:

@@ -42,12 +42,30 @@ class Figure(BaseModel):
     unit: str = Field(description="the unit of value ('' for counts)")
 
 
+class Risk(BaseModel):
+    """One verdict (twin/analysis/verdicts.py): a check of the design or its twins and its outcome."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    key: str = Field(description="stable key of the check, e.g. lossless.route.b2-b3")
+    check: str = Field(description="what is checked, in words")
+    status: Literal["pass", "warn", "fail"] = Field(description="fail: over the limit; warn: at 90% of it or more, or a spec warning")
+    severity: Literal["high", "medium", "low"] = Field(description="how much a failure of this check matters")
+    value: str = Field(description="the measured figure, with its unit")
+    limit: str = Field(description="what it is held against, with its unit")
+    section: str = Field(description="the report section that shows it")
+    link: str = Field(description="report.html#<id> of that section")
+    where: str = Field(description="FILE:LINE:COL of the spec or scenario line that states the limit (file name only), or ''")
+    source: Literal["design", "twin"] = Field(description="the design alone, or a twin run (a scenario)")
+    was: str | None = Field(None, description="twin diff only: the status on the old side (null: not checked there)")
+
+
 class ReviewDocument(_Doc):
     """review.json: every figure a design review compares (written by every build)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, title="review.json")
     schema_version: Literal["1"] = Field(description="version of this document's schema")
     figures: list[Figure]
+    risks: list[Risk] | None = Field(None, description="every verdict of the build, worst first (absent in folders built before them)")
 
 
 class SimulateDocument(_Doc):
@@ -66,6 +84,7 @@ class SimulateDocument(_Doc):
     notes: list[str] = Field(description="what the run assumed")
     campaign: dict | None = Field(None, description="the reliability twin's results (scenario campaign:)")
     power: dict | None = Field(None, description="the power and thermal twin's results (scenario power:)")
+    risks: list[Risk] | None = Field(None, description="every verdict of the design and this run, worst first")
 
 
 def versioned(data: dict) -> dict:
