@@ -28,7 +28,7 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 import pytest  # noqa: E402
-from conftest import compiled  # noqa: E402
+from conftest import compiled, unwrap  # noqa: E402
 
 from twin.analysis.registry import lookup  # noqa: E402
 from twin.diff.compare import compare, folder_side, spec_side  # noqa: E402
@@ -90,11 +90,11 @@ def test_diff_cli_two_folders_and_html(atsw_change, tmp_path, browser):
     build(edited, tmp_path / "b")
     r = twin_cli("diff", tmp_path / "a", tmp_path / "b", "--json", "--html", tmp_path / "review.html")
     assert r.returncode == 1, r.stderr
-    data = json.loads(r.stdout)
+    data = unwrap(r.stdout)
     assert {f["key"] for f in data["figures"]} >= {"switches.atsw", "ecmp.atsw", "facility_power_mw"}
     assert data["configs"]["atsw"]["added"] > 0
     same = twin_cli("diff", tmp_path / "a", tmp_path / "a", "--json")
-    assert same.returncode == 0 and json.loads(same.stdout)["figures"] == []
+    assert same.returncode == 0 and unwrap(same.stdout)["figures"] == []
     page = browser.open_page(tmp_path / "review.html")
     assert page.errors == [] and page.requests == [page.url] and page.load_ms < 2000
     cells = page.evaluate("Array.from(document.querySelectorAll('td')).map(td => td.textContent)")

@@ -13,9 +13,8 @@ that measured band instead.
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from conftest import unwrap
 from typer.testing import CliRunner
 
 from twin.cli.app import app
@@ -43,7 +42,7 @@ def test_validation_table_holds_the_open_set():
     them): the command a reader reruns, through the CLI, as JSON."""
     res = CliRunner().invoke(app, ["validate-jobs", "--json"])
     assert res.exit_code == 0, res.output
-    data = json.loads(res.stdout)
+    data = unwrap(res.stdout)
     every, s = data["rows"], data["summary"]
     rows = [r for r in every if r["open_set"]]
     assert len(rows) == 20 and s["open_set"]["rows"] == 20

@@ -9,7 +9,6 @@ sweep listens on 8787 and no listener answers HTTP; `site: /etc/shadow` or `../`
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import socket
 import ssl
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import unwrap
 
 from twin.lang.diagnostics import SpecError
 from twin.sweep import engine
@@ -98,7 +98,7 @@ def test_root_is_warned(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     r = subprocess.run([sys.executable, "-m", "twin", "sweep", str(p), "-o", str(out), "--json"], capture_output=True, text=True,
                        timeout=300, env=env, cwd=ROOT)
-    assert r.returncode == 0 and json.loads(r.stdout)["rows"][0]["figures"] == {"gpus": 128.0}
+    assert r.returncode == 0 and unwrap(r.stdout)["rows"][0]["figures"] == {"gpus": 128.0}
     assert ("warning: twin sweep runs as root" in r.stderr) == (os.geteuid() == 0)
 
 

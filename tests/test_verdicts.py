@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import compiled
+from conftest import compiled, unwrap
 
 from twin.analysis.verdicts import counts, design_verdicts, grade, ranked, section_id, verdicts
 from twin.physics import pfc_xoff
@@ -68,14 +68,14 @@ def test_validate_counts_the_verdicts_and_exits_4(tmp_path):
     assert "4 fail, 0 warning(s) of 28 checks" in r.stdout and "lossless (PFC) on the 8 links between b2 and b3" in r.stderr
     ok = cli("validate", str(CAMPUS), "--accept-risks", "--json")
     assert ok.returncode == 0, ok.stderr
-    risks = json.loads(ok.stdout)["results"][0]["risks"]
+    risks = unwrap(ok.stdout)["results"][0]["risks"]
     assert risks == [v.to_json() for v in verdicts(compiled("lab-campus"))]
 
 
 def test_build_writes_then_exits_4_on_a_fail(tmp_path):
     r = cli("build", str(CAMPUS), "-o", str(tmp_path / "a"), "--json")
     assert r.returncode == 4, r.stderr
-    doc = json.loads(r.stdout)
+    doc = unwrap(r.stdout)
     assert (tmp_path / "a" / "report.html").is_file()
     assert [x["key"] for x in doc["risks"] if x["status"] == "fail"][-1] == "lossless.route.b2-b3"
     review = json.loads((tmp_path / "a" / "review.json").read_text())
@@ -121,7 +121,7 @@ def test_power_twin_limit_fails_with_its_line(tmp_path):
     site.write_text(text.replace("  pue:", "  limits: {max_ramp: 10 kW/s, ramp_window: 1 s}\n  pue:", 1))
     r = cli("simulate", str(site), "-s", "scenarios/lab-twins.yaml", "--json")
     assert r.returncode == 4, r.stderr
-    doc = json.loads(r.stdout)
+    doc = unwrap(r.stdout)
     ramp = [x for x in doc["risks"] if x["key"].startswith("utility.ramp")]
     assert len(ramp) == 1 and ramp[0]["status"] == "fail" and ramp[0]["source"] == "twin"
     measured = doc["power"]["limits"][0]["value"]

@@ -10,7 +10,6 @@ Errors are printed as ``FILE:LINE:COL: field.path: message (expected ...)`` and 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Optional
@@ -64,12 +63,24 @@ def _print_diags(diags: list[Diagnostic]) -> None:
         err.print(d.format(), style=style, markup=False)
 
 
-def _emit_json(obj) -> None:
-    sys.stdout.write(json.dumps(obj, indent=1, sort_keys=True) + "\n")
+def _emit_json(obj, status: str | None = None, risks: list[dict] | None = None) -> None:
+    """Every command's --json: the envelope (twin/cli/envelope.py) round its document."""
+    from twin.cli.envelope import emit
+
+    emit(obj, status, risks)
+
+
+def risks_status(risks, accept: bool) -> str:
+    """ok, fail (a verdict fails) or accepted (fails accepted with --accept-risks)."""
+    failing = any(v.status == "fail" for v in risks)
+    return "ok" if not failing else "accepted" if accept else "fail"
 
 
 @app.callback(invoke_without_command=True)
-def _root(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
+def _root(ctx: typer.Context, version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
+    from twin.cli.envelope import CURRENT
+
+    CURRENT["command"] = ctx.invoked_subcommand or ""
     if version:
         out.print(f"twin {__version__}")
         raise typer.Exit(0)
@@ -130,7 +141,10 @@ def validate(
                 nerr = sum(d.severity is Severity.ERROR for d in diags)
                 err.print(f"{path}: {nerr} error(s)", style="red", markup=False)
     if as_json:
-        _emit_json({"results": results})
+        word = {0: "ok", EXIT_INFEASIBLE: "infeasible", EXIT_INVALID: "invalid", EXIT_RISKS: "fail"}[worst]
+        if worst == 0 and any(v["status"] == "fail" for r in results for v in r["risks"]):
+            word = "accepted"
+        _emit_json({"results": results}, word, [dict(v, spec=r["spec"]) for r in results for v in r["risks"]])
     raise typer.Exit(worst)
 
 
@@ -200,7 +214,7 @@ def build(
         _emit_json({
             "risks": [v.to_json() for v in result.risks],
             "placement": solver or {},
-            "status": "ok",
+            "status": risks_status(result.risks, accept_risks),
             "site": d.name,
             "output": str(result.out_dir),
             "gpus": d.spec.gpus,
@@ -299,8 +313,8 @@ def simulate(
     """
     from twin.cli.simulate import run_simulate
 
-    code = run_simulate(target, scenario, as_json, plot_dir, out, err, _print_diags, _emit_json)
-    raise typer.Exit(code if code != EXIT_RISKS or not accept_risks else 0)
+    code = run_simulate(target, scenario, as_json, plot_dir, out, err, _print_diags, _emit_json, accept_risks)
+    raise typer.Exit(code)
 
 
 def _register_subcommands() -> None:
