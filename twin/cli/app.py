@@ -51,7 +51,7 @@ def print_risks(risks, console=None) -> None:
             style = "red" if v.status == "fail" else "yellow"
             where = f"{v.where}: " if v.where else ""
             console.print(f"{v.status.upper()} ({v.severity}) {where}{v.check}: {v.value} against {v.limit} [{v.section}]",
-                          style=style, markup=False)
+                          style=style, markup=False, emoji=False)
     n = counts(risks)
     console.print(f"verdicts: {n['fail']} fail, {n['warn']} warning(s), {n['pass']} pass", markup=False,
                   style="red" if n["fail"] else "yellow" if n["warn"] else "green")
@@ -60,7 +60,7 @@ def print_risks(risks, console=None) -> None:
 def _print_diags(diags: list[Diagnostic]) -> None:
     for d in diags:
         style = "red" if d.severity is Severity.ERROR else "yellow"
-        err.print(d.format(), style=style, markup=False)
+        err.print(d.format(), style=style, markup=False, emoji=False)
 
 
 def _emit_json(obj, status: str | None = None, risks: list[dict] | None = None) -> None:
@@ -225,8 +225,7 @@ def build(
         })
         raise typer.Exit(code)
     if not quiet:
-        _print_diags(list(d.warnings))
-        print_risks(result.risks)
+        print_risks(result.risks)  # the spec's warnings are among the verdicts
         if solver:
             out.print(
                 f"placement: {solver['status']}, fiber {placement.figures['fiber_m']['total']:,.0f} m,"
