@@ -65,7 +65,7 @@ def test_validate_counts_the_verdicts_and_exits_4(tmp_path):
     not "0 warning(s)" but 4 fails, exit 4; --accept-risks exits 0; --json carries the same list."""
     r = cli("validate", str(CAMPUS))
     assert r.returncode == 4, r.stdout + r.stderr
-    assert "4 fail, 0 warning(s) of 28 checks" in r.stdout and "lossless (PFC) on the 8 links between b2 and b3" in r.stderr
+    assert "4 fail, 0 warning(s) of 29 checks" in r.stdout and "lossless (PFC) on the 8 links between b2 and b3" in r.stderr
     ok = cli("validate", str(CAMPUS), "--accept-risks", "--json")
     assert ok.returncode == 0, ok.stderr
     risks = unwrap(ok.stdout)["results"][0]["risks"]
@@ -89,7 +89,7 @@ def test_report_opens_with_the_verdicts(built):
     md = (built("lab-campus") / "report.md").read_text(encoding="utf-8")
     assert re.findall(r"^## (.+)$", md, re.M)[0] == "Verdicts"
     rows = [ln for ln in md.split("## Verdicts", 1)[1].split("## Summary", 1)[0].splitlines() if ln.startswith("| ") and "|:" not in ln][1:]
-    assert [r.split("|")[1].strip() for r in rows] == ["FAIL"] * 4 + ["PASS"] * 24
+    assert [r.split("|")[1].strip() for r in rows] == ["FAIL"] * 4 + ["PASS"] * 25
     heads = {section_id(h) for h in re.findall(r"^##+ (.+)$", md, re.M)}
     assert set(re.findall(r"\]\(#([a-z0-9-]+)\)", md)) <= heads
 
@@ -129,3 +129,26 @@ def test_power_twin_limit_fails_with_its_line(tmp_path):
     assert ramp[0]["where"].startswith(f"lab.yaml:{line_of(site, 'max_ramp')}:")
     assert doc["risks"][0]["status"] == "fail"
     assert cli("simulate", str(site), "-s", "scenarios/lab-twins.yaml", "--accept-risks").returncode == 0
+
+
+def test_report_names_every_input_and_counts_every_bom_watt(tmp_path):
+    """The report's first lines name the spec and the scenario by the sha256 the manifest records and the
+    tool's version; the optics and powered cables of bom.csv (not in the budget's sums, which count
+    switches) are one row of the budget and one verdict, and add up to bom.csv's own watts."""
+    import csv
+
+    from twin.version import __version__
+
+    out = tmp_path / "o"
+    r = cli("build", "sites/lab-2zone.yaml", "-o", str(out), "-s", "scenarios/lab-twins.yaml", "-q")
+    assert r.returncode == 0, r.stderr
+    man = json.loads((out / "manifest.json").read_text())
+    head = (out / "report.md").read_text().split("## Verdicts")[0]
+    assert f"`lab-2zone.yaml` (sha256 `{man['spec_sha256']}`)" in head and f"`lab-twins.yaml` (sha256 `{man['scenario_sha256']}`)" in head
+    assert f"built by twin {__version__}" in head and man["version"] == __version__
+    rows = list(csv.DictReader((out / "bom.csv").open()))
+    ends = sum(float(x["total_power_w"]) for x in rows if x["category"] in ("transceiver", "cable"))
+    assert ends > 0
+    risk = {x["key"]: x for x in json.loads((out / "review.json").read_text())["risks"]}["power.site.with-optics"]
+    assert f"optics and powered cables {ends / 1e3:,.1f} kW" in risk["value"]
+    assert f"| optics and powered cables (bill of materials; not in the sums above) | {ends / 1e3:,.1f} kW |" in (out / "report.md").read_text()

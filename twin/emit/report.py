@@ -22,6 +22,7 @@ from twin.emit.markdown import pct, table
 from twin.emit.report_net import design_section
 from twin.lang.units import kw
 from twin.twins.results import Runs
+from twin.version import __version__
 
 Picture = tuple[str, str, bytes]  # file name under report/, caption, SVG
 
@@ -45,12 +46,16 @@ def summary(d: Design) -> str:
     return "## Summary\n\n" + table(["", ""], rows, "ll")
 
 
-def title(d: Design) -> str:
+def title(d: Design, runs: Runs | None = None) -> str:
+    """The title, and what the report is of: every input by name and sha256, and the tool's version."""
     s = d.spec
     head = f"# {s.name}: design report\n\n"
     if s.site.description:
         head += s.site.description + "\n\n"
-    return head + f"Spec `{Path(s.source_path).name}` (sha256 `{s.source_sha256[:16]}`).\n"
+    inputs = f"Spec `{Path(s.source_path).name}` (sha256 `{s.source_sha256}`)"
+    if runs is not None and runs.scenario is not None:
+        inputs += f", scenario `{Path(runs.scenario[0]).name}`" + (f" (sha256 `{runs.scenario_sha256}`)" if runs.scenario_sha256 else "")
+    return head + inputs + f"; built by twin {__version__}.\n"
 
 
 def verdicts_section(d: Design) -> str | None:
@@ -101,6 +106,7 @@ def power_section(d: Design) -> str:
             ["rack", kw(b.rack_power), kw(s.rack_type.power_shelf), pct(b.rack_power / s.rack_type.power_shelf)],
             ["site IT (GPU racks + network)", kw(b.it_power), "", ""],
             ["network switches outside racks", kw(b.network_power), "", ""],
+            ["optics and powered cables (bill of materials; not in the sums above)", kw(_cable_ends(d)), "", ""],
             [f"site facility (x PUE {s.site.power.pue:g})", kw(b.facility_power), kw(b.utility), pct(b.facility_power / b.utility)],
         ],
         "lrrr",
@@ -115,6 +121,13 @@ def power_section(d: Design) -> str:
     out.append("\nA full row (every GPU position filled) against its per-row limits:\n\n")
     out.append(table(["hall", "GPU positions / row", "full-row load", "row power limit", "row cooling"], worst_row, "lrrrr"))
     return "\n".join(out)
+
+
+def _cable_ends(d: Design) -> float:
+    from twin.compiler.fabric.bom import network_power
+
+    npw = network_power(d.bom)
+    return npw["transceiver"] + npw["cable"]
 
 
 def workloads_section(d: Design) -> str | None:
@@ -198,7 +211,9 @@ def compose(d: Design, runs: Runs | None = None, risks: list[Verdict] | None = N
     pictures: dict[str, bytes] = {}
     parts = []
     for sec in SECTIONS + TRAILING:
-        if sec is verdicts_section:
+        if sec is title:
+            text = title(d, runs)
+        elif sec is verdicts_section:
             text = verdicts_report.section(risks, scenario[1].get("scenario") if scenario else None)
         elif sec is sim_section:  # the default run feeds both its tables and its pictures
             results = runs.default

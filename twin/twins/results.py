@@ -30,6 +30,7 @@ class Runs:
 
     default: dict | None = None
     scenario: tuple[str, dict] | None = None
+    scenario_sha256: str | None = None  # of the scenario file, as the manifest records it
 
 
 class _Doc(BaseModel):
