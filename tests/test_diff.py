@@ -142,3 +142,26 @@ def test_diff_names_a_scenario_difference(tmp_path):
     assert scenario_keys >= {"step_time_s", "ettr_p50", "mtti_h", "grid_peak_mw", "distribution_limits_failing"}
     r = twin_cli("diff", tmp_path / "out", site, "--scenario", scenario, "--json")
     assert r.returncode == 0, r.stdout[-2000:]
+
+
+def test_review_shows_the_input_changes_first_with_old_and_new(atsw_change):
+    """The two edits of the spec are the review's first lines, each path old -> new (from design.json's
+    site, the spec as validated); the line-number noise of design.json (warnings, the file's hash) is not
+    among the design fields."""
+    import io
+
+    from rich.console import Console
+
+    from twin.diff import report
+
+    _site, _edited, res = atsw_change
+    assert res.inputs == [{"path": "fabric.atsw.count", "old": 2, "new": 4}, {"path": "power.pue", "old": 1.3, "new": 1.4}]
+    buf = io.StringIO()
+    report.terminal(res, Console(file=buf, width=200, highlight=False))
+    first = buf.getvalue().splitlines()[:2]
+    assert first == ["input fabric.atsw.count: 2 -> 4", "input power.pue: 1.3 -> 1.4"]
+    md = report.markdown(res)
+    assert md.index("## What changed in the inputs") < md.index("## Figures that moved")
+    assert "| `power.pue` | 1.3 | 1.4 |" in md
+    assert not [f for f in res.design_fields if f.startswith(("warnings", "spec_sha256"))]
+    assert res.to_json()["inputs"] == res.inputs

@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from twin.analysis.registry import lookup
 from twin.build import render
 from twin.folder import JSON_LIMIT, MANIFEST, FolderError, expect, inside, load_manifest, parse_json, printable, read_artifact
+from twin.lang.diagnostics import dotted
 from twin.twins.results import SCHEMA_VERSION
 
 ROLES = ("rtsw", "ctsw", "atsw", "leaf", "spine", "super", "core")
@@ -182,6 +183,7 @@ class DiffResult:
     configs: dict[str, dict] = field(default_factory=dict)  # role -> {changed, added, removed, example, diff}
     notes: list[str] = field(default_factory=list)
     risks: list[dict] = field(default_factory=list)  # the new side's verdicts with ``was`` (the old side's status)
+    inputs: list[dict] = field(default_factory=list)  # what changed in the spec as validated: path, old, new
 
     @property
     def empty(self) -> bool:
@@ -200,6 +202,7 @@ class DiffResult:
             "configs": self.configs,
             "notes": self.notes,
             "risks": self.risks,
+            "inputs": self.inputs,
         }
 
 
@@ -232,7 +235,9 @@ def compare(old: Side, new: Side) -> DiffResult:
                 minus += 1
         res.changed[p] = (plus, minus)
         if p == "design.json":
-            res.design_fields = changed_paths(design_doc(old.read(p), old.label), design_doc(new.read(p), new.label))
+            da, db = design_doc(old.read(p), old.label), design_doc(new.read(p), new.label)
+            res.design_fields = [f for f in changed_paths(da, db) if not f.startswith(NOISE)]
+            res.inputs = input_changes(da, db)
     if old.figures is not None and new.figures is not None:
         res.figures, res.unchanged_figures = moved_figures(old.figures, new.figures)
     res.configs = config_changes(res, old, new)
@@ -324,6 +329,39 @@ def config_changes(res: DiffResult, old: Side, new: Side) -> dict[str, dict]:
                 r["example"] = p
                 r["diff"] = "\n".join(lines[:DIFF_LINES] + ([f"... {cut} more lines"] if cut > 0 else []))
     return dict(sorted(out.items(), key=lambda kv: (ROLES.index(kv[0]) if kv[0] in ROLES else len(ROLES), kv[0])))
+
+
+NOISE = ("warnings", "spec_sha256")  # design.json fields that move with any edit (a warning's line, the file's hash)
+
+
+def input_changes(a: dict, b: dict) -> list[dict]:
+    """What changed in the inputs: every leaf of design.json's ``site`` (the spec as validated, defaults
+    filled) that differs, as ``{path, old, new}`` (None where a side lacks it).
+
+    >>> input_changes({"site": {"fabric": {"atsw": {"oversubscription": 2.0}}}}, {"site": {"fabric": {"atsw": {"oversubscription": 4.0}}}})
+    [{'path': 'fabric.atsw.oversubscription', 'old': 2.0, 'new': 4.0}]
+    """
+    sa, sb = a.get("site") or {}, b.get("site") or {}
+    return [{"path": dotted(loc), "old": _leaf(sa, loc), "new": _leaf(sb, loc)} for loc in _changed(sa, sb, ())]
+
+
+def _leaf(doc, loc: tuple):
+    for k in loc:
+        if isinstance(doc, dict) and k in doc:
+            doc = doc[k]
+        elif isinstance(doc, list) and isinstance(k, int) and k < len(doc):
+            doc = doc[k]
+        else:
+            return None
+    return doc
+
+
+def _changed(a, b, loc: tuple) -> list[tuple]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [x for k in sorted(set(a) | set(b), key=str) for x in _changed(a.get(k), b.get(k), loc + (k,))]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [x for i, (p, q) in enumerate(zip(a, b)) for x in _changed(p, q, loc + (i,))]
+    return [] if a == b else [loc]
 
 
 def changed_paths(a, b, prefix: str = "") -> list[str]:

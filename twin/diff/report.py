@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 from rich.markup import escape
 
 from twin.diff.compare import DiffResult
@@ -55,6 +57,21 @@ def summary(res: DiffResult) -> str:
             f"{len(res.added)} added, {len(res.removed)} removed; {cfg} config file(s) touched in {len(res.configs)} role(s).")
 
 
+def _input(v) -> str:
+    """An input's value as written in a diff: absent, a word, a number, or compact JSON (at most 80 characters).
+
+    >>> _input(None), _input(4.0), _input("2:1"), _input({"a": 1})
+    ('(absent)', '4', '2:1', '{"a":1}')
+    """
+    if v is None:
+        return "(absent)"
+    if isinstance(v, float) and v.is_integer():
+        return f"{int(v)}"
+    if isinstance(v, (dict, list)):
+        return printable(json.dumps(v, separators=(",", ":"), sort_keys=True), 80)
+    return printable(str(v), 80)
+
+
 def verdict_lines(res: DiffResult) -> list[str]:
     """The new side's fails and warnings, and every check whose status changed, worst first."""
     out = []
@@ -66,8 +83,13 @@ def verdict_lines(res: DiffResult) -> list[str]:
 
 
 def markdown(res: DiffResult) -> str:
-    out = [f"# Design review: `{res.old}` -> `{res.new}`\n", summary(res) + "\n"]
-    out += [f"- note: {n}" for n in res.notes]
+    out = [f"# Design review: `{res.old}` -> `{res.new}`\n"]
+    if res.inputs:
+        out.append("\n## What changed in the inputs\n")
+        out.append(table(["path", "old", "new"], [[f"`{r['path']}`", _input(r["old"]), _input(r["new"])] for r in res.inputs[:FIELD_ROWS]], "lll"))
+        if len(res.inputs) > FIELD_ROWS:
+            out.append(f"\n... and {len(res.inputs) - FIELD_ROWS} more.\n")
+    out += ["\n" + summary(res) + "\n"] + [f"- note: {n}" for n in res.notes]
     if res.risks:
         out.append("\n## Verdicts of the new side\n")
         out += [f"- {v}" for v in verdict_lines(res)] or ["Every check passes, as before.\n"]
@@ -120,6 +142,10 @@ def terminal(res: DiffResult, out) -> None:
     def t(x) -> str:
         return escape(printable(str(x), 400))
 
+    for r in res.inputs[:FIELD_ROWS]:  # what changed first, then what it does
+        out.print(printable(f"input {r['path']}: {_input(r['old'])} -> {_input(r['new'])}", 1000), markup=False)
+    if len(res.inputs) > FIELD_ROWS:
+        out.print(f"... and {len(res.inputs) - FIELD_ROWS} more input changes", markup=False)
     out.print(summary(res), markup=False)
     for n in res.notes:
         out.print(f"note: {printable(n, 1000)}", markup=False)
