@@ -140,8 +140,11 @@ def test_report_names_every_input_and_counts_every_bom_watt(tmp_path):
     from twin.version import __version__
 
     out = tmp_path / "o"
-    r = cli("build", "sites/lab-2zone.yaml", "-o", str(out), "-s", "scenarios/lab-twins.yaml", "-q")
+    r = cli("build", "sites/lab-2zone.yaml", "-o", str(out), "-s", "scenarios/lab-twins.yaml", "--json")
     assert r.returncode == 0, r.stderr
+    twins = unwrap(r.stdout)["twins"]  # build --json --scenario carries the twins' results, as simulate --json does
+    assert twins["scenario"]["scenario"] == "lab-twins" and twins["scenario"]["power"]["limits_pass"] is True
+    assert twins["default"]["gpus"] > 0
     man = json.loads((out / "manifest.json").read_text())
     head = (out / "report.md").read_text().split("## Verdicts")[0]
     assert f"`lab-2zone.yaml` (sha256 `{man['spec_sha256']}`)" in head and f"`lab-twins.yaml` (sha256 `{man['scenario_sha256']}`)" in head

@@ -95,7 +95,7 @@ def _root(ctx: typer.Context, version: bool = typer.Option(False, "--version", h
 
 @app.command()
 def validate(
-    specs: list[Path] = typer.Argument(..., help="Site spec files (YAML).", metavar="SPEC..."),
+    specs: list[Path] = typer.Argument(..., help="Site spec files (YAML).", metavar="SPEC"),
     as_json: bool = typer.Option(False, "--json", help="Print diagnostics as JSON."),
     accept_risks: bool = typer.Option(False, "--accept-risks", help=ACCEPT_RISKS),
 ) -> None:
@@ -222,6 +222,8 @@ def build(
             "shape": d.spec.shape.to_json(),
             "warnings": [w.to_json() for w in d.warnings],
             "artifacts": result.files,
+            "twins": {"default": result.runs.default if result.runs else None,
+                      "scenario": result.runs.scenario[1] if result.runs and result.runs.scenario else None},
         })
         raise typer.Exit(code)
     if not quiet:
@@ -304,10 +306,14 @@ def simulate(
     """Simulate collectives and training jobs on the compiled fabric (flow level, ECMP hashing, failures),
     and the site's power over time (a scenario's power: section: swings, utility limits, busways, thermal).
 
+    A scenario's campaign: section runs the reliability twin (interruptions, checkpoints, spares, ETTR). The
+    verdicts (utility limits, busways over time, thermal, each job's memory) follow the results; a fail
+    exits 4 unless --accept-risks is given.
+
     Example: twin simulate sites/lab-2zone.yaml --scenario scenarios/server5.yaml --plot-dir /tmp/plots
 
-    A scenario's campaign: section runs the reliability twin (interruptions, checkpoints, spares, ETTR):
-    twin simulate sites/meta-24k-roce.yaml --scenario scenarios/llama3-405b-campaign.yaml --json
+    Example: twin simulate sites/meta-24k-roce.yaml --scenario scenarios/llama3-405b-campaign.yaml --json
+
     Example: twin simulate sites/meta-24k-roce.yaml --scenario scenarios/llama3-405b-power.yaml --json
     """
     from twin.cli.simulate import run_simulate
