@@ -155,3 +155,24 @@ def test_report_names_every_input_and_counts_every_bom_watt(tmp_path):
     risk = {x["key"]: x for x in json.loads((out / "review.json").read_text())["risks"]}["power.site.with-optics"]
     assert f"optics and powered cables {ends / 1e3:,.1f} kW" in risk["value"]
     assert f"| optics and powered cables (bill of materials; not in the sums above) | {ends / 1e3:,.1f} kW |" in (out / "report.md").read_text()
+
+
+def test_campaign_ettr_against_the_scenarios_minimum(tmp_path):
+    """campaign.min_ettr: the reliability twin's ETTR (mean and P10 over its Monte Carlo runs) against what
+    the scenario asks: below the mean fails (exit 4), between P10 and mean warns, under P10 passes."""
+    from twin.analysis.verdicts_twins import twin_verdicts
+
+    sc = tmp_path / "ettr.yaml"
+    sc.write_text((ROOT / "scenarios" / "lab-twins.yaml").read_text().replace("  seed: 1\n", "  seed: 1\n  min_ettr: 0.99\n"))
+    r = cli("simulate", "sites/lab-2zone.yaml", "-s", str(sc), "--json")
+    assert r.returncode == 4, r.stderr
+    doc = unwrap(r.stdout)
+    e = doc["campaign"]["ettr"]
+    (v,) = [x for x in doc["risks"] if x["key"] == "campaign.ettr"]
+    assert v["status"] == "fail" and v["value"] == f"mean {e['mean']:.3f}, P10 {e['p10']:.3f}" and v["limit"] == "0.99"
+    assert v["where"] == f"ettr.yaml:{line_of(sc, 'min_ettr')}:13" and e["p10"] < e["mean"] < 0.99
+    d = compiled("lab-2zone")
+    for want, status in ((e["mean"] + 1e-6, "fail"), ((e["p10"] + e["mean"]) / 2, "warn"), (e["p10"] - 1e-6, "pass")):
+        data = {**doc, "campaign": {**doc["campaign"], "min_ettr": want}}
+        (got,) = [x for x in twin_verdicts(d, str(sc), data, locate=False) if x.key == "campaign.ettr"]
+        assert got.status == status, (want, got)

@@ -20,6 +20,7 @@ from twin.compiler.resolve.validate import locator
 from twin.lang.loader import LoadError, load_file
 
 POWER = "Power and thermal (twin)"
+CAMPAIGN = "Training campaign (reliability twin)"
 
 
 def _unit(v: float, unit: str) -> str:
@@ -97,6 +98,14 @@ def twin_verdicts(d, scenario_file: str, data: dict, locate: bool = True) -> lis
             out.append(Verdict("thermal.throttling", "throughput lost to thermal throttling at the hottest moment",
                                "warn" if loss > 1e-9 else "pass", "medium", f"{100 * loss:.1f}% (outdoor up to {th.get('outdoor_max_degC', 0):g} degC)",
                                "0%", POWER, sc_at(("power", "weather"), ("power",)), twin=True))
+    c = data.get("campaign")
+    want = c.get("min_ettr") if c else None  # the scenario's campaign.min_ettr, as the twin ran it
+    if c and want is not None:
+        e = c["ettr"]
+        st = "fail" if e["mean"] < want else "warn" if e["p10"] < want else "pass"
+        out.append(Verdict("campaign.ettr", f"ETTR of the {c['days']:g}-day campaign ({c['runs']:,} runs) against the scenario's minimum",
+                           st, "medium", f"mean {e['mean']:.3f}, P10 {e['p10']:.3f}", f"{want:g}", CAMPAIGN,
+                           sc_at(("campaign", "min_ettr"), ("campaign",)), twin=True))
     for case in data.get("cases", []):
         for j, job in enumerate(case.get("jobs", [])):
             mem = job.get("memory") or {}

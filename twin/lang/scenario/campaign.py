@@ -70,6 +70,8 @@ class Campaign(Model):
     repair: dict[Slug, Duration] = Field(default_factory=dict, description="per failure class, overrides the catalog")
     rates: dict[Slug, Annotated[Rate, Field(ge=0)]] = Field(default_factory=dict, description="per failure class, overrides the catalog")
     sweep: Sweeps = Field(default_factory=Sweeps)
+    min_ettr: float | None = Field(None, gt=0, le=1, description="the effective training time ratio the campaign must reach "
+                                   "(a fraction, e.g. 0.9): a verdict fails when the mean falls short, warns when the P10 does")
 
     @field_validator("days")
     @classmethod
