@@ -5,7 +5,10 @@ and the scenario state.
   worst moment;
 - its busways and UPS blocks over time in every failure state (peak against the rating, the hottest
   continuous window against the derated rating), the hall utilities and the racks' power shelves;
+- each mitigation it evaluates (power floor, fill, battery): all limits met, or a warning naming what still
+  fails and what it makes worse;
 - thermal: the share of throughput the hottest hour loses to throttling (a warning when any);
+- the campaign's ETTR against ``campaign.min_ettr`` (fail below the mean, warn below P10);
 - each job of the scenario: its training state fits in HBM.
 
 Every figure is the twin's own (``twin simulate --json``'s document); nothing is rerun here.
@@ -57,6 +60,26 @@ def _limit_paths(limits) -> list[tuple]:
     return out
 
 
+def _mitigations(p: dict, sc_at) -> list[Verdict]:
+    """Each mitigation the scenario evaluates (a GPU power floor, a fill workload, a battery): whether it
+    brings the draw within every utility limit, and a warning when it makes a limit worse than without it."""
+    base = {x["limit"]: x["value"] for x in p.get("limits", [])}
+    out = []
+    for name, m in sorted((p.get("mitigations") or {}).items()):
+        if "limits" in m:
+            worse = [x["limit"] for x in m["limits"] if x["limit"] in base and x["value"] > base[x["limit"]] * (1 + 1e-9)]
+            failing = [x["limit"] for x in m["limits"] if not x["pass"]]
+            st = "pass" if m.get("passes_all") and not worse else "warn"
+            value = ("makes worse: " + ", ".join(worse) + "; " if worse else "") + (f"still failing: {', '.join(failing)}" if failing else "all limits met")
+        elif "site" in m:
+            st, value = ("pass", "the site's limits met") if m["site"].get("passes") else ("warn", "the site's limits not met")
+        else:
+            continue
+        out.append(Verdict(f"mitigation.{name}", f"mitigation: {m.get('what', name)} against the utility limits", st, "low", value,
+                           "every utility limit, no worse than without it", POWER, sc_at(("power", "mitigations"), ("power",)), twin=True))
+    return out
+
+
 def twin_verdicts(d, scenario_file: str, data: dict, locate: bool = True) -> list[Verdict]:
     """The verdicts of one scenario run (``data``: the document ``twin simulate --json`` prints);
     ``locate``: read the site and scenario files for the lines that state each limit."""
@@ -92,6 +115,7 @@ def twin_verdicts(d, scenario_file: str, data: dict, locate: bool = True) -> lis
                                grade(racks["peak_W"], racks["power_shelf_W"]), "high",
                                f"peak {kw(racks['peak_W'])}; {racks['over_shelf']} of {racks['gpu_racks']} racks over",
                                kw(racks["power_shelf_W"]), POWER, site_at(("rack_types", s.rack_type_name, "power_shelf"), ("rack_types",)), twin=True))
+        out += _mitigations(p, sc_at)
         th = p.get("thermal") or {}
         if "throughput_factor_min" in th:
             loss = 1.0 - th["throughput_factor_min"]
