@@ -5,10 +5,11 @@ computed and holds it against the limit the spec, its catalog or a scenario stat
 power and cooling per hall (:mod:`twin.compiler.resolve.feasibility`), the placement's limits per level
 and failure state (``placement.figures["usage"]``), oversubscription asked against built
 (``spec.shape``), PFC headroom per switch and the lossless reach of every route between buildings
-(:mod:`twin.analysis.headroom`), InfiniBand LIDs and address pools, the spec's own warnings, and, from a
-scenario run with the build or by ``twin simulate``, the power twin's utility limits, its busways and
-racks over time, thermal throttling and each job's memory fit (:mod:`twin.analysis.verdicts_twins`).
-Nothing is recomputed here.
+(:mod:`twin.analysis.headroom`), InfiniBand LIDs and address pools, the site's facility power with the
+bill of materials' optics and powered cables (which the budget's sums leave out), the spec's own
+warnings, and, from a scenario run with the build or by ``twin simulate``, the power twin's utility
+limits and mitigations, its busways and racks over time, thermal throttling, the campaign's ETTR and each
+job's memory fit (:mod:`twin.analysis.verdicts_twins`). Nothing is recomputed here.
 
 Every verdict is ``pass``, ``warn`` or ``fail`` with a severity (``high``: power, cooling, space, the
 utility and lossless transport; ``medium``: capacity the fabric was asked for, throttling, a job that
