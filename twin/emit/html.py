@@ -1,12 +1,14 @@
 """report.html: the report's Markdown as one self-contained page, with the pictures inlined.
 
 The Markdown the report sections write is a small, regular subset (headings, paragraphs, GitHub
-tables with alignment, ``-`` lists, fenced code, ``**bold**``, `` `code` `` and image lines), so a
+tables with alignment, ``-`` lists, fenced code, ``**bold**``, `` `code` ``, links to the page's own
+headings ``[text](#id)`` and image lines), so a
 converter of that subset is all the page needs: no script, no font and no file from anywhere else.
 An image line ``![caption](report/x.svg)`` becomes a ``<figure>`` with the SVG's text inlined;
 consecutive image lines share one row (the floor plans of several halls side by side). Headings get
 stable ids (slugs) and the level-2 and level-3 headings make the table of contents. Printing (to PDF)
-drops the sticky contents column, keeps figures and table rows whole and repeats table headers.
+drops the sticky contents column, keeps figures and table rows whole and repeats table headers. A table
+cell that is exactly FAIL, WARN or PASS (the verdicts, :mod:`twin.emit.verdicts_report`) is coloured.
 
 >>> inline("a **b** `c|d` x \\\\| y <z> [to](#fabric)")
 'a <strong>b</strong> <code>c|d</code> x | y &lt;z&gt; <a href="#fabric">to</a>'
