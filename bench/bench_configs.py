@@ -1,7 +1,8 @@
 """Render every switch config of meta-24k-roce (FRR + SONiC/EOS) and report devices per second.
 
-Compare with pyavd 6.4 on this kind of machine: 9-18 devices/s for a pure-eBGP leaf-spine
-(our measurement on 2 cores, see docs/sources.md). The issue's target: every switch of meta-24k-roce in under 5 s (>= 30x pyavd).
+Compare with pyavd 6.4 on this kind of machine: 1,040 devices in 54.9 s, 19 devices/s for a pure-eBGP
+leaf-spine (our measurement on 2 cores, see docs/sources.md). The goal (issue 26): at least 100x that,
+1,900 devices/s, on every switch of meta-24k-roce.
 
 Usage: python bench/bench_configs.py [sites/meta-24k-roce.yaml] [--json]
 """
@@ -15,6 +16,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+PYAVD = 19.0  # devices/s: pyavd 6.4, 1,040 devices in 54.9 s on 2 cores
+GOAL = 100 * PYAVD
 sys.path.insert(0, str(ROOT))
 
 
@@ -42,16 +45,17 @@ def main(argv: list[str]) -> int:
         "load_average": round(os.getloadavg()[0], 2),
         "devices_per_s": round(devices / t_render, 1),
         "devices_per_cpu_s": round(devices / c_render, 1),
-        "vs_pyavd_18_per_s": round(devices / t_render / 18, 1),
+        "vs_pyavd_19_per_s": round(devices / t_render / PYAVD, 1),
+        "vs_pyavd_19_per_cpu_s": round(devices / c_render / PYAVD, 1),
         # the machine is shared: CPU time is what the renderer costs; wall time is what a user waits
-        "target_met": min(t_render, c_render) < 5.0,
+        "target_met": devices / min(t_render, c_render) >= GOAL,
     }
     if "--json" in argv:
         print(json.dumps(result, indent=1, sort_keys=True))
     else:
         print(f"{result['site']}: {devices} switches, {len(files)} files ({result['bytes'] / 2**20:.1f} MiB) "
               f"rendered in {t_render:.2f} s wall, {c_render:.2f} s CPU (load {result['load_average']}) = {result['devices_per_s']:.0f} devices/s wall, {result['devices_per_cpu_s']:.0f} per CPU second "
-              f"({result['vs_pyavd_18_per_s']:.0f}x pyavd's best 18/s); design compiled in {t_compile:.1f} s")
+              f"({result['vs_pyavd_19_per_cpu_s']:.0f}x pyavd's 19/s per CPU second; goal {GOAL:,}/s); design compiled in {t_compile:.1f} s")
     return 0 if result["target_met"] else 1
 
 

@@ -14,7 +14,6 @@ Run: python bench/bench_sweep.py [--repeats 3]
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
 import sys
 import tempfile
@@ -25,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from twin.sweep import engine  # noqa: E402
+from twin.sweep.cluster import private_cluster  # noqa: E402
 from twin.sweep.load import load_sweep  # noqa: E402
 from twin.sweep.output import write  # noqa: E402
 from twin.sweep.worker import evaluate, peak_rss_bytes  # noqa: E402
@@ -72,10 +72,7 @@ FILES = ("results.csv", "results.parquet", "summary.md")
 
 
 def timed(sw, workers: int, repeats: int) -> tuple[list[float], dict[str, int], list[dict[str, bytes]], list[float]]:
-    from distributed import Client, LocalCluster
-
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR)
-    client = Client(cluster)
+    client = private_cluster(workers)  # the sweep's own TLS cluster: no other local user can join the benchmark's either
     try:
         warm = engine.payload(sw, engine.variants(sw)[0])
         client.run(evaluate, warm)  # every worker imports twin and builds one variant
@@ -84,7 +81,7 @@ def timed(sw, workers: int, repeats: int) -> tuple[list[float], dict[str, int], 
             with tempfile.TemporaryDirectory() as tmp:
                 c0 = sum(client.run(cpu_seconds).values())
                 t0 = time.perf_counter()
-                oc = engine.run(sw, Path(tmp), scheduler=cluster.scheduler_address)
+                oc = engine.run(sw, Path(tmp), client=client)
                 times.append(time.perf_counter() - t0)
                 cpu.append(sum(client.run(cpu_seconds).values()) - c0)
                 files = write(sw, oc, Path(tmp))
@@ -92,8 +89,7 @@ def timed(sw, workers: int, repeats: int) -> tuple[list[float], dict[str, int], 
                 outputs.append({k: files[k] for k in FILES})
         peak = client.run(peak_rss_bytes)
     finally:
-        client.close()
-        cluster.close()
+        engine.close_client(client)
     return times, peak, outputs, cpu
 
 

@@ -10,12 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from twin.lang.diagnostics import SpecError
 from twin.lang.loader import LoadError, load_file, load_text
 from twin.lang.scenario.models import parse_scenario
-from twin.twins.power.thermal import read_hourly_csv
+from twin.twins.power.thermal import outdoor, read_hourly_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,11 +84,33 @@ def test_temperature_csv_gaps_are_located(tmp_path, body, where, words):
     assert msg.startswith(f"{tmp_path}/{where}") and words in msg, msg
 
 
-def test_a_device_as_the_temperature_csv_is_refused_through_the_cli(tmp_path):
-    p = tmp_path / "s.yaml"
-    p.write_text("name: x\npower:\n  duration: 2 h\n  job: {step: {step: 8 s, compute: 6 s}}\n  weather: {csv: /dev/zero}\n")
-    r = cli("simulate", "sites/lab-2zone.yaml", "-s", str(p), timeout=300)
-    assert r.returncode == 2 and "/dev/zero:1:1: cannot use the temperature CSV: a device" in r.stderr and "Traceback" not in r.stderr
+def test_a_temperature_csv_outside_the_scenario_folder_is_refused_unread(tmp_path):
+    """A scenario names its CSV relative to itself, inside its folder (issue 25): an absolute path or a
+    '..' out is refused before a byte is read, so neither /dev/zero (never ends) nor a secret (its
+    lines would be quoted in the CSV's errors) is read."""
+    secret = tmp_path / "secret.csv"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    (tmp_path / "s").mkdir()
+    for named in ("/dev/zero", "../secret.csv", str(secret)):
+        p = tmp_path / "s" / "s.yaml"
+        p.write_text(f"name: x\npower:\n  duration: 2 h\n  job: {{step: {{step: 8 s, compute: 6 s}}}}\n  weather: {{csv: '{named}'}}\n")
+        r = cli("simulate", "sites/lab-2zone.yaml", "-s", str(p), timeout=300) if named == "/dev/zero" else None
+        if r is not None:
+            assert r.returncode == 2 and "/dev/zero:1:1: cannot use the temperature CSV: an absolute path outside" in r.stderr, r.stderr
+            assert "Traceback" not in r.stderr
+            continue
+        with pytest.raises(SpecError) as e:
+            outdoor(parse_scenario(p.read_text(), str(p))[0].power.weather, np.zeros(2), 0.0, p.parent)
+        msg = "\n".join(d.format() for d in e.value.diagnostics)
+        assert "cannot use the temperature CSV" in msg and "outside" in msg and "root:x" not in msg, msg
+
+
+def test_a_fifo_beside_the_scenario_is_refused_as_the_temperature_csv(tmp_path):
+    os.mkfifo(tmp_path / "w.csv")
+    w = parse_scenario("name: x\npower:\n  job: {step: {step: 8 s, compute: 6 s}}\n  weather: {csv: w.csv}\n", "w.yaml")[0].power.weather
+    with pytest.raises(SpecError) as e:
+        outdoor(w, np.zeros(2), 0.0, tmp_path)
+    assert e.value.diagnostics[0].format().startswith(f"{tmp_path}/w.csv:1:1: cannot use the temperature CSV: a FIFO, not a regular temperature CSV")
 
 
 def test_weather_temperatures_are_outdoor_temperatures():

@@ -6,9 +6,8 @@ Known answers and their sources (the open validation set):
   (1.7B) to 52% (1T) in hardware FLOPs with recomputation (Eq. 3).
 - [dgxc-nccl] all_reduce_perf on one DGX H100: 466 GB/s busbw at 1 GiB and 479.9 at 16 GiB (NVLS); a ring
   over NVLink alone tops out near 370 GB/s ([nccl-tests] reports by NVIDIA maintainers).
-Every row within 10% and the mean absolute error under 5%; the two latency-floor rows (8 B, 1 KiB), to
-which NCCL's own model gives the same time although nccl-tests measures 13.67 and 16.9 us, are held to
-that measured band instead.
+Every row within 10% and the mean absolute error under 5%, the latency-bound 8 B and 1 KiB rows (13.67
+and 16.9 us) included: 1 KiB is slower because NCCL runs it on a shrunken grid (one channel, 128 threads).
 """
 
 from __future__ import annotations
@@ -30,10 +29,8 @@ def test_one_dgx_h100_allreduce_uses_nvls_and_the_ring_stays_near_370():
         assert 360 <= r.extra["ring_busbw"] <= 380  # NVLink alone, no switch reduction
     assert "ring" in by["1 MiB"].inputs and "LL" in by["1 MiB"].inputs  # small messages: NCCL's ring LL, not NVLS
     for r in rows:
-        if r.note:  # the latency floor: the model's floor lies in the band nccl-tests measures
-            assert 13.67 <= r.predicted <= 16.9
-        else:
-            assert abs(r.error) < 0.10, (r.source, r.predicted, r.measured)
+        assert abs(r.error) < 0.10, (r.source, r.predicted, r.measured)
+    assert by["8 B"].predicted < by["1 KiB"].predicted < by["1 MiB"].predicted  # in the order nccl-tests measures
 
 
 @pytest.mark.slow
@@ -53,10 +50,9 @@ def test_validation_table_holds_the_open_set():
     assert all("megatron-bridge-perf" in r["source"] and "meta-production-2024" in r["inputs"] for r in oos)
     for r in rows:
         assert r["source"] and r["inputs"] and r["convention"] and r["unit"]
-        if not r["note"]:
-            assert abs(r["error"]) < 0.10, (r["source"], r["predicted"], r["measured"])
+        assert abs(r["error"]) < 0.10, (r["source"], r["predicted"], r["measured"])
     assert s["open_set"]["mean_abs_error"] < 0.05
-    assert s["open_set"]["max_abs_error_outside_floor"] < 0.10
+    assert s["open_set"]["max_abs_error"] < 0.10
     # Megatron-LM Table 1: the share of peak rises with the model, in sign and size (44% -> 52%)
     (p0, p1), (m0, m1) = s["megatron_peak_share"]["predicted"], s["megatron_peak_share"]["measured"]
     assert (round(m0, 2), round(m1, 2)) == (0.44, 0.52)

@@ -161,7 +161,7 @@ def test_bad_input_is_located_exit_2(tmp_path, axes, extra, where, words):
 
 def test_unreachable_scheduler_exit_2(tmp_path):
     p = sweep_file(tmp_path, "  - path: fabric.atsw.oversubscription\n    values: [2]\n")
-    r = run_cli(str(p), "-o", str(tmp_path / "out"), "--scheduler", "tcp://127.0.0.1:9", "--connect-timeout", "2")
+    r = run_cli(str(p), "-o", str(tmp_path / "out"), "--scheduler", "tcp://127.0.0.1:9", "--insecure", "--connect-timeout", "2")
     assert r.returncode == 2 and "cannot reach the Dask scheduler at 'tcp://127.0.0.1:9'" in r.stderr and "Traceback" not in r.stderr
 
 

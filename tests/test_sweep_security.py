@@ -22,7 +22,7 @@ from conftest import unwrap
 
 from twin.lang.diagnostics import SpecError
 from twin.sweep import engine
-from twin.sweep.cluster import root_warning
+from twin.sweep.cluster import Remote, root_warning
 from twin.sweep.load import load_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,3 +190,70 @@ def test_the_dashboard_is_served_only_when_asked():
             assert (r.status, r.read()) == (200, b"ok")
     finally:
         engine.close_client(client)
+
+
+@pytest.mark.parametrize("remote, words", [
+    (Remote("tcp://127.0.0.1:9"), "plain TCP lets anyone on the network run code as this user"),
+    (Remote("127.0.0.1:9"), "plain TCP lets anyone on the network run code as this user"),
+    (Remote("tls://127.0.0.1:9", Path("ca.pem")), "missing --tls-cert, --tls-key"),
+    (Remote("tls://127.0.0.1:9", Path("/nonexistent/ca.pem"), Path("c.pem"), Path("k.pem")), "cannot read --tls-ca-file /nonexistent/ca.pem"),
+    (Remote("ws://127.0.0.1:9"), "unknown protocol 'ws://'"),
+])
+def test_a_scheduler_is_reached_over_tls_or_by_a_stated_choice(remote, words):
+    """An existing scheduler runs what the client submits and the client unpickles its answers, so plain
+    TCP is refused unless --insecure, and tls:// needs the operator's CA, certificate and key; refused
+    before any connection is tried."""
+    with pytest.raises(engine.SchedulerError) as e:
+        engine.connect(remote, None, timeout=1)
+    assert words in str(e.value), str(e.value)
+    assert Remote("tcp://127.0.0.1:9", insecure=True).problem() is None
+
+
+@pytest.mark.parametrize("answer, why", [
+    (None, "a NoneType, not a result"),
+    ({"status": "pwned", "figures": {}}, "no known status"),
+    ({"status": "ok", "error": ["x"], "figures": {}}, "an error that is not text"),
+    ({"status": "ok", "figures": {"gpus": float("nan")}}, "figures that are not names and numbers"),
+    ({"status": "ok", "figures": {"gpus": object()}}, "figures that are not names and numbers"),
+    ({"status": "ok", "figures": {"g": 1}, "seconds": -1}, "a duration that is not a time"),
+])
+def test_a_workers_answer_that_is_not_a_result_is_an_error_row(answer, why):
+    r = engine.checked(answer)
+    assert r == {"status": "error", "error": f"the worker's answer is not a sweep result: {why}", "figures": {}}
+    good = {"status": "ok", "error": "", "figures": {"gpus": 128, "label": "x"}, "seconds": 1.5, "extra": "dropped"}
+    assert engine.checked(good) == {"status": "ok", "error": "", "figures": {"gpus": 128, "label": "x"}, "seconds": 1.5}
+
+
+@pytest.mark.slow
+def test_a_sweep_runs_on_a_tls_scheduler_with_the_operators_certificates(tmp_path):
+    """Slow (a scheduler and a worker start, then the CLI builds one lab variant on them, ~20 s): with the
+    operator's CA, certificate and key the sweep runs; with a certificate of another authority the
+    scheduler refuses it, a located exit 2."""
+    from distributed import LocalCluster
+    from distributed.security import Security
+
+    ours, theirs = Security.temporary(), Security.temporary()
+    pem = {}
+    for who, sec in (("ours", ours), ("theirs", theirs)):
+        for k, v in (("ca", sec.tls_ca_file), ("cert", sec.tls_client_cert), ("key", sec.tls_client_key)):
+            pem[who, k] = tmp_path / f"{who}-{k}.pem"
+            pem[who, k].write_text(v)
+    (tmp_path / "lab.yaml").write_bytes(LAB.read_bytes())
+    p = tmp_path / "s.yaml"
+    p.write_text("name: s\nsite: lab.yaml\nplacement: naive\naxes:\n  - path: fabric.atsw.oversubscription\n    values: [2]\n"
+                 "figures: [gpus]\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", protocol="tls://", security=ours,
+                      dashboard_address=None) as cluster:
+        def sweep(who: str, out: str) -> subprocess.CompletedProcess:
+            return subprocess.run([sys.executable, "-m", "twin", "sweep", str(p), "-o", str(tmp_path / out), "--json",
+                                   "--scheduler", cluster.scheduler_address, "--connect-timeout", "5",
+                                   "--tls-ca-file", str(pem[who, "ca"]), "--tls-cert", str(pem[who, "cert"]),
+                                   "--tls-key", str(pem[who, "key"])], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+        r = sweep("ours", "ok")
+        assert r.returncode == 0, r.stderr
+        assert unwrap(r.stdout)["rows"][0]["figures"] == {"gpus": 128.0}
+        r = sweep("theirs", "refused")
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        answer = unwrap(r.stdout)
+        assert answer["status"] == "invalid" and "cannot reach the Dask scheduler" in answer["error"], answer

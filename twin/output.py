@@ -26,7 +26,7 @@ import fcntl
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -190,12 +190,19 @@ def write_atomically(out_dir: Path, files: dict[str, bytes], *, use_exchange: bo
 def write_claimed(out_dir: Path, files: dict[str, bytes], *, use_exchange: bool = True) -> None:
     """Write ``files`` into a sibling folder and swap it in; ``out_dir`` comes from :func:`claimed`.
     ``use_exchange=False`` forces the two-rename fallback (tests)."""
+    write_claimed_parts(out_dir, [files], use_exchange=use_exchange)
+
+
+def write_claimed_parts(out_dir: Path, parts: Iterable[dict[str, bytes]], *, use_exchange: bool = True) -> None:
+    """:func:`write_claimed` for files that come in parts: each part is written before the next is
+    made, so a caller can render one and drop it (the build: one emitter's files at a time)."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
-        for rel, data in sorted(files.items()):
-            target = tmp / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        for files in parts:
+            for rel, data in sorted(files.items()):
+                target = tmp / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
         os.chmod(tmp, 0o755)
         if why := ownership_problem(out_dir):  # changed while the build rendered
             raise OutputError(why)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sys
 
-from twin.twins.results import UNITS
 from twin.version import __version__
 
 CURRENT = {"command": ""}  # the sub-command this process runs, set by the root callback (twin/cli/app.py)
@@ -25,6 +24,8 @@ def command_name() -> str:
 
 def wrap(result: dict, status: str | None = None, risks: list[dict] | None = None, command: str | None = None) -> dict:
     """The envelope round ``result``: its ``status`` and ``risks`` (when it has them) lifted to the top."""
+    from twin.twins.results import UNITS  # pydantic: loaded when a document is printed, not for --help
+
     result = dict(result)
     st = status or result.pop("status", None) or "ok"
     result.pop("status", None)

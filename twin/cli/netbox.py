@@ -8,8 +8,6 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from twin.cli.envelope import emit
-
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Write a design into NetBox (the generated netbox/ folder holds the same objects as bulk-import files).")
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -44,6 +42,8 @@ def push(
 
     def fail(message: str, code: int = 2) -> None:
         if as_json:
+            from twin.cli.envelope import emit
+
             emit({"status": "error", "url": shown_url(url), "error": message}, command="netbox push")
         else:
             err.print(f"{spec}: {message}", style="red", markup=False)
@@ -80,6 +80,8 @@ def push(
     except PushError as e:
         fail(str(e))
     if as_json:
+        from twin.cli.envelope import emit
+
         emit({"status": "ok", **result.to_json()}, command="netbox push")
         return
     if result.changes:

@@ -8,19 +8,18 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from typer.core import TyperCommand
 
-from twin.analysis import figures as figs
 from twin.lang.diagnostics import SpecError
 
-if TYPE_CHECKING:  # the sweep machinery (Dask, Parquet) is imported when the command runs: every other command would pay for it
+if TYPE_CHECKING:
     from twin.sweep.engine import Outcome
 
-HELP = f"""Build and simulate every variant of a design space on Dask; results as Parquet, CSV, Pareto plots.
+HELP = """Build and simulate every variant of a design space on Dask; results as Parquet, CSV, Pareto plots.
 
 Each variant (the product of the sweep's axes) is one task on a LocalCluster of worker processes, or
-on --scheduler. Results are cached by the variant's spec hash: a rerun computes only new variants,
-and an interrupted sweep keeps what it finished. A variant that is invalid or does not fit is a row
+on --scheduler (tls:// with --tls-ca-file, --tls-cert and --tls-key; plain tcp:// only with --insecure).
+Results are cached by the variant's spec hash: a rerun computes only new variants, and an interrupted sweep keeps what it finished. A variant that is invalid or does not fit is a row
 with its error. Exit 0 when done, 2 on a bad sweep file or an unreachable scheduler, 130 if interrupted.
 The local cluster speaks TLS with a certificate made for this run (no other user can join it) and
 serves no HTTP unless --dashboard. The site: and scenario: files are YAML files named relative to
@@ -28,16 +27,28 @@ the sweep file, inside its folder unless --root widens it.
 
 Example: twin sweep sweeps/lab-oversubscription.yaml --root . --workers 2 -o /tmp/lab-sweep
 
-Figures (the registry, twin/analysis/registry.py): {figs.help_text()}; any other as design:PATH
+Figures (the registry, twin/analysis/registry.py): {figures}; any other as design:PATH
 (design.json), sim:PATH (the simulation's JSON) or cost:PATH.
 """
 EXIT_INVALID = 2
 EXIT_INTERRUPTED = 130
 
 
-def run_sweep(path: Path, output: Path | None, workers: int | None, scheduler: str | None, fresh: bool, timeout: float,
+class _SweepCommand(TyperCommand):
+    """``twin sweep``, whose help lists the figure registry: read when the help is shown, so that
+    `twin --help` and every other command do not load the registry (and the compiler behind it)."""
+
+    def format_help(self, ctx, formatter) -> None:
+        from twin.analysis import figures as figs
+
+        self.help = HELP.format(figures=figs.help_text())
+        super().format_help(ctx, formatter)
+
+
+def run_sweep(path: Path, output: Path | None, workers: int | None, scheduler, fresh: bool, timeout: float,
               as_json: bool, out: Console, err: Console, print_diags, emit_json, root: Path | None = None,
               dashboard: str | None = None) -> int:
+    # Dask and the twins load here, when a sweep runs: `twin --help` and the other commands skip them
     from twin.sweep.cluster import root_warning
     from twin.sweep.engine import SchedulerError, run
     from twin.sweep.load import load_sweep
@@ -107,6 +118,8 @@ def _with_progress(sw, folder, workers, scheduler, fresh, timeout, err: Console,
 
 
 def _show(sw, oc: Outcome, folder: Path, files: dict, out: Console) -> None:
+    from rich.table import Table
+
     t = Table(title=f"sweep {sw.name}: {len(oc.variants)} variants ({oc.computed} computed, {oc.cached} from the cache)", title_justify="left")
     for col in ("#", "variant", "status", "s", *sw.figures):
         t.add_column(col, justify="left" if col in ("variant", "status") else "right")
@@ -135,12 +148,18 @@ def register(app, out, err, print_diags, emit_json) -> None:
     """Add ``twin sweep`` to the ``twin`` command (kept here so twin/cli/app.py stays a table of verbs)."""
     _print_diags, _emit_json = print_diags, emit_json
 
-    @app.command(help=HELP)
+    @app.command(help=HELP.format(figures="see `twin sweep --help`"), cls=_SweepCommand)
     def sweep(
         sweep_file: Path = typer.Argument(..., metavar="SWEEP", help="Sweep file (YAML): a base site, axes of overrides, figures."),
         output: Optional[Path] = typer.Option(None, "-o", "--output", help="Results folder (default: generated/sweep-<name>)."),
         workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Worker processes of the local Dask cluster (default: one per core)."),
-        scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of an existing Dask scheduler, e.g. tcp://10.0.0.5:8786 (its workers need twin installed)."),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of an existing Dask scheduler, e.g. "
+                                                "tls://10.0.0.5:8786 with the three --tls options (its workers need twin installed)."),
+        tls_ca: Optional[Path] = typer.Option(None, "--tls-ca-file", help="PEM certificate authority the scheduler's certificate is checked against."),
+        tls_cert: Optional[Path] = typer.Option(None, "--tls-cert", help="PEM client certificate issued by the scheduler's operator."),
+        tls_key: Optional[Path] = typer.Option(None, "--tls-key", help="PEM private key of --tls-cert."),
+        insecure: bool = typer.Option(False, "--insecure", help="Allow a plain tcp:// scheduler (anyone on its network can run code "
+                                      "as you; only for a network you alone use)."),
         fresh: bool = typer.Option(False, "--fresh", help="Ignore cached results and compute every variant again."),
         timeout: float = typer.Option(10.0, "--connect-timeout", help="Seconds to wait for --scheduler."),
         root: Optional[Path] = typer.Option(None, "--root", help="Folder the sweep's site: and scenario: files must lie in "
@@ -149,6 +168,9 @@ def register(app, out, err, print_diags, emit_json) -> None:
                                                 "127.0.0.1:8787 (default: no HTTP at all; any local user can read it)."),
         as_json: bool = typer.Option(False, "--json", help="Print the results as JSON (no progress bar)."),
     ) -> None:
-        code = run_sweep(sweep_file, output, workers, scheduler, fresh, timeout, as_json, out, err, _print_diags, _emit_json,
+        from twin.sweep.cluster import Remote
+
+        remote = Remote(scheduler, tls_ca, tls_cert, tls_key, insecure) if scheduler else None
+        code = run_sweep(sweep_file, output, workers, remote, fresh, timeout, as_json, out, err, _print_diags, _emit_json,
                          root, dashboard)
         raise typer.Exit(code)

@@ -4,7 +4,7 @@
 an ``auto`` GPU power cap is fixed, and the site's space, power and cooling are summed.
 ``compile_design(path)`` continues with the passes that make the :class:`~twin.compiler.design.Design`::
 
-    placement  = place(spec, budget)                      racks onto hall positions (Pyomo/HiGHS)
+    placement  = place(spec, budget)                      racks onto hall positions (HiGHS)
     fabric     = synthesize(spec, placement)              the graph, proven equal to spec.shape
     cabling    = cabling.plan(spec, placement, fabric)    route, medium and stock length per cable
     bom        = bom.bill(spec, fabric, cabling)          switches, optics, cables
@@ -20,12 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from twin.compiler import address
-from twin.compiler.config.intent import build_intent
 from twin.compiler.design import Design
-from twin.compiler.fabric import bom, cabling
-from twin.compiler.fabric.synthesis import synthesize
-from twin.compiler.place import naive, optimize, powercap
+from twin.compiler.place import powercap
 from twin.compiler.resolve import feasibility
 from twin.compiler.resolve.feasibility import Budget
 from twin.compiler.resolve.spec import Spec
@@ -80,6 +76,13 @@ def compile_design(path: str | Path, progress: Callable[[str], None] | None = No
         raise SpecError(list(checked.diagnostics))
     if checked.budget.problems:
         raise checked.infeasible()
+    # the passes load here: `twin validate` stops at check() and needs none of them (networkx among them)
+    from twin.compiler import address
+    from twin.compiler.config.intent import build_intent
+    from twin.compiler.fabric import bom, cabling
+    from twin.compiler.fabric.synthesis import synthesize
+    from twin.compiler.place import naive, optimize
+
     spec, budget = checked.spec, checked.budget
     design = Design(spec=spec, budget=budget, warnings=checked.warnings)
     placer = naive.place if placement_method == "naive" else optimize.place

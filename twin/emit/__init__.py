@@ -6,7 +6,7 @@ atomically, and a test can call one emitter alone. Later work registers its emit
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from twin.compiler.design import Design
 from twin.emit import bom, cabling, campus_report, configs, configs_ib, design_json, model_export, netbox, placement, report
@@ -25,9 +25,20 @@ def emit_all(design: Design, runs: Runs | None = None, overrides: dict[Emitter, 
     then every other emitter from the design alone;
     ``overrides`` runs another emitter in an emitter's place (a test reusing configs it rendered)."""
     files: dict[str, bytes] = {}
-    for emitter in [lambda d: report.emit(d, runs, risks), *((overrides or {}).get(e, e) for e in EMITTERS)]:
-        for path, data in emitter(design).items():
-            if path in files:
-                raise RuntimeError(f"two emitters write {path}")
-            files[path] = data
+    for part in emit_each(design, runs, overrides, risks):
+        files.update(part)
     return files
+
+
+def emit_each(design: Design, runs: Runs | None = None, overrides: dict[Emitter, Emitter] | None = None,
+              risks: list | None = None) -> Iterator[dict[str, bytes]]:
+    """The artifacts of :func:`emit_all`, one emitter's at a time (the build writes and drops each
+    before the next renders: a 24K-GPU site's ~230 MB never sit in memory at once)."""
+    seen: set[str] = set()
+    for emitter in [lambda d: report.emit(d, runs, risks), *((overrides or {}).get(e, e) for e in EMITTERS)]:
+        part = emitter(design)
+        for path in part:
+            if path in seen:
+                raise RuntimeError(f"two emitters write {path}")
+            seen.add(path)
+        yield part

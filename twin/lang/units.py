@@ -13,12 +13,32 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated, Any
 
-import pint
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
+
+
+def _import_pint():
+    """pint, imported without its dask support: pint.compat imports dask.base whenever dask is installed
+    (so that quantities can wrap dask arrays), and dask brings jinja2, toolz and more, a third of
+    twin's start-up. twin hands pint strings only. A ``None`` in ``sys.modules`` makes the import
+    system report dask as absent while pint loads; where dask is already loaded (a sweep worker)
+    nothing changes."""
+    hide = "dask" not in sys.modules
+    if hide:
+        sys.modules["dask"] = None
+    try:
+        import pint
+    finally:
+        if hide and sys.modules.get("dask", 0) is None:
+            del sys.modules["dask"]
+    return pint
+
+
+pint = _import_pint()
 
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
 # "$25,000", "$0.09/kWh", "$11,700,000/MW": a dollar sign, digits with optional thousands commas, an

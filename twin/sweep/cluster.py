@@ -14,6 +14,12 @@ their routes are emptied before they start and the servers are stopped once the 
 nothing answers HTTP; the scheduler's is put on a free port first, so 8787 is never taken.
 
 Running as root is allowed but warned about (:func:`root_warning`): every variant then runs as root.
+
+An existing scheduler (``--scheduler``, :class:`Remote`) is trusted with more than the sweep: it runs
+what the client submits, and the client unpickles what it answers, so whoever sits between the two can
+run code on either side. A scheduler is therefore reached over ``tls://`` with the certificate
+authority, certificate and key its operator issued (``--tls-ca-file``, ``--tls-cert``, ``--tls-key``);
+plain ``tcp://`` is refused unless the user says the network is theirs (``--insecure``).
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from dataclasses import dataclass
+from pathlib import Path
 
 HOST = "127.0.0.1"
 
@@ -31,6 +39,47 @@ def root_warning() -> str | None:
         return ("warning: twin sweep runs as root: its Dask workers build every variant with root's rights; "
                 "run it as an ordinary user")
     return None
+
+
+@dataclass(frozen=True)
+class Remote:
+    """An existing Dask scheduler and how to reach it."""
+
+    address: str
+    ca_file: Path | None = None
+    cert: Path | None = None
+    key: Path | None = None
+    insecure: bool = False
+
+    def problem(self) -> str | None:
+        """Why this scheduler may not be used as given (None: it may)."""
+        scheme = self.address.split("://", 1)[0] if "://" in self.address else "tcp"
+        files = {"--tls-ca-file": self.ca_file, "--tls-cert": self.cert, "--tls-key": self.key}
+        if scheme == "tls":
+            missing = [k for k, v in files.items() if v is None]
+            if missing:
+                return (f"--scheduler {self.address}: tls:// needs the certificate authority, certificate and key the "
+                        f"scheduler's operator issued; missing {', '.join(missing)}")
+            unreadable = [f"{k} {v}" for k, v in files.items() if not Path(v).is_file()]
+            return f"cannot read {', '.join(unreadable)} (expected a PEM file)" if unreadable else None
+        if scheme == "tcp":
+            if self.insecure:
+                return None
+            return (f"--scheduler {self.address}: plain TCP lets anyone on the network run code as this user (a scheduler "
+                    "runs what its clients submit, and the client unpickles what it answers); use tls:// with "
+                    "--tls-ca-file, --tls-cert and --tls-key, or --insecure for a scheduler on a network only you use")
+        return f"--scheduler {self.address}: unknown protocol '{scheme}://' (expected tls:// or tcp://)"
+
+    def client(self, timeout: float):
+        """A client on this scheduler (raises OSError, TimeoutError or ValueError when it cannot connect)."""
+        from distributed import Client
+        from distributed.security import Security
+
+        if self.address.startswith("tls://"):
+            security = Security(tls_ca_file=str(self.ca_file), tls_client_cert=str(self.cert), tls_client_key=str(self.key),
+                                require_encryption=True)
+            return Client(self.address, timeout=timeout, security=security, set_as_default=False)
+        return Client(self.address, timeout=timeout, set_as_default=False)
 
 
 def private_cluster(workers: int, dashboard: str | None = None):

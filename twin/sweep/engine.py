@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ import yaml
 
 from twin.lang.sweep.models import Sweep
 from twin.lang.sweep.paths import apply
-from twin.sweep.cluster import private_cluster
+from twin.sweep.cluster import Remote, private_cluster
 from twin.sweep.worker import evaluate, peak_rss_bytes
 from twin.version import __version__
 
@@ -147,16 +148,18 @@ def write_cache(out: Path, h: str, result: dict) -> None:
     _write(d / f"{h}.json", json.dumps({k: v for k, v in result.items() if k != "seconds"}, sort_keys=True, indent=1) + "\n")
 
 
-def connect(scheduler: str | None, workers: int | None, timeout: float = 10.0, dashboard: str | None = None):
-    """A Dask client: on ``scheduler`` if given, else on a new LocalCluster of ``workers`` processes
+def connect(scheduler: Remote | str | None, workers: int | None, timeout: float = 10.0, dashboard: str | None = None):
+    """A Dask client: on ``scheduler`` if given (:class:`twin.sweep.cluster.Remote`; a bare address is
+    plain TCP on a network the caller vouches for), else on a new LocalCluster of ``workers`` processes
     that only this process can talk to (:func:`twin.sweep.cluster.private_cluster`)."""
-    from distributed import Client
-
     if scheduler:
+        remote = scheduler if isinstance(scheduler, Remote) else Remote(scheduler, insecure=True)
+        if why := remote.problem():
+            raise SchedulerError(why)
         try:
-            return Client(scheduler, timeout=timeout, set_as_default=False)
+            return remote.client(timeout)
         except (OSError, TimeoutError, ValueError, TypeError) as e:
-            raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler!r} within {timeout:g} s: {e}") from None
+            raise SchedulerError(f"cannot reach the Dask scheduler at {remote.address!r} within {timeout:g} s: {e}") from None
     n = workers or os.cpu_count() or 1
     try:
         return private_cluster(n, dashboard)
@@ -164,9 +167,43 @@ def connect(scheduler: str | None, workers: int | None, timeout: float = 10.0, d
         raise SchedulerError(f"cannot start a local Dask cluster of {n} worker processes: {e}") from None
 
 
-def run(sw: Sweep, out: Path, workers: int | None = None, scheduler: str | None = None, fresh: bool = False,
-        progress: Callable[[int, int, str], None] | None = None, timeout: float = 10.0, dashboard: str | None = None) -> Outcome:
-    """Evaluate every variant not in the cache (all of them with ``fresh``); results in variant order."""
+STATUSES = ("ok", "invalid", "infeasible", "error")
+MAX_ANSWER_TEXT = 100_000  # characters of a result's error or figure text
+
+
+def checked(r: Any) -> dict:
+    """A worker's answer as a sweep result, or an error row saying why it is not one: a scheduler
+    that is not ours may answer anything, and what goes to the cache and the CSV must be a result."""
+    def scalar(v: Any) -> bool:
+        if isinstance(v, bool) or v is None:
+            return True
+        if isinstance(v, (int, float)):
+            return math.isfinite(v)
+        return isinstance(v, str) and len(v) <= MAX_ANSWER_TEXT
+
+    why = None
+    if not isinstance(r, dict):
+        why = f"a {type(r).__name__}, not a result"
+    elif r.get("status") not in STATUSES:
+        why = "no known status"
+    elif not isinstance(r.get("error", ""), str) or len(r.get("error", "")) > MAX_ANSWER_TEXT:
+        why = "an error that is not text"
+    elif not isinstance(r.get("figures"), dict) or not all(isinstance(k, str) and len(k) <= 200 and scalar(v)
+                                                            for k, v in r["figures"].items()):
+        why = "figures that are not names and numbers"
+    elif not isinstance(r.get("seconds", 0.0), (int, float)) or not math.isfinite(r.get("seconds", 0.0)) or r.get("seconds", 0.0) < 0:
+        why = "a duration that is not a time"
+    if why:
+        return {"status": "error", "error": f"the worker's answer is not a sweep result: {why}", "figures": {}}
+    return {"status": r["status"], "error": r.get("error", ""), "figures": dict(r["figures"]), "seconds": float(r.get("seconds", 0.0))}
+
+
+def run(sw: Sweep, out: Path, workers: int | None = None, scheduler: Remote | str | None = None, fresh: bool = False,
+        progress: Callable[[int, int, str], None] | None = None, timeout: float = 10.0, dashboard: str | None = None,
+        client=None) -> Outcome:
+    """Evaluate every variant not in the cache (all of them with ``fresh``); results in variant order. With
+    ``client`` (a caller's own, e.g. :func:`twin.sweep.cluster.private_cluster` kept warm) the variants run
+    there and the client is left open."""
     vs = variants(sw)
     out.mkdir(parents=True, exist_ok=True)
     write_variants(out, vs, source_mode(sw))
@@ -182,7 +219,8 @@ def run(sw: Sweep, out: Path, workers: int | None = None, scheduler: str | None 
         return oc
     from distributed import as_completed
 
-    client = connect(scheduler, workers, timeout, dashboard)
+    own = client is None
+    client = connect(scheduler, workers, timeout, dashboard) if own else client
     futures = {}
     try:
         for h, v in todo.items():
@@ -190,8 +228,9 @@ def run(sw: Sweep, out: Path, workers: int | None = None, scheduler: str | None 
         for fut in as_completed(list(futures), loop=client.loop):
             h = futures[fut]
             try:
-                r = fut.result()
-                write_cache(out, h, r)
+                r = checked(fut.result())
+                if r["status"] != "error" or not r["error"].startswith("the worker's answer"):
+                    write_cache(out, h, r)
             except Exception as e:  # the worker died (memory, a signal): a row, not cached, tried again next run
                 r = {"status": "error", "error": f"worker lost: {type(e).__name__}: {e}", "figures": {}}
             results[h] = r
@@ -208,7 +247,8 @@ def run(sw: Sweep, out: Path, workers: int | None = None, scheduler: str | None 
         for f in futures:
             f.cancel()
     finally:
-        close_client(client)
+        if own:
+            close_client(client)
     return oc
 
 

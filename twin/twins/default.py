@@ -27,8 +27,7 @@ def design_results(d) -> dict | None:
     from twin.twins.net import routing, topology
     from twin.twins.net.nccl import PROTOCOL_EFFICIENCY, Library
 
-    g = topology.first_gpus_subgraph(fab.graph, REPORT_GPUS)
-    net = topology.from_design(d, g)
+    net = topology.from_design(d, within=topology.first_gpus(fab.graph, REPORT_GPUS))
     if net.n_gpus < 2 or (net.nic_leaf < 0).all():
         return None
     qps = d.spec.fabric.routing.qps_per_gpu_pair
@@ -83,8 +82,8 @@ def default_job(d, schemes, lib) -> dict | None:
     job = Job(workload=w.name)
     try:
         # the job's GPUs come first in topology order: the fabric that serves them times it exactly
-        g = topology.first_gpus_subgraph(d.fabric.graph, w.gpus)
-        return jobs.simulate_job(d, topology.from_design(d, g), job, schemes, lib,
+        net = topology.from_design(d, within=topology.first_gpus(d.fabric.graph, w.gpus))
+        return jobs.simulate_job(d, net, job, schemes, lib,
                                  Case(name="healthy"), set(), None, ("workloads", 0))
     except SpecError as e:
         return {"workload": w.name, "error": "; ".join(x.message for x in e.diagnostics)}

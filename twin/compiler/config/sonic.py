@@ -1,4 +1,5 @@
-"""SONiC ``config_db.json`` per switch, built as dictionaries and written by ``json.dumps``.
+"""SONiC ``config_db.json`` per switch, built as dictionaries and written as the standard library's
+``json.dumps(indent=1, sort_keys=True)`` would (:func:`twin.jsonfmt.dumps`, orjson).
 
 What a SONiC switch loads at boot: its ports as the platform lays them out (every front-panel port of
 the model's port map with its lanes, alias and index, the used ones up at their link's speed, the rest
@@ -28,12 +29,12 @@ headroom is the sum of every used port's xoff, at most a quarter of the buffer. 
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 
 from twin.compiler.config.buffers import pool_cap
 from twin.compiler.config.intent import Neighbor, ServerPort, SwitchIntent
 from twin.compiler.fabric.ports import port_names
+from twin.jsonfmt import dumps as json_dumps
 from twin.lang.site.catalog_models import SwitchModel
 
 DEVICE_TYPE = {1: "ToRRouter", 2: "LeafRouter"}  # level 3 and above: SpineRouter
@@ -244,5 +245,5 @@ def config_db(sw: SwitchIntent, site: dict, model: SwitchModel, shared: dict) ->
 
 
 def config_db_json(db: dict) -> bytes:
-    """``json.dumps`` with sorted keys and one-space indent, newline-terminated."""
-    return (json.dumps(db, indent=1, sort_keys=True) + "\n").encode()
+    """Sorted keys and one-space indent, newline-terminated (every value is a string)."""
+    return json_dumps(db)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from twin.compiler.place import capacity, naive
 from twin.compiler.place.model import rack_fill, switches_per_rack
-from twin.compiler.place.solver import highs
+from twin.compiler.place.solver import Milp
 from twin.compiler.resolve.feasibility import fill_groups, hall_pue
 from twin.compiler.resolve.spec import HallSlots, Spec
 from twin.lang.site.models import Hall
@@ -21,10 +23,6 @@ from twin.lang.site.models import Hall
 def _hall_key(h: Hall) -> tuple:
     """Everything of a hall that matters for its capacity (not its name or where it stands)."""
     return (h.model_copy(update={"name": "x", "origin": (0.0, 0.0)}).model_dump_json(),)
-
-
-class _Trivial(Exception):
-    """A constraint without variables that is false: the model is infeasible as built."""
 
 
 _CAPACITY: dict[tuple, tuple[float, str]] = {}  # identical halls (the usual case) are solved once
@@ -45,52 +43,42 @@ def hall_capacity(h: Hall, pue: float, gpu_power: float, nets: tuple[tuple[float
 
 def _capacity_model(h: Hall, pue: float, gpu_power: float, nets: tuple, relax: bool,
                     kinds: tuple | None) -> tuple[float, str]:
-    import pyomo.environ as pyo  # here, not at import (see solver.highs)
-
+    """Most GPU racks per row (``n[r]``) next to network racks of each power on the hall's network
+    positions (``yr[t, r]``) and, when those are too few, on free ones (``yf[t, r]``)."""
     slots = HallSlots.of(h)
-    rows = list(range(1, h.rows + 1))
-    free = {r: 0 for r in rows}
-    res = {r: 0 for r in rows}
+    rows = h.rows
+    free = np.zeros(rows)
+    res = np.zeros(rows)
     for r, _ in slots.free:
-        free[r] += 1
+        free[r - 1] += 1
     for r, _ in slots.network:
-        res[r] += 1
-    n_net = sum(c for _, c in nets)
-    spill = n_net > len(slots.network)  # network racks also take free positions
-    dom = pyo.NonNegativeReals if relax else pyo.NonNegativeIntegers
-    m = pyo.ConcreteModel()
-    m.n = pyo.Var(rows, domain=dom, bounds=lambda _m, r: (0, free[r]))
-    T = list(range(len(nets)))
-    m.yr = pyo.Var(T, rows, domain=dom, bounds=lambda _m, t, r: (0, res[r]))
-    m.yf = pyo.Var(T, rows, domain=dom, bounds=lambda _m, t, r: (0, free[r] if spill else 0))
-    m.c = pyo.ConstraintList()
-
-    def add(expr) -> None:
-        if expr is True:
-            return
-        if expr is False:
-            raise _Trivial
-        m.c.add(expr)
-
-    for t in T:
-        add(sum(m.yr[t, r] + m.yf[t, r] for r in rows) == nets[t][1])
-    for r in rows:
-        if T:
-            add(sum(m.yr[t, r] for t in T) <= res[r])
-        add(m.n[r] + sum(m.yf[t, r] for t in T) <= free[r])
-    load = {r: gpu_power * m.n[r] + sum(nets[t][0] * (m.yr[t, r] + m.yf[t, r]) for t in T) for r in rows}
+        res[r - 1] += 1
+    nT = len(nets)
+    spill = sum(c for _, c in nets) > len(slots.network)  # network racks also take free positions
+    m = Milp()
+    n = m.add_cols(rows, 0, free, integer=not relax)
+    y = m.add_cols(2 * nT * rows, 0, np.tile(np.concatenate([res, free if spill else np.zeros(rows)]), nT),
+                   integer=not relax).reshape(nT, 2, rows)  # y[t, 0]: yr, y[t, 1]: yf
+    yr, yf = y[:, 0], y[:, 1]
+    # the racks of each power, wherever they stand (yr[t, 1], yf[t, 1], yr[t, 2], ...)
+    m.add_rows(np.full(nT, 2 * rows), np.stack([yr, yf], axis=2).ravel(), 1.0, [c for _, c in nets], [c for _, c in nets])
+    # per row: the network positions it has, then its free positions
+    lengths = np.tile([nT, 1 + nT], rows) if nT else np.ones(rows, int)
+    cols = np.concatenate([np.concatenate([yr[:, r], [n[r]], yf[:, r]]) for r in range(rows)])
+    upper = np.column_stack([res, free]).ravel() if nT else free
+    m.add_rows(lengths, cols, 1.0, None, upper)
+    # each row's load: its GPU racks, then each power's racks on network and free positions
+    load_cols = [np.concatenate([[n[r]], np.stack([yr[:, r], yf[:, r]], axis=1).ravel()]) for r in range(rows)]
+    load_vals = np.concatenate([[gpu_power], np.repeat([p for p, _ in nets], 2)])
     lims = [L for L in capacity.hall_limits(h, pue) if L.rows and (kinds is None or capacity.family(L) in kinds)]
-    try:
-        for L in lims:
-            add(L.coef * sum(load[r] for r in L.rows) <= L.capacity)
-    except _Trivial:
-        return -1.0, "infeasible"
-    m.obj = pyo.Objective(expr=sum(m.n[r] for r in rows), sense=pyo.maximize)
-    r = highs(30.0).solve(m)
-    tc = r.termination_condition.name
-    if r.best_feasible_objective is None:
-        return -1.0, tc
-    return float(r.best_feasible_objective if relax else round(r.best_feasible_objective)), tc
+    if lims:
+        m.add_rows([len(L.rows) * (1 + 2 * nT) for L in lims], np.concatenate([load_cols[r - 1] for L in lims for r in L.rows]),
+                   np.concatenate([L.coef * load_vals for L in lims for _r in L.rows]), None, [L.capacity for L in lims])
+    m.cost(n, np.ones(rows))
+    r = m.solve(30.0, maximize=True)
+    if r.objective is None:
+        return -1.0, r.status
+    return float(r.objective if relax else round(r.objective)), r.status
 
 
 # ---------------------------------------------------------------- stage 1: zones to halls

@@ -1,4 +1,5 @@
-"""Placement stage 2: one hall's MILP, which position holds which GPU rack and which network rack.
+"""Placement stage 2: one hall's MILP, which position holds which GPU rack and which network rack
+(built as arrays, :class:`~twin.compiler.place.solver.Milp`, and solved by HiGHS).
 
 Fiber between a GPU rack and its zone's spine racks is bilinear in the two placements; it is
 linearised exactly with a transportation-shaped flow ``f[p, q]`` (every GPU rack links to every spine
@@ -14,9 +15,11 @@ import math
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from twin.compiler.place import capacity
 from twin.compiler.place.model import HallGrid
-from twin.compiler.place.solver import highs
+from twin.compiler.place.solver import Milp
 from twin.compiler.resolve.spec import HallSlots
 from twin.lang.site.models import Hall
 
@@ -57,16 +60,19 @@ def solve_hall(h: Hall, pue: float, groups: list[tuple[int, int]], types: list[N
     ``w_net[(t, u)]``: links between one rack of type t and one of type u (t < u, both in this hall).
     ``ext[t]``: links from one rack of type t to racks in other halls (routed through the door).
     ``reach``: longest allowed tray run of a GPU-to-spine link (m).
-    """
-    import pyomo.environ as pyo  # here, not at import (see solver.highs)
 
+    Columns: ``x[g, p]`` (group g's GPU rack at free position p), ``u[t, q]`` (a rack of type t at
+    position q), the flows ``f`` and ``h`` below and the peak row load. Rows, in order: racks per group
+    and per type, one rack per position, the GPU-to-spine flow's row and column sums, ``f <= u``, the
+    network-to-network flow's sums, every power and cooling limit, the peak.
+    """
     t0 = time.perf_counter()
     grid = HallGrid(h)
     slots = HallSlots.of(h)
     n_net = sum(t.count for t in types)
     ppr = h.positions_per_row
 
-    def pid(rs: tuple[int, int]) -> int:  # integer position ids keep Pyomo indices flat and fast
+    def pid(rs: tuple[int, int]) -> int:  # integer position ids: (row, slot) in reading order
         return (rs[0] - 1) * ppr + rs[1] - 1
 
     def rs_of(i: int) -> tuple[int, int]:
@@ -74,93 +80,118 @@ def solve_hall(h: Hall, pue: float, groups: list[tuple[int, int]], types: list[N
 
     Pf = [pid(x) for x in slots.free]
     Q = [pid(x) for x in slots.network] + (Pf if n_net > len(slots.network) else [])
-    G = list(range(len(groups)))
-    T = list(range(len(types)))
-    rows = list(range(1, h.rows + 1))
-    dist: dict[tuple, float] = {}
-
-    def d(a: int, b: int) -> float:
-        k = (a, b)
-        if k not in dist:
-            dist[k] = grid.distance(rs_of(a), rs_of(b))
-        return dist[k]
-
-    m = pyo.ConcreteModel()
-    m.x = pyo.Var([(g, p) for g in G for p in Pf], domain=pyo.Binary)
-    m.u = pyo.Var([(t, q) for t in T for q in Q], domain=pyo.Binary)
-    m.c = pyo.ConstraintList()
-    for g in G:
-        m.c.add(sum(m.x[g, p] for p in Pf) == groups[g][1])
-    for t in T:
-        m.c.add(sum(m.u[t, q] for q in Q) == types[t].count)
-    qset, pset = set(Q), set(Pf)
-    for pos in sorted(pset | qset):
-        terms = [m.x[g, pos] for g in G if pos in pset] + [m.u[t, pos] for t in T if pos in qset]
+    nG, nT, nP, nQ = len(groups), len(types), len(Pf), len(Q)
+    count = np.array([t.count for t in types], float)
+    racks = np.array([n for _z, n in groups], float)
+    m = Milp()
+    x = m.add_cols(nG * nP, 0, 1, integer=True).reshape(nG, nP)
+    u = m.add_cols(nT * nQ, 0, 1, integer=True).reshape(nT, nQ)
+    m.add_rows([nP] * nG, x.ravel(), 1.0, racks, racks)
+    m.add_rows([nQ] * nT, u.ravel(), 1.0, count, count)
+    # at most one rack per position
+    free_at = {p: i for i, p in enumerate(Pf)}
+    net_at = {q: j for j, q in enumerate(Q)}
+    lengths, cols = [], []
+    for pos in sorted(free_at.keys() | net_at.keys()):
+        terms = [x[g, free_at[pos]] for g in range(nG)] if pos in free_at else []
+        terms += [u[t, net_at[pos]] for t in range(nT)] if pos in net_at else []
         if len(terms) > 1:
-            m.c.add(sum(terms) <= 1)
-    # GPU-to-spine fiber: f[g, t, p, q] = x[g, p] * u[t, q], linearised through its row and column sums
-    pairs = [(g, t) for g in G for t in T if w_gpu.get((g, t), 0.0) > 0]
-    fidx = [(g, t, p, q) for g, t in pairs for p in Pf for q in Q if p != q and d(p, q) <= reach]
-    m.f = pyo.Var(fidx, domain=pyo.NonNegativeReals, bounds=(0, 1))
-    by_gtp: dict[tuple, list] = {}
-    by_gtq: dict[tuple, list] = {}
-    for k in fidx:
-        by_gtp.setdefault(k[:3], []).append(m.f[k])
-        by_gtq.setdefault((k[0], k[1], k[3]), []).append(m.f[k])
-    for g, t in pairs:
-        for p in Pf:
-            m.c.add(sum(by_gtp.get((g, t, p), [])) == types[t].count * m.x[g, p])
-        for q in Q:
-            m.c.add(sum(by_gtq.get((g, t, q), [])) == groups[g][1] * m.u[t, q])
-    for k in fidx:
-        m.c.add(m.f[k] <= m.u[k[1], k[3]])
-    # network-to-network fiber inside the hall: h[t, s, q, r] = u[t, q] * u[s, r]
-    npairs = [(t, s) for t in T for s in T if t < s and w_net.get((t, s), 0.0) > 0]
-    hidx = [(t, s, q, r) for t, s in npairs for q in Q for r in Q if q != r]
-    m.h = pyo.Var(hidx, domain=pyo.NonNegativeReals, bounds=(0, 1))
-    by_tsq: dict[tuple, list] = {}
-    by_tsr: dict[tuple, list] = {}
-    for k in hidx:
-        by_tsq.setdefault(k[:3], []).append(m.h[k])
-        by_tsr.setdefault((k[0], k[1], k[3]), []).append(m.h[k])
-    for t, s_ in npairs:
-        for q in Q:
-            m.c.add(sum(by_tsq.get((t, s_, q), [])) == types[s_].count * m.u[t, q])
-            m.c.add(sum(by_tsr.get((t, s_, q), [])) == types[t].count * m.u[s_, q])
+            lengths.append(len(terms))
+            cols.extend(terms)
+    m.add_rows(lengths, cols, 1.0, None, 1.0)
+    D = grid.distances([rs_of(p) for p in Pf], [rs_of(q) for q in Q])
+    # GPU-to-spine fiber: f[g, t, p, q] = x[g, p] * u[t, q] for (p, q) within reach, linearised
+    # through its row and column sums
+    pairs = [(g, t) for g in range(nG) for t in range(nT) if w_gpu.get((g, t), 0.0) > 0]
+    fp, fq = np.nonzero((np.array(Pf)[:, None] != np.array(Q)[None, :]) & (D <= reach))
+    nf = len(fp)
+    f = m.add_cols(len(pairs) * nf, 0, 1).reshape(len(pairs), nf)
+    by_q = np.lexsort((fp, fq))
+    for k, (g, t) in enumerate(pairs):
+        _flow_sums(m, f[k], fp, x[g], count[t], nP)
+        _flow_sums(m, f[k][by_q], fq[by_q], u[t], racks[g], nQ)
+    if pairs:
+        ends = u[np.repeat([t for _g, t in pairs], nf), np.tile(fq, len(pairs))]
+        m.add_rows(np.full(len(pairs) * nf, 2), np.column_stack([f.ravel(), ends]).ravel(), np.tile([1.0, -1.0], len(pairs) * nf),
+                   None, 0.0)
+    # network-to-network fiber inside the hall: h[t, s, q, r] = u[t, q] * u[s, r], q != r
+    npairs = [(t, s_) for t in range(nT) for s_ in range(nT) if t < s_ and w_net.get((t, s_), 0.0) > 0]
+    QA, QB = np.nonzero(~np.eye(nQ, dtype=bool))
+    hv = m.add_cols(len(npairs) * len(QA), 0, 1).reshape(len(npairs), len(QA))
+    by_r = np.lexsort((QA, QB))
+    for k, (t, s_) in enumerate(npairs):
+        _net_flow_sums(m, hv[k], QA, QB, by_r, u[t], u[s_], count[s_], count[t], nQ)
     # row loads and every power / cooling limit in every state
-    load: dict[int, object] = {r: 0 for r in rows}
-    for g in G:
-        for p in Pf:
-            load[rs_of(p)[0]] = load[rs_of(p)[0]] + gpu_power * m.x[g, p]
-    for t in T:
-        for q in Q:
-            load[rs_of(q)[0]] = load[rs_of(q)[0]] + types[t].power * m.u[t, q]
+    row_of_p = np.array([rs_of(p)[0] for p in Pf], int)
+    row_of_q = np.array([rs_of(q)[0] for q in Q], int)
+    power = np.array([t.power for t in types], float)
+    load: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for r in range(1, h.rows + 1):
+        ip, jq = np.flatnonzero(row_of_p == r), np.flatnonzero(row_of_q == r)
+        load[r] = (np.concatenate([x[:, ip].ravel(), u[:, jq].ravel()]),
+                   np.concatenate([np.full(nG * len(ip), gpu_power), np.repeat(power, len(jq))]))
+    lengths, cols, vals, caps = [], [], [], []
     for L in capacity.hall_limits(h, pue):
-        if L.rows:
-            expr = L.coef * sum(load[r] for r in L.rows)
-            if not isinstance(expr, (int, float)):
-                m.c.add(expr <= L.capacity)
-            elif expr > L.capacity:
+        if not L.rows:
+            continue
+        c = np.concatenate([load[r][0] for r in L.rows])
+        if not len(c):  # no position in these rows: a constant 0 against the limit
+            if L.coef * 0 > L.capacity:
                 return HallResult({}, {}, math.inf, math.nan, "infeasible", time.perf_counter() - t0, 0)
-    m.peak = pyo.Var(domain=pyo.NonNegativeReals)
-    for r in rows:
-        if not isinstance(load[r], (int, float)):
-            m.c.add(m.peak >= load[r])
-    fiber = sum(w_gpu[g, t] * d(p, q) * m.f[g, t, p, q] for g, t, p, q in fidx)
-    fiber = fiber + sum(w_net[t, s_] * d(q, r) * m.h[t, s_, q, r] for t, s_, q, r in hidx)
-    fiber = fiber + sum(ext.get(t, 0.0) * grid.to_door(rs_of(q)) * m.u[t, q] for t in T for q in Q if ext.get(t, 0.0))
-    m.obj = pyo.Objective(expr=fiber + BALANCE_WEIGHT * m.peak, sense=pyo.minimize)
-    r = highs(time_limit).solve(m)
-    status = r.termination_condition.name
-    if r.best_feasible_objective is None:
-        return HallResult({}, {}, math.inf, r.best_objective_bound or math.nan, status, time.perf_counter() - t0, len(fidx))
-    r.solution_loader.load_vars()
-    gpu = {groups[g][0]: sorted(rs_of(p) for p in Pf if pyo.value(m.x[g, p]) > 0.5) for g in G}
-    net = {t: sorted(rs_of(q) for q in Q if pyo.value(m.u[t, q]) > 0.5) for t in T}
+            continue
+        lengths.append(len(c))
+        cols.append(c)
+        vals.append(np.concatenate([L.coef * load[r][1] for r in L.rows]))
+        caps.append(L.capacity)
+    if lengths:
+        m.add_rows(lengths, np.concatenate(cols), np.concatenate(vals), None, np.array(caps))
+    peak = m.add_cols(1, 0, np.inf)[0]
+    busy = [r for r in range(1, h.rows + 1) if len(load[r][0])]
+    if busy:
+        m.add_rows([len(load[r][0]) + 1 for r in busy], np.concatenate([np.append(load[r][0], peak) for r in busy]),
+                   np.concatenate([np.append(load[r][1], -1.0) for r in busy]), None, 0.0)
+    # objective: tray metres of fiber, then the peak row load as a tie breaker
+    for k, (g, t) in enumerate(pairs):
+        m.cost(f[k], w_gpu[g, t] * D[fp, fq])
+    if npairs:
+        DQ = grid.distances([rs_of(q) for q in Q], [rs_of(q) for q in Q])
+        for k, (t, s_) in enumerate(npairs):
+            m.cost(hv[k], w_net[t, s_] * DQ[QA, QB])
+    door = np.array([grid.to_door(rs_of(q)) for q in Q], float)
+    for t in range(nT):
+        if ext.get(t, 0.0):
+            m.cost(u[t], ext[t] * door)
+    m.cost([peak], [BALANCE_WEIGHT])
+    r = m.solve(time_limit)
+    if r.x is None:
+        return HallResult({}, {}, math.inf, r.bound or math.nan, r.status, time.perf_counter() - t0, nf * len(pairs))
+    gpu = {groups[g][0]: sorted(rs_of(Pf[i]) for i in np.flatnonzero(r.x[x[g]] > 0.5)) for g in range(nG)}
+    net = {t: sorted(rs_of(Q[j]) for j in np.flatnonzero(r.x[u[t]] > 0.5)) for t in range(nT)}
     canonical_zones(groups, types, w_gpu, w_net, ext, gpu, net)
-    bound = r.best_objective_bound if r.best_objective_bound is not None else r.best_feasible_objective
-    return HallResult(gpu, net, float(r.best_feasible_objective), float(bound), status, time.perf_counter() - t0,
-                      len(fidx) + len(hidx) + len(Pf) * len(G) + len(Q) * len(T))
+    return HallResult(gpu, net, r.objective, r.bound, r.status, time.perf_counter() - t0,
+                      nf * len(pairs) + len(QA) * len(npairs) + nP * nG + nQ * nT)
+
+
+def _flow_sums(m: Milp, flow: np.ndarray, at: np.ndarray, ends: np.ndarray, per: float, n: int) -> None:
+    """Rows ``sum(flow at k) - per * ends[k] == 0`` for k < n (``at``: each flow column's k, sorted);
+    a k without flow has ``per * ends[k] == 0`` (the sign Pyomo wrote it with: same model, same solution)."""
+    cnt = np.bincount(at, minlength=n)
+    key = np.concatenate([2 * at, 2 * np.arange(n) + 1])
+    order = np.argsort(key, kind="stable")
+    cols = np.concatenate([flow, ends])[order]
+    vals = np.concatenate([np.ones(len(flow)), np.where(cnt > 0, -per, per)])[order]
+    m.add_rows(cnt + 1, cols, vals, 0.0, 0.0)
+
+
+def _net_flow_sums(m: Milp, hv, QA, QB, by_r, ut, us, count_s: float, count_t: float, nQ: int) -> None:
+    """For each position q: ``sum_r h[q, r] == count_s * u[t, q]`` and ``sum_r h[r, q] == count_t * u[s, q]``."""
+    a_at, b_at = QA, QB[by_r]
+    key = np.concatenate([4 * a_at, 4 * np.arange(nQ) + 1, 4 * b_at + 2, 4 * np.arange(nQ) + 3])
+    order = np.argsort(key, kind="stable")
+    sign = -1.0 if nQ > 1 else 1.0
+    cols = np.concatenate([hv, ut, hv[by_r], us])[order]
+    vals = np.concatenate([np.ones(len(hv)), np.full(nQ, sign * count_s), np.ones(len(hv)), np.full(nQ, sign * count_t)])[order]
+    m.add_rows(np.full(2 * nQ, nQ), cols, vals, 0.0, 0.0)
 
 
 def own_types(types: list[NetType], zone: int) -> list[int]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from twin.lang.site.models import Hall
 
 NETWORK_RACK_U = 42  # usable U in a network rack (assumed; 48U racks minus patch panels)
@@ -94,6 +96,23 @@ class HallGrid:
         if a[0] == b[0]:
             return abs(xa - xb)
         return abs(self.y(a[0]) - self.y(b[0])) + min(abs(xa - c) + abs(xb - c) for c in self.crossings())
+
+    def distances(self, a: list[tuple[int, int]], b: list[tuple[int, int]]) -> np.ndarray:
+        """:meth:`distance` between every position of ``a`` (rows of the result) and of ``b`` (columns),
+        with the same floating-point operations in the same order, so every entry is bit for bit
+        ``distance(a[i], b[j])``."""
+        x = {s: self.x(s) for s in {p[1] for p in a} | {p[1] for p in b}}
+        y = {r: self.y(r) for r in {p[0] for p in a} | {p[0] for p in b}}
+        xa = np.array([x[p[1]] for p in a], float)[:, None]
+        xb = np.array([x[p[1]] for p in b], float)[None, :]
+        ya = np.array([y[p[0]] for p in a], float)[:, None]
+        yb = np.array([y[p[0]] for p in b], float)[None, :]
+        via = None
+        for c in self.crossings():
+            leg = np.abs(xa - c) + np.abs(xb - c)
+            via = leg if via is None else np.minimum(via, leg)
+        same_row = np.array([p[0] for p in a])[:, None] == np.array([p[0] for p in b])[None, :]
+        return np.where(same_row, np.abs(xa - xb), np.abs(ya - yb) + via)
 
     def to_door(self, a: tuple[int, int]) -> float:
         """Tray metres from (row, slot) ``a`` to the hall door (first crossing of row 1)."""

@@ -1,4 +1,4 @@
-"""The placement pass: GPU and network racks onto hall positions, as a Pyomo model solved by HiGHS.
+"""The placement pass: GPU and network racks onto hall positions, as MILPs solved by HiGHS.
 
 A position-level model of a whole 24K-GPU site (tens of thousands of binaries, quadratic fiber terms)
 does not close its gap in minutes, so the problem is decomposed along its natural seams:
@@ -129,7 +129,7 @@ def place(spec: Spec, budget: Budget | None = None) -> Placement:
     lower = fig["fiber_m"]["total"] - (obj - bnd)
     gap = (fig["fiber_m"]["total"] - lower) / fig["fiber_m"]["total"] if fig["fiber_m"]["total"] > 0 else 0.0
     fig["solver"] = {
-        "method": "pyomo+highs (zones to halls by row-level MILP, then one MILP per hall)",
+        "method": "highs (zones to halls by row-level MILP, then one MILP per hall)",
         "status": "optimal" if all(r.status == "optimal" for r in results.values()) else
         ",".join(sorted({r.status for r in results.values()})),
         "objective_m": obj,

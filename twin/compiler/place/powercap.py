@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from twin.compiler.place.assign import assign, hall_capacity, hall_networks
 from twin.compiler.resolve.spec import rack_figures
 
 STEP = 25.0  # W between candidate caps
@@ -56,6 +55,8 @@ def spec_at(spec, cap: float):
 
 def fits(spec) -> bool:
     """Every GPU rack of ``spec`` fits the halls' power and cooling (placement stage 1)."""
+    from twin.compiler.place.assign import assign  # the solver loads when a cap is chosen, not for `twin validate`
+
     return assign(spec).placed_racks >= spec.racks
 
 
@@ -81,6 +82,8 @@ def resolve(spec):
 def tradeoff(spec, asg) -> dict:
     """For every cap: GPU racks the halls could power and cool (next to the same network racks),
     capped by the site utility, and the cluster throughput they would deliver."""
+    from twin.compiler.place.assign import hall_capacity, hall_networks
+
     pue = spec.site.power.pue
     halls = spec.site.halls
     net_w = sum(nr.power for nr in asg.plan)

@@ -274,7 +274,7 @@ class Fabric(Model):
 class PlacementOptions(Model):
     """How the placement pass puts racks on the floor (see twin/compiler/place/optimize.py)."""
 
-    method: Literal["optimize", "naive"] = Field("optimize", description="optimize (Pyomo + HiGHS) or naive reading-order fill")
+    method: Literal["optimize", "naive"] = Field("optimize", description="optimize (MILPs solved by HiGHS) or naive reading-order fill")
     gpu_power_cap: Literal["spec", "auto"] = Field(
         "spec",
         description="auto: pick the GPU power cap (from the chassis perf_vs_power curve) that maximises cluster "

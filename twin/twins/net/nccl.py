@@ -81,6 +81,9 @@ P2P_CHANNELS_PER_PEER = 2  # NCCL_NCHANNELS_PER_NET_PEER
 PROTOCOL_EFFICIENCY = 0.94  # Simple protocol on a 50 GB/s NIC: 46-48 GB/s (nccl-tests reports)
 NVLINK_EFFICIENCY = 370 / 450  # calibrated: nccl-tests ring AllReduce busbw ~370 GB/s in one 8x H100 server (450 GB/s NVLink)
 # pipelining granularity: one buffer slot (init.cc DEFAULT_*BUFFSIZE / NCCL_STEPS), payload bytes
+# enqueue.cc: below nChannels x nThreads x threshold bytes NCCL runs fewer channels, then fewer threads
+LL_MAX_THREADS = 512  # NCCL_LL_MAX_NTHREADS
+LL_THREAD_THRESHOLD = 8  # NCCL_LL_THREAD_THRESHOLD: bytes per thread before the grid shrinks
 CHUNK = {"LL": 8 * 512 * 8 * 16 / 8 / 2, "LL128": 120 * 640 * 8 * 8 / 8 * 120 / 128, "Simple": (1 << 22) / 8}
 
 
@@ -148,7 +151,7 @@ class Cost:
         t = size * self.t_per_byte / (self.lib.eta * PROTO_BW[p])
         cap = None
         if p == "LL":
-            cap = LL_MAX_BUSBW[min(self.nodes, 3) - 1]
+            cap = min(LL_MAX_BUSBW[min(self.nodes, 3) - 1], LL_MAX_BUSBW[0] * ll_grid_share(size))
         elif p == "LL128" and self.nodes > 1:
             cap = LL128_MAX_BUSBW_PER_CHANNEL * self.channels
         if cap and t > 0:
@@ -183,6 +186,26 @@ class Cost:
     def protocol(self, size: float) -> str:
         """The protocol NCCL would pick at this size (the fastest under the model)."""
         return min(self.lib.protocols, key=lambda q: self.time(size, q))
+
+
+def ll_grid_share(size: float, channels: int = INTRA_NODE_CHANNELS) -> float:
+    """The share of its full grid (channels x LL threads) NCCL runs an LL collective of ``size`` bytes
+    on: enqueue.cc drops channels, then halves the threads while they stay a multiple of 128, until
+    every thread has ``LL_THREAD_THRESHOLD`` bytes. LL's one-server cap (141 GB/s) is what the full grid
+    moves, so a small message moves at its share of it: 1 KiB runs on one channel of 128 threads (1/64).
+
+    >>> ll_grid_share(8) * 128, ll_grid_share(1024) * 64, ll_grid_share(1 << 20)
+    (1.0, 1.0, 1.0)
+    """
+    nc, nt = channels, LL_MAX_THREADS
+    while size < nc * nt * LL_THREAD_THRESHOLD:
+        if nc >= 2:
+            nc -= 1
+        elif nt % 128 == 0:
+            nt //= 2
+        else:
+            break
+    return nc * nt / (channels * LL_MAX_THREADS)
 
 
 def ring_channels(lib: Library, ranks_per_server: int, gpus_per_server: int) -> int:

@@ -187,11 +187,29 @@ def flows_per_transfer(scheme: Scheme, conns: int = 1) -> int:
     return 1 if scheme.kind == "static" else max(1, conns) * scheme.qps
 
 
-def hashed_paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme: Scheme, conns: int = 1) -> np.ndarray:
-    """Arc path of every QP flow, shape (transfers * flows, hops), padded with -1.
+CHUNK_FLOWS = 1 << 18  # flows hashed at once: bounds the header-field temporaries (~10 arrays of this length)
 
-    Rows are ordered transfer-major (transfer i, QP q at row i * flows + q)."""
+
+def hashed_paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme: Scheme, conns: int = 1, spare: int = 0) -> np.ndarray:
+    """Arc path of every QP flow, shape (transfers * flows, hops), padded with -1 (int32: a million
+    flows of a 16K-GPU job hold half the memory).
+
+    Rows are ordered transfer-major (transfer i, QP q at row i * flows + q). Every flow's path depends
+    on its own header and the switches' seeds only, so the transfers are hashed in chunks. ``spare``
+    extra columns (-1) follow the path, for the caller's own use."""
     qps = flows_per_transfer(scheme, conns)
+    hops = int(net.dist.max()) if net.dist.size else 0
+    out = np.full((len(s_nic) * qps, hops + 2 + spare), -1, np.int32)
+    P = out[:, :hops + 2]
+    seeds = None if scheme.kind == "static" else hashing.switch_seeds(net.n_switches, scheme.seed, scheme.per_switch)
+    step = max(1, CHUNK_FLOWS // qps)
+    for a in range(0, len(s_nic), step):
+        _paths(net, np.asarray(s_nic[a:a + step]), np.asarray(d_nic[a:a + step]), scheme, qps, seeds, P[a * qps:(a + step) * qps])
+    return out
+
+
+def _paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme: Scheme, qps: int, seeds, P: np.ndarray) -> None:
+    """:func:`hashed_paths` of some transfers, written into ``P`` (their rows, all -1)."""
     src = np.repeat(s_nic, qps)
     dst = np.repeat(d_nic, qps)
     qp = np.tile(np.arange(qps), len(s_nic))
@@ -200,14 +218,12 @@ def hashed_paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme: Scheme,
     tgt = net.dest_of_switch[net.nic_leaf[dst]]
     if (cur < 0).any() or (tgt < 0).any():
         raise ValueError("a GPU's NIC has no link to a leaf switch (a failed server or NIC link?)")
-    hops = int(net.dist.max()) if net.dist.size else 0
-    P = np.full((F, hops + 2), -1, np.int64)
+    hops = P.shape[1] - 2
     P[:, 0] = net.nic_up[src]
     if scheme.kind == "static":
         key = net.nic_host[dst]
     else:
         h = hashing.base_hash(hashing.flow_fields(src, dst, qp), scheme.fields(), scheme.hash_function, scheme.seed)
-        seeds = hashing.switch_seeds(net.n_switches, scheme.seed, scheme.per_switch)
     idx = np.arange(F)
     for k in range(1, hops + 1):
         at = cur != net.leaf_of_dest[tgt]
@@ -229,20 +245,23 @@ def hashed_paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme: Scheme,
         cur[i] = net.arc_head[arc]
     last = np.argmax(P < 0, axis=1)
     P[np.arange(F), last] = net.nic_down[dst]
-    return P
 
 
 def _hashed(net: Net, s_nic, d_nic, b, scheme: Scheme, pre: np.ndarray | None = None, conns: int = 1) -> Routed:
     """Hashed QP flows aggregated into classes; ``pre`` (transfers x 2, -1 = none) holds the NVLink
     arcs of a forwarded transfer (see :func:`relays`), prepended to each of its QPs' paths."""
     qps = flows_per_transfer(scheme, conns)
-    P = hashed_paths(net, s_nic, d_nic, scheme, conns)
-    if pre is not None and (pre >= 0).any():
-        P = np.concatenate([np.repeat(pre, qps, axis=0), P], axis=1)
+    forwarded = pre is not None and (pre >= 0).any()
+    P = hashed_paths(net, s_nic, d_nic, scheme, conns, spare=0 if forwarded else 1)
     size = np.repeat(b / qps, qps)
-    # aggregate identical (path, size) rows into classes
-    size_id = np.unique(size, return_inverse=True)[1].reshape(-1)
-    key = np.concatenate([P, size_id[:, None]], axis=1)
+    # aggregate identical (path, size) rows into classes: the key is the path, then the size's id
+    size_id = np.unique(size, return_inverse=True)[1].reshape(-1).astype(P.dtype)
+    if forwarded:
+        key = np.concatenate([np.repeat(pre, qps, axis=0), P, size_id[:, None]], axis=1)
+    else:
+        key = P  # its spare last column takes the size id: no second (flows x hops) array
+        key[:, -1] = size_id
+    del P
     first, _, count = _row_classes(key)
     Pc = key[first, :-1]
     K = len(first)
@@ -251,7 +270,7 @@ def _hashed(net: Net, s_nic, d_nic, b, scheme: Scheme, pre: np.ndarray | None = 
     cols = np.nonzero(valid)[0]
     A = csc_matrix((count[cols].astype(float), (rows, cols)), shape=(net.n_arcs, K))
     lat = np.where(valid, net.arc_latency[np.where(valid, Pc, 0)], 0.0).sum(axis=1)
-    return Routed(A, size[first], count.astype(float), lat, len(P))
+    return Routed(A, size[first], count.astype(float), lat, len(key))
 
 
 _ROW_MIX = np.random.default_rng(20240805).integers(1, 2**63, size=64, dtype=np.uint64) | np.uint64(1)
@@ -262,11 +281,16 @@ def _row_classes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     classes in order of first appearance. Rows are keyed by a 64-bit mix (a 1-D sort instead of a
     lexicographic one, ~5x faster on a million flows), checked exactly; an exact sort is the fallback."""
     if key.shape[1] <= len(_ROW_MIX):
+        # column by column (a sum mod 2**64 in any order): no (rows x columns) uint64 copy of the key
+        mix = np.zeros(len(key), np.uint64)
         with np.errstate(over="ignore"):
-            h = hashing.fmix64((key.astype(np.uint64) * _ROW_MIX[: key.shape[1]]).sum(axis=1, dtype=np.uint64))
+            for c in range(key.shape[1]):
+                mix += key[:, c].astype(np.uint64) * _ROW_MIX[c]
+        h = hashing.fmix64(mix)
+        del mix
         _, first, inv, count = np.unique(h, return_index=True, return_inverse=True, return_counts=True)
         inv = np.asarray(inv).reshape(-1)
-        if not np.array_equal(key[first][inv], key):
+        if not all(np.array_equal(key[first, c][inv], key[:, c]) for c in range(key.shape[1])):
             _, first, inv, count = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
             inv = np.asarray(inv).reshape(-1)
     else:

@@ -90,23 +90,27 @@ def compile_graph(
     switch_latency: dict[str, float] | None = None,
     nvlink_bandwidth: float | None = None,
     cable_length: dict[str, float] | None = None,
+    within: set[str] | None = None,
 ) -> Net:
     """Compile a contract-conforming fabric graph.
 
     ``switch_latency`` maps a switch model to its forwarding latency (s); ``nvlink_bandwidth`` is per
     GPU and direction in bit/s (None: intra-server traffic goes through the leaf); ``cable_length``
-    maps link ids to metres (missing links get :data:`DEFAULT_LENGTH_M` of their tier).
+    maps link ids to metres (missing links get :data:`DEFAULT_LENGTH_M` of their tier). ``within``:
+    compile the subgraph of these nodes only (what ``g.subgraph(within)`` would give, without copying
+    the graph: every list below is sorted, so the result does not depend on the graph's order).
     """
     switch_latency = switch_latency or {}
     cable_length = cable_length or {}
     notes: list[str] = []
     nodes = g.nodes
-    switches = sorted((n for n, d in nodes(data=True) if d.get("level", -1) >= 1), key=lambda n: (nodes[n]["level"], n))
+    node_data = list(nodes(data=True) if within is None else ((n, d) for n, d in nodes(data=True) if n in within))
+    switches = sorted((n for n, d in node_data if d.get("level", -1) >= 1), key=lambda n: (nodes[n]["level"], n))
     sidx = {n: i for i, n in enumerate(switches)}
-    servers = sorted((n for n, d in nodes(data=True) if d.get("role") == "server"),
+    servers = sorted((n for n, d in node_data if d.get("role") == "server"),
                      key=lambda n: (nodes[n].get("zone") or 0, str(nodes[n].get("rack")), n))
     srv_idx = {n: i for i, n in enumerate(servers)}
-    nics = sorted((n for n, d in nodes(data=True) if d.get("role") == "nic"),
+    nics = sorted((n for n, d in node_data if d.get("role") == "nic"),
                   key=lambda n: (srv_idx.get(nodes[n].get("server"), 1 << 30), nodes[n].get("gpu", 0), n))
     nidx = {n: i for i, n in enumerate(nics)}
     S = len(switches)
@@ -119,11 +123,9 @@ def compile_graph(
     nic_down = np.full(len(nics), -1, np.int64)
     nic_leaf = np.full(len(nics), -1, np.int64)
     defaulted = 0
-    for u, v, key, d in sorted(g.edges(keys=True, data=True), key=lambda e: str(e[2])):
-        if d.get("kind") != "link":
-            continue
-        if u not in sidx and u not in nidx or v not in sidx and v not in nidx:
-            continue
+    inside = sidx.keys() | nidx.keys()
+    cables = [e for e in g.edges(keys=True, data=True) if e[3].get("kind") == "link" and e[0] in inside and e[1] in inside]
+    for u, v, key, d in sorted(cables, key=lambda e: str(e[2])):
         if key in cable_length:
             length = float(cable_length[key])
         elif "length" in d:
@@ -292,8 +294,9 @@ def _unique_rows(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inv
 
 
-def from_design(design, graph: nx.MultiGraph | None = None) -> Net:
-    """Compile the fabric of a compiled :class:`~twin.compiler.design.Design` with its catalog figures."""
+def from_design(design, graph: nx.MultiGraph | None = None, within: set[str] | None = None) -> Net:
+    """Compile the fabric of a compiled :class:`~twin.compiler.design.Design` with its catalog figures
+    (``within``: only the subgraph of these nodes, e.g. :func:`first_gpus`)."""
     fabric = design.fabric
     if graph is None:
         if fabric is None or getattr(fabric, "graph", None) is None:
@@ -302,8 +305,10 @@ def from_design(design, graph: nx.MultiGraph | None = None) -> Net:
     spec = design.spec
     latency = {name: m.latency for name, m in spec.catalog.switches.items()}
     if fabric is not None and family_traits(fabric.family).rails_apart:
+        if within is not None:
+            graph, within = graph.subgraph(within), None
         graph = rail_partitions(graph)
-    return compile_graph(graph, latency, spec.chassis.nvlink_bandwidth, cable_lengths(design))
+    return compile_graph(graph, latency, spec.chassis.nvlink_bandwidth, cable_lengths(design), within)
 
 
 def rail_partitions(g: nx.MultiGraph) -> nx.MultiGraph:
@@ -359,9 +364,15 @@ def cable_lengths(design) -> dict[str, float]:
 
 
 def first_gpus_subgraph(g: nx.MultiGraph, gpus: int) -> nx.MultiGraph:
-    """The fabric serving the first ``gpus`` GPUs in topology order: their servers, NICs and leaves,
-    the spine switches of the zones they touch, and the core only when they span zones. Used to
-    keep report-time and benchmark simulations small on big sites."""
+    """The subgraph of :func:`first_gpus`, as a graph of its own."""
+    return g.subgraph(first_gpus(g, gpus)).copy()
+
+
+def first_gpus(g: nx.MultiGraph, gpus: int) -> set[str]:
+    """The nodes of the fabric serving the first ``gpus`` GPUs in topology order: their servers, NICs
+    and leaves, the spine switches of the zones they touch, and the core only when they span zones.
+    Used to keep report-time and benchmark simulations small on big sites (``from_design(d,
+    within=...)`` compiles them without copying the graph)."""
     nodes = g.nodes
     servers = sorted((n for n, d in nodes(data=True) if d.get("role") == "server"),
                      key=lambda n: (nodes[n].get("zone") or 0, str(nodes[n].get("rack")), n))
@@ -384,4 +395,4 @@ def first_gpus_subgraph(g: nx.MultiGraph, gpus: int) -> nx.MultiGraph:
             keep.add(n)
         elif level >= 3 and len(zones) > 1:
             keep.add(n)
-    return g.subgraph(keep).copy()
+    return keep

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from twin.lang.diagnostics import Diagnostic, Severity, SpecError
-from twin.lang.files import FileRefused, read_bytes
+from twin.lang.files import FileRefused, inside, read_bytes
 from twin.lang.scenario.power import OUTDOOR_RANGE
 from twin.lang.units import TEMPERATURE, QuantityError, parse
 
@@ -124,7 +124,12 @@ def outdoor(weather, t: np.ndarray, start_time: float, base: Path) -> np.ndarray
     if weather.diurnal is not None:
         d = weather.diurnal
         return diurnal(tod % 86400.0, d.min, d.max, d.peak_at)
-    hourly = read_hourly_csv((base / weather.csv) if not Path(weather.csv).is_absolute() else Path(weather.csv))
+    try:  # named relative to the scenario, inside its folder: a scenario cannot make twin read (and quote) any file
+        path = inside(weather.csv, base)
+    except FileRefused as e:
+        raise SpecError([Diagnostic(Severity.ERROR, weather.csv, 1, 1, (), f"cannot use the temperature CSV: {e}",
+                                    "an hourly CSV beside the scenario or below its folder")]) from None
+    hourly = read_hourly_csv(path)
     hours = np.arange(len(hourly)) * 3600.0
     return np.interp(tod, hours, hourly)
 

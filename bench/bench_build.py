@@ -1,0 +1,152 @@
+"""Build benchmark: `twin build` of the 24K and 100K sites, pass by pass, against a pinned earlier commit.
+
+Goals (issue 26), on 2 cores: meta-24k-roce under 5 s and 500 MiB, meta-campus-100k under 20 s and
+2 GiB (placement and report included); `twin --help` under 0.3 s; `twin validate --fast` of the Meta site under
+1 s (plain `twin validate` compiles the design for its verdicts). Each build is its own process, timed from outside with its own rusage (os.wait4: CPU seconds and
+peak RSS of that process alone). The current tree and the baseline commit (extracted with `git archive`
+into a temporary folder; it needs its own dependencies, Pyomo among them) run in turn, A B A B ..., and
+the ratio is taken pair by pair: on a shared machine the wall clock also counts other people's work, a
+ratio of builds timed side by side holds. A second run of the current tree in-process splits the build
+by pass: wall and CPU seconds, and the resident memory after each pass with the peak so far.
+
+    python bench/bench_build.py                       # both sites, 3 runs each side, a Markdown table
+    python bench/bench_build.py --sites meta-24k-roce --runs 5 --json
+    python bench/bench_build.py --baseline HEAD~3     # another commit to compare with
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# main before issue 26 (SONiC through json.dumps(indent=1), Pyomo-built placement models, eager imports)
+BASELINE = "963a84d"
+GOALS = {"meta-24k-roce": (5.0, 500), "meta-campus-100k": (20.0, 2048)}  # seconds, MiB
+SHORT = {"twin --help": (["--help"], 0.3), "twin validate --fast meta-24k-roce": (["validate", "--fast", "sites/meta-24k-roce.yaml"], 1.0)}
+
+
+def _flags(args: list[str], code: Path) -> list[str]:
+    """The baseline's `twin validate` was the spec alone already and has no --fast."""
+    return args if code == ROOT else [a for a in args if a != "--fast"]
+
+
+def timed(cmd: list[str], cwd: Path, env: dict) -> dict:
+    """One process: wall, CPU (user + system) and peak RSS of that process alone."""
+    with tempfile.TemporaryFile() as out:
+        t = time.perf_counter()
+        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode:
+            out.seek(0)
+            raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}):\n{out.read().decode()[-3000:]}")
+    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "peak_mib": ru.ru_maxrss / 1024}
+
+
+def side(code: Path) -> dict:
+    return {**os.environ, "PYTHONPATH": str(code), "PYTHONHASHSEED": "0"}
+
+
+def build_cmd(site: str, out: Path) -> list[str]:
+    return [sys.executable, "-m", "twin", "build", f"sites/{site}.yaml", "-o", str(out), "-q"]
+
+
+def pairs(label: str, args_for, runs: int, base: Path | None) -> dict:
+    """A and B in turn, ``runs`` times; medians of each and of the pairwise wall and CPU ratios."""
+    rows = []
+    for _ in range(runs):
+        row = {"new": timed(args_for(ROOT), ROOT, side(ROOT))}
+        if base is not None:
+            row["base"] = timed(args_for(base), base, side(base))
+        rows.append(row)
+    med = {k: {m: statistics.median(r[k][m] for r in rows) for m in ("wall_s", "cpu_s", "peak_mib")} for k in rows[0]}
+    if base is not None:
+        med["ratio"] = {m: statistics.median(r["new"][m] / r["base"][m] for r in rows) for m in ("wall_s", "cpu_s")}
+    return {"label": label, "runs": runs, "median": med}
+
+
+def passes(site: str) -> dict:
+    """The current tree's build of ``site`` in this process, split by pass."""
+    code = (
+        "import json, resource, sys, time\n"
+        "t0 = (time.perf_counter(), time.process_time())\n"
+        "from twin.build import build\n"
+        "marks = [('imports', *t0)]\n"
+        "def rss():\n"
+        "    return int(open('/proc/self/statm').read().split()[1]) * resource.getpagesize() / 2**20\n"
+        "rows = []\n"
+        "def step(name):\n"
+        "    w, c = time.perf_counter(), time.process_time()\n"
+        "    prev = marks[-1]\n"
+        "    rows.append({'pass': prev[0], 'wall_s': w - prev[1], 'cpu_s': c - prev[2], 'rss_mib': rss(),\n"
+        "                 'peak_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})\n"
+        "    marks.append((name, w, c))\n"
+        "step('validate')\n"
+        "build(sys.argv[1], sys.argv[2], progress=step)\n"
+        "step('end')\n"
+        "print(json.dumps(rows))\n"
+    )
+    with tempfile.TemporaryDirectory(prefix="bench-build-") as tmp:
+        p = subprocess.run([sys.executable, "-c", code, f"sites/{site}.yaml", str(Path(tmp) / "out")], cwd=ROOT, env=side(ROOT),
+                           capture_output=True, text=True)
+    if p.returncode:
+        raise SystemExit(p.stderr[-3000:])
+    return {"site": site, "passes": json.loads(p.stdout.strip().splitlines()[-1])}
+
+
+def baseline_tree(commit: str, tmp: Path) -> Path:
+    """The baseline commit's files (git archive), as its own import root."""
+    out = tmp / "baseline"
+    out.mkdir()
+    archive = subprocess.run(["git", "archive", commit], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    def opt(name: str, default: str) -> str:
+        return argv[argv.index(name) + 1] if name in argv else default
+
+    runs = int(opt("--runs", "3"))
+    sites = opt("--sites", ",".join(GOALS)).split(",")
+    commit = opt("--baseline", BASELINE)
+    with tempfile.TemporaryDirectory(prefix="bench-build-") as tmp:
+        base = None if "--no-baseline" in argv else baseline_tree(commit, Path(tmp))
+        out = Path(tmp) / "out"
+        results = {"baseline": None if base is None else commit, "machine": {"cpus": os.cpu_count(), "load_average": os.getloadavg()[0]},
+                   "short": [pairs(k, lambda code, a=a: [sys.executable, "-m", "twin", *_flags(a, code)], runs, base) for k, (a, _) in SHORT.items()],
+                   "builds": [pairs(s, lambda code, s=s: build_cmd(s, out), runs, base) for s in sites],
+                   "passes": [passes(s) for s in sites]}
+    goals = {**{k: g for k, (_, g) in SHORT.items()}, **{s: GOALS.get(s, (None, None))[0] for s in sites}}
+    if "--json" in argv:
+        print(json.dumps({**results, "goals_s": goals, "goals_mib": {s: GOALS.get(s, (None, None))[1] for s in sites}}, indent=1))
+        return 0
+    base_cols = " | baseline wall s | baseline CPU s | baseline MiB | ratio wall | ratio CPU" if base is not None else ""
+    print(f"median of {runs} runs, each side in turn; baseline {commit}; load average {results['machine']['load_average']:.1f} "
+          f"on {results['machine']['cpus']} CPUs\n")
+    print(f"| command | goal s | wall s | CPU s | peak MiB{base_cols} |\n|---|---:|---:|---:|---:|" + "---:|" * (5 if base else 0))
+    for r in results["short"] + results["builds"]:
+        m = r["median"]
+        extra = (f" | {m['base']['wall_s']:.2f} | {m['base']['cpu_s']:.2f} | {m['base']['peak_mib']:.0f} | {m['ratio']['wall_s']:.2f} | "
+                 f"{m['ratio']['cpu_s']:.2f}") if base is not None else ""
+        print(f"| {r['label']} | {goals.get(r['label']) or '-'} | {m['new']['wall_s']:.2f} | {m['new']['cpu_s']:.2f} | "
+              f"{m['new']['peak_mib']:.0f}{extra} |")
+    for p in results["passes"]:
+        print(f"\n{p['site']}, one build in-process, by pass\n\n| pass | wall s | CPU s | RSS after MiB | peak so far MiB |\n|---|---:|---:|---:|---:|")
+        for row in p["passes"]:
+            print(f"| {row['pass']} | {row['wall_s']:.2f} | {row['cpu_s']:.2f} | {row['rss_mib']:.0f} | {row['peak_mib']:.0f} |")
+    print(f"\n(peak of this harness: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
