@@ -60,3 +60,17 @@ def test_scenario_and_sweep_errors_name_the_form_not_the_regex():
     except PathError as e:
         said = str(e)
     assert "lower-case letters, digits and '-'" in said and not any(r in said for r in REGEX)
+
+
+def test_a_campaign_length_takes_the_unit_the_language_uses_elsewhere():
+    """campaign.days read '7 d' as "expected number"; it takes a duration with its unit (or days bare)."""
+    base = (ROOT / "scenarios" / "lab-twins.yaml").read_text()
+    assert "  days: 7\n" in base
+    for written, days in (("7", 7.0), ("7 d", 7.0), ("2 week", 14.0), ("36 h", 1.5)):
+        scn, _ = parse_scenario(base.replace("  days: 7\n", f"  days: {written}\n"), "s.yaml")
+        assert scn.campaign.days == days
+    try:
+        parse_scenario(base.replace("  days: 7\n", "  days: 7 kg\n"), "s.yaml")
+    except SpecError as e:
+        (d,) = e.diagnostics
+    assert d.dotted == "campaign.days" and "expected a time such as" in d.message
