@@ -81,7 +81,10 @@ def test_build_writes_then_exits_4_on_a_fail(tmp_path):
     assert [x["key"] for x in doc["risks"] if x["status"] == "fail"][-1] == "lossless.route.b2-b3"
     review = json.loads((tmp_path / "a" / "review.json").read_text())
     assert review["risks"] == doc["risks"]
-    assert cli("build", str(CAMPUS), "-o", str(tmp_path / "a"), "-q", "--accept-risks").returncode == 0
+    q = cli("build", str(CAMPUS), "-o", str(tmp_path / "a"), "-q")  # quiet, but not about why it exits 4
+    assert q.returncode == 4 and q.stderr.count("FAIL (high)") == 4 and "between b2 and b3" in q.stderr and not q.stdout
+    ok = cli("build", str(CAMPUS), "-o", str(tmp_path / "a"), "-q", "--accept-risks")
+    assert ok.returncode == 0 and not ok.stderr
 
 
 @pytest.mark.parametrize("site", ["lab-campus", "lab-2zone", "lab-ib", "lab-powercap"])

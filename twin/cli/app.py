@@ -41,11 +41,11 @@ def risks_exit(risks, accept: bool) -> int:
     return EXIT_RISKS if not accept and any(v.status == "fail" for v in risks) else 0
 
 
-def print_risks(risks, console=None) -> None:
-    """The fails and warnings, one line each, worst first; then the counts."""
+def print_risks(risks, console=None, fails_only: bool = False) -> None:
+    """The fails and warnings (``fails_only``: the fails), one line each, worst first; then the counts."""
     console = console or err
     for v in risks:
-        if v.status != "pass":
+        if v.status == "fail" or (v.status == "warn" and not fails_only):
             style = "red" if v.status == "fail" else "yellow"
             where = f"{v.where}: " if v.where else ""
             console.print(f"{v.status.upper()} ({v.severity}) {where}{v.check}: {v.value} against {v.limit} [{v.section}]",
@@ -235,6 +235,8 @@ def build(
                       "scenario": result.runs.scenario[1] if result.runs and result.runs.scenario else None},
         })
         raise typer.Exit(code)
+    if quiet and code:  # -q hides progress and warnings, not why the exit code is 4
+        print_risks(result.risks, fails_only=True)
     if not quiet:
         print_risks(result.risks)  # the spec's warnings are among the verdicts
         if solver:
