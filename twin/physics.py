@@ -15,6 +15,12 @@ FIBER_DELAY_S_PER_M = 4.9e-9
 # Forwarding latency of a switch the catalog gives no figure for (assumed: cut-through ASIC ~1 us).
 DEFAULT_SWITCH_LATENCY_S = 1e-6
 
+# Water at 25 degC and 1 atm ([nist-water]): density 997.05 kg/m^3, isobaric heat capacity 75.33 J/(mol K) /
+# 18.015 g/mol = 4,181.6 J/(kg K). A coolant loop carries flow x density x heat capacity x its temperature rise;
+# 1 kW at a 10 K rise needs 1.44 L/min. Glycol mixtures carry less (a PG25 loop about 4% less per litre).
+WATER_DENSITY = 997.05  # kg/m^3
+WATER_HEAT_CAPACITY = 4181.6  # J/(kg K)
+
 U_METRES = 0.04445  # one rack unit (EIA-310: 1.75 in)
 
 # PFC headroom ([ieee-802.1qbb]). After a port sends PAUSE, the sender keeps transmitting until the frame

@@ -135,7 +135,7 @@ def _design_figures() -> list[Figure]:
         usage = x.design.placement.figures.get("usage", []) if x.design.placement is not None else []
         out = []
         for hb in x.design.budget.halls:
-            for kind in ("busway", "block", "cooling-row", "utility"):
+            for kind in ("busway", "block", "cooling-row", "utility", "cdu", "facility-water"):
                 for state, shown in (("normal", "normal"), ("failure", "worst failure")):
                     us = [u["utilisation"] for u in usage if u["hall"] == hb.name and u["kind"] == kind and (u["state"] == "normal") == (state == "normal")]
                     if us:

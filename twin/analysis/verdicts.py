@@ -141,7 +141,8 @@ def design_verdicts(d, locate: bool = True) -> list[Verdict]:
 
 
 _KIND = {"busway": ("busway", "power"), "block": ("UPS block", "power"), "cooling-row": ("row cooling", "cooling"),
-         "cooling-zone": ("cooling zone", "cooling"), "utility": ("hall utility", "power")}
+         "cooling-zone": ("cooling zone", "cooling"), "utility": ("hall utility", "power"), "cdu": ("CDUs", "cooling"),
+         "facility-water": ("facility water", "cooling")}
 
 
 def _placement(d, at, halls) -> list[Verdict]:

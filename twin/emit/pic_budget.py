@@ -17,7 +17,7 @@ from twin.emit.svg import INK, MUTED, PALETTE, Canvas, nice_ticks, stacked_histo
 from twin.lang.units import kw
 
 KINDS = [("busway", "busways"), ("block", "UPS blocks"), ("cooling-row", "row cooling"), ("cooling-zone", "cooling zones"),
-         ("utility", "hall utility")]
+         ("utility", "hall utility"), ("cdu", "row CDUs"), ("facility-water", "facility water")]
 FAILED = "#8c8c8c"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from twin.compiler.place import capacity
 from twin.compiler.place.model import HallGrid
+from twin.compiler.resolve.liquid import liquid_share
 from twin.emit.svg import INK, MUTED, PALETTE, Canvas, status_colour
 from twin.lang.site.models import Hall
 from twin.lang.units import kw
@@ -46,15 +47,20 @@ def hall_size(h: Hall) -> tuple[float, float]:
     return round(width, 6), round((h.rows - 1) * h.row_pitch + h.rack_depth, 6)
 
 
-def row_utilisation(h: Hall, pue: float, racks) -> tuple[dict[int, float], dict[int, float]]:
-    """Worst busway/UPS-block and worst cooling utilisation of each row over every failure state."""
+def row_utilisation(h: Hall, pue: float, racks, share: float = 0.0) -> tuple[dict[int, float], dict[int, float]]:
+    """Worst busway/UPS-block and worst cooling (air, CDUs, facility water) utilisation of each row over
+    every failure state."""
     load = {r: 0.0 for r in range(1, h.rows + 1)}
+    gpu = dict(load)
     for r in racks:
         load[r.position.row] += r.power
+        if r.kind == "gpu":
+            gpu[r.position.row] += r.power
     power = dict.fromkeys(load, 0.0)
     cool = dict.fromkeys(load, 0.0)
-    for u in capacity.usage(h, pue, load):
-        target = power if u.limit.kind in ("busway", "block") else cool if u.limit.kind.startswith("cooling") else None
+    for u in capacity.usage(h, pue, load, gpu, share):
+        cooling = u.limit.kind.startswith("cooling") or u.limit.kind in ("cdu", "facility-water")
+        target = power if u.limit.kind in ("busway", "block") else cool if cooling else None
         if target is not None:
             for r in u.limit.rows:
                 target[r] = max(target[r], u.utilisation)
@@ -65,7 +71,7 @@ def reserved_positions(h: Hall) -> set[tuple[int, int]]:
     return {(r, p) for res in h.reserved for r in res.rows for p in res.positions}
 
 
-def hall_svg(h: Hall, racks, pue: float, zones: int) -> bytes:
+def hall_svg(h: Hall, racks, pue: float, zones: int, share: float = 0.0) -> bytes:
     """One hall's floor plan (``racks``: the PlacedRacks of this hall)."""
     s = scale(h)
     wm, dm = hall_size(h)
@@ -93,7 +99,7 @@ def hall_svg(h: Hall, racks, pue: float, zones: int) -> bytes:
         for k in range(1, (h.positions_per_row - 1) // h.cross_aisle_every + 1):
             x = px(k * h.cross_aisle_every) + h.slot_width * s
             c.rect(x, TOP - 6, h.cross_aisle_width * s, dm * s + 12, "#e8eef5", tip="cross-aisle")
-    power, cool = row_utilisation(h, pue, racks)
+    power, cool = row_utilisation(h, pue, racks, share)
     reserved = reserved_positions(h)
     taken = {(r.position.row, r.position.slot) for r in racks}
     rw, rd = h.slot_width * s, h.rack_depth * s
@@ -148,5 +154,6 @@ def floor_pictures(d) -> list[tuple[str, str, bytes]]:
     for h in d.spec.site.halls:
         caption = (f"Floor plan of {h.name} at its real geometry (racks coloured by AI zone, network racks dark; bars: worst"
                    " busway and cooling utilisation of each row over normal operation and every failure state)")
-        out.append((f"floor-{h.name}.svg", caption, hall_svg(h, by_hall.get(h.name, []), d.spec.site.power.pue, d.spec.zones)))
+        out.append((f"floor-{h.name}.svg", caption, hall_svg(h, by_hall.get(h.name, []), d.spec.site.power.pue, d.spec.zones,
+                                                                              liquid_share(d.spec.site))))
     return out

@@ -83,10 +83,11 @@ def section(d: Design) -> str | None:
         out.append(f"Method: {p.method}.\n")
     cap = f.get("capacity", {})
     states = sorted({u["state"] for u in f["usage"]}, key=lambda x: (x != "normal", x))
+    pstates = [st for st in states if any(u["kind"] in ("busway", "block") and u["state"] == st for u in f["usage"])]
 
     def col(fig: dict | None) -> list[str]:
         if not fig or "fiber_m" not in fig:
-            return ["-"] * (7 + len(states))
+            return ["-"] * (7 + len(pstates))
         stranded = sum(r["stranded_w"] for r in fig["rows"] if r["load_w"] > 0)
         vals = [
             f"{fig['gpus']:,}",
@@ -95,7 +96,7 @@ def section(d: Design) -> str | None:
             f"**{fig['fiber_m']['total']:,.0f} m**",
             f"{fig['fiber_m']['longest_rack_spine_m']:,.1f} m",
         ]
-        for st in states:
+        for st in pstates:
             vals.append(_worst(fig["usage"], "busway", lambda x, st=st: x == st)[1] if any(
                 u["kind"] == "busway" and u["state"] == st for u in fig["usage"]) else _worst(fig["usage"], "block", lambda x, st=st: x == st)[1])
         vals.append(kw(stranded))
@@ -103,7 +104,7 @@ def section(d: Design) -> str | None:
         return vals
 
     labels = ["GPUs placed", "fiber rack-spine", "fiber spine-core", "fiber total", "longest rack-spine run"]
-    labels += [f"worst busway/block, {st}" for st in states]
+    labels += [f"worst busway/block, {st}" for st in pstates]
     labels += ["stranded power (rows in use)", "limits exceeded"]
     a, b = col(f), col(nv if isinstance(nv, dict) else None)
     rows = [[lab, x, y] for lab, x, y in zip(labels, a, b)]
@@ -121,7 +122,7 @@ def section(d: Design) -> str | None:
     # utilisation per kind and state
     urows = []
     kinds = [("busway", "busway"), ("block", "UPS block"), ("cooling-row", "row cooling"),
-             ("cooling-zone", "cooling zone"), ("utility", "hall utility")]
+             ("cooling-zone", "cooling zone"), ("utility", "hall utility"), ("cdu", "row CDUs"), ("facility-water", "facility water")]
     for k, label in kinds:
         for st in states:
             us = [u for u in f["usage"] if u["kind"] == k and u["state"] == st]

@@ -16,6 +16,7 @@ from pathlib import Path
 from twin.analysis.review import dumps, figures
 from twin.analysis.verdicts import Verdict, verdicts
 from twin.compiler.design import Design
+from twin.compiler.resolve import liquid
 from twin.compiler.resolve.feasibility import hall_capacity
 from twin.emit import bom, campus_report, configs_report, cost_report, fabric_report, html, pic_budget, pic_fabric, pic_floor, pic_twin, placement, report_twins, sizing_report, verdicts_report
 from twin.emit.markdown import pct, table
@@ -96,7 +97,7 @@ def power_section(d: Design) -> str:
             kw(hb.it_power),
             f"{kw(hb.distribution)} ({pct(hb.it_power / hb.distribution) if hb.distribution else '-'})",
             f"{kw(hb.facility_power)} / {kw(hb.utility)} ({pct(hb.facility_power / hb.utility)})",
-            f"{kw(hb.cooling)} ({pct(hb.it_power / hb.cooling) if hb.cooling else '-'})",
+            f"{kw(hb.cooling)} ({pct(hb.air_heat / hb.cooling) if hb.cooling else '-'})",
             h.power.redundancy.value,
         ])
     out.append(table(["hall", "GPU racks", "GPU positions", "IT load", "distribution (used)", "facility / utility", "cooling (used)", "redundancy"], rows, "lrrrrrrl"))
@@ -120,6 +121,7 @@ def power_section(d: Design) -> str:
         worst_row.append([h.name, f"{gpu_slots:g}", kw(gpu_slots * b.rack_power), kw(per_row_cap), kw(per_row_cool)])
     out.append("\nA full row (every GPU position filled) against its per-row limits:\n\n")
     out.append(table(["hall", "GPU positions / row", "full-row load", "row power limit", "row cooling"], worst_row, "lrrrr"))
+    out += liquid_table(d)
     return "\n".join(out)
 
 
@@ -128,6 +130,27 @@ def _cable_ends(d: Design) -> float:
 
     npw = network_power(d.bom)
     return npw["transceiver"] + npw["cable"]
+
+
+def liquid_table(d: Design) -> list[str]:
+    """Halls with CDUs: the liquid heat, what the CDUs carry per row (or rack) in every state, the facility water."""
+    s, b = d.spec, d.budget
+    rows = []
+    for h in s.site.halls:
+        c, fw = h.cooling.cdus, h.cooling.facility_water
+        hb = next((x for x in b.halls if x.name == h.name), None)
+        if c is None or fw is None or hb is None:
+            continue
+        per = "row" if c.kind == "in-row" else "GPU rack"
+        states = "; ".join(f"{st} {kw(cap)}" for st, cap, _ in liquid.unit_states(c))
+        rows.append([h.name, kw(hb.liquid), f"{kw(hb.air_heat)} ({pct(hb.air_heat / hb.cooling) if hb.cooling else '-'})", f"{c.count} {c.kind} x {kw(liquid.cdu_heat(c, c.pumps))}", f"per {per}: {states}",
+                     f"{fw.supply_temperature:g} / {c.supply_temperature:g} degC", f"{kw(liquid.facility_heat(fw))} ({pct(hb.liquid / liquid.facility_heat(fw))})"])
+    if not rows:
+        return []
+    return ["\nLiquid cooling: the GPU racks' liquid heat (liquid_share x rack power), what the CDUs carry in normal operation"
+            " and after the loss of one CDU or pump (placement holds every row to it), and the facility water:\n\n",
+            table(["hall", "liquid heat", "air heat (used)", "CDUs", "CDU capacity by state", "facility / coolant supply",
+                   "facility water (used)"], rows, "lrrllrr")]
 
 
 def workloads_section(d: Design) -> str | None:

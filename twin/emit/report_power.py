@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from twin.lang.units import kw
+
 
 def _mw(w: float) -> str:
     return f"{w / 1e6:,.2f} MW"
@@ -52,9 +54,43 @@ def limit_rows(p: dict) -> list[list[str]]:
     return out
 
 
+def _label(m: dict) -> str:
+    if "floor_W" in m or "fill_W" in m:
+        return f"{m['what']} at {m.get('floor_W', m.get('fill_W', 0)):g} W"
+    if "up_W_per_s" in m:
+        parts = [f"{d} {m[k]:g} W/s" for d, k in (("up", "up_W_per_s"), ("down", "down_W_per_s")) if m[k] is not None]
+        if m["hysteresis_s"]:
+            parts.append(f"hold {m['hysteresis_s']:g} s")
+        return f"{m['what']} ({', '.join(parts)})"
+    if "energy_per_gpu_J" in m:
+        return f"{m['what']} ({m['energy_per_gpu_J'] / 1e3:g} kJ per GPU)"
+    return m["what"]
+
+
+SMOOTHING_COLUMNS = ["GPU power smoothing", "grid peak", "fastest ramp", "swing in a step (median)", "swing in 60 s", "oscillation 0.1-20 Hz", "energy cost"]
+
+
+def smoothing_rows(p: dict) -> list[list[str]]:
+    """Grid-side figures with no smoothing and with each of floor, ramp limits and shelf storage."""
+    mit = p.get("mitigations", {})
+    rows = []
+    for key in ("baseline", "floor", "ramp", "shelf", "smoothing"):
+        m = mit.get(key)
+        if not m or "effect" not in m:
+            continue
+        e = m["effect"]
+        cost = "-" if key == "baseline" else f"{m['wasted_MWh_per_day']:.3f} MWh/day" + (
+            f", {100 * m['throughput_cost']:.2f}% throughput" if m.get("throughput_cost") else "")
+        rows.append([_label(m), kw(e["peak_W"]), f"{kw(e['ramp_W_per_s'])}/s", kw(e["step_swing_W"]), kw(e["swing_60s_W"]),
+                     kw(e["oscillation_W"]), cost])
+    return rows
+
+
 def mitigation_rows(p: dict) -> list[list[str]]:
     rows = []
     for key, m in p.get("mitigations", {}).items():
+        if key == "baseline":
+            continue
         if key == "battery":
             for lvl in ("site", "rack"):
                 b = m.get(lvl)
@@ -72,8 +108,7 @@ def mitigation_rows(p: dict) -> list[list[str]]:
                 rows.append(["battery", m["note"], "", "", ""])
             continue
         ok = [c["limit"] for c in m["limits"] if c["pass"]]
-        what = f"{m['what']} at {m.get('floor_W', m.get('fill_W', 0)):g} W"
-        rows.append([what, f"60 s swing {_mw(m['swing_60s_W'])}, ramp {m['ramp_W_per_s'] / 1e6:.2f} MW/s",
+        rows.append([_label(m), f"60 s swing {_mw(m['swing_60s_W'])}, ramp {m['ramp_W_per_s'] / 1e6:.2f} MW/s",
                      f"{m['wasted_MWh_per_day']:.2f}", f"{100 * m['throughput_cost']:.1f}%",
                      "all" if m["passes_all"] else (", ".join(ok) or "none")])
     return rows
@@ -104,13 +139,18 @@ def markdown_section(p: dict) -> str:
     else:
         out += "The site spec states no utility limits (`power.limits`).\n\n"
     d = p["distribution"]
-    out += (f"Busways and UPS blocks: {d['limits_checked']} limits checked in every failure state, {d['limits_failing']} exceeded "
+    wet = any(r["limit"].endswith("CDUs") or r["limit"] == "facility water" for r in d["limits"])
+    what = "Busways, UPS blocks, row CDUs and facility water" if wet else "Busways and UPS blocks"
+    out += (f"{what}: {d['limits_checked']} limits checked in every failure state, {d['limits_failing']} exceeded "
             f"(instantaneous peak against the rating, largest one-minute mean against the derated rating); racks peak at "
             f"{d['racks']['peak_W'] / 1e3:,.1f} kW (shelf {d['racks']['power_shelf_W'] / 1e3:g} kW, {d['racks']['over_shelf']} over).\n\n")
     out += table(["hall", "state", "worst limit", "peak / rating", "1-min mean / derated", ""], distribution_rows(p), "lllrrl") + "\n"
     mit = mitigation_rows(p)
     if mit:
         out += "\nMitigations and their price:\n\n" + table(["mitigation", "effect", "wasted MWh/day", "throughput cost", "limits met"], mit, "llrrl") + "\n"
+    sm = smoothing_rows(p)
+    if sm:
+        out += "\nGPU power smoothing, each on its own, as the grid sees it:\n\n" + table(SMOOTHING_COLUMNS, sm, "lrrrrrl") + "\n"
     return out
 
 
@@ -131,3 +171,5 @@ def render(p: dict, console) -> None:
     show("busways and UPS blocks (worst per hall and state)", ["hall", "state", "limit", "peak / rating", "1-min / derated", ""], distribution_rows(p))
     if p.get("mitigations"):
         show("mitigations", ["mitigation", "effect", "wasted MWh/day", "throughput cost", "limits met"], mitigation_rows(p))
+        if smoothing_rows(p):
+            show("GPU power smoothing (grid side)", SMOOTHING_COLUMNS, smoothing_rows(p))

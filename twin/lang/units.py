@@ -78,6 +78,9 @@ DATA_SIZE = Kind("data size", "byte", "64 MiB", "dimensionless", ("bit", "byte")
 TIME = Kind("time", "s", "22 us", "s")
 TEMPERATURE = Kind("temperature", "degC", "27 degC", "K")
 ENERGY = Kind("energy", "J", "1 kWh", "J")
+# a difference of temperatures in kelvin; degC and delta_degC are refused so that "10 degC" is never read as 283 K
+TEMPERATURE_DIFFERENCE = Kind("temperature difference", "K", "10 K", "K", (), ("degree_Celsius", "degree_Fahrenheit"))
+VOLUME_FLOW = Kind("volume flow", "m^3/s", "1800 L/min", "m^3/s")
 POWER_RATE = Kind("power ramp rate", "W/s", "5 MW/s", "W/s")
 FREQUENCY = Kind("frequency", "Hz", "0.1 Hz", "1/s", (), ("bit", "byte"))
 PRICE = Kind("price", "USD", "25000 USD", "USD")
@@ -158,7 +161,7 @@ def _a(noun: str) -> str:
 
 def _describe(q: pint.Quantity) -> str:
     dim = str(q.dimensionality) or "dimensionless number"
-    for k in (POWER, LENGTH, MASS, AREAL_LOAD, TIME, TEMPERATURE, ENERGY, POWER_RATE, PRICE, PRICE_PER_LENGTH, PRICE_PER_POWER, ENERGY_PRICE):
+    for k in (POWER, LENGTH, MASS, AREAL_LOAD, TIME, TEMPERATURE, ENERGY, VOLUME_FLOW, POWER_RATE, PRICE, PRICE_PER_LENGTH, PRICE_PER_POWER, ENERGY_PRICE):
         if q.dimensionality == registry().parse_units(k.dimensionality).dimensionality:
             return k.name
     return f"quantity of dimension {dim}"
@@ -210,6 +213,8 @@ DataSize = _annotated(DATA_SIZE)
 Time = _annotated(TIME)
 Temperature = _annotated(TEMPERATURE)
 Energy = _annotated(ENERGY)
+TemperatureDifference = _annotated(TEMPERATURE_DIFFERENCE)
+VolumeFlow = _annotated(VOLUME_FLOW)
 PowerRate = _annotated(POWER_RATE)
 Frequency = _annotated(FREQUENCY)
 Price = _annotated(PRICE)

@@ -11,6 +11,7 @@ first case has run for minutes. The twins then read references that are known to
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
@@ -19,6 +20,7 @@ from twin.lang.diagnostics import Diagnostic, SpecError
 from twin.lang.scenario.models import Case, Ranks, Scenario
 from twin.lang.validator import error
 from twin.twins.net import collectives as coll
+from twin.twins.net.failures import degrade
 from twin.twins.net.topology import Net
 from twin.twins.reliability.campaign import resolve_classes
 
@@ -87,42 +89,70 @@ def resolve_ranks(net: Net, sel: Ranks, case: Case, src=None, path: tuple = (), 
     return gpus
 
 
-def apply_failures(g: nx.MultiGraph, net0: Net, case: Case, src=None, case_index: int = 0) -> tuple[nx.MultiGraph, list[str]]:
-    """A copy of the graph with the case's failures applied, and the GPUs' servers that are down."""
+@dataclass(frozen=True)
+class Failures:
+    """A case's failures as the compiled fabric takes them: cables cut (link ids), cables at a share of
+    their speed, and the servers that are down (:func:`twin.twins.net.topology.degrade` applies them)."""
+
+    dead: frozenset[str] = frozenset()
+    scale: tuple[tuple[str, float], ...] = ()
+    down_servers: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.dead or self.scale or self.down_servers)
+
+
+def apply_failures(g: nx.MultiGraph, net0: Net, case: Case, src=None, case_index: int = 0) -> tuple[Net, list[str]]:
+    """The compiled fabric with the case's failures applied (``net0`` itself without any), and the GPUs'
+    servers that are down."""
+    f = failures_of(g, net0, case, src, case_index)
+    return (degrade(net0, f.dead, dict(f.scale)) if f else net0), list(f.down_servers)
+
+
+def failures_of(g: nx.MultiGraph, net0: Net, case: Case, src=None, case_index: int = 0) -> Failures:
+    """The case's failures resolved on the design: every reference checked, nothing copied."""
     if not case.failures:
-        return g, []
-    h = g.copy()
+        return Failures()
     links = {k: (u, v) for u, v, k, d in g.edges(keys=True, data=True) if d.get("kind") == "link"}
+    dead: set[str] = set()
+    scale: dict[str, float] = {}
     down_servers: list[str] = []
+
+    def hit(key: str, capacity: float | None) -> None:
+        if key in dead:
+            return
+        if capacity:
+            scale[key] = scale.get(key, 1.0) * capacity
+        else:
+            dead.add(key)
+            scale.pop(key, None)
+
     for i, f in enumerate(case.failures):
         where = ("cases", case_index, "failures", i)
         if f.link is not None:
             if f.link not in links:
                 raise SpecError([error(src, where + ("link",), f"unknown link '{f.link}'", f"a link id such as {next(iter(links), 'L000001')}")])
-            u, v = links[f.link]
-            if f.capacity:
-                h.edges[u, v, f.link]["speed"] = g.edges[u, v, f.link]["speed"] * f.capacity
-            else:
-                h.remove_edge(u, v, f.link)
+            hit(f.link, f.capacity)
         elif f.tier is not None:
-            keys = [(u, v, k) for u, v, k, d in g.edges(keys=True, data=True) if d.get("tier") == f.tier]
+            keys = [k for u, v, k, d in g.edges(keys=True, data=True) if d.get("tier") == f.tier]
             if not keys:
                 raise SpecError([error(src, where + ("tier",), f"no links in tier '{f.tier}'", "e.g. rtsw-ctsw, ctsw-atsw")])
-            for u, v, k in keys:
-                if f.capacity:
-                    h.edges[u, v, k]["speed"] = g.edges[u, v, k]["speed"] * f.capacity
-                else:
-                    h.remove_edge(u, v, k)
+            for k in keys:
+                hit(k, f.capacity)
         elif f.switch is not None:
             if f.switch not in g or g.nodes[f.switch].get("level", -1) < 1:
                 raise SpecError([error(src, where + ("switch",), f"unknown switch '{f.switch}'", f"e.g. {net0.switch_ids[-1]}")])
-            h.remove_edges_from(list(h.edges(f.switch, keys=True)))
+            for _, _, k, d in g.edges(f.switch, keys=True, data=True):
+                if d.get("kind") == "link":
+                    hit(k, None)
         else:
             s = net0.server_ids[_server_index(net0, f.server, src, where + ("server",))]
             down_servers.append(s)
             for nic in [n for n, d in g.nodes(data=True) if d.get("role") == "nic" and d.get("server") == s]:
-                h.remove_edges_from([(a, b, k) for a, b, k, d in h.edges(nic, keys=True, data=True) if d.get("kind") == "link"])
-    return h, down_servers
+                for _, _, k, d in g.edges(nic, keys=True, data=True):
+                    if d.get("kind") == "link":
+                        hit(k, None)
+    return Failures(frozenset(dead), tuple(sorted(scale.items())), tuple(down_servers))
 
 
 def _collect(found: list[Diagnostic], step: Callable[[], object]) -> None:
@@ -154,7 +184,7 @@ def check(design, scn: Scenario, src, g0: nx.MultiGraph, net0: Net) -> None:
                 found.append(error(src, where, f"{a} is not an algorithm of {c.op}", ", ".join(coll.ALGORITHMS[c.op])))
     for ci, case in enumerate(scn.cases):
         before = len(found)
-        _collect(found, lambda case=case, ci=ci: apply_failures(g0, net0, case, src, ci))
+        _collect(found, lambda case=case, ci=ci: failures_of(g0, net0, case, src, ci))
         if len(found) > before:
             continue  # the case's selections are read after its failures
         for k, c in enumerate(scn.collectives):

@@ -90,8 +90,7 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
     for ci, case in enumerate(scn.cases):
         if progress:
             progress(f"case {case.name}")
-        g, down = apply_failures(g0, net0, case, src, ci)
-        net = net0 if g is g0 else _compile(design, g, net0)
+        net, down = apply_failures(g0, net0, case, src, ci)
         c_out: dict[str, Any] = {"case": case.name, "failures": [f.model_dump(exclude_defaults=True) for f in case.failures],
                                  "replace": [r.model_dump(by_alias=True) for r in case.replace], "collectives": [], "jobs": [], "serving": []}
         down_idx = {net.server_ids.index(s) for s in down}
@@ -253,8 +252,7 @@ def campaign_job(design, g0, net0: Net, scn: Scenario, schemes, src, out: dict, 
     if failure is None and not first.failures and not first.replace and out["cases"]:
         return out["cases"][0]["jobs"][k]
     case = Case(name="campaign", failures=[Failure(**failure)] if failure else [])
-    g, down = apply_failures(g0, net0, case, src)
-    net = net0 if g is g0 else _compile(design, g, net0)
+    net, down = apply_failures(g0, net0, case, src)
     picked = [s for s in schemes if s.name == scn.campaign.routing] or schemes[:1]
     return jobs_mod.simulate_job(design, net, scn.jobs[k], picked, library_of(scn, design), case, {net.server_ids.index(s) for s in down}, src, ("jobs", k))
 

@@ -16,6 +16,7 @@ from twin.compiler.place import capacity, naive
 from twin.compiler.place.model import rack_fill, switches_per_rack
 from twin.compiler.place.solver import Milp
 from twin.compiler.resolve.feasibility import fill_groups, hall_pue
+from twin.compiler.resolve.liquid import liquid_share
 from twin.compiler.resolve.spec import HallSlots, Spec
 from twin.lang.site.models import Hall
 
@@ -29,20 +30,21 @@ _CAPACITY: dict[tuple, tuple[float, str]] = {}  # identical halls (the usual cas
 
 
 def hall_capacity(h: Hall, pue: float, gpu_power: float, nets: tuple[tuple[float, int], ...], relax: bool = False,
-                  kinds: tuple[str, ...] | None = None) -> tuple[float, str]:
+                  kinds: tuple[str, ...] | None = None, share: float = 0.0) -> tuple[float, str]:
     """Most GPU racks hall ``h`` can hold next to ``nets`` network racks ((power W, count), ...), and
     the solver status. With ``relax`` the row counts are continuous (an upper bound for the report);
-    ``kinds`` keeps only those limit families ("busway:failure", ...; see capacity.family)."""
-    key = (_hall_key(h), pue, gpu_power, tuple(sorted(nets)), relax, kinds)
+    ``kinds`` keeps only those limit families ("busway:failure", ...; see capacity.family); ``share`` is
+    the GPU racks' share of heat to liquid (:func:`twin.compiler.resolve.liquid.liquid_share`)."""
+    key = (_hall_key(h), pue, gpu_power, tuple(sorted(nets)), relax, kinds, share)
     if key not in _CAPACITY:
         if len(_CAPACITY) > 20_000:
             _CAPACITY.clear()
-        _CAPACITY[key] = _capacity_model(h, pue, gpu_power, key[3], relax, kinds)
+        _CAPACITY[key] = _capacity_model(h, pue, gpu_power, key[3], relax, kinds, share)
     return _CAPACITY[key]
 
 
 def _capacity_model(h: Hall, pue: float, gpu_power: float, nets: tuple, relax: bool,
-                    kinds: tuple | None) -> tuple[float, str]:
+                    kinds: tuple | None, share: float) -> tuple[float, str]:
     """Most GPU racks per row (``n[r]``) next to network racks of each power on the hall's network
     positions (``yr[t, r]``) and, when those are too few, on free ones (``yf[t, r]``)."""
     slots = HallSlots.of(h)
@@ -70,10 +72,13 @@ def _capacity_model(h: Hall, pue: float, gpu_power: float, nets: tuple, relax: b
     # each row's load: its GPU racks, then each power's racks on network and free positions
     load_cols = [np.concatenate([[n[r]], np.stack([yr[:, r], yf[:, r]], axis=1).ravel()]) for r in range(rows)]
     load_vals = np.concatenate([[gpu_power], np.repeat([p for p, _ in nets], 2)])
-    lims = [L for L in capacity.hall_limits(h, pue) if L.rows and (kinds is None or capacity.family(L) in kinds)]
+    lims = [L for L in capacity.hall_limits(h, pue, share) if L.rows and (kinds is None or capacity.family(L) in kinds)]
+    gpu_only = np.zeros_like(load_vals)
+    gpu_only[0] = gpu_power  # a liquid limit counts the GPU racks' share (gpu_coef) on top of coef x load
     if lims:
         m.add_rows([len(L.rows) * (1 + 2 * nT) for L in lims], np.concatenate([load_cols[r - 1] for L in lims for r in L.rows]),
-                   np.concatenate([L.coef * load_vals for L in lims for _r in L.rows]), None, [L.capacity for L in lims])
+                   np.concatenate([L.coef * load_vals + L.gpu_coef * gpu_only for L in lims for _r in L.rows]), None,
+                   [L.capacity for L in lims])
     m.cost(n, np.ones(rows))
     r = m.solve(30.0, maximize=True)
     if r.objective is None:
@@ -109,6 +114,7 @@ def assign(spec: Spec) -> Assignment:
     P = spec.rack.power
     zoned = spec.family.zoned
     halls = site.halls
+    share = liquid_share(site)
     if zoned:
         f = spec.fabric
         zone_net = zone_network_power(spec)
@@ -124,7 +130,7 @@ def assign(spec: Spec) -> Assignment:
                 while k > 0:
                     nets = count_powers(zone_net * k)
                     need = k * spec.racks_per_zone
-                    cap, _ = hall_capacity(h, hall_pue(spec, h.name), P, nets)
+                    cap, _ = hall_capacity(h, hall_pue(spec, h.name), P, nets, share=share)
                     if cap >= need:
                         break
                     k -= 1
@@ -136,7 +142,7 @@ def assign(spec: Spec) -> Assignment:
         for zz, i in sorted(zone_hall.items()):
             hall_groups[i].append((zz, spec.racks_per_zone))
         for i, h in enumerate(halls):
-            caps[i], _ = hall_capacity(h, hall_pue(spec, h.name), P, hall_networks(plan, i))
+            caps[i], _ = hall_capacity(h, hall_pue(spec, h.name), P, hall_networks(plan, i), share=share)
         placed = len(zone_hall) * spec.racks_per_zone
         return Assignment(hall_groups, plan, placed, caps)
     # non-zoned: racks fill halls in order; fabric racks follow the GPU racks (apportioned)
@@ -146,7 +152,7 @@ def assign(spec: Spec) -> Assignment:
         left = spec.racks
         racks = []
         for i, h in enumerate(halls):
-            cap, _ = hall_capacity(h, pue, P, hall_networks(plan, i)) if plan else hall_capacity(h, pue, P, ())
+            cap, _ = hall_capacity(h, pue, P, hall_networks(plan, i) if plan else (), share=share)
             take = max(0, min(left, int(cap)))
             racks.append(take)
             left -= take
@@ -164,7 +170,7 @@ def assign(spec: Spec) -> Assignment:
             hall_groups[i].append((z, take))
             g += take
             n -= take
-    caps = {i: hall_capacity(h, pue, P, hall_networks(plan, i))[0] for i, h in enumerate(halls)}
+    caps = {i: hall_capacity(h, pue, P, hall_networks(plan, i), share=share)[0] for i, h in enumerate(halls)}
     return Assignment(hall_groups, plan, sum(want), caps)
 
 

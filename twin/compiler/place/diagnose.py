@@ -15,6 +15,7 @@ from twin.compiler.place import capacity, powercap
 from twin.compiler.place.assign import Assignment, count_powers, hall_capacity, hall_networks, zone_network_power
 from twin.compiler.place.capacity import family
 from twin.compiler.place.model import HallGrid
+from twin.compiler.resolve.liquid import liquid_share
 from twin.lang.diagnostics import InfeasibleError
 from twin.lang.site.models import Hall
 from twin.lang.units import kw
@@ -27,6 +28,9 @@ FAMILIES = [
     ("cooling-row:normal", "cooling"),
     ("cooling-zone:normal", "cooling zones"),
     ("utility:normal", "utility"),
+    ("cdu:normal", "liquid cooling (CDUs)"),
+    ("cdu:failure", "liquid cooling after losing a CDU or pump"),
+    ("facility-water:normal", "facility water"),
 ]
 
 
@@ -84,19 +88,23 @@ def hall_lines(spec, h: Hall, racks_needed: int, nets) -> list[str]:
             + f"), have {len(slots.free)}"
         )
     need_w = _need(spec, racks_needed, nets)
-    limits = capacity.hall_limits(h, pue)
+    share = liquid_share(spec.site)
+    limits = capacity.hall_limits(h, pue, share)
     fams = sorted({family(L) for L in limits})
     normal_cap = None
     for fam, label in FAMILIES:
         if fam not in fams:
             continue
         only = tuple(fam2 for fam2 in fams if fam2 == fam)
-        cap, _ = hall_capacity(h, pue, P, nets, kinds=only)
+        cap, _ = hall_capacity(h, pue, P, nets, kinds=only, share=share)
         if fam == "busway:normal":
             normal_cap = cap
         if cap >= racks_needed:
             continue
         fl = [L for L in limits if family(L) == fam]
+        if fam.startswith(("cdu", "facility-water")):
+            lines += _liquid_lines(h, fl, free_r, P * share, racks_needed, cap)
+            continue
         if fam.startswith("utility"):
             lines.append(
                 f"hall {h.name} utility: need {kw(need_w * pue)} (IT {kw(need_w)} x PUE {pue:g}), have"
@@ -104,11 +112,12 @@ def hall_lines(spec, h: Hall, racks_needed: int, nets) -> list[str]:
             )
             continue
         single = [L for L in fl if L.kind in ("busway", "cooling-row")]
+        per = lambda L: L.capacity / L.per_gpu_watt if L.per_gpu_watt > 0 else math.inf  # noqa: E731  W of GPU racks
         if single:
             # rows whose limit is below a full row of GPU racks
-            tight = sorted({L.rows[0] for L in single if L.capacity / L.coef < free_r.get(L.rows[0], 0) * P})
-            per_row = min(L.capacity / L.coef for L in single)
-            L0 = min(single, key=lambda L: L.capacity / L.coef)
+            tight = sorted({L.rows[0] for L in single if per(L) < free_r.get(L.rows[0], 0) * P})
+            per_row = min(per(L) for L in single)
+            L0 = min(single, key=lambda L: per(L))
             full = max(free_r.values()) if free_r else 0
             worst_state = L0.state
             what = {
@@ -133,13 +142,38 @@ def hall_lines(spec, h: Hall, racks_needed: int, nets) -> list[str]:
                         f" the hall holds {int(max(0, cap))} of {racks_needed} GPU racks"
                     )
     if normal_cap is not None:
-        fail_cap, _ = hall_capacity(h, pue, P, nets, kinds=tuple(f for f in fams if f.endswith(":failure")) or None)
+        fail_cap, _ = hall_capacity(h, pue, P, nets, kinds=tuple(f for f in fams if f.endswith(":failure")) or None, share=share)
         if normal_cap >= racks_needed > fail_cap:
             lines.append(
-                f"hall {h.name} fits {racks_needed} GPU racks in normal operation but not after a feed/block failure"
+                f"hall {h.name} fits {racks_needed} GPU racks in normal operation but not after a"
+                f" {'feed/block/CDU/pump' if any(f.startswith('cdu') for f in fams) else 'feed/block'} failure"
                 f" (then only {int(max(0, fail_cap))}): the design does not fit"
             )
     return lines
+
+
+def _liquid_lines(h: Hall, fl: list, free_r: dict[int, int], wet: float, racks_needed: int, cap: float) -> list[str]:
+    """The CDUs of the rows (or the facility water) whose full rows of GPU racks need more liquid heat
+    removed than they carry, with the shortfall; ``wet`` is one GPU rack's liquid heat (W)."""
+    out = []
+    worst: dict[tuple, list] = {}
+    for L in fl:
+        full = sum(free_r.get(r, 0) for r in L.rows)
+        need = full * wet
+        if need > L.capacity * (1 + 1e-9):
+            worst.setdefault((L.kind, L.state, need, L.capacity, L.rating), []).append(L)
+    for (kind, state, need, have, rating), ls in sorted(worst.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][3] - kv[0][2])):
+        rows = sorted(r for L in ls for r in L.rows)
+        if kind == "cdu":
+            where = f"row {ranges(rows)}" if len(rows) == 1 else f"rows {ranges(rows)}"
+            full = free_r.get(rows[0], 0)
+            out.append(f"hall {h.name} {where} CDUs, {state}: a full row of {full} GPU racks needs {kw(need)} of liquid heat"
+                       f" removed ({kw(wet)} each), have {kw(have)} ({rating}) (short {kw(need - have)});"
+                       f" the rows carry {int(max(0, cap))} of {racks_needed} GPU racks")
+        else:
+            out.append(f"hall {h.name} facility water: full rows need {kw(need)} of liquid heat removed, have {kw(have)}"
+                       f" ({rating}) (short {kw(need - have)}); the hall holds {int(max(0, cap))} of {racks_needed} GPU racks")
+    return out
 
 
 def explain(spec, asg: Assignment, hall_index: int | None = None, reach: tuple[str, float] | None = None) -> list[str]:

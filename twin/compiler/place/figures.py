@@ -13,6 +13,7 @@ from twin.compiler.place import capacity
 from twin.compiler.place.model import Position, site_distance
 from twin.compiler.place.naive import network_device
 from twin.compiler.resolve.feasibility import hall_pue
+from twin.compiler.resolve.liquid import liquid_share
 from twin.compiler.resolve.spec import Spec
 from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT
 
@@ -102,14 +103,18 @@ def figures(spec: Spec, racks, grids) -> dict:
     usage_rows = []
     for h in spec.site.halls:
         load = {r: 0.0 for r in range(1, h.rows + 1)}
+        gpu_load = dict(load)
         for r in racks:
             if r.position.hall == h.name:
                 load[r.position.row] += r.power
-        lim = capacity.row_power_limit(h, hall_pue(spec, h.name))
+                if r.kind == "gpu":
+                    gpu_load[r.position.row] += r.power
+        share = liquid_share(spec.site)
+        lim = capacity.row_power_limit(h, hall_pue(spec, h.name), share)
         for r in range(1, h.rows + 1):
             rows.append({"hall": h.name, "row": r, "load_w": load[r], "limit_w": lim[r],
                          "stranded_w": max(0.0, lim[r] - load[r]) if math.isfinite(lim[r]) else 0.0})
-        for u in capacity.usage(h, hall_pue(spec, h.name), load):
+        for u in capacity.usage(h, hall_pue(spec, h.name), load, gpu_load, share):
             usage_rows.append({"hall": h.name, "kind": u.limit.kind, "name": u.limit.name, "state": u.limit.state,
                                "load_w": u.load, "capacity_w": u.limit.capacity, "utilisation": u.utilisation})
     over = [u for u in usage_rows if u["load_w"] > u["capacity_w"] * (1 + 1e-6) + 1e-6]

@@ -52,7 +52,7 @@ class HallResult:
 
 def solve_hall(h: Hall, pue: float, groups: list[tuple[int, int]], types: list[NetType], gpu_power: float,
                w_gpu: dict[tuple[int, int], float], w_net: dict[tuple[int, int], float], ext: dict[int, float],
-               reach: float, time_limit: float) -> HallResult:
+               reach: float, time_limit: float, liquid_share: float = 0.0) -> HallResult:
     """Positions for ``groups`` ((zone, GPU racks), ...) and network racks ``types`` in hall ``h``,
     minimising tray metres of fiber.
 
@@ -125,13 +125,14 @@ def solve_hall(h: Hall, pue: float, groups: list[tuple[int, int]], types: list[N
     row_of_p = np.array([rs_of(p)[0] for p in Pf], int)
     row_of_q = np.array([rs_of(q)[0] for q in Q], int)
     power = np.array([t.power for t in types], float)
-    load: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    load: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # row: columns, watts, GPU-rack watts (liquid limits)
     for r in range(1, h.rows + 1):
         ip, jq = np.flatnonzero(row_of_p == r), np.flatnonzero(row_of_q == r)
-        load[r] = (np.concatenate([x[:, ip].ravel(), u[:, jq].ravel()]),
-                   np.concatenate([np.full(nG * len(ip), gpu_power), np.repeat(power, len(jq))]))
+        gpu_w = np.full(nG * len(ip), gpu_power)
+        load[r] = (np.concatenate([x[:, ip].ravel(), u[:, jq].ravel()]), np.concatenate([gpu_w, np.repeat(power, len(jq))]),
+                   np.concatenate([gpu_w, np.zeros(nT * len(jq))]))
     lengths, cols, vals, caps = [], [], [], []
-    for L in capacity.hall_limits(h, pue):
+    for L in capacity.hall_limits(h, pue, liquid_share):
         if not L.rows:
             continue
         c = np.concatenate([load[r][0] for r in L.rows])
@@ -141,7 +142,7 @@ def solve_hall(h: Hall, pue: float, groups: list[tuple[int, int]], types: list[N
             continue
         lengths.append(len(c))
         cols.append(c)
-        vals.append(np.concatenate([L.coef * load[r][1] for r in L.rows]))
+        vals.append(np.concatenate([L.coef * load[r][1] + L.gpu_coef * load[r][2] for r in L.rows]))
         caps.append(L.capacity)
     if lengths:
         m.add_rows(lengths, np.concatenate(cols), np.concatenate(vals), None, np.array(caps))

@@ -30,6 +30,7 @@ from twin.compiler.place.figures import campus_links_per_atsw, figures, links_of
 from twin.compiler.place.hall_milp import HallResult, NetType, solve_hall
 from twin.compiler.place.model import HallGrid, PlacedRack, Placement, Position
 from twin.compiler.resolve.feasibility import Budget, hall_pue
+from twin.compiler.resolve.liquid import liquid_share
 from twin.compiler.resolve.spec import Spec
 from twin.lang.diagnostics import InfeasibleError
 
@@ -113,7 +114,7 @@ def place(spec: Spec, budget: Budget | None = None) -> Placement:
                     if campus_up:  # its campus links leave the building: out through the hall door
                         ext[t] += ty.switches * campus_up
         res = solve_hall(h, hall_pue(spec, h.name), groups, types, P, w_gpu, w_net, ext, reach - 2 * h.tray_height,
-                         opts.time_limit)
+                         opts.time_limit, liquid_share(spec.site))
         if res.objective == math.inf:
             raise InfeasibleError(diagnose.explain(spec, asg, hall_index=i, reach=(medium, reach)))
         results[i] = res
@@ -161,7 +162,7 @@ def upper_bound(spec) -> int:
     pue = spec.site.power.pue
     total = 0.0
     for h in spec.site.halls:
-        cap, _ = hall_capacity(h, hall_pue(spec, h.name), spec.rack.power, (), relax=True)
+        cap, _ = hall_capacity(h, hall_pue(spec, h.name), spec.rack.power, (), relax=True, share=liquid_share(spec.site))
         total += max(0.0, cap)
     site = spec.site.power.utility_capacity / pue / spec.rack.power
     return int(math.floor(min(total, site) + 1e-9))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from twin.compiler.resolve.liquid import liquid_share
 from twin.compiler.resolve.spec import rack_figures
 
 STEP = 25.0  # W between candidate caps
@@ -93,7 +94,7 @@ def tradeoff(spec, asg) -> dict:
         P = s.rack.power
         racks = 0
         for i, h in enumerate(halls):
-            cap, _ = hall_capacity(h, pue, P, hall_networks(asg.plan, i))
+            cap, _ = hall_capacity(h, pue, P, hall_networks(asg.plan, i), share=liquid_share(spec.site))
             racks += max(0, int(cap))
         site_racks = max(0, math.floor((spec.site.power.utility_capacity / pue - net_w) / P))
         racks = min(racks, site_racks)

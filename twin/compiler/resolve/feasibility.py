@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from twin.compiler.resolve import liquid as lq
 from twin.compiler.resolve.spec import Spec
 from twin.lang.site.models import Redundancy
 from twin.lang.units import kw
@@ -25,7 +26,13 @@ class HallBudget:
     facility_power: float  # W, it_power x PUE
     utility: float  # W
     distribution: float  # W, usable IT capacity of the busways / UPS blocks after a failure
-    cooling: float  # W
+    cooling: float  # W: air (and, without CDUs, all) heat rejection
+    liquid: float = 0.0  # W of heat to the CDUs' coolant (GPU racks x liquid share; 0 without CDUs)
+
+    @property
+    def air_heat(self) -> float:
+        """W the hall's air cooling must reject: the IT load less what goes to liquid."""
+        return self.it_power - self.liquid
 
 
 @dataclass(frozen=True)
@@ -86,7 +93,8 @@ def check(spec: Spec) -> Budget:
     rack_power = spec.rack.power
     net = network_estimate(spec)
     net_power = sum(w for _, w in net.values())
-    problems: list[str] = []
+    problems: list[str] = lq.rack_problems(site, rack_power)
+    share = lq.liquid_share(site)
 
     # zones (or, for non-zoned families, racks) go to halls in order; a zone never spans halls (nor,
     # on a campus, its building: each building's halls take its own zones)
@@ -110,7 +118,8 @@ def check(spec: Spec) -> Budget:
                 u += 1
             it = racks * rack_power + len(take) * per_unit_net
             hp = hall_pue(spec, h.name)
-            halls.append(HallBudget(h.name, tuple(take) if zoned else (), racks, positions, it, it * hp, h.power.utility, dist, cool))
+            wet = racks * rack_power * share if h.cooling.cdus is not None else 0.0
+            halls.append(HallBudget(h.name, tuple(take) if zoned else (), racks, positions, it, it * hp, h.power.utility, dist, cool, wet))
         placed_units += u
     if placed_units < units:
         what = "AI zones" if zoned else "racks"
@@ -131,11 +140,14 @@ def check(spec: Spec) -> Budget:
                 f"hall {hb.name} utility: need {kw(hb.facility_power)} (IT x PUE {pue:g}), have {kw(hb.utility)}"
                 f" (short {kw(hb.facility_power - hb.utility)})"
             )
-        if hb.it_power > hb.cooling:
+        if hb.air_heat > hb.cooling:
+            air = " by air" if hb.liquid else ""
             problems.append(
-                f"hall {hb.name} cooling: need {kw(hb.it_power)} of heat rejection, have {kw(hb.cooling)}"
-                f" (short {kw(hb.it_power - hb.cooling)})"
+                f"hall {hb.name} cooling: need {kw(hb.air_heat)} of heat rejection{air}, have {kw(hb.cooling)}"
+                f" (short {kw(hb.air_heat - hb.cooling)})"
             )
+    for h, hb in zip([h for g, _ in fill_groups(spec, units) for h in g], halls):
+        problems += lq.hall_problems(h, hb.liquid)
     problems += building_problems(spec, halls)
     it = spec.racks * rack_power + net_power
     facility = it * pue
@@ -193,9 +205,17 @@ def _largest_fit(spec: Spec, halls: list[HallBudget], rack_power: float, net_per
     pue = spec.site.power.pue
     per_rack = rack_power + net_per_rack
     total = 0
-    for _hall, hb in zip(spec.site.halls, halls):
-        limit_w = min(hb.distribution, hb.cooling, hb.utility / pue)
-        total += min(hb.positions, math.floor(limit_w / per_rack))
+    share = lq.liquid_share(spec.site)
+    by_name = {h.name: h for h in spec.site.halls}
+    for hb in halls:
+        limit_w = min(hb.distribution, hb.utility / pue)
+        fit = min(hb.positions, math.floor(limit_w / per_rack))
+        h = by_name[hb.name]
+        wet = share * rack_power if h.cooling.cdus is not None else 0.0
+        fit = min(fit, math.floor(hb.cooling / (per_rack - wet)) if per_rack > wet else fit)
+        if wet > 0:
+            fit = min(fit, math.floor(lq.hall_liquid_capacity(h) / wet))
+        total += fit
     site_limit = math.floor(spec.site.power.utility_capacity / pue / per_rack)
     return max(0, min(total, site_limit, spec.racks))
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from twin.compiler.resolve import campus_plan, checks, fabric_checks, workload_checks
+from twin.compiler.resolve import campus_plan, checks, fabric_checks, liquid, workload_checks
 from twin.compiler.resolve import pools as address_pools
 from twin.compiler.resolve.campus_shape import campus_shape
 from twin.compiler.resolve.shape import fabric_shape
@@ -91,10 +91,11 @@ def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
 
 
 def _named(src: Source, site: Site) -> list[Diagnostic]:
-    """The second stage: names (rack types, catalog entries, buildings), each family's fields, the facility."""
+    """The second stage: names (rack types, catalog entries, buildings), each family's fields, the facility
+    (liquid cooling included)."""
     cat = catalog_mod.merged(site.catalog, campus_site=bool(site.buildings))
     found = [*checks.references(site, cat), *campus_plan.references(site, cat), *checks.family_shape(site), *fabric_checks.fields(site),
-             *checks.facility(site)]
+             *checks.facility(site), *liquid.findings(site, cat)]
     return [diagnostic(src, *f) for f in found]
 
 
@@ -140,7 +141,10 @@ def _resolve(src: Source, site: Site, cat) -> Spec:
     chassis = cat.chassis[rt.chassis]
     rtsw_name = rt.rtsw or (f.rtsw.model if f.rtsw else None)
     rtsw = cat.switches.get(rtsw_name) if rtsw_name else None
+    site = liquid.with_chassis_share(site, chassis)  # a rack-scale chassis' liquid share where the rack type gives none
+    rt = site.rack_types[f.rack_type]
     rack = rack_figures(rt, chassis, rtsw)
+    site = liquid.sized(site, rack.power)  # CDUs counted "auto" at the rack's power
     gpus, racks, zones, rpz = derive_counts(site, rack.gpus)
     spec = Spec(
         site=site,

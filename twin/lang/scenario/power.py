@@ -26,7 +26,7 @@ from pydantic import Field, model_validator
 
 from twin.lang import limits
 from twin.lang.base import Model, Slug
-from twin.lang.units import Power, Temperature, Time
+from twin.lang.units import Energy, Power, PowerRate, Temperature, Time
 
 OUTDOOR_RANGE = (-100.0, 70.0)  # degC: beyond the coldest (-89.2, Vostok) and hottest (56.7, Death Valley) records
 Outdoor = Annotated[Temperature, Field(ge=OUTDOOR_RANGE[0], le=OUTDOOR_RANGE[1], description="outdoor air, -100 to 70 degC")]
@@ -116,8 +116,33 @@ class Battery(Model):
     efficiency: float = Field(0.9, gt=0, le=1, description="round-trip efficiency (assumed 90%)")
 
 
+class RampLimits(Model):
+    """GPU power ramp-rate limits (NVML power smoothing: ramp-up and ramp-down rate in W/s, ramp-down
+    hysteresis): a GPU's power rises at most ``up`` and, after holding ``hysteresis``, falls at most ``down``."""
+
+    up: PowerRate | None = Field(None, gt=0, description="per GPU, e.g. '10 kW/s' (default: unlimited)")
+    down: PowerRate | None = Field(None, gt=0, description="per GPU, e.g. '1 kW/s' (default: unlimited)")
+    hysteresis: Time = Field(0.0, ge=0, description="the GPU holds its power this long before it ramps down")
+
+    @model_validator(mode="after")
+    def _one(self) -> "RampLimits":
+        if self.up is None and self.down is None:
+            raise ValueError("give up or down (W/s per GPU)")
+        return self
+
+
+class ShelfStorage(Model):
+    """Energy stored in the GPU racks' power shelves (GB300 NVL72 power smoothing): the rack draws a
+    smoothed version of its load and the shelf supplies or absorbs the rest within what it stores."""
+
+    energy: Energy = Field(gt=0, description="usable energy per GPU of the rack, e.g. '5 kJ'")
+    efficiency: float = Field(0.95, gt=0, le=1, description="round-trip efficiency (assumed 95%)")
+
+
 class Mitigations(Model):
     floor: Power | None = Field(None, ge=0, description="GPU power floor while a job is on the GPU (GB200/GB300 power smoothing)")
+    ramp: RampLimits | None = Field(None, description="GPU power ramp-rate limits (GB300 power smoothing)")
+    shelf: ShelfStorage | None = Field(None, description="energy storage in the racks' power shelves (GB300 power smoothing)")
     fill: Fill | None = None
     battery: Battery | None = None
 

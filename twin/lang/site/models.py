@@ -19,6 +19,7 @@ from twin.lang.base import IndexList, Model, Ratio, Slug, Text, pattern
 from twin.lang.site.attachment import Attachment
 from twin.lang.site.campus import Building, Campus
 from twin.lang.site.catalog_models import Catalog
+from twin.lang.site.cooling import Cdus, FacilityWater
 from twin.lang.site.cost_models import EnergyPrice, EnergyPriceField
 from twin.lang.site.families import FAMILIES, Family
 from twin.lang.site.power import UtilityLimits
@@ -64,11 +65,17 @@ class HallCooling(Model):
     capacity_per_row: Power | None = None
     zones: list[CoolingZone] = Field(default_factory=list)
     inlet_temperature: Temperature = Field(27.0, description="design supply (inlet) temperature")
+    cdus: Cdus | None = Field(None, exclude_if=lambda v: v is None, description=(
+        "liquid cooling: the CDUs of every row or GPU rack (with facility_water); capacity_per_row and zones "
+        "then cover the air share of the heat"))
+    facility_water: FacilityWater | None = Field(None, exclude_if=lambda v: v is None, description="liquid cooling: the facility water feeding the CDUs")
 
     @model_validator(mode="after")
     def _one_of(self) -> "HallCooling":
         if self.capacity_per_row is None and not self.zones:
             raise ValueError("give capacity_per_row or zones")
+        if (self.cdus is None) != (self.facility_water is None):
+            raise ValueError("give cdus and facility_water together (the CDUs pass the racks' heat to the facility water)")
         return self
 
 
@@ -111,6 +118,8 @@ class RackType(Model):
     gpu_power_cap: Power | None = Field(None, description="GPU power cap; default: the GPU TDP")
     power_shelf: Power = Field(33_000.0, description="rack power shelf capacity (assumed 33 kW; Open Rack v3 racks take up to ~30 kW)")
     other_power: Power = Field(0.0, description="fans, management switch, etc.")
+    liquid_share: float | None = Field(None, ge=0, le=1, exclude_if=lambda v: v is None, description=(
+        "share of the rack's heat its cold plates give to the coolant (the rest to the air); with a hall's cdus"))
     height_u: int = Field(48, ge=1, le=60)
     weight: Mass = Field(150.0, description="empty rack with power shelf")
 

@@ -194,7 +194,7 @@ def compile_graph(
     leaves = np.unique(nic_leaf[nic_leaf >= 0])
     dest_of_switch = np.full(S, -1, np.int64)
     dest_of_switch[leaves] = np.arange(len(leaves))
-    dist, group_of, gptr, garcs = _ecmp_groups(S, tails_a[:n_link_arcs], heads_a[:n_link_arcs], leaves)
+    dist, group_of, gptr, garcs = ecmp_groups(S, tails_a[:n_link_arcs], heads_a[:n_link_arcs], leaves)
 
     return Net(
         switch_ids=switches,
@@ -230,7 +230,7 @@ def compile_graph(
     )
 
 
-def _ecmp_groups(S: int, tails: np.ndarray, heads: np.ndarray, leaves: np.ndarray):
+def ecmp_groups(S: int, tails: np.ndarray, heads: np.ndarray, leaves: np.ndarray):
     """BFS distances from every leaf and the deduplicated next-hop groups of every (switch, leaf)."""
     sw = (tails < S) & (heads < S) & (tails >= 0) & (heads >= 0)
     arcs = np.flatnonzero(sw)

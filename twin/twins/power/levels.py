@@ -1,5 +1,7 @@
 """The power tree over time: racks against their power shelf, busways and UPS blocks against their
-ratings in every failure state (2N: a feed lost; N+1: a UPS block lost), halls against their utility.
+ratings in every failure state (2N: a feed lost; N+1: a UPS block lost), halls against their utility;
+in a hall with CDUs, each row's liquid heat (the GPU racks' liquid share) against its CDUs in normal
+operation and after the loss of one CDU or pump, and the hall's against its facility water.
 
 The distribution limits are the placement's own (:func:`twin.compiler.place.capacity.hall_limits`): a busway
 carries half its row normally and the whole row after its partner feed is lost; an N+1 block carries
@@ -13,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from twin.compiler.place.capacity import hall_limits
+from twin.compiler.resolve.liquid import liquid_share
 from twin.twins.power.trace import bin_average, extremes
 
 CONTINUOUS_WINDOW = 60.0  # s: a breaker's continuous-load view of the busway (assumed)
@@ -36,19 +39,29 @@ def distribution(design, tree, segs, duration: float, pue: float) -> dict:
     rows_1s = bin_average(segs, 0.0, dt_s, n_s, tree.row_W)
     m = max(1, int(round(CONTINUOUS_WINDOW / dt_s)))
     checks, worst = [], {}
+    share = liquid_share(spec.site)
+    n_gpu = int((tree.rack_W[:, : tree.ch.stages].sum(axis=1) + tree.rack_W[:, tree.ch.other_gpu] > 0).sum())
+    gpu_row_W = np.zeros_like(tree.row_W)  # the GPU racks of each row (racks list GPU racks first)
+    row_index = {hr: i for i, hr in enumerate(tree.rows)}
+    for k in range(n_gpu):
+        gpu_row_W[row_index[tree.rack_pos[k]]] += tree.rack_W[k]
+    gpu_rows_1s = bin_average(segs, 0.0, dt_s, n_s, gpu_row_W) if share and len(gpu_row_W) else np.zeros_like(rows_1s)
     for h in spec.site.halls:
         idx = tree.hall_rows(h.name)
         if not idx:
             continue
-        lims = [L for L in hall_limits(h, pue) if L.kind in ("busway", "block")]
+        lims = [L for L in hall_limits(h, pue, share) if L.kind in ("busway", "block", "cdu", "facility-water")]
         if not lims:
             continue
-        Wl = np.stack([L.coef * sum((tree.row_W[idx[r]] for r in L.rows if r in idx), np.zeros(tree.ch.n)) for L in lims])
+        zero = np.zeros(tree.ch.n)
+        Wl = np.stack([L.coef * sum((tree.row_W[idx[r]] for r in L.rows if r in idx), zero)
+                       + L.gpu_coef * sum((gpu_row_W[idx[r]] for r in L.rows if r in idx), zero) for L in lims])
         ex = extremes(segs, Wl)
         for k, L in enumerate(lims):
-            series = L.coef * sum((rows_1s[idx[r]] for r in L.rows if r in idx), np.zeros(n_s))
+            series = (L.coef * sum((rows_1s[idx[r]] for r in L.rows if r in idx), np.zeros(n_s))
+                      + L.gpu_coef * sum((gpu_rows_1s[idx[r]] for r in L.rows if r in idx), np.zeros(n_s)))
             cont, at = rolling_max_mean(series, m)
-            rating = L.capacity / (h.power.derating or 1.0)
+            rating = L.capacity / (h.power.derating or 1.0) if L.kind in ("busway", "block") else L.capacity
             rec = {"hall": h.name, "limit": L.name, "state": L.state, "peak_W": float(ex["max"][k]), "peak_at_s": float(ex["max_at"][k]),
                    "rating_W": rating, "continuous_W": cont, "continuous_at_s": at * dt_s, "derated_W": L.capacity,
                    "peak_ok": bool(ex["max"][k] <= rating * (1 + 1e-9)), "continuous_ok": bool(cont <= L.capacity * (1 + 1e-9))}

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from twin.twins.power import verdicts
+from twin.twins.power import smoothing, verdicts
+from twin.twins.power.model import phases_for, segments_for
 from twin.twins.power.storage import battery_policy, bisect_tau, limited, low_pass, size_battery, size_of
 from twin.twins.power.trace import bin_average
 
@@ -34,9 +35,21 @@ def evaluate(design, m, it: np.ndarray, grid: np.ndarray, limits, draw, phases_f
     e0 = float(grid.sum() * dt)
     out: dict = {}
     if mit.floor is not None:
-        _, g = draw(phases_for(m, design, floor=mit.floor))
+        ph = phases_for(m, design, floor=mit.floor)
+        i, g = draw(ph)
         out["floor"] = {"what": "GPU power floor", "floor_W": mit.floor, **_status(g, dt, limits),
-                        "wasted_MWh_per_day": (float(g.sum() * dt) - e0) / MWH * per_day, "throughput_cost": 0.0}
+                        "wasted_MWh_per_day": (float(g.sum() * dt) - e0) / MWH * per_day, "throughput_cost": 0.0,
+                        "it_extra_J": float((i - it).sum() * dt), "it_step_swing_W": smoothing.step_swing_it(m, segments_for(m, ph)),
+                        "effect": smoothing.effect(m, i, g, dt, limits)}
+    if mit.ramp is not None:
+        out["ramp"] = _ramp(m, it, grid, dt, limits, mit.ramp, per_day)
+    if mit.shelf is not None:
+        out["shelf"] = _shelf(m, grid, dt, limits, mit.shelf, per_day)
+    if sum(x is not None for x in (mit.floor, mit.ramp, mit.shelf)) > 1:
+        out["smoothing"] = _together(design, m, grid, dt, limits, mit, per_day)
+    if mit.floor is not None or mit.ramp is not None or mit.shelf is not None:
+        out["baseline"] = {"what": "no smoothing", "it_step_swing_W": smoothing.step_swing_it(m, segments_for(m, m.base)),
+                           "effect": smoothing.effect(m, it, grid, dt, limits)}
     if mit.fill is not None:
         _, g = draw(phases_for(m, design, fill=mit.fill.power), mit.fill.slowdown)
         cost = mit.fill.slowdown / (1 + mit.fill.slowdown)  # fewer steps in the same time
@@ -48,6 +61,44 @@ def evaluate(design, m, it: np.ndarray, grid: np.ndarray, limits, draw, phases_f
         else:
             out["battery"] = _battery(m, grid, dt, limits, mit.battery, per_day)
     return out
+
+
+def _ramp(m, it: np.ndarray, grid: np.ndarray, dt: float, limits, rl, per_day: float) -> dict:
+    """Every GPU rate-limited: the energy burned on slow falls is its price; the energy withheld on slow
+    rises is work done later (the step lengthens by it at compute power)."""
+    i, extra, deficit = smoothing.ramped_it(m, segments_for(m, m.base), dt, len(it), rl)
+    g = smoothing.grid_of(m, i, dt)
+    late = deficit / max(1e-9, m.tree.job_gpus * m.base.compute)  # s of compute done later
+    cost = late / (m.cfg.duration + late)
+    return {"what": "GPU ramp-rate limits", "up_W_per_s": rl.up, "down_W_per_s": rl.down, "hysteresis_s": rl.hysteresis,
+            **_status(g, dt, limits), "wasted_MWh_per_day": (float(g.sum() * dt) - float(grid.sum() * dt)) / MWH * per_day,
+            "throughput_cost": cost, "it_extra_J": extra, "it_withheld_J": deficit, "effect": smoothing.effect(m, i, g, dt, limits)}
+
+
+def _shelf(m, grid: np.ndarray, dt: float, limits, cfg, per_day: float) -> dict:
+    """Energy in every GPU rack's power shelf: the rack draws a smoothed load within what the shelf stores."""
+    i, info = smoothing.shelved_it(m, segments_for(m, m.base), dt, len(grid), cfg)
+    g = smoothing.grid_of(m, i, dt)
+    return {"what": "power-shelf energy storage", "energy_per_gpu_J": cfg.energy, "efficiency": cfg.efficiency, **info,
+            **_status(g, dt, limits), "wasted_MWh_per_day": info["lost_J"] / MWH * per_day, "throughput_cost": 0.0,
+            "effect": smoothing.effect(m, i, g, dt, limits)}
+
+
+def _together(design, m, grid: np.ndarray, dt: float, limits, mit, per_day: float) -> dict:
+    """Floor, ramp limits and shelf storage as a GB300 rack runs them: together (the ones given)."""
+    segs = segments_for(m, phases_for(m, design, floor=mit.floor) if mit.floor is not None else m.base)
+    if mit.shelf is not None:
+        i, info = smoothing.shelved_it(m, segs, dt, len(grid), mit.shelf, mit.ramp)
+        lost = info["lost_J"]
+    else:
+        i, extra, deficit = smoothing.ramped_it(m, segs, dt, len(grid), mit.ramp)
+        info, lost = {"it_extra_J": extra, "it_withheld_J": deficit}, 0.0
+    g = smoothing.grid_of(m, i, dt)
+    late = info["it_withheld_J"] / max(1e-9, m.tree.job_gpus * m.base.compute)
+    given = [k for k in ("floor", "ramp", "shelf") if getattr(mit, k) is not None]
+    return {"what": "GPU power smoothing: " + " + ".join(given), **_status(g, dt, limits),
+            "wasted_MWh_per_day": (float(g.sum() * dt) - float(grid.sum() * dt) + lost) / MWH * per_day,
+            "throughput_cost": late / (m.cfg.duration + late), **info, "effect": smoothing.effect(m, i, g, dt, limits)}
 
 
 def _battery(m, grid: np.ndarray, dt: float, limits, cfg, per_day: float) -> dict:
@@ -102,8 +153,6 @@ def _priced(sz: dict, eff: float, per_day: float) -> dict:
 
 def _rack_battery(m, grid: np.ndarray, dt: float, ok, eff: float, per_day: float) -> dict:
     """A battery in every GPU rack with the same policy: racks with the same contents share a size."""
-    from twin.twins.power.model import segments_for
-
     tree = m.tree
     ch = tree.ch
     gpu = (tree.rack_W[:, : ch.stages].sum(axis=1) + tree.rack_W[:, ch.other_gpu]) > 0

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from twin.compiler.resolve.feasibility import hall_capacity
+from twin.compiler.resolve.liquid import facility_heat, liquid_share
 from twin.lang import limits
 from twin.lang.diagnostics import SpecError
 from twin.lang.scenario.power import PowerScenario
@@ -43,7 +44,8 @@ class Model:
     perf: np.ndarray  # compute-rate factor at t_grid (1 = no throttling)
     compute_scale: np.ndarray  # compute-phase power factor at t_grid
     rate: np.ndarray = field(default_factory=lambda: np.zeros(0))  # job throughput factor (steps/s vs unthrottled)
-    inlet: dict[str, np.ndarray] = field(default_factory=dict)  # hall -> inlet degC at t_grid
+    inlet: dict[str, np.ndarray] = field(default_factory=dict)  # hall -> inlet (coolant with CDUs) degC at t_grid
+    facility_water: dict[str, np.ndarray] = field(default_factory=dict)  # hall with CDUs -> facility water supply degC
     pue: float = 1.0
     pue_curve: list = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -135,11 +137,20 @@ def _thermal(design, m: Model, src, base: Path) -> None:
         h = next(x for x in spec.site.halls if x.name == name)
         w = m.tree.hall_W[i]
         _, cool = hall_capacity(h)
-        load = float(w[: chans.stages].sum() * avg + w[chans.other_gpu] * avg + (w[chans.job_server] + w[chans.other_server]) * m.base.rest + w[chans.const])
-        t_in = thermal.inlet(h.cooling.medium, h.cooling.inlet_temperature, t_out, load / cool if cool else 1.0)
+        gpu_load = float(w[: chans.stages].sum() * avg + w[chans.other_gpu] * avg + (w[chans.job_server] + w[chans.other_server]) * m.base.rest)
+        load = gpu_load + float(w[chans.const])
+        medium = h.cooling.medium
+        c, fw = h.cooling.cdus, h.cooling.facility_water
+        if c is not None and fw is not None:
+            wet = liquid_share(spec.site) * gpu_load
+            m.facility_water[name], t_in = thermal.coolant(c.supply_temperature, c.approach, fw.supply_temperature, t_out,
+                                                           wet / facility_heat(fw))
+            medium = "liquid"
+        else:
+            t_in = thermal.inlet(medium, h.cooling.inlet_temperature, t_out, load / cool if cool else 1.0)
         m.inlet[name] = t_in
         if w[: chans.stages].sum() > 0:
-            r = np.minimum(r, thermal.throttle(h.cooling.medium, t_in, avg))
+            r = np.minimum(r, thermal.throttle(medium, t_in, avg))
     p, ph = m.profile, m.base
     slack = max(0.0, p.step_s - p.compute_s - p.bubble_s - p.exposed_comm_s)
     other = p.bubble_s * ph.waiting + p.exposed_comm_s * ph.communication + slack * ph.waiting

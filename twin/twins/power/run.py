@@ -15,8 +15,8 @@ import numpy as np
 
 from twin.lang.scenario.power import PowerScenario
 from twin.twins.power import levels, mitigate, verdicts
-from twin.twins.power.model import Model, phases_for, prepare, pue_series, segments_for
-from twin.twins.power.storage import low_pass
+from twin.twins.power.model import Model, phases_for, prepare, segments_for
+from twin.twins.power.smoothing import grid_of
 from twin.twins.power.trace import bin_average, extremes
 from twin.twins.workload.timeline import Event
 
@@ -33,9 +33,7 @@ def site_draw(m: Model, segs, dt: float | None = None) -> tuple[np.ndarray, np.n
     dt = dt or cfg.resolution
     n = int(np.floor(cfg.duration / dt + 1e-9))  # whole bins inside the trace
     it = bin_average(segs, 0.0, dt, n, m.tree.site_W)[0]
-    t_mid = (np.arange(n) + 0.5) * dt
-    grid = it + (pue_series(m, t_mid) - 1.0) * low_pass(it, dt, cfg.cooling_lag)
-    return it, grid
+    return it, grid_of(m, it, dt)
 
 
 def swings(m: Model, segs) -> dict:
@@ -126,8 +124,13 @@ def _thermal_figures(design, m: Model) -> dict:
     for h in design.spec.site.halls:
         if h.name in m.inlet:
             t_in = m.inlet[h.name]
-            out["halls"].append({"hall": h.name, "medium": h.cooling.medium, "setpoint_degC": h.cooling.inlet_temperature,
-                                 "inlet_max_degC": float(t_in.max()), "inlet_min_degC": float(t_in.min())})
+            row = {"hall": h.name, "medium": h.cooling.medium, "setpoint_degC": h.cooling.inlet_temperature,
+                   "inlet_max_degC": float(t_in.max()), "inlet_min_degC": float(t_in.min())}
+            if h.name in m.facility_water:  # CDUs: the inlet is their coolant supply, the setpoint theirs
+                fw = m.facility_water[h.name]
+                row.update(setpoint_degC=h.cooling.cdus.supply_temperature, facility_water_max_degC=float(fw.max()),
+                           facility_water_min_degC=float(fw.min()))
+            out["halls"].append(row)
     out["compute_rate_min"] = float(m.perf.min())
     out["throughput_factor_min"] = float(m.rate.min())
     out["throughput_loss_midday"] = float(1 - m.rate.min() / m.rate.max())

@@ -8,7 +8,10 @@ Model (constants assumed; one set for every site):
   until outdoor air plus the plant's approach is warmer (economiser / evaporative plant), then tracks
   it: ``inlet = max(setpoint, outdoor + APPROACH x load / capacity)``;
 - liquid-cooled hall: the same rule on the coolant supply, with a cold plate's much smaller thermal
-  resistance from coolant to GPU;
+  resistance from coolant to GPU; a hall with CDUs applies the rule to its facility water
+  (``facility_water.supply_temperature``, the liquid heat against what the water carries), and the CDUs
+  supply the cold plates at the facility water plus their approach, never below their set point
+  (``cdus.supply_temperature``);
 - GPU: ``T_gpu = inlet + THETA x (step-average GPU power)`` (a heat sink's time constant is far longer
   than a step); above ``THROTTLE_AT`` the clocks drop until the GPU holds the threshold, i.e. its
   average power falls to ``(THROTTLE_AT - inlet) / THETA``; the compute phases give up that power and
@@ -137,6 +140,18 @@ def outdoor(weather, t: np.ndarray, start_time: float, base: Path) -> np.ndarray
 def inlet(medium: str, setpoint: float, t_out: np.ndarray, load_fraction: float) -> np.ndarray:
     """Inlet (air) or coolant supply (liquid) temperature of a hall."""
     return np.maximum(setpoint, t_out + APPROACH[medium] * min(1.0, max(0.0, load_fraction)))
+
+
+def coolant(cdu_setpoint: float, approach: float, fw_setpoint: float, t_out: np.ndarray,
+            load_fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """(facility water supply, CDU coolant supply to the cold plates) in degC of a hall with CDUs.
+
+    >>> fw, tc = coolant(35.0, 3.0, 30.0, np.array([20.0, 33.0]), 1.0)
+    >>> fw.tolist(), tc.tolist()
+    ([30.0, 36.0], [35.0, 39.0])
+    """
+    fw = inlet("liquid", fw_setpoint, t_out, load_fraction)
+    return fw, np.maximum(cdu_setpoint, fw + approach)
 
 
 def throttle(medium: str, t_in: np.ndarray, avg_gpu_w: float) -> np.ndarray:
