@@ -165,3 +165,26 @@ def test_review_shows_the_input_changes_first_with_old_and_new(atsw_change):
     assert "| `power.pue` | 1.3 | 1.4 |" in md
     assert not [f for f in res.design_fields if f.startswith(("warnings", "spec_sha256"))]
     assert res.to_json()["inputs"] == res.inputs
+
+
+def test_identical_halls_are_one_line(tmp_path):
+    """lab-campus's three identical halls under a PUE change: each per-hall figure that moved alike in all
+    three is one line naming them, with the old and new value once."""
+    import io
+
+    from rich.console import Console
+
+    from twin.diff import report
+
+    site = ROOT / "sites" / "lab-campus.yaml"
+    edited = tmp_path / "lab-campus.yaml"
+    edited.write_text(site.read_text().replace("  pue: 1.3 ", "  pue: 1.4 "))
+    res = compare(spec_side(site), spec_side(edited))
+    per_hall = [r for r in res.figures if r["key"] == "power.b1-lab.utility.normal"]
+    assert per_hall and all(any(r["key"] == f"power.{h}.utility.normal" for r in res.figures) for h in ("b2-lab", "b3-lab"))
+    buf = io.StringIO()
+    report.terminal(res, Console(file=buf, width=200, highlight=False))
+    lines = [ln for ln in buf.getvalue().splitlines() if "worst utility, normal" in ln]
+    # facility power is IT x PUE: the utility's share grows by 1.4 / 1.3, 32.76% -> 35.28%
+    assert round(32.76 * 1.4 / 1.3, 2) == 35.28
+    assert lines == ["  worst utility, normal, each of 3: b1-lab, b2-lab, b3-lab: 32.76% -> 35.28% (+2.52 pp (+7.7%))"]

@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import json
+import re
 
 from rich.markup import escape
 
+from twin.analysis.registry import lookup
 from twin.diff.compare import DiffResult
 from twin.emit import html
 from twin.emit.markdown import table
@@ -57,6 +59,39 @@ def summary(res: DiffResult) -> str:
             f"{len(res.added)} added, {len(res.removed)} removed; {cfg} config file(s) touched in {len(res.configs)} role(s).")
 
 
+def grouped(figures: list[dict]) -> list[dict]:
+    """Members of a per-hall (or per-building) family that moved alike, one row: the same figure, the same
+    other parts, the same old and new values. Its label names how many and which: "dh1 IT load" x 8 ->
+    "IT load, each of 8: dh1, ..., dh8".
+
+    >>> rows = [{"key": f"power.h{i}.it_kw", "label": f"h{i} IT load", "old": 1.0, "new": 2.0, "group": "power"} for i in (1, 2)]
+    >>> [r["label"] for r in grouped(rows)]
+    ['IT load, each of 2: h1, h2']
+    """
+    out: list[dict] = []
+    at: dict[tuple, int] = {}
+    members: dict[int, list[str]] = {}
+    for r in figures:
+        f = lookup(r["key"])
+        m = re.match("^" + re.escape(f.name).replace(r"\{\}", "([^.]+)") + "$", r["key"]) if f is not None and f.family else None
+        if m is None or not r["label"].startswith(m.group(1)):
+            out.append(r)
+            continue
+        k = (f.name, m.groups()[1:], repr(r.get("old")), repr(r.get("new")))
+        if k in at:
+            members[at[k]].append(m.group(1))
+            continue
+        at[k] = len(out)
+        members[len(out)] = [m.group(1)]
+        out.append(dict(r))
+    for i, names in members.items():
+        if len(names) > 1:
+            shown = ", ".join(names) if len(names) <= 3 else f"{names[0]}, ..., {names[-1]}"
+            rest = out[i]["label"][len(names[0]):].strip()
+            out[i] = dict(out[i], label=f"{rest}, each of {len(names)}: {shown}")
+    return out
+
+
 def _input(v) -> str:
     """An input's value as written in a diff: absent, a word, a number, or compact JSON (at most 80 characters).
 
@@ -98,7 +133,7 @@ def markdown(res: DiffResult) -> str:
     out.append("\n## Figures that moved\n")
     if res.figures:
         groups: dict[str, list] = {}
-        for r in res.figures:
+        for r in grouped(res.figures):
             groups.setdefault(r["group"], []).append(r)
         for g, rows in groups.items():
             out.append(f"\n### {g}\n")
@@ -152,7 +187,7 @@ def terminal(res: DiffResult, out) -> None:
     for v in verdict_lines(res):
         out.print(printable(v, 1000), markup=False, style="red" if v.startswith("FAIL") else "yellow" if v.startswith("WARN") else "green")
     group = None
-    for r in res.figures:
+    for r in grouped(res.figures):
         if r["group"] != group:
             group = r["group"]
             out.print(f"[bold]{t(group)}[/bold]")
