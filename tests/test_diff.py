@@ -188,3 +188,18 @@ def test_identical_halls_are_one_line(tmp_path):
     # facility power is IT x PUE: the utility's share grows by 1.4 / 1.3, 32.76% -> 35.28%
     assert round(32.76 * 1.4 / 1.3, 2) == 35.28
     assert lines == ["  worst utility, normal, each of 3: b1-lab, b2-lab, b3-lab: 32.76% -> 35.28% (+2.52 pp (+7.7%))"]
+
+
+def test_oversubscription_change_shows_cross_zone_bandwidth_and_bisection(tmp_path):
+    """lab-2zone's ATSW tier from 2:1 to 4:1: each zone's 4 racks x 16 GPUs x 400 Gbit/s = 25.6 Tbit/s reach
+    the ATSWs through 12.8 Tbit/s at 2:1 and 6.4 Tbit/s at 4:1; with two zones the max-flow between them
+    (the bisection) is that same zone's uplink capacity. The review shows both, not just the links."""
+    site = ROOT / "sites" / "lab-2zone.yaml"
+    edited = tmp_path / "lab-2zone.yaml"
+    text = site.read_text()
+    assert text.count('    oversubscription: "2:1"') == 1
+    edited.write_text(text.replace('    oversubscription: "2:1"', '    oversubscription: "4:1"'))
+    res = compare(spec_side(site), spec_side(edited))
+    moved = {r["key"]: (r["old"], r["new"]) for r in res.figures}
+    assert moved["cross_zone_tbps"] == (12.8, 6.4) and moved["bisection_tbps"] == (12.8, 6.4)
+    assert res.inputs == [{"path": "fabric.atsw.oversubscription", "old": 2.0, "new": 4.0}]

@@ -63,7 +63,7 @@ def run_simulate(target, scenario, as_json, plot_dir, out, err, print_diags, emi
     if as_json:
         data = dict(result.data)
         data["plots"] = [str(f) for f in files]
-        emit_json(data, risks_status(risks, accept_risks), [v.to_json() for v in risks])
+        emit_json({**data, "status": risks_status(risks, accept_risks), "risks": [v.to_json() for v in risks]})
     else:
         report.render(result.data, out)
         for f in files:
