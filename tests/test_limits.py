@@ -81,6 +81,12 @@ def test_a_million_collective_sizes_are_counted_not_listed(monkeypatch):
     parse_scenario(text, "s.yaml")  # raised: it validates
 
 
+
+def test_an_empty_size_list_is_located_not_a_traceback():
+    """`sizes: []` with no sweep gave a collective nothing to time and a traceback (found by the scenario fuzz)."""
+    msg, _ = refused(COLLECTIVE.replace("sweep: {min: 0 B, max: 4 GiB}", "sizes: []"))
+    assert msg.startswith("s.yaml:4:38: collectives[0].sizes:") and "at least 1 item" in msg, msg
+
 POWER = """name: p
 power:
   duration: {duration}

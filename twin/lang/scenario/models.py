@@ -115,7 +115,7 @@ class Collective(Model):
                            "inter-server stage of a hierarchical collective or a job's DP groups do")
     ranks: Ranks = Field(default_factory=lambda: Ranks(gpus="all"))
     peers: Ranks | None = Field(None, description="sendrecv: the receiving GPUs, paired in order with ranks")
-    sizes: list[Annotated[DataSize, Field(gt=0)]] | None = None
+    sizes: Annotated[list[Annotated[DataSize, Field(gt=0)]], Field(min_length=1)] | None = None
     sweep: Sweep | None = None
     dtype: Literal["bfloat16", "float16", "float32", "int8"] = "bfloat16"
 
