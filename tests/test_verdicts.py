@@ -210,3 +210,22 @@ def test_a_mitigation_that_does_not_meet_the_limits_is_a_warning(tmp_path):
     assert 10e3 < ramp["value"] < base and not ramp["pass"]
     assert v["status"] == "warn" and v["value"] == "still failing: ramp over 1 s"
     assert doc["status"] == "accepted"  # the ramp limit itself fails; --accept-risks let it exit 0
+
+
+@pytest.mark.slow
+def test_meta_power_scenario_fails_its_three_utility_limits():
+    """Slow for the power twin on 24,576 GPUs: meta-24k-roce states a 2 MW/s ramp, a 5 MW swing in a minute
+    and a 1 MW 0.1-20 Hz oscillation; the Llama 3 job's draw exceeds all three. They are fails ranked first,
+    each at its line of the site's power.limits, and `twin simulate` exits 4 (they were at the page's
+    bottom, uncoloured, with exit 0)."""
+    site = ROOT / "sites" / "meta-24k-roce.yaml"
+    r = cli("simulate", str(site), "-s", "scenarios/llama3-405b-power.yaml", "--json")
+    assert r.returncode == 4, r.stderr[-2000:]
+    doc = unwrap(r.stdout)
+    fails = [x for x in doc["risks"] if x["status"] == "fail"]
+    assert [x["key"].split(".")[1] for x in fails[:3]] == ["ramp", "swing", "oscillation"]
+    assert doc["risks"][:3] == fails[:3]
+    lines = [line_of(site, k) for k in ("max_ramp:", "max_swing:", "band: [0.1 Hz, 20 Hz]")]
+    assert [int(x["where"].split(":")[1]) for x in fails[:3]] == lines
+    limits = {x["limit"]: x for x in doc["power"]["limits"]}
+    assert all(not x["pass"] for x in limits.values()) and limits["ramp over 1 s"]["value"] > 2e6
