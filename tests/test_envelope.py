@@ -24,7 +24,29 @@ def cli(*args):
     return subprocess.run([sys.executable, "-m", "twin", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
+def test_quick_commands_print_the_envelope(tmp_path):
+    """schema --check, a diff of a folder with itself and an invalid spec: the envelope, valid against the
+    published schema, with the command's own status word."""
+    v = jsonschema.Draft202012Validator(json.loads((ROOT / "schemas" / "twin-output.schema.json").read_text(encoding="utf-8")))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: [\n")
+    for args, code, status in ((("schema", "--check", "--json"), 0, "ok"), (("diff", "generated/lab-2zone", "generated/lab-2zone", "--json"), 0, "same"),
+                               (("validate", str(bad), "--json"), 2, "invalid")):
+        r = cli(*args)
+        assert r.returncode == code, (args, r.stderr[-1500:])
+        env = json.loads(r.stdout)
+        assert not [e.message for e in v.iter_errors(env)], args
+        assert (env["command"], env["status"], env["units"], env["version"]) == (args[0], status, UNITS, __version__)
+    # an envelope that lacks a field, or a risk with a status twin does not write, is refused by the schema
+    assert list(v.iter_errors({k: x for k, x in env.items() if k != "units"}))
+    risk = {"key": "k", "check": "c", "status": "maybe", "severity": "high", "value": "", "limit": "", "section": "", "link": "",
+            "where": "", "source": "design"}
+    assert list(v.iter_errors({**env, "risks": [risk]})) and not list(v.iter_errors({**env, "risks": [{**risk, "status": "fail"}]}))
+
+
+@pytest.mark.slow
 def test_every_command_prints_the_envelope(tmp_path):
+    """Slow for a build, a simulation and a validate that compiles: each command once, the same envelope."""
     schema = json.loads((ROOT / "schemas" / "twin-output.schema.json").read_text(encoding="utf-8"))
     v = jsonschema.Draft202012Validator(schema)
     runs = {
