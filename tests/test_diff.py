@@ -203,3 +203,7 @@ def test_oversubscription_change_shows_cross_zone_bandwidth_and_bisection(tmp_pa
     moved = {r["key"]: (r["old"], r["new"]) for r in res.figures}
     assert moved["cross_zone_tbps"] == (12.8, 6.4) and moved["bisection_tbps"] == (12.8, 6.4)
     assert res.inputs == [{"path": "fabric.atsw.oversubscription", "old": 2.0, "new": 4.0}]
+    # the same racks on the floor (the ATSW count is pinned), some at another position: counted, named
+    r = res.racks
+    assert (r["added"], r["removed"], r["unreadable_rows"]) == (0, 0, 0) and r["moved"] == len(r["examples"]) >= 1
+    assert r["examples"][0].split(":")[0] in spec_side(site).read("placement/floor.csv").decode()

@@ -184,6 +184,7 @@ class DiffResult:
     notes: list[str] = field(default_factory=list)
     risks: list[dict] = field(default_factory=list)  # the new side's verdicts with ``was`` (the old side's status)
     inputs: list[dict] = field(default_factory=list)  # what changed in the spec as validated: path, old, new
+    racks: dict | None = None  # racks moved, added, removed on the floor (twin/diff/racks.py); None: the floor is the same
 
     @property
     def empty(self) -> bool:
@@ -203,6 +204,7 @@ class DiffResult:
             "notes": self.notes,
             "risks": self.risks,
             "inputs": self.inputs,
+            "racks": self.racks,
         }
 
 
@@ -242,6 +244,10 @@ def compare(old: Side, new: Side) -> DiffResult:
         res.figures, res.unchanged_figures = moved_figures(old.figures, new.figures)
     res.configs = config_changes(res, old, new)
     res.risks = risk_changes(old.risks, new.risks)
+    if "placement/floor.csv" in res.changed and res.changed["placement/floor.csv"] != (None, None):
+        from twin.diff.racks import moved
+
+        res.racks = moved(old.read("placement/floor.csv"), new.read("placement/floor.csv"))
     return res
 
 

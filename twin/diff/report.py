@@ -92,6 +92,13 @@ def grouped(figures: list[dict]) -> list[dict]:
     return out
 
 
+def racks_line(r: dict) -> str:
+    """Racks moved on the floor, in one line (with up to three examples)."""
+    ex = f" (e.g. {'; '.join(r['examples'])})" if r["examples"] else ""
+    bad = f"; {r['unreadable_rows']} unreadable row(s)" if r["unreadable_rows"] else ""
+    return f"racks: {r['moved']:,} moved, {r['added']:,} added, {r['removed']:,} removed{ex}{bad}"
+
+
 def _input(v) -> str:
     """An input's value as written in a diff: absent, a word, a number, or compact JSON (at most 80 characters).
 
@@ -125,6 +132,8 @@ def markdown(res: DiffResult) -> str:
         if len(res.inputs) > FIELD_ROWS:
             out.append(f"\n... and {len(res.inputs) - FIELD_ROWS} more.\n")
     out += ["\n" + summary(res) + "\n"] + [f"- note: {n}" for n in res.notes]
+    if res.racks:
+        out.append(f"\n{racks_line(res.racks)}\n")
     if res.risks:
         out.append("\n## Verdicts of the new side\n")
         out += [f"- {v}" for v in verdict_lines(res)] or ["Every check passes, as before.\n"]
@@ -184,6 +193,8 @@ def terminal(res: DiffResult, out) -> None:
     out.print(summary(res), markup=False)
     for n in res.notes:
         out.print(f"note: {printable(n, 1000)}", markup=False)
+    if res.racks:
+        out.print(printable(racks_line(res.racks), 1000), markup=False)
     for v in verdict_lines(res):
         out.print(printable(v, 1000), markup=False, style="red" if v.startswith("FAIL") else "yellow" if v.startswith("WARN") else "green")
     group = None
