@@ -95,5 +95,6 @@ def test_the_registry_and_its_writers_agree():
             assert all((folder / f"{s}.j2").is_file() for s in t.shared)
     assert config_target(configs_ib.TARGET).subnet
     assert {m: s.config for m, s in builtin().switches.items()} == {
-        "minipack2": "sonic", "wedge400": "sonic", "arista-7800r3": "eos", "qm9700": "opensm", "qm8700": "opensm"}
+        "minipack2": "sonic", "wedge400": "sonic", "arista-7800r3": "eos", "qm9700": "opensm", "qm8700": "opensm",
+        "q3400": "opensm", "sn5600": "sonic", "sn5600-2x400g": "sonic"}
     assert all(s.technology in config_target(s.config).technologies for s in builtin().switches.values())

@@ -120,16 +120,23 @@ def _with_progress(sw, folder, workers, scheduler, fresh, timeout, err: Console,
 def _show(sw, oc: Outcome, folder: Path, files: dict, out: Console) -> None:
     from rich.table import Table
 
-    t = Table(title=f"sweep {sw.name}: {len(oc.variants)} variants ({oc.computed} computed, {oc.cached} from the cache)", title_justify="left")
-    for col in ("#", "variant", "status", "s", *sw.figures):
-        t.add_column(col, justify="left" if col in ("variant", "status") else "right")
-    from twin.sweep.output import fmt_figure
+    from twin.sweep.output import axis_columns, fmt_figure, unit
 
-    for v in oc.variants:
+    t = Table(title=f"sweep {sw.name}: {len(oc.variants)} variants ({oc.computed} computed, {oc.cached} from the cache)", title_justify="left")
+    axes = axis_columns(sw, oc.variants)
+    t.add_column("#", justify="right")
+    for head, _ in axes:  # each axis its own column, its values whole (a label is never cut)
+        t.add_column(head, no_wrap=True)
+    t.add_column("status")
+    t.add_column("s", justify="right")
+    for f in sw.figures:
+        u = unit(f)
+        t.add_column(f + (f" [{u}]" if u and u != "1" else ""), justify="right")
+    for k, v in enumerate(oc.variants):
         r = oc.results.get(v.hash) or {}
         figs = r.get("figures") or {}
         sec = oc.seconds.get(v.hash)
-        t.add_row(str(v.index), v.label, r.get("status", "pending"), "-" if sec is None else f"{sec:.1f}",
+        t.add_row(str(v.index), *(cells[k] for _, cells in axes), r.get("status", "pending"), "-" if sec is None else f"{sec:.1f}",
                   *(fmt_figure(f, figs.get(f, math.nan)) for f in sw.figures))
     out.width = max(out.width, 160)
     out.print(t)

@@ -24,11 +24,11 @@ def document(design: Design) -> dict:
     spec = design.spec
     site = spec.site.model_dump(mode="json")
     used = {
-        "chassis": {spec.rack_type.chassis: spec.chassis.model_dump(mode="json")},
+        "chassis": {spec.rack_type.chassis: _chassis(spec.chassis)},
         "switches": {
             name: spec.catalog.switches[name].model_dump(mode="json") for name in sorted(_switches_used(spec))
         },
-        "media": {k: v.model_dump(mode="json") for k, v in sorted(spec.catalog.media.items())},
+        "media": {k: _medium(v) for k, v in sorted(spec.catalog.media.items())},
         "facility": {m: spec.catalog.facility[m].model_dump(mode="json")
                      for m in sorted({h.cooling.medium for h in spec.site.halls}) if m in spec.catalog.facility},
     }
@@ -81,3 +81,20 @@ def _switches_used(spec) -> set[str]:
     if f.switch:
         names.add(f.switch)
     return names
+
+
+def _chassis(ch) -> dict:
+    """The chassis as written; ``rack_scale`` only where there is one (older designs stay byte-identical)."""
+    out = ch.model_dump(mode="json")
+    if out.get("rack_scale") is None:
+        out.pop("rack_scale", None)
+    return out
+
+
+def _medium(m) -> dict:
+    """A medium as written; the twin-port fields only on a module that serves several links."""
+    out = m.model_dump(mode="json")
+    if m.module_ports == 1:
+        out.pop("module_ports", None)
+        out.pop("far_end", None)
+    return out

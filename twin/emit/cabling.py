@@ -3,6 +3,9 @@
 - ``cabling/cables.csv``: one row per cable (= link id) with both ends, media, lengths and labels;
 - ``cabling/pull-<hall>-row<NN>.csv``: the cables a team pulls from one row (a cable belongs to the
   row of its lower-level end: the GPU rack for NIC and rack-switch cables, the CTSW/spine rack above);
+- ``cabling/breakouts.csv`` (only where a switch's cages hold several ports, e.g. a QM9700's twin-port
+  OSFP or an SN5600 run 2 x 400G): per used port its cage, lanes and breakout mode, and what sits at
+  each end (a twin-port module in the cage, the far end's transceiver, or the cable assembly);
 
 NetBox gets the cables with everything they connect in ``netbox/`` (:mod:`twin.emit.netbox`).
 
@@ -15,6 +18,8 @@ import csv
 import io
 
 from twin.compiler.design import Design
+from twin.compiler.fabric.bom import module_end
+from twin.compiler.fabric.ports import cage_mode, cage_of
 
 CABLE_COLUMNS = [
     "cable_id", "tier", "medium", "kind", "stock_length_m", "length_m", "route_m",
@@ -23,6 +28,8 @@ CABLE_COLUMNS = [
     "a_label", "b_label",
 ]
 PULL_COLUMNS = ["cable_id", "medium", "stock_length_m", "from", "to", "tier"]
+BREAKOUT_COLUMNS = ["switch", "cage", "mode", "port", "port_in_cage", "lanes", "speed_gbps", "cable_id", "medium",
+                    "switch_end", "peer", "peer_port", "far_end"]
 
 
 def _m(v: float) -> str:
@@ -68,6 +75,13 @@ def emit(design: Design) -> dict[str, bytes]:
     files = {
         "cabling/cables.csv": cables_buf.getvalue().encode("utf-8"),
     }
+    breakouts = breakout_rows(design)
+    if breakouts:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(BREAKOUT_COLUMNS)
+        w.writerows(breakouts)
+        files["cabling/breakouts.csv"] = buf.getvalue().encode("utf-8")
     for (hall, row), rows in sorted(pulls.items()):
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
@@ -75,3 +89,32 @@ def emit(design: Design) -> dict[str, bytes]:
         w.writerows(rows)
         files[f"cabling/pull-{hall}-row{row:02d}.csv"] = buf.getvalue().encode("utf-8")
     return files
+
+
+def breakout_rows(design: Design) -> list[list]:
+    """One row per cabled port of a split cage, in switch and port order: which cage and lanes, the mode,
+    and what each end of its cable carries."""
+    spec, fabric, plan = design.spec, design.fabric, design.cabling
+    g = fabric.graph
+    media = spec.catalog.media
+    medium = {lid: plan.media[plan.medium[i]] for i, lid in enumerate(plan.ids)}
+    rows = []
+    for n in sorted(x for x, d in g.nodes(data=True) if d.get("level", -1) >= 1):
+        model = spec.switch(g.nodes[n]["model"])
+        if model.ports_per_cage == 1:
+            continue
+        for port, (lid, peer, peer_port) in sorted(fabric.ports(n).items(), key=lambda p: cage_of(model, p[0])):
+            if lid not in medium:
+                continue
+            cage, sub, (first, last) = cage_of(model, port)
+            name = medium[lid]
+            med = media[name]
+            if med.module_ports > 1 and module_end(spec, fabric, fabric.link(lid), med.module_ports) is not None:
+                here, there = f"{name} (one module for the cage's {med.module_ports} ports)", med.far_end
+            elif med.pluggable:
+                here = there = name
+            else:
+                here = there = f"{name} assembly"
+            rows.append([n, cage, cage_mode(model), port, sub, f"{first}-{last}", f"{model.port_speed / 1e9:g}", lid, name,
+                         here, peer, peer_port, there])
+    return rows

@@ -29,7 +29,8 @@ import re
 from dataclasses import dataclass
 
 from twin.compiler.design import Design
-from twin.compiler.fabric.ports import port_names
+from twin.compiler.fabric.bom import module_end
+from twin.compiler.fabric.ports import cage_text, port_names
 from twin.compiler.place.model import NETWORK_RACK_U
 
 TAG = "twin"
@@ -213,6 +214,9 @@ def import_set(design: Design) -> list[Table]:
                 lid, peer, peer_port = linked[port]
                 pdev, pif = nic_end(g, peer, peer_port)
                 what = f"{lid} to {device_name(site, pdev)} {pif}"
+            cage = cage_text(model, port)
+            if cage is not None:  # a split cage: which cage and lanes the port takes
+                what = f"{what}; {cage}"
             if_rows.append((dev, port, interface_type(tech, model.port_speed), kbps(model.port_speed), "true", what, tags))
     tables.append(Table("08-devices", "dcim.device", "/dcim/devices/import/",
                         ("name", "role", "manufacturer", "device_type", "status", "site", "location", "rack",
@@ -230,7 +234,7 @@ def import_set(design: Design) -> list[Table]:
         cable_rows.append((site, device_name(site, a_dev), "dcim.interface", a_if,
                            site, device_name(site, b_dev), "dcim.interface", b_if,
                            CABLE_TYPES[med.kind if med.kind != "optic" else med.fiber], STATUS, lk.id,
-                           _fmt(plan.stock[i]), "m", f"{med_name}, {lk.tier}", tags))
+                           _fmt(plan.stock[i]), "m", f"{med_name}, {lk.tier}" + _module_note(spec, fabric, lk, med_name), tags))
     tables.append(Table("10-cables", "dcim.cable", "/dcim/cables/import/",
                         ("side_a_site", "side_a_device", "side_a_type", "side_a_name",
                          "side_b_site", "side_b_device", "side_b_type", "side_b_name",
@@ -247,3 +251,13 @@ def long_names(tables: list[Table]) -> list[str]:
                 if len(rec.get(col, "")) > NAME_MAX:
                     out.append(f"{t.model} {rec[col]!r} has {len(rec[col])} characters (NetBox allows {NAME_MAX})")
     return sorted(set(out))
+
+
+def _module_note(spec, fabric, lk, med_name: str) -> str:
+    """For a link on a twin-port module: the module at the switch cage and the transceiver at the far end."""
+    med = spec.catalog.media[med_name]
+    if med.module_ports == 1:
+        return ""
+    end = module_end(spec, fabric, lk, med.module_ports)
+    where = f" in {end[0]} {end[1]}" if end else ""
+    return f"; {med_name} module{where} (one per cage), {med.far_end} at the far end"

@@ -18,6 +18,7 @@ from twin.analysis.verdicts import Verdict, verdicts
 from twin.compiler.design import Design
 from twin.compiler.resolve import liquid
 from twin.compiler.resolve.feasibility import hall_capacity
+from twin.compiler.resolve.spec import rack_heat
 from twin.emit import bom, campus_report, configs_report, cost_report, fabric_report, html, pic_budget, pic_fabric, pic_floor, pic_twin, placement, report_twins, sizing_report, verdicts_report
 from twin.emit.markdown import pct, table
 from twin.emit.report_net import design_section
@@ -76,7 +77,14 @@ def rack_section(d: Design) -> str:
     if s.rack_type.other_power:
         rows.append(["other", "fans, management", kw(s.rack_type.other_power)])
     rows.append(["**rack total**", f"power shelf {kw(s.rack_type.power_shelf)} ({pct(r.power / s.rack_type.power_shelf)} used)", f"**{kw(r.power)}**"])
-    return "## Rack\n\n" + table(["contents", "notes", "power"], rows, "llr")
+    out = "## Rack\n\n" + table(["contents", "notes", "power"], rows, "llr")
+    rs = c.rack_scale
+    if rs is not None:
+        liquid, air = rack_heat(s.rack_type, c, r)
+        out += (f"\nA rack-scale system: one NVLink domain of {c.domain} GPUs on {rs.compute_trays} compute trays of "
+                f"{rs.gpus_per_tray} GPUs and {rs.switch_trays} NVLink switch trays. Heat per rack: {kw(liquid)} to liquid "
+                f"({pct(rs.liquid_fraction)} of the system), {kw(air)} to air.\n")
+    return out
 
 
 def power_section(d: Design) -> str:

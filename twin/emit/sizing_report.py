@@ -34,6 +34,11 @@ def section(d: Design) -> str:
            "1:1 by construction), built the down:up bandwidth of the tier below the boundary. Rules: README, Fabric sizing.\n"]
     rows = [[t.role, t.model, f"{t.count:,}", t.down, t.up, t.attach, t.free, t.radix] for t in shape.tiers]
     out.append(table(["tier", "model", "switches", "down", "up", "attached", "free", "radix"], rows, "llrrrrrr"))
+    rs = s.chassis.rack_scale
+    if rs is not None and s.family.has_rails:
+        out.append(f"\nRails follow the {rs.gpus_per_tray} GPU positions of a compute tray: each leaf takes one position of "
+                   f"its trays; the NVLink domain is the rack's {s.chassis.domain} GPUs ({rs.compute_trays} compute trays, "
+                   f"{rs.switch_trays} NVLink switch trays).\n")
     if shape.rails_per_switch > 1:
         out.append(f"\n{shape.rails_per_switch} rails share each leaf (`fabric.rails_per_switch`); the NVLink domain stays "
                    f"{s.fabric.hb_domain} GPUs.\n")

@@ -25,7 +25,10 @@ Locate = Callable[[Source, Severity, tuple, str, str], Diagnostic]
 
 
 def diagnostic(src: Source, severity: Severity, path: tuple, message: str, expected: str = "") -> Diagnostic:
-    """A finding at the position of ``path`` in ``src``."""
+    """A finding at the position of ``path`` in ``src`` (no position without a source: the build's own
+    default twin run reports a job that does not fit as text, twin/twins/default.py)."""
+    if src is None:
+        return Diagnostic(severity, "", 0, 0, tuple(path), message, expected)
     line, col = src.locate(tuple(path))
     return Diagnostic(severity, src.path, line, col, tuple(path), message, expected)
 

@@ -69,9 +69,9 @@ def platform_ports(model: SwitchModel) -> tuple[tuple[str, dict[str, str]], ...]
     out = []
     for n0, name in enumerate(port_names(model)):
         first = pm.first_lane + n0 * pm.lanes_per_port
-        alias = pm.alias.replace("{n0}", str(n0)).replace("{n}", str(n0 + 1))
         lanes = ",".join(str(first + i) for i in range(pm.lanes_per_port))
-        out.append((name, {"alias": alias, "index": str(n0 + 1), "lanes": lanes, "speed": mbps(model.port_speed)}))
+        index = str(n0 // pm.cage_ports + 1)  # the front-panel cage: both ports of a 2x400G cage share it
+        out.append((name, {"alias": pm.render_alias(n0), "index": index, "lanes": lanes, "speed": mbps(model.port_speed)}))
     return tuple(out)
 
 
@@ -169,7 +169,9 @@ def port_tables(sw: SwitchIntent, model: SwitchModel, site: dict) -> tuple[dict,
             speeds[name] = lk.speed
         port[name] = row
     mode = {"brkout_mode": model.port_map.breakouts[0]}
-    return {"BREAKOUT_CFG": {name: mode for name, _ in platform_ports(model)}, "DEVICE_NEIGHBOR": neighbor, "PORT": port}, speeds
+    cage = model.port_map.cage_ports  # one BREAKOUT_CFG entry per cage, under its first port's name
+    parents = {name: mode for i, (name, _) in enumerate(platform_ports(model)) if i % cage == 0}
+    return {"BREAKOUT_CFG": parents, "DEVICE_NEIGHBOR": neighbor, "PORT": port}, speeds
 
 
 def routing_tables(sw: SwitchIntent, site: dict) -> dict:

@@ -5,7 +5,8 @@ Counting convention (also printed in the report):
 - switches: one line per model, every switch node of the graph (rack switches included);
 - endpoints: one line per fabric attachment (subnet managers, storage, gateways), every endpoint node;
 - pluggable optics (``kind: optic``): two transceivers per link, one per end, plus one fiber cable of
-  the link's stock length;
+  the link's stock length; a twin-port module (``module_ports`` 2: an 800G OSFP serving a cage split
+  2 x 400G) counts once per switch cage it fills, plus its ``far_end`` transceiver once per link;
 - DAC, AEC and AOC are cable assemblies with their ends built in: one item per link, no transceivers;
 - host edges (server to NIC, inside the server) are not cables and are not counted; NICs are part of
   the server;
@@ -27,6 +28,7 @@ import numpy as np
 
 from twin.compiler.fabric.cabling import CablePlan
 from twin.compiler.fabric.graph import Fabric
+from twin.compiler.fabric.ports import cage_of
 from twin.compiler.resolve.spec import Spec
 
 
@@ -79,7 +81,15 @@ def bill(spec: Spec, fabric: Fabric, plan: CablePlan) -> tuple[BomLine, ...]:
             continue
         med = spec.catalog.media[name]
         lengths, counts = np.unique(plan.stock[sel & local], return_counts=True)
-        if med.pluggable:
+        if med.pluggable and med.module_ports > 1:
+            modules = len(module_cages(spec, fabric, [plan.ids[j] for j in np.flatnonzero(sel)], med.module_ports))
+            far = spec.catalog.media[med.far_end]
+            lines.append(BomLine("transceiver", name, med.description or name, None, modules, med.power_per_end, med.source, 0.0, med.price))
+            lines.append(BomLine("transceiver", med.far_end, far.description or med.far_end, None, n, far.power_per_end, far.source, 0.0, far.price))
+            for length, c in zip(lengths.tolist(), counts.tolist()):
+                lines.append(BomLine("cable", f"{med.fiber}-{med.connector or 'fiber'}".lower().replace(" ", "-"), f"{med.fiber.upper()} fiber {med.connector} for {name}", length, c, 0.0, med.source,
+                                     length * med.weight_per_metre, _cents(length * med.price_per_metre)))
+        elif med.pluggable:
             lines.append(BomLine("transceiver", name, med.description or f"{name} ({med.connector})", None, 2 * n, med.power_per_end, med.source, 0.0, med.price))
             for length, c in zip(lengths.tolist(), counts.tolist()):
                 lines.append(BomLine("cable", f"{med.fiber}-{med.connector or 'fiber'}".lower().replace(" ", "-"), f"{med.fiber.upper()} fiber {med.connector} for {name}", length, c, 0.0, med.source,
@@ -91,6 +101,31 @@ def bill(spec: Spec, fabric: Fabric, plan: CablePlan) -> tuple[BomLine, ...]:
     if plan.campus is not None:
         lines += campus_lines(spec, plan)
     return tuple(_merge(lines))
+
+
+def module_end(spec: Spec, fabric: Fabric, link, ports: int) -> tuple[str, str] | None:
+    """(switch, port) of a link's end whose switch model has ``ports`` ports per cage (where a twin-port
+    module sits), or None."""
+    g = fabric.graph
+    for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
+        model = g.nodes[node].get("model")
+        if g.nodes[node].get("level", -1) >= 1 and model in spec.catalog.switches and spec.switch(model).ports_per_cage == ports:
+            return node, port
+    return None
+
+
+def module_cages(spec: Spec, fabric: Fabric, link_ids: list[str], ports: int) -> set[tuple[str, int]]:
+    """The (switch, cage) a twin-port module fills, over the given links: one module per cage used; a link
+    with no such switch end takes a module of its own."""
+    out: set[tuple[str, int]] = set()
+    for lid in link_ids:
+        lk = fabric.link(lid)
+        end = module_end(spec, fabric, lk, ports)
+        if end is None:
+            out.add((lid, 0))
+        else:
+            out.add((end[0], cage_of(spec.switch(fabric.graph.nodes[end[0]]["model"]), end[1])[0]))
+    return out
 
 
 def _cents(usd: float) -> float:

@@ -73,7 +73,8 @@ def select_media(
         for tier in allowed:
             free &= tiers != tier
     for exact in (True, False):
-        for tier, listed in [(None, names)] + sorted(allowed.items()):
+        # a twin-port module (module_ports > 1) is used only where fabric.media lists it
+        for tier, listed in [(None, [n for n in names if media[n].module_ports == 1])] + sorted(allowed.items()):
             scope = free if tier is None else (tiers == tier)
             for n in listed:
                 m = media[n]

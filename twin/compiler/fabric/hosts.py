@@ -26,7 +26,9 @@ def add_hosts(b: Builder, spec: Spec, rack: PlacedRack, speed: float, servers: i
     for s in range(spec.rack_type.servers if servers is None else servers):
         sid = f"{rack.id}-s{s + 1}"
         u = server_u(ch.height_u, s)
-        b.node(sid, role="server", level=-1, hall=hall, zone=rack.zone, rack=rack.id, gpus=ch.gpus, model=spec.rack_type.chassis, u=u)
+        trays = {"trays": ch.rack_scale.compute_trays, "switch_trays": ch.rack_scale.switch_trays} if ch.rack_scale else {}
+        b.node(sid, role="server", level=-1, hall=hall, zone=rack.zone, rack=rack.id, gpus=ch.gpus, model=spec.rack_type.chassis, u=u,
+               **trays)
         for g in range(ch.nics):
             nid = f"{sid}-nic{g + 1}"
             rail = ((first_server + s) * ch.gpus + g) % hb_domain if hb_domain else g

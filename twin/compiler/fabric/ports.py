@@ -39,6 +39,50 @@ def port_names(model: SwitchModel) -> tuple[str, ...]:
     return _names(model.port_name, model.ports, model.ports_per_cage, step)
 
 
+@lru_cache(maxsize=64)
+def _index(model: SwitchModel) -> dict[str, int]:
+    return {n: i for i, n in enumerate(port_names(model))}
+
+
+def cage_of(model: SwitchModel, port: str) -> tuple[int, int, tuple[int, int]]:
+    """(1-based cage, 1-based port in the cage, (first, last) 0-based lane of the cage's lanes it takes) of
+    a logical port: on a cage split two ways (ports_per_cage 2, 8 lanes) port 2 of cage 1 takes lanes 4-7.
+    Lanes count from the port map's first lane, or per cage from 0 without a port map.
+
+    >>> from twin.lang.catalog import builtin
+    >>> cage_of(builtin().switches["sn5600-2x400g"], "Ethernet4"), cage_of(builtin().switches["qm9700"], "3/2")
+    ((1, 2, (4, 7)), (3, 2, (2, 3)))
+    """
+    n0 = _index(model)[port]
+    cage, sub = divmod(n0, model.ports_per_cage)
+    pm = model.port_map
+    if pm is not None:
+        first = pm.first_lane + n0 * pm.lanes_per_port
+        return cage + 1, sub + 1, (first, first + pm.lanes_per_port - 1)
+    per = 4 // model.ports_per_cage if model.ports_per_cage <= 4 else 1  # assumed: a 4x-wide port (InfiniBand) split evenly
+    return cage + 1, sub + 1, (sub * per, sub * per + per - 1)
+
+
+def cage_mode(model: SwitchModel) -> str:
+    """The breakout mode a model's cages run in: the port map's, or ``<ports per cage>x<speed>G``."""
+    if model.port_map is not None:
+        return model.port_map.breakouts[0]
+    return f"{model.ports_per_cage}x{model.port_speed / 1e9:g}G"
+
+
+def cage_text(model: SwitchModel, port: str) -> str | None:
+    """Where a logical port sits when its cage is split (None for a port that is a whole cage).
+
+    >>> from twin.lang.catalog import builtin
+    >>> cage_text(builtin().switches["sn5600-2x400g"], "Ethernet4")
+    'cage 1 port 2 of 2, lanes 4-7, 2x400G[200G,100G,50G,40G,25G,10G]'
+    """
+    if model.ports_per_cage == 1:
+        return None
+    cage, sub, (first, last) = cage_of(model, port)
+    return f"cage {cage} port {sub} of {model.ports_per_cage}, lanes {first}-{last}, {cage_mode(model)}"
+
+
 class PortBook:
     """Hands out the ports of one switch in order and refuses to give one out twice.
 

@@ -5,7 +5,8 @@ lands on and in how many trees there are:
 
 - fat-tree: NICs in site order, h = k/2 per leaf;
 - rail-optimized: servers in groups of h; leaf ``group * g + i`` takes NIC i of every server in the
-  group (g NICs per server), so a leaf is one rail of a group and same-rank GPUs talk in one hop;
+  group (g NICs per server), so a leaf is one rail of a group and same-rank GPUs talk in one hop; on a
+  rack-scale system (``rack_scale``) the hosts are its compute trays, so rail i is GPU position i of a tray;
 - rail-only: K = hb_domain rails; rail r (the NICs whose GPU has rank r in its NVLink domain) is its
   own fat-tree, named ``rail<r+1>-leaf-0001``..., with no switch joining two rails (cross-rail
   traffic is forwarded over NVLink inside the domain).
@@ -31,6 +32,7 @@ from twin.compiler.fabric.mount import Mounter
 from twin.compiler.place.model import Placement
 from twin.compiler.resolve.fat_tree import TreeShape, boundary, role_names
 from twin.compiler.resolve.spec import Spec
+from twin.compiler.resolve.tree_sizing import rail_hosts
 
 
 def site_nics(b: Builder, spec: Spec, placement: Placement, speed: float, hb_domain: int | None) -> list[str]:
@@ -103,7 +105,7 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
             prefix = f"rail{grp + 1}-" if R == 1 else f"rails{rails[0] + 1}-{rails[-1] + 1}-"
             add_tree(b, ts, attach, spec, mounter, speed, prefix=prefix, rail=rails[0], packed=R)
     elif spec.family.rail_groups:
-        g = spec.chassis.nics
+        g = rail_hosts(spec)[0]  # NICs per server, or per compute tray of a rack-scale system
         nics = site_nics(b, spec, placement, speed, None)
         if ts.tiers == 1:
             attach = [(nic, 0) for nic in nics]

@@ -57,6 +57,15 @@ def references(site: Site, catalog: Catalog) -> Iterator[Finding]:
         for i, n in enumerate(names):
             if n not in catalog.media:
                 yield E, ("fabric", "media", tier, i), f"unknown medium '{n}'", _one_of(catalog.media, n)
+            elif (k := catalog.media[n].module_ports) > 1:
+                cages = {catalog.switches[m].ports_per_cage for _, m in models if m in catalog.switches}
+                if k not in cages:
+                    yield E, ("fabric", "media", tier, i), (
+                        f"'{n}' is a module for a cage of {k} ports; no switch of this fabric has {k}-port cages"), (
+                        f"a switch model with ports_per_cage: {k}, or a single-port medium")
+    for name, med in catalog.media.items():
+        if med.far_end is not None and med.far_end not in catalog.media:
+            yield E, ("catalog", "media", name, "far_end"), f"unknown medium '{med.far_end}'", _one_of(catalog.media, med.far_end)
     for path, m in models:
         sw = catalog.switches.get(m)
         if sw is None:
@@ -118,9 +127,27 @@ def arithmetic(spec: Spec) -> Iterator[Finding]:
         yield W, ("fabric", "gpus"), f"{f.gpus} GPUs is not a multiple of {gpr} GPUs per rack; the last rack is part-filled", f"a multiple of {gpr}"
     if spec.chassis.nics == 0:
         yield E, ("rack_types", spec.rack_type_name, "chassis"), "the chassis has no backend NICs", "nics > 0"
+    yield from _rack_scale(spec)
     if f.nic_speed is not None and f.nic_speed > spec.chassis.nic_speed:
         yield E, ("fabric", "nic_speed"), f"{f.nic_speed / 1e9:g} Gbit/s exceeds the chassis NIC speed {spec.chassis.nic_speed / 1e9:g} Gbit/s", "at most the NIC speed"
     yield from PORTS[spec.family.layout](spec)
+
+
+def _rack_scale(spec: Spec) -> Iterator[Finding]:
+    """A rack-scale system (``rack_scale`` in the catalog) is the whole rack: one per rack, its NVLink
+    domain inside it, a rail-aligned fabric's rails on the tray's GPU positions."""
+    rs, f = spec.chassis.rack_scale, spec.site.fabric
+    if rs is None:
+        return
+    rt = spec.site.rack_types[spec.rack_type_name]
+    if rt.servers != 1:
+        yield E, ("rack_types", spec.rack_type_name, "servers"), (
+            f"{rt.servers} rack-scale systems in one rack: '{rt.chassis}' is a whole rack of {spec.chassis.gpus} GPUs "
+            f"in one NVLink domain"), "servers: 1"
+    if spec.family.has_rails and f.hb_domain != rs.gpus_per_tray:
+        yield E, ("fabric", "hb_domain"), (
+            f"{f.hb_domain} rails on '{rt.chassis}': its fabric is rail-aligned to the {rs.gpus_per_tray} GPU positions "
+            f"of a compute tray"), f"hb_domain: {rs.gpus_per_tray}"
 
 
 def _ai_zone_ports(spec: Spec) -> Iterator[Finding]:

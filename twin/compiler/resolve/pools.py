@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass, replace
 
 from twin.compiler.resolve.spec import Spec
+from twin.compiler.resolve.tree_sizing import rail_hosts
 from twin.lang.diagnostics import Severity
 from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT
 
@@ -101,8 +102,7 @@ def _tree_leaf_nics(spec: Spec) -> tuple[int, ...]:
     ts = shape.tree
     k, h = ts.radix, max(1, ts.radix // 2)
     R = shape.rails_per_switch
-    g = spec.chassis.nics
-    servers = math.ceil(spec.gpus / spec.chassis.gpus) if spec.chassis.gpus else 0
+    g, servers = rail_hosts(spec)
     if spec.family.rail_groups and ts.tiers > 1:
         group = max(1, h // R)
         groups = math.ceil(servers / group)

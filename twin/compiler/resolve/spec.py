@@ -112,6 +112,14 @@ def rack_figures(rt: RackType, chassis: Chassis, rtsw: SwitchModel | None) -> Ra
     )
 
 
+def rack_heat(rt: RackType, chassis: Chassis, figures: RackFigures) -> tuple[float, float]:
+    """(liquid, air) heat of one rack in W: a rack-scale system's ``liquid_fraction`` of its own power goes
+    to the liquid loop, the rest of the rack (switches, other power) to air; without ``rack_scale`` all air."""
+    share = chassis.rack_scale.liquid_fraction if chassis.rack_scale is not None else 0.0
+    liquid = rt.servers * figures.server_power * share
+    return liquid, figures.power - liquid
+
+
 def derive_counts(site: Site, gpus_per_rack: int) -> tuple[int, int, int, int]:
     """(gpus, racks, zones, racks_per_zone) from whichever of them the user gave.
 

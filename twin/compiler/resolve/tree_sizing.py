@@ -77,6 +77,15 @@ def servers(spec: Spec) -> int:
     return math.ceil(spec.gpus / spec.chassis.gpus) if spec.chassis.gpus else 0
 
 
+def rail_hosts(spec: Spec) -> tuple[int, int]:
+    """(NICs per host, hosts) of a rail-optimized fabric's server groups: a host is a server, or a compute
+    tray of a rack-scale system, whose rails are the GPU positions of a tray ([dgx-gb200-ra])."""
+    rs = spec.chassis.rack_scale
+    if rs is None:
+        return spec.chassis.nics, servers(spec)
+    return max(1, spec.chassis.nics // rs.compute_trays), math.ceil(spec.gpus / rs.gpus_per_tray)
+
+
 def nics(spec: Spec) -> int:
     """NICs on a tree fabric: the GPUs asked for times NICs per GPU (the last rack may be part-filled)."""
     return spec.gpus * spec.chassis.nics // max(1, spec.chassis.gpus)
@@ -96,7 +105,7 @@ def rail_fill(spec: Spec) -> tuple[int, int]:
         per_rail = n // max(1, f.hb_domain)
         one_tier = (f.tiers or fat_tree_tiers(per_rail, k)) == 1
         return (per_rail, k) if one_tier else (k, k)
-    return min(servers(spec), k // 2), k // 2
+    return min(rail_hosts(spec)[1], k // 2), k // 2
 
 
 def packings(spec: Spec) -> list[int]:
@@ -106,7 +115,7 @@ def packings(spec: Spec) -> list[int]:
     if spec.family.rails_apart:
         rails = f.hb_domain
         return [d for d in range(1, rails + 1) if rails % d == 0]
-    g, h = spec.chassis.nics, spec.switch(f.switch).ports // 2
+    g, h = rail_hosts(spec)[0], spec.switch(f.switch).ports // 2
     return [d for d in range(1, max(1, g) + 1) if g % d == 0 and h % d == 0]
 
 
@@ -141,9 +150,9 @@ def tree_sizing(spec: Spec) -> TreeSizing:
         trees = max(1, f.hb_domain // R)
         per_tree = n // max(1, trees)
     elif fam.rail_groups:
-        g = max(1, spec.chassis.nics)
-        group = max(1, h // R)  # servers per group: each leaf takes R rails of ``group`` servers
-        leaves = math.ceil(servers(spec) / group) * max(1, g // R)
+        g, hosts = rail_hosts(spec)
+        group = max(1, h // R)  # hosts per group: each leaf takes R rails of ``group`` servers (or trays)
+        leaves = math.ceil(hosts / group) * max(1, g // R)
     L = f.tiers or fat_tree_tiers(per_tree, k)
     base = fat_tree.shape(per_tree, k, L, leaves=leaves)
     pinned = f.atsw.count if f.atsw is not None and f.atsw.count is not None and L > 1 else None
@@ -158,7 +167,7 @@ def tree_sizing(spec: Spec) -> TreeSizing:
     if L == 1:
         leaf_down = math.ceil(per_tree / max(1, ts.switches[0]))
     elif fam.rail_groups:
-        leaf_down = R * min(servers(spec), h // R)
+        leaf_down = R * min(rail_hosts(spec)[1], h // R)
     else:
         leaf_down = min(h, per_tree)
     return TreeSizing(ts, trees, R, n, leaf_down, top_min, pinned is not None)

@@ -30,7 +30,7 @@ def workloads(spec: Spec) -> Iterator[Finding]:
 def _layout(spec: Spec, j, base: tuple) -> Iterator[Finding]:
     if j.gpus > spec.gpus:
         yield E, base, f"TP{j.tp} x CP{j.cp} x PP{j.pp} x DP{j.dp} = {j.gpus:,} GPUs, the site has {spec.gpus:,}", f"at most {spec.gpus:,} GPUs"
-    domain = min(spec.chassis.nvlink_domain or spec.chassis.gpus, spec.chassis.gpus) if spec.chassis.gpus else 0
+    domain = min(spec.chassis.domain, spec.chassis.gpus) if spec.chassis.gpus else 0
     if domain and j.tp > domain:
         yield W, base + ("tp",), f"TP{j.tp} spans NVLink domains ({domain} GPUs each): tensor parallelism over the network", f"tp <= {domain}"
     if j.global_batch % j.dp:

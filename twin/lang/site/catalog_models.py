@@ -58,8 +58,21 @@ class Stack(Model):
     source: Text = Field(min_length=1)
 
 
+class RackScale(Model):
+    """A rack-scale NVLink system (GB200/GB300 NVL72): the chassis is the whole rack, its GPUs sit on
+    compute trays and NVLink switch trays join all of them in one NVLink domain. The fabric's rails follow
+    a GPU's position on its tray; a compute tray's failure takes its GPUs, a switch tray's the domain's
+    NVLink bandwidth share (twin/twins/reliability)."""
+
+    compute_trays: int = Field(ge=1, le=64, description="compute trays in the rack")
+    gpus_per_tray: int = Field(ge=1, le=16, description="GPUs per compute tray (the rails of a rail-aligned fabric)")
+    switch_trays: int = Field(ge=1, le=64, description="NVLink switch trays joining the trays' GPUs")
+    liquid_fraction: float = Field(ge=0, le=1, description="share of the rack's heat the liquid loop takes (the rest goes to air)")
+    source: Text = Field(min_length=1)
+
+
 class Chassis(Model):
-    """A GPU server (e.g. Grand Teton): what a rack is filled with."""
+    """A GPU server (e.g. Grand Teton): what a rack is filled with; with ``rack_scale`` the whole rack."""
 
     description: Text = ""
     vendor: Text = Field("", description="maker of the chassis (NetBox manufacturer)")
@@ -87,7 +100,31 @@ class Chassis(Model):
     height_u: int = Field(ge=1, le=60)
     weight: Mass
     price: Price | None = Field(None, description="purchase price of one server, e.g. '270000 USD' (capex)")
+    rack_scale: RackScale | None = Field(None, description="a rack-scale NVLink system: trays, switch trays, liquid share")
     source: Text = Field(min_length=1, description="where the figures come from, or 'assumed'")
+
+    @property
+    def domain(self) -> int:
+        """GPUs of one NVLink domain (the chassis' GPUs unless ``nvlink_domain`` says otherwise)."""
+        return self.nvlink_domain or self.gpus
+
+    @model_validator(mode="after")
+    def _rack_scale(self) -> "Chassis":
+        rs = self.rack_scale
+        if rs is None:
+            return self
+        if rs.compute_trays * rs.gpus_per_tray != self.gpus:
+            raise ValueError(f"rack_scale: {rs.compute_trays} compute trays x {rs.gpus_per_tray} GPUs = "
+                             f"{rs.compute_trays * rs.gpus_per_tray}, the chassis has {self.gpus} GPUs")
+        if self.domain > self.gpus:
+            raise ValueError(f"nvlink_domain {self.domain} is larger than its rack-scale system of {self.gpus} GPUs "
+                             f"(at most {self.gpus}: an NVLink domain does not leave its rack)")
+        if self.gpus % self.domain or self.domain % rs.gpus_per_tray:
+            raise ValueError(f"nvlink_domain {self.domain} does not split the rack's {self.gpus} GPUs into whole domains "
+                             f"of whole {rs.gpus_per_tray}-GPU trays")
+        if self.nics % self.gpus and self.gpus % self.nics:
+            raise ValueError(f"{self.nics} NICs do not align with {self.gpus} GPUs (rails follow a GPU's tray position)")
+        return self
 
 
 PORT_PLACEHOLDERS = ("n", "n0", "n0_step", "cage", "sub")
@@ -173,6 +210,9 @@ class SwitchModel(Model):
         names = {render_port_name(self.port_name, i, self.ports_per_cage, step) for i in range(self.ports)}
         if len(names) != self.ports:
             raise ValueError(f"port_name '{self.port_name}' gives two ports the same name; use {{n}} or {{cage}}/{{sub}}")
+        if self.port_map is not None and self.port_map.cage_ports != self.ports_per_cage:
+            raise ValueError(f"port_map breakout mode '{self.port_map.breakouts[0]}' puts {self.port_map.cage_ports} port(s) "
+                             f"in a cage, ports_per_cage is {self.ports_per_cage}")
         if self.port_map is not None and self.port_map.speeds[0] != self.port_speed:
             raise ValueError(
                 f"port_map breakout mode '{self.port_map.breakouts[0]}' runs ports at "
@@ -196,7 +236,16 @@ class Medium(Model):
     weight_per_metre: Mass = Field(description="cable mass per metre of length")
     price: Price | None = Field(None, description="optic: one transceiver; DAC, AEC, AOC: one cable assembly (capex)")
     price_per_metre: PricePerLength = Field(0.0, description="optic: its fiber per metre; DAC, AEC, AOC: added to the assembly per metre")
+    module_ports: int = Field(1, ge=1, le=8, description="optic: links one transceiver at the switch end carries (2: a twin-port "
+                              "800G OSFP with two 400G fibers, one to each NIC); used only where fabric.media lists it")
+    far_end: str | None = Field(None, description="with module_ports > 1: the catalog medium whose transceiver sits at each far end")
     source: Text = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _module(self) -> "Medium":
+        if self.module_ports > 1 and (self.kind != "optic" or self.far_end is None):
+            raise ValueError("module_ports > 1 is a pluggable optic (kind: optic) with the far end's medium (far_end)")
+        return self
 
     @property
     def pluggable(self) -> bool:

@@ -31,11 +31,13 @@ class PortMap(Model):
     lanes_per_port: int = Field(ge=1, le=16, description="SerDes lanes per logical port")
     first_lane: int = Field(0, ge=0, description="number of port 1's first lane (platforms count from 0 or 1)")
     name_step: int = Field(1, ge=1, le=16, description="step between port numbers in SONiC names (Ethernet0, Ethernet8: 8)")
-    alias: Text = Field("etp{n}", description="front-panel alias; placeholders {n} (1-based port), {n0}")
+    alias: Text = Field("etp{n}", description="front-panel alias; placeholders {n} (1-based port), {n0}, {cage} (1-based cage) "
+                        "and {sub} (the port's letter in its cage: a, b, ...)")
     fec: Literal["rs", "fc", "none", "auto"] = "rs"
     breakouts: tuple[Annotated[str, Field(pattern=BREAKOUT_RE)], ...] = Field(
         min_length=1,
-        description="platform.json breakout modes, e.g. '1x400G[200G,100G]'; the first is the mode the ports run in",
+        description="platform.json breakout modes of one cage, e.g. '1x400G[200G,100G]'; the first is the mode the cages run "
+        "in: '2x400G' splits each cage into two logical ports (the switch model's ports_per_cage) of lanes_per_port lanes",
     )
     source: Text = Field(min_length=1, description="the platform's port_config.ini it follows, or 'assumed'")
 
@@ -50,15 +52,27 @@ class PortMap(Model):
         extra = m.group(3).split(",") if m.group(3) else []
         return tuple(float(x.rstrip("G")) * 1e9 for x in [m.group(2) + "G", *extra])
 
+    @property
+    def cage_ports(self) -> int:
+        """Logical ports per cage in the configured (first) breakout mode: ``2x400G`` -> 2."""
+        return int(re.fullmatch(BREAKOUT_RE, self.breakouts[0]).group(1))
+
+    def render_alias(self, n0: int) -> str:
+        """The front-panel alias of logical port ``n0`` (0-based)."""
+        cage, sub = divmod(n0, self.cage_ports)
+        return (self.alias.replace("{n0}", str(n0)).replace("{n}", str(n0 + 1))
+                .replace("{cage}", str(cage + 1)).replace("{sub}", "abcdefgh"[sub]))
+
     @model_validator(mode="after")
     def _modes_fit_the_lanes(self) -> PortMap:
+        cage_lanes = self.lanes_per_port * self.cage_ports
         for mode in self.breakouts:
             count = int(re.fullmatch(BREAKOUT_RE, mode).group(1))
-            if count == 0 or self.lanes_per_port % count:
-                raise ValueError(f"breakout mode '{mode}' does not split {self.lanes_per_port} lanes evenly")
-        if int(re.fullmatch(BREAKOUT_RE, self.breakouts[0]).group(1)) != 1:
-            raise ValueError(f"the first breakout mode ('{self.breakouts[0]}') must be 1xN: one logical port per port")
-        bad = set(re.findall(r"\{([^}]*)\}", self.alias)) - {"n", "n0"}
+            if count == 0 or cage_lanes % count:
+                raise ValueError(f"breakout mode '{mode}' does not split a cage's {cage_lanes} lanes evenly")
+        if self.cage_ports > 8:
+            raise ValueError(f"the first breakout mode ('{self.breakouts[0]}') splits a cage into more than 8 ports")
+        bad = set(re.findall(r"\{([^}]*)\}", self.alias)) - {"n", "n0", "cage", "sub"}
         if bad:
-            raise ValueError(f"alias: unknown placeholder(s) {sorted(bad)}; allowed: n, n0")
+            raise ValueError(f"alias: unknown placeholder(s) {sorted(bad)}; allowed: n, n0, cage, sub")
         return self

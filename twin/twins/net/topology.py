@@ -395,4 +395,12 @@ def first_gpus(g: nx.MultiGraph, gpus: int) -> set[str]:
             keep.add(n)
         elif level >= 3 and len(zones) > 1:
             keep.add(n)
+    # tree families (fat-tree, rail): leaves without a zone, mounted on network racks; keep the kept NICs'
+    # leaves and every switch above them
+    up = {nb for n in list(keep) if nodes[n].get("role") == "nic" for nb in g.neighbors(n)
+          if nodes[nb].get("level", -1) == 1 and nodes[nb].get("zone") is None}
+    while up - keep:
+        new = up - keep
+        keep |= new
+        up = {nb for sw in new for nb in g.neighbors(sw) if nodes[nb].get("level", -1) > nodes[sw]["level"]}
     return keep

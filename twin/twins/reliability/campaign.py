@@ -18,7 +18,7 @@ from twin.lang.diagnostics import SpecError
 from twin.lang.site.reliability_models import FailureClass
 from twin.lang.validator import error
 from twin.twins.reliability import answers, checkpoint, cost
-from twin.twins.reliability.components import Footprint, Mode, Reach, failure_modes, footprint, scaled
+from twin.twins.reliability.components import TRAY_PARTS, Footprint, Mode, Reach, failure_modes, footprint, scaled
 from twin.twins.reliability.engine import Plan, simulate, timeline
 from twin.twins.workload.jobs import step_profile
 from twin.twins.workload.timeline import Event, StepProfile
@@ -249,7 +249,9 @@ def _bandwidths(design, c) -> tuple[float | None, float | None]:
 def _notes(fp: Footprint, modes: list[Mode]) -> list[str]:
     out = [f"footprint: the first {len(fp.servers):,} servers in topology order (zone, rack, server)"]
     for m in modes:
-        if m.kind in ("swap", "straggle") and m.per not in ("gpu", "server", "nic"):
+        if m.per in TRAY_PARTS:
+            out.append(f"{m.name}: {m.count:,} in the job's rack-scale systems; one down swaps its NVLink domain ({m.servers} server)")
+        elif m.kind in ("swap", "straggle") and m.per not in ("gpu", "server", "nic"):
             out.append(f"{m.name}: {m.component} down cuts {m.servers} server(s) off the job (fabric graph)")
         out.extend(f"{m.name}: {n}" for n in m.notes)
     return out

@@ -34,6 +34,10 @@ from scipy.sparse.csgraph import connected_components
 from twin.lang.site.reliability_models import FailureClass
 
 SERVER_PARTS = ("gpu", "server", "nic")  # a failure of one of these takes its server
+# A rack-scale system's trays: the server is the whole NVLink domain. A compute tray takes its GPUs, a switch
+# tray a share of every GPU's NVLink links; either way a job laid out on whole domains (TP, EP, CP inside the
+# domain) stops and swaps the domain (one server) for a spare until the tray is repaired.
+TRAY_PARTS = ("compute-tray", "switch-tray")
 
 
 @dataclass(frozen=True)
@@ -47,12 +51,14 @@ class Footprint:
     levels: dict[str, int]  # role -> tier level (1 = rack / leaf)
     links: dict[str, tuple[str, ...]]  # tier -> link ids
     scale: float = 1.0  # >1: counts extrapolated from a smaller design
+    trays: tuple[int, int] = (0, 0)  # compute and NVLink switch trays of the job's rack-scale systems (0: none)
 
     def count(self, per: str, group: str = "") -> int:
         """Components of kind ``per`` (and role / tier ``group``) the job depends on."""
         if per == "job":
             return 1
-        n = {"gpu": self.gpus, "server": len(self.servers), "nic": len(self.nics)}.get(per)
+        n = {"gpu": self.gpus, "server": len(self.servers), "nic": len(self.nics),
+             "compute-tray": self.trays[0], "switch-tray": self.trays[1]}.get(per)
         if n is None:
             source = self.links if per == "link" else self.switches
             n = len(source.get(group, ()))
@@ -66,6 +72,8 @@ class Footprint:
             return sorted((r for r, lv in self.levels.items() if lv >= 2), key=lambda r: (self.levels[r], r))
         if per == "link":
             return sorted(self.links)
+        if per in TRAY_PARTS:
+            return [""] if self.count(per) else []
         return [""]
 
 
@@ -112,12 +120,13 @@ def footprint(g: nx.MultiGraph, gpus: int, order: list[str] | None = None) -> Fo
         switches={r: tuple(sorted(v)) for r, v in sorted(by_role.items())},
         levels={r: level(v[0]) for r, v in sorted(by_role.items())},
         links={t: tuple(sorted(v)) for t, v in sorted(links.items())},
+        trays=(sum(int(nodes[s].get("trays", 0)) for s in servers), sum(int(nodes[s].get("switch_trays", 0)) for s in servers)),
     )
 
 
 def scaled(fp: Footprint, gpus: int) -> Footprint:
     """``fp`` extrapolated to a job of ``gpus`` GPUs (every count per GPU, for jobs beyond the design)."""
-    return Footprint(gpus, fp.servers, fp.nics, fp.switches, fp.levels, fp.links, scale=gpus / fp.gpus)
+    return Footprint(gpus, fp.servers, fp.nics, fp.switches, fp.levels, fp.links, scale=gpus / fp.gpus, trays=fp.trays)
 
 
 class Reach:
@@ -197,9 +206,9 @@ def failure_modes(classes: dict[str, FailureClass], fp: Footprint, reach: Reach 
         for grp in groups:
             count = fp.count(c.per, grp)
             rep, servers = "", 0
-            if c.per in SERVER_PARTS:
+            if c.per in SERVER_PARTS or c.per in TRAY_PARTS:
                 servers = 1
-            elif c.per != "job":
+            elif c.per != "job" and c.per not in TRAY_PARTS:
                 ids = (fp.links if c.per == "link" else fp.switches).get(grp, ())
                 rep = ids[0] if ids else ""
                 if rep and reach is not None:
@@ -208,7 +217,7 @@ def failure_modes(classes: dict[str, FailureClass], fp: Footprint, reach: Reach 
                 kind = "planned"
             elif c.per == "job":
                 kind = "restart"
-            elif c.per in SERVER_PARTS or servers:
+            elif c.per in SERVER_PARTS or c.per in TRAY_PARTS or servers:
                 kind = "straggle" if c.effect == "straggle" else "swap"
             else:
                 kind = "degrade"
