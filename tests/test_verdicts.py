@@ -223,3 +223,28 @@ def test_meta_power_scenario_fails_its_three_utility_limits():
     assert [int(x["where"].split(":")[1]) for x in fails[:3]] == lines
     limits = {x["limit"]: x for x in doc["power"]["limits"]}
     assert all(not x["pass"] for x in limits.values()) and limits["ramp over 1 s"]["value"] > 2e6
+
+
+@pytest.mark.slow
+def test_job_throughput_against_the_workloads_measured(tmp_path):
+    """Slow for the job twin's step on the lab fabric (~10 s). A workload that states a measured 400 TFLOPs per GPU, which the lab fabric's prediction (about 270)
+    falls short of by more than the job twin's stated error: a warning per routing scheme at the line of
+    measured_tflops_per_gpu; a measurement within that error of the prediction passes."""
+    from twin.analysis.verdicts_twins import twin_verdicts
+    from twin.twins.workload.validation import STATED_ERROR
+
+    site = tmp_path / "lab.yaml"
+    site.write_text((ROOT / "sites" / "lab-2zone.yaml").read_text().replace("    dp: 8\n", "    dp: 8\n    measured_tflops_per_gpu: 400\n", 1))
+    sc = tmp_path / "job.yaml"
+    sc.write_text((ROOT / "scenarios" / "lab-twins.yaml").read_text().split("campaign:\n")[0])  # the job alone
+    r = cli("simulate", str(site), "-s", str(sc), "--json")
+    assert r.returncode == 0, r.stderr  # a warning does not change the exit code
+    doc = unwrap(r.stdout)
+    job = doc["cases"][0]["jobs"][0]
+    got = job["schemes"][0]["predicted_convention_tflops_per_gpu"]
+    (v,) = [x for x in doc["risks"] if x["key"].endswith(".throughput")]
+    assert got < 400 * (1 - STATED_ERROR) and v["status"] == "warn" and v["where"].startswith(f"lab.yaml:{line_of(site, 'measured_tflops')}:")
+    assert v["value"] == f"{got:,.0f} TFLOPs/GPU ({100 * (got / 400 - 1):+.1f}%)"
+    near = {**doc, "cases": [{**doc["cases"][0], "jobs": [{**job, "measured_tflops_per_gpu": got * (1 + STATED_ERROR / 2)}]}]}
+    (w,) = [x for x in twin_verdicts(compiled("lab-2zone"), str(sc), near, locate=False) if x.key.endswith(".throughput")]
+    assert w.status == "pass"

@@ -9,7 +9,8 @@ and the scenario state.
   fails and what it makes worse;
 - thermal: the share of throughput the hottest hour loses to throttling (a warning when any);
 - the campaign's ETTR against ``campaign.min_ettr`` (fail below the mean, warn below P10);
-- each job of the scenario: its training state fits in HBM.
+- each job of the scenario: its training state fits in HBM, and, where its workload states a measured
+  TFLOPs per GPU, the twin's prediction is not below it by more than the job twin's stated error.
 
 Every figure is the twin's own (``twin simulate --json``'s document); nothing is rerun here.
 """
@@ -80,6 +81,31 @@ def _mitigations(p: dict, sc_at) -> list[Verdict]:
     return out
 
 
+def _throughput(s, case: str, job: dict, site_at, section: str) -> list[Verdict]:
+    """A job whose workload states a measured TFLOPs per GPU: the twin's prediction (same FLOP convention)
+    per routing scheme against it; a warning when it falls short by more than the job twin's stated error
+    (:data:`twin.twins.workload.validation.STATED_ERROR`)."""
+    measured = job.get("measured_tflops_per_gpu")
+    if not measured:
+        return []
+    from twin.twins.workload.validation import STATED_ERROR
+
+    names = [w.name for w in s.site.workloads]
+    i = names.index(job["workload"]) if job["workload"] in names else 0
+    out = []
+    for sc in job.get("schemes", []):
+        got = sc.get("predicted_convention_tflops_per_gpu") or sc.get("predicted_tflops_per_gpu")
+        if got is None:
+            continue
+        st = "warn" if got < measured * (1 - STATED_ERROR) else "pass"
+        out.append(Verdict(f"job.{case}.{job['workload']}.{sc['scheme']}.throughput",
+                           f"job {job['workload']} ({case}, {sc['scheme']}): predicted throughput against the workload's measured",
+                           st, "medium", f"{got:,.0f} TFLOPs/GPU ({100 * (got / measured - 1):+.1f}%)",
+                           f"{measured:,.0f} TFLOPs/GPU, within the twin's stated error {STATED_ERROR:.1%}", section,
+                           site_at(("workloads", i, "measured_tflops_per_gpu"), ("workloads", i, "tflops_per_gpu"), ("workloads", i)), twin=True))
+    return out
+
+
 def twin_verdicts(d, scenario_file: str, data: dict, locate: bool = True) -> list[Verdict]:
     """The verdicts of one scenario run (``data``: the document ``twin simulate --json`` prints);
     ``locate``: read the site and scenario files for the lines that state each limit."""
@@ -135,6 +161,7 @@ def twin_verdicts(d, scenario_file: str, data: dict, locate: bool = True) -> lis
             mem = job.get("memory") or {}
             if "fits" not in mem:
                 continue
+            out += _throughput(s, case["case"], job, site_at, scenario_section)
             out.append(Verdict(f"job.{case['case']}.{job['workload']}.memory", f"job {job['workload']} ({case['case']}): training state in HBM",
                                "pass" if mem["fits"] else "fail", "medium", f"{mem['total_bytes'] / 1e9:,.1f} GB per GPU",
                                f"{mem['hbm_bytes'] / 1e9:,.1f} GB", scenario_section, sc_at(("jobs", j), ("jobs",)), twin=True))
