@@ -8,8 +8,8 @@ the packaged copy first.
 
 >>> (data_dir("templates") / "frr" / "rtsw.conf.j2").is_file()
 True
->>> len([p for p in data_dir("schemas").iterdir() if p.suffix in (".json", ".md")])   # 3 languages x 2, results
-7
+>>> len([p for p in data_dir("schemas").iterdir() if p.suffix in (".json", ".md")])   # 3 languages x 2, results, --json envelope
+8
 >>> (data_dir("schemas") / "twin-site.schema.json").is_file(), (data_dir("schemas") / "twin-results.schema.json").is_file()
 (True, True)
 """

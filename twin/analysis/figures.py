@@ -9,7 +9,7 @@ other figure: ``design:derived.rack.power`` (design.json, a quantity as its numb
 unit), ``sim:cases[0].jobs[0].bubble_s`` (the simulation's JSON), ``cost:energy_price_usd_per_kwh``.
 
 >>> sorted(FIGURES)[:4]
-['cable_km', 'cables', 'capex', 'capex_cables']
+['bisection_tbps', 'cable_km', 'cables', 'capex']
 >>> read_path({"a": [{"b": "22200 W"}]}, "a[0].b")
 22200.0
 """
