@@ -72,8 +72,10 @@ class Canvas:
         self.items.append(a + (f"><title>{escape(tip)}</title></line>" if tip else "/>"))
 
     def text(self, x: float, y: float, s: str, anchor: str = "start", size: float | None = None, bold: bool = False,
-             fill: str | None = None, rotate: bool = False) -> None:
+             fill: str | None = None, rotate: bool = False, cls: str | None = None) -> None:
         a = f'<text x="{num(x)}" y="{num(y)}"'
+        if cls:
+            a += f' class="{attr(cls)}"'
         if anchor != "start":
             a += f' text-anchor="{anchor}"'
         if size:
@@ -97,6 +99,14 @@ class Canvas:
     def circle(self, x: float, y: float, r: float, fill: str, tip: str | None = None) -> None:
         a = f'<circle cx="{num(x)}" cy="{num(y)}" r="{num(r)}" fill="{fill}"'
         self.items.append(a + (f"><title>{escape(tip)}</title></circle>" if tip else "/>"))
+
+    def group(self, cls: str, **data: str) -> None:
+        """Open a ``<g>`` (class and ``data-*`` attributes) that the items drawn until :meth:`end` belong to."""
+        extra = "".join(f' data-{k.replace("_", "-")}="{attr(v)}"' for k, v in data.items())
+        self.items.append(f'<g class="{attr(cls)}"{extra}>')
+
+    def end(self) -> None:
+        self.items.append("</g>")
 
     def legend(self, x: float, y: float, entries: list[tuple[str, str]], step: float = 0.0) -> float:
         """Colour swatches with labels in one line from (x, y); returns the x after the last label."""
