@@ -1,0 +1,157 @@
+"""The report's diagrams show the design (issue 27, part 9): a campus's buildings and the links between
+them, the switches a zone detail leaves out, rack names that survive printing. Checked on the SVG the
+build wrote (parsed) against the design's graph, cabling and shape, and in Chromium as printed."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+
+import pytest
+from conftest import compiled, tiered
+
+from twin.compiler.resolve.shape import ctsw_uplink_targets
+from twin.emit import pic_fabric, pic_floor
+
+NS = "{http://www.w3.org/2000/svg}"
+
+
+def svg_of(out, name: str) -> ET.Element:
+    return ET.fromstring((out / "report" / name).read_bytes())
+
+
+def texts(el: ET.Element) -> list[str]:
+    return [t.text or "" for t in el.iter(f"{NS}text")]
+
+
+def test_campus_diagram_has_every_building_and_link_class(built):
+    """lab-campus: one group per building with its GPUs (NICs counted on the graph) and ATSW layer; one
+    route per pair of buildings whose ATSWs are linked, with the graph's link count and the optics the
+    cabling pass gave those links. The site is laid out so that each optic class is used (300 m DR4,
+    1.5 km FR4, 12 km ZR: sites/lab-campus.yaml); the 12 km route cannot run lossless on Minipack2's
+    shallow buffer, so it is marked as failing."""
+    d = compiled("lab-campus")
+    g, plan = d.fabric.graph, d.cabling
+    root = svg_of(built("lab-campus"), "fabric.svg")
+    groups = [e for e in root.iter(f"{NS}g")]
+    buildings = [e for e in groups if e.get("class") == "building"]
+    assert [e.get("data-building") for e in buildings] == [b.name for b in d.spec.campus.buildings] == ["b1", "b2", "b3"]
+    names = {b.index: b.name for b in d.spec.campus.buildings}
+    nics = Counter(names[a["building"]] for _n, a in g.nodes(data=True) if a["role"] == "nic")
+    atsws = Counter(names[a["building"]] for _n, a in g.nodes(data=True) if a["role"] == "atsw")
+    for e in buildings:
+        words = " ".join(texts(e))
+        assert f"{nics[e.get('data-building')]:,} GPUs" in words and f"ATSW: {atsws[e.get('data-building')]} x minipack2" in words
+    links: Counter = Counter()
+    media: dict[tuple[str, str], set] = {}
+    for _u, _v, k, a in g.edges(keys=True, data=True):
+        if a.get("tier") == "atsw-atsw":
+            pair = tuple(sorted((names[g.nodes[a["a"]]["building"]], names[g.nodes[a["b"]]["building"]])))
+            links[pair] += 1
+            media.setdefault(pair, set()).add(plan.medium_of(k))
+    routes = {(e.get("data-a"), e.get("data-b")): e for e in groups if e.get("class") == "route"}
+    assert set(routes) == set(links) == {("b1", "b2"), ("b1", "b3"), ("b2", "b3")}
+    for pair, e in routes.items():
+        assert int(e.get("data-links")) == links[pair] == 8
+        assert set(e.get("data-media").split()) == media[pair]
+        assert len(list(e.iter(f"{NS}line"))) >= 1
+    assert {m for s in media.values() for m in s} == {"2xdr4-800g", "fr4-400g", "zr-400g"}
+    legend = " ".join(texts(root))
+    for m in ("2xdr4-800g", "fr4-400g", "zr-400g"):
+        assert f"{m} (8 links)" in legend
+    far = next(t for t in texts(root) if t.startswith("b2 - b3:"))
+    assert far.startswith("b2 - b3: 12.00 km") and "8 x zr-400g" in far
+    verdict = texts(root)[texts(root).index(far) + 1]
+    assert verdict.startswith("lossless (PFC): does not fit")
+
+
+def test_campus_diagram_in_chromium(built, browser):
+    """As painted: every building box has a size, no two overlap, and every route's line is longer than
+    the gap it crosses is wide (it shows between the boxes)."""
+    page = browser.open_page(built("lab-campus") / "report.html")
+    boxes = page.evaluate("Array.from(document.querySelectorAll('#fig-fabric g.building rect')).map(r => {"
+                          " const b = r.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; })")
+    assert len(boxes) == 3 and all(r - x > 80 and b - y > 30 for x, y, r, b in boxes)
+    for i, p in enumerate(boxes):
+        for q in boxes[i + 1:]:
+            assert p[2] <= q[0] or q[2] <= p[0] or p[3] <= q[1] or q[3] <= p[1], (p, q)
+    lines = page.evaluate("Array.from(document.querySelectorAll('#fig-fabric g.route line')).map(l => {"
+                          " const b = l.getBoundingClientRect(); return Math.hypot(b.width, b.height); })")
+    assert len(lines) >= 3 and min(lines) > 100
+
+
+@pytest.mark.slow
+def test_zone_detail_marks_every_elided_switch(built):
+    """meta-24k-roce's zone 1 has 192 RTSWs, 16 CTSWs and reaches all 16 ATSWs (spec.shape: each CTSW's
+    uplink targets); the detail draws 8 of each tier and says "+N more" for the rest: 184, 8, 8."""
+    d = compiled("meta-24k-roce")
+    shape = d.spec.shape
+    ctsws, atsws = shape.tier("ctsw").count // d.spec.zones, shape.tier("atsw").count
+    reached = {t for j in range(ctsws) for t in ctsw_uplink_targets(0, j, shape.ctsw_up[j], ctsws, atsws)}
+    want = [d.spec.racks_per_zone - pic_fabric.SHOWN, ctsws - pic_fabric.SHOWN, len(reached) - pic_fabric.SHOWN]
+    assert want == [184, 8, 8]
+    root = svg_of(built("meta-24k-roce"), "fabric.svg")
+    elided = [t.text for t in root.iter(f"{NS}text") if t.get("class") == "elided"]
+    assert [int(re.fullmatch(r"\+([\d,]+) more", s).group(1).replace(",", "")) for s in elided] == want
+    atsw_colour = pic_fabric.TIER_COLOURS[3]
+    assert sum(1 for r in root.iter(f"{NS}rect") if r.get("fill") == atsw_colour) == 1 + pic_fabric.SHOWN  # overview + 8 drawn
+
+
+def rack_labels(root: ET.Element) -> dict[str, tuple[str, tuple[float, float, float, float], tuple[float, float]]]:
+    """Rack id -> (printed label, its box x, y, w, h, the label's anchor x, y), read in drawing order (a
+    rack's label follows its box)."""
+    out = {}
+    last = None
+    for e in root:
+        if e.tag == f"{NS}rect" and (tip := e.find(f"{NS}title")) is not None and re.match(r"^\S+: (GPU|\S+ network) rack", tip.text):
+            last = (tip.text.split(":")[0], tuple(float(e.get(k)) for k in ("x", "y", "width", "height")))
+        elif e.tag == f"{NS}text" and e.get("class") == "rack-label":
+            assert last is not None
+            out[last[0]] = (e.text, last[1], (float(e.get("x")), float(e.get("y"))))
+            last = None
+    return out
+
+
+@pytest.mark.parametrize("site", tiered(["lab-2zone", "meta-24k-roce"]))
+def test_floor_plan_prints_every_rack_name(site, built):
+    """Every rack of every hall carries its name as text inside its box (not only a tooltip): the end of
+    its id after the hall (a network rack's role as its letter), which with the hall names exactly one
+    rack. meta-24k-roce's 0.6 m racks are 9.4 px wide, so there the names stand rotated."""
+    d = compiled(site)
+    out = built(site)
+    rotated = 0
+    for h in d.spec.site.halls:
+        racks = [r for r in d.placement.racks if r.position.hall == h.name]
+        root = svg_of(out, f"floor-{h.name}.svg")
+        got = rack_labels(root)
+        assert set(got) == {r.id for r in racks}
+        for r in racks:
+            label, (x, y, w, hh), (tx, ty) = got[r.id]
+            full = r.id.replace(f"-{r.role}-", f"-{pic_floor.LETTER[r.role]}") if r.kind == "network" else r.id
+            assert full.endswith("-" + label) and len(label) >= 3, (r.id, label)
+            assert x <= tx <= x + w and y <= ty <= y + hh, (r.id, (tx, ty), (x, y, w, hh))
+        same = Counter((r.kind, r.zone, got[r.id][0]) for r in racks)  # the zone is the rack's colour
+        assert max(same.values()) == 1, same.most_common(3)
+        rotated += sum(1 for t in root.iter(f"{NS}text") if t.get("class") == "rack-label" and "rotate(-90" in (t.get("transform") or ""))
+    if site == "meta-24k-roce":
+        assert rotated == len(d.placement.racks)
+
+
+def test_floor_plan_rack_names_survive_print(built, browser):
+    """With the print stylesheet applied (as Chromium prints to PDF), every rack label of the lab's floor
+    plan is laid out at a readable size and inside its rack's box."""
+    d = compiled("lab-2zone")
+    hall = d.spec.site.halls[0]
+    page = browser.open_page(built("lab-2zone") / "report.html")
+    browser.call("Emulation.setEmulatedMedia", {"media": "print"}, page.session)
+    try:
+        got = page.evaluate(f"Array.from(document.querySelectorAll('#fig-floor-{hall.name} text.rack-label')).map(t => {{"
+                            " const b = t.getBoundingClientRect(), r = t.previousElementSibling.getBoundingClientRect();"
+                            " return [t.textContent, getComputedStyle(t).visibility, b.width, b.height,"
+                            " b.left >= r.left - 0.5 && b.right <= r.right + 0.5 && b.top >= r.top - 0.5 && b.bottom <= r.bottom + 0.5]; })")
+    finally:
+        browser.call("Emulation.setEmulatedMedia", {"media": ""}, page.session)
+    racks = [r for r in d.placement.racks if r.position.hall == hall.name]
+    assert sorted(t for t, *_ in got) == sorted(rack_labels(svg_of(built("lab-2zone"), f"floor-{hall.name}.svg"))[r.id][0] for r in racks)
+    assert all(v == "visible" and max(w, h) >= 12 and inside for _t, v, w, h, inside in got), got
