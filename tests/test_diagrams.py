@@ -155,3 +155,71 @@ def test_floor_plan_rack_names_survive_print(built, browser):
     racks = [r for r in d.placement.racks if r.position.hall == hall.name]
     assert sorted(t for t, *_ in got) == sorted(rack_labels(svg_of(built("lab-2zone"), f"floor-{hall.name}.svg"))[r.id][0] for r in racks)
     assert all(v == "visible" and max(w, h) >= 12 and inside for _t, v, w, h, inside in got), got
+
+
+LIMITS = """  limits:
+    max_ramp: 20 kW/s
+    ramp_window: 1 s
+    max_swing: 200 kW
+    swing_window: 60 s
+    oscillation:
+      - {band: [0.1 Hz, 20 Hz], max_amplitude: 5 kW, window: 60 s}
+"""
+
+
+def test_power_traces_draw_every_limit_and_the_worst_moment(tmp_path, root, browser):
+    """lab-2zone with utility limits (a 20 kW/s ramp its 0.78 s steps break, a 200 kW swing they keep)
+    built with scenarios/lab-twins.yaml: the power section (not the top of the report) carries the draw at
+    three zooms; the whole run marks each limit's worst moment at the time the twin reports, red where it
+    fails; the zoom round the worst moment is the failed ramp's and draws the allowed slope and swing box;
+    the whole run's band spans exactly the one-second means' range."""
+    import numpy as np
+
+    from twin.build import compile_design, run_twins
+    from twin.emit import pic_power
+    from twin.emit.report import compose
+    from twin.emit.svg import OK, OVER
+    from twin.lang.scenario.models import load_scenario
+
+    text = (root / "sites" / "lab-2zone.yaml").read_text(encoding="utf-8").replace("  pue: 1.3                       # assumed\n",
+                                                                                   "  pue: 1.3\n" + LIMITS, 1)
+    assert LIMITS in text
+    site = tmp_path / "lab-limits.yaml"
+    site.write_text(text, encoding="utf-8")
+    scenario = root / "scenarios" / "lab-twins.yaml"
+    d = compile_design(site)
+    runs = run_twins(d, (str(scenario), load_scenario(scenario)))
+    p, views = runs.scenario[1]["power"], runs.power_views
+    verdicts = {v["kind"]: v for v in p["limits"]}
+    assert not verdicts["ramp"]["pass"] and verdicts["swing"]["pass"]
+    md, pics = compose(d, runs)
+    heads = [m.start() for m in re.finditer(r"^## ", md, re.M)]
+    power_at = md.index("## Power and thermal")
+    section = md[power_at:next((h for h in heads if h > power_at), len(md))]
+    for name in ("power-whole.svg", "power-worst.svg", "power-steps.svg"):
+        assert f"(report/{name})" in section and f"report/{name}" in pics
+    whole = ET.fromstring(pics["report/power-whole.svg"])
+    marks = [e for e in whole.iter(f"{NS}line") if (e.find(f"{NS}title") is not None and e.find(f"{NS}title").text.startswith("worst "))]
+    assert len(marks) == len(p["limits"]) == 3
+    for e, v in zip(marks, p["limits"]):
+        assert e.find(f"{NS}title").text == f"worst {v['limit']}"
+        assert e.get("stroke") == (OK if v["pass"] else OVER)
+        x = pic_power.L + v["worst_at_s"] / p["duration_s"] * (pic_power.W - pic_power.L - pic_power.R)
+        assert abs(float(e.get("x1")) - x) <= 0.06
+    band = next(whole.iter(f"{NS}polygon"))
+    ys = [float(pt.split(",")[1]) for pt in band.get("points").split()]
+    ch = pic_power.Chart("t", 0, 1, float(views["sec"].min()), float(views["sec"].max()))
+    assert abs(min(ys) - ch.y(float(np.max(views["sec"])))) <= 0.06 and abs(max(ys) - ch.y(float(np.min(views["sec"])))) <= 0.06
+    worst = ET.fromstring(pics["report/power-worst.svg"])
+    title = worst.find(f"{NS}title").text
+    assert "ramp over 1 s" in title and pic_power.worst(p) == (verdicts["ramp"]["worst_at_s"], "ramp over 1 s")
+    tips = [e.find(f"{NS}title").text for e in worst.iter() if e.find(f"{NS}title") is not None]
+    assert "allowed ramp 0.02 MW/s" in tips and "allowed swing within 60 s: 0.20 MW" in tips
+    out = tmp_path / "out"
+    from twin.build import build
+
+    build(site, out, scenario=scenario)
+    page = browser.open_page(out / "report.html")
+    assert page.errors == []
+    head, fig = page.box("#power-and-thermal-twin"), page.box("#fig-power-whole")
+    assert head and fig and fig["y"] > head["y"] and fig["width"] > 300 and fig["height"] > 150

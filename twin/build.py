@@ -114,14 +114,15 @@ def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progres
     if progress:
         progress("twin")
     default = design_results(design)
-    data = None
+    data = views = None
     if scenario is not None:
         from twin.twins.run import simulate
 
         if progress:
             progress("simulate")
-        data = (scenario[0], simulate(design, *scenario[1]).data)
-    return Runs(default, data)
+        result = simulate(design, *scenario[1])
+        data, views = (scenario[0], result.data), result.power_views or None
+    return Runs(default, data, views)
 
 
 def build(spec_path: str | Path, out: str | Path | None = None, progress: Callable[[str], None] | None = None,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from twin.emit.markdown import table
+from twin.emit.pic_power import pictures as power_pictures
 from twin.emit.pic_twin import job_svg, size_label
 from twin.emit.report_net import job_setup
 from twin.emit.svg import PALETTE, line_chart
@@ -59,8 +60,10 @@ def scenario_section(data: dict, scenario_file: str) -> tuple[str, list[Picture]
     return "\n".join(out), pics
 
 
-def twin_sections(spec_file: str, data: dict | None, scenario_file: str | None) -> tuple[list[str], list[Picture]]:
-    """The scenario, reliability and power sections of a build (``data``: the scenario's result, or None)."""
+def twin_sections(spec_file: str, data: dict | None, scenario_file: str | None,
+                  power_views: dict | None = None) -> tuple[list[str], list[Picture]]:
+    """The scenario, reliability and power sections of a build (``data``: the scenario's result, or None;
+    ``power_views``: the power twin's arrays, drawn as its traces at three zooms)."""
     from twin.emit.report_power import markdown_section
     from twin.emit.report_reliability import markdown as campaign_markdown
 
@@ -75,7 +78,9 @@ def twin_sections(spec_file: str, data: dict | None, scenario_file: str | None) 
     else:
         missing.append("the reliability twin (a scenario's `campaign:`: interruptions, checkpoints, spares, ETTR)")
     if data is not None and "power" in data:
-        parts.append(markdown_section(data["power"]))
+        traces = power_pictures(data["power"], power_views)
+        pics = pics + traces
+        parts.append(markdown_section(data["power"]) + "".join(f"\n\n![{c}](report/{n})" for n, c, _s in traces))
     else:
         missing.append("the power and thermal twin (a scenario's `power:`: swings, utility limits, busways over time)")
     if missing:

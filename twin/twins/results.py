@@ -25,6 +25,7 @@ class Runs:
 
     default: dict | None = None
     scenario: tuple[str, dict] | None = None
+    power_views: dict | None = None  # the power twin's arrays (traces, spectrum) of the scenario run, for the report's pictures
 
 
 class _Doc(BaseModel):
