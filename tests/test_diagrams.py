@@ -172,7 +172,8 @@ def test_power_traces_draw_every_limit_and_the_worst_moment(tmp_path, root, brow
     built with scenarios/lab-twins.yaml: the power section (not the top of the report) carries the draw at
     three zooms; the whole run marks each limit's worst moment at the time the twin reports, red where it
     fails; the zoom round the worst moment is the failed ramp's and draws the allowed slope and swing box;
-    the whole run's band spans exactly the one-second means' range."""
+    the whole run's band spans exactly the one-second means' range; the spectrum shades the 0.1-20 Hz band
+    at its width on the log axis, coloured by the oscillation verdict."""
     import numpy as np
 
     from twin.build import compile_design, run_twins
@@ -196,7 +197,7 @@ def test_power_traces_draw_every_limit_and_the_worst_moment(tmp_path, root, brow
     heads = [m.start() for m in re.finditer(r"^## ", md, re.M)]
     power_at = md.index("## Power and thermal")
     section = md[power_at:next((h for h in heads if h > power_at), len(md))]
-    for name in ("power-whole.svg", "power-worst.svg", "power-steps.svg"):
+    for name in ("power-whole.svg", "power-worst.svg", "power-steps.svg", "power-spectrum.svg"):
         assert f"(report/{name})" in section and f"report/{name}" in pics
     whole = ET.fromstring(pics["report/power-whole.svg"])
     marks = [e for e in whole.iter(f"{NS}line") if (e.find(f"{NS}title") is not None and e.find(f"{NS}title").text.startswith("worst "))]
@@ -215,6 +216,14 @@ def test_power_traces_draw_every_limit_and_the_worst_moment(tmp_path, root, brow
     assert "ramp over 1 s" in title and pic_power.worst(p) == (verdicts["ramp"]["worst_at_s"], "ramp over 1 s")
     tips = [e.find(f"{NS}title").text for e in worst.iter() if e.find(f"{NS}title") is not None]
     assert "allowed ramp 0.02 MW/s" in tips and "allowed swing within 60 s: 0.20 MW" in tips
+    spectrum = ET.fromstring(pics["report/power-spectrum.svg"])
+    band = next(e for e in spectrum.iter(f"{NS}rect") if e.find(f"{NS}title") is not None and e.find(f"{NS}title").text.endswith("Hz band"))
+    allowed = next(e for e in spectrum.iter(f"{NS}line") if e.find(f"{NS}title") is not None and e.find(f"{NS}title").text.startswith("allowed"))
+    assert band.get("fill") == allowed.get("stroke") == (OK if verdicts["oscillation"]["pass"] else OVER)
+    width = float(band.get("width")) / (pic_power.W - pic_power.L - pic_power.R)  # 0.1-20 Hz on a log axis of whole decades
+    f = views["f"]
+    decades = np.ceil(np.log10(f[-1])) - np.floor(np.log10(f[0]))
+    assert abs(width - np.log10(20 / 0.1) / decades) < 0.002
     out = tmp_path / "out"
     from twin.build import build
 

@@ -1,4 +1,4 @@
-"""The power twin's traces in the report: the grid draw at three zooms with every utility limit drawn
+"""The power twin's pictures in the report: the grid draw at three zooms with every utility limit drawn
 and the worst moment marked, from the arrays the twin already computed (``power_views`` of
 :func:`twin.twins.run.simulate`, the same ones ``twin simulate --plot-dir`` plots).
 
@@ -9,8 +9,8 @@ and the worst moment marked, from the arrays the twin already computed (``power_
    allowed height over the worst swing window.
 3. A few training steps at millisecond bins (the IT load), where the step swing shows.
 
-An oscillation limit is a band of frequencies, so it is drawn on the spectrum (``power-spectrum.svg``):
-amplitude per log-spaced frequency bin against each band's allowed amplitude.
+4. An oscillation limit is a band of frequencies, so it is drawn on the spectrum (``power-spectrum.svg``):
+   amplitude per log-spaced frequency bin against each band's allowed amplitude.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from twin.emit.svg import GRID, INK, OK, OVER, Canvas, nice_ticks
+from twin.emit.svg import GRID, INK, MUTED, OK, OVER, Canvas, nice_ticks
 
 W, H = 760, 270
 L, R, T, B = 64, 16, 34, 58
@@ -101,10 +101,11 @@ class Chart:
                             + f'" fill="{BAND}" stroke="none"/>')
         self.c.polyline([(float(a), self.y(b)) for a, b in zip(xs[have], s[have] / n[have])], colour, 1.0, tip=tip)
 
-    def mark(self, t: float, label: str, failed: bool, row: int = 0) -> None:
-        """A vertical line at ``t`` with its label above the plot (stacked by ``row``)."""
+    def mark(self, t: float, label: str, failed: bool | None, row: int = 0) -> None:
+        """A vertical line at ``t`` with its label above the plot (stacked by ``row``): red for a failed
+        limit, green for a passed one, grey for a moment that is no limit's (``failed`` None)."""
         x = self.x(t)
-        colour = OVER if failed else OK
+        colour = MUTED if failed is None else OVER if failed else OK
         self.c.line(x, T, x, T + self.ph, colour, 1.5, dash="4 3", tip=label)
         self.c.text(min(max(x, L + 4), L + self.pw - 4), T + 10 + 11 * row, label, anchor="end" if x > L + self.pw / 2 else "start",
                     size=9, fill=colour, bold=failed)
@@ -146,9 +147,9 @@ def whole_svg(p: dict, views: dict) -> bytes:
     for k, v in enumerate(p["limits"]):
         ch.mark(float(v["worst_at_s"]), f"worst {v['limit']}", not v["pass"], k % 3)
     if not p["limits"]:
-        ch.mark(float(p["ramp"]["at_s"]), "fastest ramp (no utility limits stated)", False)
-    return ch.done("hours", [(BAND, "one-second means (range per pixel)"), (BLUE, "one-minute means"), (OVER, "worst moment of a failed limit"),
-                             (OK, "of a passed limit")])
+        ch.mark(float(p["ramp"]["at_s"]), "fastest ramp (no utility limits stated)", None)
+    marks = [(OVER, "worst moment of a failed limit"), (OK, "of a passed limit")] if p["limits"] else [(MUTED, "fastest ramp")]
+    return ch.done("hours", [(BAND, "one-second means (range per pixel)"), (BLUE, "one-minute means"), *marks])
 
 
 def around_svg(p: dict, views: dict, half: float = 60.0) -> bytes:
@@ -186,8 +187,9 @@ def around_svg(p: dict, views: dict, half: float = 60.0) -> bytes:
             continue
         ch.c.text(W - R - 4, T + 10 + 11 * row, _verdict(v), anchor="end", size=9, fill=colour, bold=not v["pass"])
         row += 1
-    ch.mark(at, f"worst: {what}", any(not v["pass"] for v in p["limits"]), 0)
-    return ch.done("seconds of the run", [(BLUE, "grid draw"), (OVER, "allowed ramp / swing (failed)"), (OK, "(passed)"), (INK, "worst ramp")])
+    ch.mark(at, f"worst: {what}", any(not v["pass"] for v in p["limits"]) if p["limits"] else None, row)
+    return ch.done(f"seconds from {_fmt_t(t0)}", [(BLUE, "grid draw"), (OVER, "allowed ramp / swing (failed)"), (OK, "(passed)"), (INK, "worst ramp")]
+                   if row else [(BLUE, "grid draw"), (MUTED, "fastest ramp (the site states no ramp or swing limit)")])
 
 
 def steps_svg(p: dict, views: dict) -> bytes:
@@ -196,7 +198,7 @@ def steps_svg(p: dict, views: dict) -> bytes:
                " (millisecond bins)", float(t[0]), float(t[-1]), float(z.min()), float(z.max()), "s")
     ch.trace(t, z, BLUE, tip="IT load")
     i = int(np.argmax(np.abs(np.diff(z))))
-    ch.mark(float(t[i]), f"steepest step edge {abs(z[i + 1] - z[i]) / 1e6:,.2f} MW in {float(t[1] - t[0]) * 1e3:.1f} ms", False)
+    ch.mark(float(t[i]), f"steepest step edge {abs(z[i + 1] - z[i]) / 1e6:,.2f} MW in {float(t[1] - t[0]) * 1e3:.1f} ms", None)
     return ch.done(f"seconds from {_fmt_t(float(t[0]))}", [(BLUE, "IT load (the utility limits are grid-side: above)")])
 
 
@@ -209,4 +211,72 @@ def pictures(p: dict | None, views: dict | None) -> list[tuple[str, str, bytes]]
     return [("power-whole.svg", f"Grid draw over the whole run, every limit's worst moment marked ({state})", whole_svg(p, views)),
             ("power-worst.svg", "Two minutes round the worst moment at the twin's resolution, the ramp and swing limits drawn",
              around_svg(p, views)),
-            ("power-steps.svg", "A few training steps at millisecond bins: the swing every step puts on the IT load", steps_svg(p, views))]
+            ("power-steps.svg", "A few training steps at millisecond bins: the swing every step puts on the IT load", steps_svg(p, views)),
+            ("power-spectrum.svg", "Spectrum of the grid draw over the whole run against each oscillation limit's band and allowed amplitude"
+             " (the limit is checked on every window; the curve is the whole run's)", spectrum_svg(p, views))]
+
+
+def log_binned(f: np.ndarray, ms: np.ndarray, n: int = 400) -> tuple[np.ndarray, np.ndarray]:
+    """The spectrum in ``n`` log-spaced frequency bins: (upper edge in Hz, amplitude in W of the bin's
+    mean square), bins finer than the FFT's left out. Shared with ``twin simulate --plot-dir``.
+
+    >>> f, a = log_binned(np.array([1.0, 2.0, 4.0]), np.array([2.0, 0.0, 8.0]), 3)
+    >>> f.tolist(), a.tolist()
+    ([2.0, 4.0], [1.414213562373095e-15, 4.0])
+    """
+    edges = np.geomspace(max(float(f[0]), 1e-4), float(f[-1]), n)
+    idx = np.searchsorted(edges, f)
+    binned = np.bincount(idx, weights=ms, minlength=n + 1)[1:n]
+    filled = np.bincount(idx, minlength=n + 1)[1:n] > 0
+    return edges[1:][filled], np.sqrt(2 * np.maximum(binned[filled], 1e-30))
+
+
+def spectrum_svg(p: dict, views: dict) -> bytes:
+    """Amplitude per log bin of the whole run's grid draw, log-log, with each oscillation limit's band
+    shaded and its allowed amplitude drawn across it."""
+    from twin.emit.plots_power import _band
+
+    f, amp = log_binned(views["f"], views["ms"])
+    c = Canvas(W, H, "Spectrum of the grid draw against the oscillation limits")
+    c.text(L, 18, "Spectrum of the grid draw (amplitude per log-spaced bin) against the oscillation limits", bold=True)
+    pw, ph = W - L - R, H - T - B
+    lim = [v for v in p["limits"] if v["kind"] == "oscillation"]
+    top = max([float(amp.max())] + [v["limit_value"] for v in lim])
+    y_hi = 10 ** math.ceil(math.log10(top))
+    y_lo = max(10 ** math.floor(math.log10(max(float(np.percentile(amp, 5)), 1e-3))), y_hi / 1e8)
+    x_lo, x_hi = 10 ** math.floor(math.log10(f[0])), 10 ** math.ceil(math.log10(f[-1]))
+
+    def px(v: float) -> float:
+        return L + (math.log10(max(v, x_lo)) - math.log10(x_lo)) / (math.log10(x_hi) - math.log10(x_lo)) * pw
+
+    def py(v: float) -> float:
+        v = min(max(v, y_lo), y_hi)
+        return T + ph - (math.log10(v) - math.log10(y_lo)) / (math.log10(y_hi) - math.log10(y_lo)) * ph
+
+    for e in range(round(math.log10(y_lo)), round(math.log10(y_hi)) + 1):
+        c.line(L, py(10 ** e), L + pw, py(10 ** e), GRID)
+        c.text(L - 4, py(10 ** e) + 4, ["1 W", "10 W", "100 W", "1 kW", "10 kW", "100 kW", "1 MW", "10 MW", "100 MW"][e] if 0 <= e <= 8
+               else f"1e{e} W", anchor="end", size=9)
+    for e in range(round(math.log10(x_lo)), round(math.log10(x_hi)) + 1):
+        c.line(px(10 ** e), T + ph, px(10 ** e), T + ph + 4)
+        c.text(px(10 ** e), T + ph + 15, f"{10 ** e:g}", anchor="middle", size=9)
+    row = 0
+    for v in lim:
+        lo, hi = _band(v["limit"])
+        if lo is None:
+            continue
+        colour = OK if v["pass"] else OVER
+        c.rect(px(lo), T, px(hi) - px(lo), ph, colour, opacity=0.1, tip=f"{v['limit']} band")
+        c.line(px(lo), py(v["limit_value"]), px(hi), py(v["limit_value"]), colour, 2, tip=f"allowed amplitude {v['limit_value'] / 1e6:,.2f} MW")
+        c.text(W - R - 4, T + 10 + 11 * row, _verdict(v) + " (worst 60-s window)", anchor="end", size=9, fill=colour, bold=not v["pass"])
+        row += 1
+    c.polyline([(px(a), py(b)) for a, b in zip(f, amp)], BLUE, 1.2, tip="amplitude per log bin, whole run")
+    sf = p["spectrum"]["step_frequency_Hz"]
+    c.line(px(sf), T, px(sf), T + ph, MUTED, 1, dash="4 3", tip=f"1 / step = {sf:.4f} Hz")
+    c.line(L, T + ph, L + pw, T + ph)
+    c.line(L, T, L, T + ph)
+    c.text(L + pw / 2, T + ph + 30, "frequency (Hz, log scale)", anchor="middle")
+    c.text(14, T + ph / 2, "amplitude", anchor="middle", rotate=True)
+    legend = [(BLUE, "whole run"), (MUTED, "1 / step")]
+    c.legend(L, H - 8, legend + ([(OVER, "limit band (failed)"), (OK, "(passed)")] if lim else []))
+    return c.svg()
