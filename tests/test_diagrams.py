@@ -167,7 +167,33 @@ LIMITS = """  limits:
 """
 
 
-def test_power_traces_draw_every_limit_and_the_worst_moment(tmp_path, root, browser):
+@pytest.fixture(scope="module")
+def lab_limits(tmp_path_factory, root):
+    """lab-2zone given utility limits, its twins run with scenarios/lab-twins.yaml as a build runs them:
+    (site file, scenario file, design, runs, report Markdown, pictures)."""
+    from twin.build import compile_design, run_twins
+    from twin.emit.report import compose
+    from twin.lang.scenario.models import load_scenario
+
+    text = (root / "sites" / "lab-2zone.yaml").read_text(encoding="utf-8").replace("  pue: 1.3                       # assumed\n",
+                                                                                   "  pue: 1.3\n" + LIMITS, 1)
+    assert LIMITS in text
+    site = tmp_path_factory.mktemp("limits") / "lab-limits.yaml"
+    site.write_text(text, encoding="utf-8")
+    scenario = root / "scenarios" / "lab-twins.yaml"
+    d = compile_design(site)
+    runs = run_twins(d, (str(scenario), load_scenario(scenario)))
+    md, pics = compose(d, runs)
+    return site, scenario, d, runs, md, pics
+
+
+def section_of(md: str, heading: str) -> str:
+    at = md.index(heading)
+    nxt = md.find("\n## ", at + 1)
+    return md[at:nxt if nxt >= 0 else len(md)]
+
+
+def test_power_traces_draw_every_limit_and_the_worst_moment(lab_limits, tmp_path, browser):
     """lab-2zone with utility limits (a 20 kW/s ramp its 0.78 s steps break, a 200 kW swing they keep)
     built with scenarios/lab-twins.yaml: the power section (not the top of the report) carries the draw at
     three zooms; the whole run marks each limit's worst moment at the time the twin reports, red where it
@@ -176,27 +202,15 @@ def test_power_traces_draw_every_limit_and_the_worst_moment(tmp_path, root, brow
     at its width on the log axis, coloured by the oscillation verdict."""
     import numpy as np
 
-    from twin.build import compile_design, run_twins
+    from twin.build import build
     from twin.emit import pic_power
-    from twin.emit.report import compose
     from twin.emit.svg import OK, OVER
-    from twin.lang.scenario.models import load_scenario
 
-    text = (root / "sites" / "lab-2zone.yaml").read_text(encoding="utf-8").replace("  pue: 1.3                       # assumed\n",
-                                                                                   "  pue: 1.3\n" + LIMITS, 1)
-    assert LIMITS in text
-    site = tmp_path / "lab-limits.yaml"
-    site.write_text(text, encoding="utf-8")
-    scenario = root / "scenarios" / "lab-twins.yaml"
-    d = compile_design(site)
-    runs = run_twins(d, (str(scenario), load_scenario(scenario)))
+    site, scenario, d, runs, md, pics = lab_limits
     p, views = runs.scenario[1]["power"], runs.power_views
     verdicts = {v["kind"]: v for v in p["limits"]}
     assert not verdicts["ramp"]["pass"] and verdicts["swing"]["pass"]
-    md, pics = compose(d, runs)
-    heads = [m.start() for m in re.finditer(r"^## ", md, re.M)]
-    power_at = md.index("## Power and thermal")
-    section = md[power_at:next((h for h in heads if h > power_at), len(md))]
+    section = section_of(md, "## Power and thermal")
     for name in ("power-whole.svg", "power-worst.svg", "power-steps.svg", "power-spectrum.svg"):
         assert f"(report/{name})" in section and f"report/{name}" in pics
     whole = ET.fromstring(pics["report/power-whole.svg"])
@@ -225,10 +239,38 @@ def test_power_traces_draw_every_limit_and_the_worst_moment(tmp_path, root, brow
     decades = np.ceil(np.log10(f[-1])) - np.floor(np.log10(f[0]))
     assert abs(width - np.log10(20 / 0.1) / decades) < 0.002
     out = tmp_path / "out"
-    from twin.build import build
-
     build(site, out, scenario=scenario)
     page = browser.open_page(out / "report.html")
     assert page.errors == []
     head, fig = page.box("#power-and-thermal-twin"), page.box("#fig-power-whole")
     assert head and fig and fig["y"] > head["y"] and fig["width"] > 300 and fig["height"] > 150
+
+
+def test_campaign_pictures_in_the_campaign_section(lab_limits):
+    """The reliability twin's pictures sit in its section: ETTR against the checkpoint interval with a P50
+    point per swept interval and the interval used marked where it falls on the log axis; ETTR against
+    spares with a point per pool size; the first run's interruptions, one tick per stop of the job, per
+    cause as many as the run's events have."""
+    import math
+
+    from twin.emit import pic_campaign
+
+    _site, _scenario, _d, runs, md, pics = lab_limits
+    c = runs.scenario[1]["campaign"]
+    section = section_of(md, "## Training campaign")
+    for name in ("campaign-ettr-interval.svg", "campaign-ettr-spares.svg", "campaign-interruptions.svg"):
+        assert f"(report/{name})" in section and f"report/{name}" in pics
+    rows = c["sweeps"]["interval"]["rows"]
+    root = ET.fromstring(pics["report/campaign-ettr-interval.svg"])
+    assert len(list(root.iter(f"{NS}circle"))) == len(rows) >= 5
+    used = next(e for e in root.iter(f"{NS}line") if (e.find(f"{NS}title") is not None and e.find(f"{NS}title").text.startswith("used ")))
+    xs = [r["interval_s"] / 60 for r in rows] + [c["checkpoint"]["interval_s"] / 60, c["sweeps"]["interval"]["young_daly_s"] / 60]
+    lo, hi = math.log10(min(xs)), math.log10(max(xs))
+    want = pic_campaign.L + (math.log10(c["checkpoint"]["interval_s"] / 60) - lo) / (hi - lo) * (pic_campaign.W - pic_campaign.L - pic_campaign.R)
+    assert abs(float(used.get("x1")) - want) <= 0.06
+    spares = ET.fromstring(pics["report/campaign-ettr-spares.svg"])
+    assert len(list(spares.iter(f"{NS}circle"))) == len(c["sweeps"]["spares"]["rows"])
+    stops = Counter(e["detail"] for e in c["events_run0"] if e["kind"] == "stop")
+    ticks = Counter(e.find(f"{NS}title").text.split(" at day ")[0] for e in ET.fromstring(pics["report/campaign-interruptions.svg"]).iter(f"{NS}rect")
+                    if e.find(f"{NS}title") is not None)
+    assert ticks == stops and sum(stops.values()) >= 5

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from twin.emit.markdown import table
+from twin.emit.pic_campaign import pictures as campaign_pictures
 from twin.emit.pic_power import pictures as power_pictures
 from twin.emit.pic_twin import job_svg, size_label
 from twin.emit.report_net import job_setup
@@ -74,7 +75,9 @@ def twin_sections(spec_file: str, data: dict | None, scenario_file: str | None,
         parts.append(text)
     missing = []
     if data is not None and "campaign" in data:
-        parts.append(campaign_markdown(data["campaign"]))
+        figures = campaign_pictures(data["campaign"])
+        pics = pics + figures
+        parts.append(campaign_markdown(data["campaign"]) + "".join(f"\n\n![{c}](report/{n})" for n, c, _s in figures))
     else:
         missing.append("the reliability twin (a scenario's `campaign:`: interruptions, checkpoints, spares, ETTR)")
     if data is not None and "power" in data:
