@@ -149,7 +149,7 @@ def detail(c: Canvas, fabric, rows: list[list[str]], y0: float, names: dict[int,
         return
     what = "zone 1" if family_traits(fabric.family).zoned else "the first pod"
     c.line(12, y0 - 8, WIDTH - 12, y0 - 8, "#cccccc")
-    c.text(12, y0 + 12, f"Detail: {what}, switch by switch (line width: parallel links; hover for counts)", bold=True)
+    c.text(12, y0 + 12, f"Detail: {what}, switch by switch (line width: parallel links; +N more: switches of the tier the zone reaches, not drawn)", bold=True)
     pos: dict[str, tuple[float, float]] = {}
     n_rows = len(rows)
     for i, nodes in enumerate(rows):
