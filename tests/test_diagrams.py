@@ -274,3 +274,28 @@ def test_campaign_pictures_in_the_campaign_section(lab_limits):
     ticks = Counter(e.find(f"{NS}title").text.split(" at day ")[0] for e in ET.fromstring(pics["report/campaign-interruptions.svg"]).iter(f"{NS}rect")
                     if e.find(f"{NS}title") is not None)
     assert ticks == stops and sum(stops.values()) >= 5
+
+
+def test_scenario_job_says_what_differs_from_the_default_run(lab_limits):
+    """The default run's step chart is titled as the default run's, the scenario's as the scenario's, and
+    the scenario's job names each input it sets differently (lab-twins runs the site's own job with the
+    same inputs, so it says so; the same job with 4 virtual stages and ZeRO 1 names exactly those two)."""
+    import copy
+
+    from twin.emit.pic_twin import job_svg
+    from twin.emit.report_twins import differences
+
+    _site, _scenario, _d, runs, md, pics = lab_limits
+    default, job = runs.default["job"], runs.scenario[1]["cases"][0]["jobs"][0]
+    assert default["workload"] == job["workload"] and differences(default, job) == []
+    assert "Against the default run" in md and "the same inputs as the default run's job" in md
+    assert ET.fromstring(pics["report/twin-job-step.svg"]).find(f"{NS}title").text.startswith("default run: ")
+    assert ET.fromstring(pics["report/scenario-c1-job1.svg"]).find(f"{NS}title").text.startswith("scenario lab-twins: ")
+    other = copy.deepcopy(job)
+    other["virtual_stages"] = job["virtual_stages"] + 3
+    other["recipe"]["zero"] = 1 if job["recipe"]["zero"] != 1 else 2
+    diff = differences(default, other)
+    assert diff == [f"virtual_stages {default['virtual_stages']} -> {other['virtual_stages']}",
+                    f"recipe.zero {default['recipe']['zero']} -> {other['recipe']['zero']}"]
+    note = "differs from the default run's job in " + ", ".join(diff)
+    assert note in texts(ET.fromstring(job_svg(other, "scenario x", note)))
