@@ -248,7 +248,8 @@ def test_power_traces_draw_every_limit_and_the_worst_moment(lab_limits, tmp_path
 
 def test_campaign_pictures_in_the_campaign_section(lab_limits):
     """The reliability twin's pictures sit in its section: ETTR against the checkpoint interval with a P50
-    point per swept interval and the interval used marked where it falls on the log axis; ETTR against
+    point per swept interval, the interval used marked where it falls on the log axis and the inputs it
+    rests on (restart, checkpoint write and restore) under the title; ETTR against
     spares with a point per pool size; the first run's interruptions, one tick per stop of the job, per
     cause as many as the run's events have."""
     import math
@@ -263,6 +264,7 @@ def test_campaign_pictures_in_the_campaign_section(lab_limits):
     rows = c["sweeps"]["interval"]["rows"]
     root = ET.fromstring(pics["report/campaign-ettr-interval.svg"])
     assert len(list(root.iter(f"{NS}circle"))) == len(rows) >= 5
+    assert f"restart {c['restart_s']:g} s" in texts(root)[1] and "checkpoint write 20 s / restore 60 s" in texts(root)[1]  # lab-twins.yaml's
     used = next(e for e in root.iter(f"{NS}line") if (e.find(f"{NS}title") is not None and e.find(f"{NS}title").text.startswith("used ")))
     xs = [r["interval_s"] / 60 for r in rows] + [c["checkpoint"]["interval_s"] / 60, c["sweeps"]["interval"]["young_daly_s"] / 60]
     lo, hi = math.log10(min(xs)), math.log10(max(xs))

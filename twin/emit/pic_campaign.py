@@ -17,10 +17,13 @@ BLUE, BAND, YOUNG = "#4e79a7", "#c6d4e6", "#b07aa1"
 
 
 def band_svg(title: str, x_label: str, rows: list[tuple[float, dict]], log_x: bool, vlines: list[tuple[float, str, str]],
-             hlines: list[tuple[float, str, str]]) -> bytes:
-    """ETTR (%) against x: the P10-P90 band, the P50 line, labelled vertical and horizontal markers."""
-    c = Canvas(W, H, title)
-    c.text(L, 18, title, bold=True)
+             hlines: list[tuple[float, str, str]], note: str = "") -> bytes:
+    """ETTR (%) against x: the P10-P90 band, the P50 line, labelled vertical and horizontal markers;
+    ``note`` (the inputs the result rests on) under the title."""
+    c = Canvas(W, H + 14, title)
+    c.text(12, 18, title, bold=True)
+    c.text(12, 32, note, size=9, fill=MUTED)
+    c.items.append('<g transform="translate(0 14)">')
     pw, ph = W - L - R, H - T - B
     fx = (lambda v: math.log10(v)) if log_x else (lambda v: v)
     xs = [x for x, _ in rows] + [v for v, _, _ in vlines]
@@ -62,7 +65,16 @@ def band_svg(title: str, x_label: str, rows: list[tuple[float, dict]], log_x: bo
     c.text(L + pw / 2, T + ph + 30, x_label, anchor="middle")
     c.text(14, T + ph / 2, "ETTR (%)", anchor="middle", rotate=True)
     c.legend(L, H - 8, [(BAND, "P10-P90 over runs"), (BLUE, "P50")])
+    c.end()
     return c.svg()
+
+
+def inputs(c: dict) -> str:
+    """The inputs an ETTR rests on, as one line: step, restart, swap, checkpoint write and restore, spares."""
+    ck = c["checkpoint"]
+    return (f"inputs: step {c['job']['step_s']:.2f} s ({c['job'].get('step_source', '-')}), restart {c['restart_s']:g} s, swap"
+            f" {c['swap_s']:g} s, checkpoint write {ck['write_s']:g} s / restore {ck['restore_s']:g} s ({ck.get('limit', '-')},"
+            f" {ck.get('mode', '-')}), spares {c['spares']}")
 
 
 def interval_svg(c: dict) -> bytes:
@@ -72,7 +84,7 @@ def interval_svg(c: dict) -> bytes:
     if s.get("young_daly_s"):
         v.append((s["young_daly_s"] / 60, f"Young/Daly {s['young_daly_s'] / 60:.1f} min", YOUNG))
     return band_svg(f"ETTR against checkpoint interval, {c['job']['gpus']:,} GPUs, {c['days']:g} days, {s['runs']} runs each",
-                    "checkpoint interval (min, log scale)", rows, True, v, [])
+                    "checkpoint interval (min, log scale)", rows, True, v, [], inputs(c))
 
 
 def spares_svg(c: dict) -> bytes:
@@ -82,7 +94,8 @@ def spares_svg(c: dict) -> bytes:
     h = [(unl, f"unlimited pool {100 * unl:.2f}% (mean)", INK), (unl * (1 - s["tolerance"]), f"within {100 * s['tolerance']:g}%", MUTED)]
     v = [(float(s["smallest_within_tolerance"]), f"smallest pool within: {s['smallest_within_tolerance']}", OK)] \
         if s.get("smallest_within_tolerance") is not None else []
-    return band_svg(f"ETTR against hot spare servers, {c['job']['gpus']:,} GPUs, {c['days']:g} days", "hot spare servers", rows, False, v, h)
+    return band_svg(f"ETTR against hot spare servers, {c['job']['gpus']:,} GPUs, {c['days']:g} days", "hot spare servers", rows, False, v, h,
+                    inputs(c))
 
 
 def timeline_svg(c: dict) -> bytes:
