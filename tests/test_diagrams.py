@@ -301,3 +301,24 @@ def test_scenario_job_says_what_differs_from_the_default_run(lab_limits):
                     f"recipe.zero {default['recipe']['zero']} -> {other['recipe']['zero']}"]
     note = "differs from the default run's job in " + ", ".join(diff)
     assert note in texts(ET.fromstring(job_svg(other, "scenario x", note)))
+
+
+def test_a_line_under_another_is_drawn_dashed_and_named(lab_limits):
+    """On lab-2zone, at least one routing scheme's busbw equals an earlier one's at every size (spraying
+    and E-ECMP with 16 QPs), so its line would hide under the other: it is dashed and its legend says
+    which line it equals; a scheme that differs stays solid."""
+    from twin.emit.svg import same_as
+
+    _site, _scenario, _d, runs, _md, pics = lab_limits
+    r = runs.default
+    series = [(e["name"], "", list(zip(r["sizes"], e["busbw_GBps"]))) for e in r["schemes"]]
+    root = ET.fromstring(pics["report/twin-busbw.svg"])
+    lines = {e.find(f"{NS}title").text: e for e in root.iter(f"{NS}polyline")}
+    legend = texts(root)
+    equal = 0
+    for k, (name, _c, pts) in enumerate(series):
+        same = same_as(series[:k], pts)
+        assert (lines[name].get("stroke-dasharray") is not None) == (same is not None)
+        assert (f"{name} (= {same})" if same else name) in legend
+        equal += same is not None
+    assert equal >= 1 and len(series) - equal >= 2
