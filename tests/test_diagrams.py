@@ -322,3 +322,29 @@ def test_a_line_under_another_is_drawn_dashed_and_named(lab_limits):
         assert (f"{name} (= {same})" if same else name) in legend
         equal += same is not None
     assert equal >= 1 and len(series) - equal >= 2
+
+
+def test_campus_spine_is_drawn_in_its_building(tmp_path, root):
+    """lab-campus with a campus spine of 2 Minipack2 in b2 instead of the full mesh: the routes drawn are
+    the pairs the spine's links cross (b1-b2 and b2-b3, none between b1 and b3), with the graph's
+    atsw-cssw link counts, and b2's box names the spine."""
+    from twin.build import compile_design
+
+    text = (root / "sites" / "lab-campus.yaml").read_text(encoding="utf-8")
+    spine = text.replace("    topology: full-mesh\n", "    topology: spine\n    spine: {model: minipack2, count: 2, building: b2}\n")
+    assert spine != text
+    (tmp_path / "spine.yaml").write_text(spine, encoding="utf-8")
+    d = compile_design(tmp_path / "spine.yaml")
+    g = d.fabric.graph
+    names = {b.index: b.name for b in d.spec.campus.buildings}
+    crossing: Counter = Counter()
+    for _u, _v, a in g.edges(data=True):
+        if a.get("tier") == "atsw-cssw":
+            ends = sorted({names[g.nodes[a["a"]]["building"]], names[g.nodes[a["b"]]["building"]]})
+            if len(ends) == 2:
+                crossing[tuple(ends)] += 1
+    root_svg = ET.fromstring(pic_fabric.diagram_svg(d))
+    routes = {(e.get("data-a"), e.get("data-b")): int(e.get("data-links")) for e in root_svg.iter(f"{NS}g") if e.get("class") == "route"}
+    assert routes == dict(crossing) and set(routes) == {("b1", "b2"), ("b2", "b3")}
+    b2 = next(e for e in root_svg.iter(f"{NS}g") if e.get("data-building") == "b2")
+    assert texts(b2)[0] == "b2  campus spine: 2 x minipack2"

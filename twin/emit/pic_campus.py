@@ -16,7 +16,7 @@ from collections import Counter
 from twin.analysis import headroom as distance
 from twin.emit.svg import INK, MUTED, OVER, PALETTE, Canvas
 
-BOX_W, BOX_H = 210, 58
+BOX_W, BOX_H = 230, 58
 MAP_H = 250  # px of the map; the route list is below it
 ROW_H = 30  # px per route in the list
 
@@ -120,15 +120,14 @@ def draw(c: Canvas, d, y0: float) -> None:
         gpus = len(bp.zones) * d.spec.racks_per_zone * d.spec.rack.gpus
         c.group("building", building=bp.name)
         c.rect(x - w / 2, y - BOX_H / 2, w, BOX_H, "#f3f5f8", stroke=INK, tip=f"building {bp.name}: halls {', '.join(bp.halls)}")
-        c.text(x - w / 2 + 8, y - BOX_H / 2 + 15, bp.name + ("  (campus spine)" if spine and bp.index == cp.spine_building else ""), bold=True)
+        hub = spine and bp.index == cp.spine_building
+        c.text(x - w / 2 + 8, y - BOX_H / 2 + 15, bp.name + ("  campus spine: " + ", ".join(f"{n} x {m}" for m, n in sorted(spine.items()))
+                                                          if hub else ""), bold=True)
         zones = len(bp.zones)
         c.text(x - w / 2 + 8, y - BOX_H / 2 + 30, f"{len(bp.halls)} hall{'s' * (len(bp.halls) != 1)}, {zones} AI zone{'s' * (zones != 1)},"
                                                   f" {gpus:,} GPUs", size=10)
         layer = ", ".join(f"{n} x {m}" for m, n in sorted(atsw.get(bp.index, Counter()).items())) or "none"
-        line = f"ATSW: {layer}"
-        if spine and bp.index == cp.spine_building:
-            line += "; spine: " + ", ".join(f"{n} x {m}" for m, n in sorted(spine.items()))
-        c.text(x - w / 2 + 8, y - BOX_H / 2 + 45, line, size=10, fill=MUTED)
+        c.text(x - w / 2 + 8, y - BOX_H / 2 + 45, f"ATSW: {layer}", size=10, fill=MUTED)
         c.end()
     x = c.legend(12, y0 + 40 + MAP_H, [(col, f"{m} ({sum(t.media.get(m, 0) for t in trunks):,} links)") for m, col in colours.items()])
     if any(not p.fits for p in pairs.values()):
