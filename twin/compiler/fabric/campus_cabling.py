@@ -116,7 +116,9 @@ def plan(spec: Spec, placement: Placement, fabric: Fabric, cables: list[Link], n
     medium = np.full(len(sel), -1, np.int64)
     for p in sorted(set(pairs)):
         route = cp.route(*p)
-        allowed = [route.medium] if route.medium else list(cp.media) or [n for n in names if media[n].kind == "optic"]
+        # by default every single-port optic: a twin-port module is used only where a media list names it
+        allowed = [route.medium] if route.medium else list(cp.media) or [n for n in names if media[n].kind == "optic"
+                                                                         and media[n].module_ports == 1]
         mine = np.array([q == p for q in pairs])
         for exact in (True, False):
             for n in allowed:  # as listed; by default every optic, cheapest kind and shortest reach first
