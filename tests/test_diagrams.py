@@ -56,9 +56,9 @@ def test_campus_diagram_has_every_building_and_link_class(built):
         assert int(e.get("data-links")) == links[pair] == 8
         assert set(e.get("data-media").split()) == media[pair]
         assert len(list(e.iter(f"{NS}line"))) >= 1
-    assert {m for s in media.values() for m in s} == {"2xdr4-800g", "fr4-400g", "zr-400g"}
+    assert {m for s in media.values() for m in s} == {"dr4-400g", "fr4-400g", "zr-400g"}
     legend = " ".join(texts(root))
-    for m in ("2xdr4-800g", "fr4-400g", "zr-400g"):
+    for m in ("dr4-400g", "fr4-400g", "zr-400g"):
         assert f"{m} (8 links)" in legend
     far = next(t for t in texts(root) if t.startswith("b2 - b3:"))
     assert far.startswith("b2 - b3: 12.00 km") and "8 x zr-400g" in far
