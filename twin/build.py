@@ -136,15 +136,16 @@ def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progres
     if progress:
         progress("twin")
     default = design_results(design)
-    data = sha = None
+    data = sha = views = None
     if scenario is not None:
         from twin.twins.run import simulate
 
         if progress:
             progress("simulate")
-        data = (scenario[0], simulate(design, *scenario[1]).data)
+        result = simulate(design, *scenario[1])
+        data, views = (scenario[0], result.data), result.power_views or None
         sha = hashlib.sha256(Path(scenario[0]).read_bytes()).hexdigest() if Path(scenario[0]).is_file() else None
-    return Runs(default, data, sha)
+    return Runs(default, data, sha, views)
 
 
 def build(spec_path: str | Path, out: str | Path | None = None, progress: Callable[[str], None] | None = None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from twin.emit import pic_campus
 from twin.emit.svg import INK, MUTED, Canvas
 from twin.lang.site.families import family_traits
 
@@ -61,7 +62,8 @@ def short_label(name: str, width: float) -> str:
 
 def detail_nodes(fabric) -> list[list[str]]:
     """Switches of the detail panel per level bottom-up: the first zone's (or pod's) lowest tier, then
-    each tier's neighbours above, in name order."""
+    every switch of the tier above that the row below connects to (those linked to the row's first
+    :data:`SHOWN` switches first, each part in name order), so the panel can say how many it leaves out."""
     g = fabric.graph
     by_level: dict[int, list[str]] = defaultdict(list)
     for n, a in g.nodes(data=True):
@@ -78,11 +80,12 @@ def detail_nodes(fabric) -> list[list[str]]:
     out = [seeds]
     level = min(by_level)
     while level + 1 in by_level:
-        cur = out[-1][:SHOWN]
-        nxt = sorted({v for u in cur for v in g.neighbors(u) if g.nodes[v].get("level") == level + 1})
-        if not nxt:
+        shown = out[-1][:SHOWN]
+        near = {v for u in shown for v in g.neighbors(u) if g.nodes[v].get("level") == level + 1}
+        every = {v for u in out[-1] for v in g.neighbors(u) if g.nodes[v].get("level") == level + 1}
+        if not every:
             break
-        out.append(nxt)
+        out.append(sorted(near) + sorted(every - near))  # the shown switches' neighbours first, then the rest
         level += 1
     return out
 
@@ -96,7 +99,8 @@ def diagram_svg(d) -> bytes:
     top_h = 40 + len(levels) * (box_h + gap) + box_h
     rows = detail_nodes(fabric)
     det_h = 40 + max(1, len(rows)) * 110
-    c = Canvas(WIDTH, top_h + det_h, f"Fabric diagram of {d.name}")
+    campus_h = pic_campus.height(d)
+    c = Canvas(WIDTH, top_h + campus_h + det_h, f"Fabric diagram of {d.name}")
     c.text(12, 20, f"{fabric.technology}, {fabric.family}: {sum(sum(m.values()) for _, m in tiers.values()):,} switches in"
                    f" {len(levels)} tiers (counted on the fabric graph)", bold=True)
     y = 34
@@ -129,7 +133,13 @@ def diagram_svg(d) -> bytes:
             asked = "none asked" if b.requested is None else f"{b.requested:g}:1 asked"
             c.text(470, y_top + 34, f"{names[lvl - 1]} down:up (oversubscription): {asked}, {ratio(b.built)} built; shape {b.links:,} links"
                                     + ("" if b.links == n else " (graph differs!)"), size=10, fill=MUTED if b.requested is None else INK)
-    detail(c, fabric, rows, top_h, names)
+    campus = d.spec.campus and bounds.get(d.spec.campus.tier)
+    if campus and campus.name not in {f"{names[lvl - 1]}-{names[lvl]}" for lvl in levels}:  # a full mesh: both ends ATSWs
+        n, speeds = links.get(campus.name, (0, Counter()))
+        c.text(470, ys[levels[-1]] + 18, f"{campus.name} (between buildings): {n:,} links"
+                                         f" ({', '.join(f'{m:,} x {gbit(s)}' for s, m in sorted(speeds.items()))})", bold=True)
+    pic_campus.draw(c, d, top_h)
+    detail(c, fabric, rows, top_h + campus_h, names)
     return c.svg()
 
 
@@ -139,7 +149,7 @@ def detail(c: Canvas, fabric, rows: list[list[str]], y0: float, names: dict[int,
         return
     what = "zone 1" if family_traits(fabric.family).zoned else "the first pod"
     c.line(12, y0 - 8, WIDTH - 12, y0 - 8, "#cccccc")
-    c.text(12, y0 + 12, f"Detail: {what}, switch by switch (line width: parallel links; hover for counts)", bold=True)
+    c.text(12, y0 + 12, f"Detail: {what}, switch by switch (line width: parallel links; +N more: switches of the tier the zone reaches, not drawn)", bold=True)
     pos: dict[str, tuple[float, float]] = {}
     n_rows = len(rows)
     for i, nodes in enumerate(rows):
@@ -159,7 +169,7 @@ def detail(c: Canvas, fabric, rows: list[list[str]], y0: float, names: dict[int,
             x = 20 + len(shown) * (w + 8) + ((WIDTH - 40) - slots * (w + 8)) / 2
             c.rect(x, y, w, 30, "#ffffff", stroke=TIER_COLOURS.get(lvl, MUTED), dash=True,
                    tip=f"{len(nodes) - SHOWN:,} more {names.get(lvl, '')} switches wired the same way")
-            c.text(x + w / 2, y + 19, f"+{len(nodes) - SHOWN:,} more", anchor="middle", size=9)
+            c.text(x + w / 2, y + 19, f"+{len(nodes) - SHOWN:,} more", anchor="middle", size=9, cls="elided")
         if i == 0:
             for n in shown:
                 k = sum(1 for v in g.neighbors(n) if g.nodes[v].get("role") == "nic")

@@ -3,7 +3,8 @@
 Racks are drawn where the placement put them, at the hall's slot width, rack depth and row pitch
 (the cabling pass routes on the same :class:`~twin.compiler.place.model.HallGrid`), with the cross-aisles as
 gaps, reserved positions dashed, GPU racks coloured by AI zone and network racks dark with their role's
-letter. Left of each row: the worst utilisation of its busways (or UPS block) over normal operation and
+letter. Every rack prints its name (the end of its id that fits its box, rotated along a narrow
+rack), so a printed plan names the racks, not only its tooltips. Left of each row: the worst utilisation of its busways (or UPS block) over normal operation and
 every failure state, and of its cooling. Every rack has a tooltip (``<title>``) with its id, zone,
 position and power.
 """
@@ -67,6 +68,48 @@ def row_utilisation(h: Hall, pue: float, racks, share: float = 0.0) -> tuple[dic
     return power, cool
 
 
+def rack_label(rid: str, hall: str, w: float, h: float) -> tuple[str, bool, float]:
+    """What a rack ``w`` x ``h`` px prints of its id: (the longest dash-separated tail after the hall's
+    name that fits, written rotated?, font size); ``("", False, 0)`` when not even the last part fits.
+
+    >>> rack_label("dh1-z1-r001", "dh1", 8.4, 17.8), rack_label("dh1-z1-r001", "dh1", 60, 20)
+    (('r001', True, 6.4), ('z1-r001', False, 9))
+    >>> rack_label("dh1-z1-r001", "dh1", 4, 4)
+    ('', False, 0.0)
+    """
+    name = rid[len(hall) + 1:] if rid.startswith(hall + "-") else rid
+    parts = name.split("-")
+    best = ("", False, 0.0)
+    for rotated, room, across in ((False, w, h), (True, h, w)):
+        size = min(9, across - 2 if rotated else across - 3)
+        if size < 5:
+            continue
+        for k in range(len(parts), len(best[0].split("-")) if best[0] else 0, -1):
+            tail = "-".join(parts[-k:])
+            if len(tail) * 0.6 * size <= room - 2:
+                best = (tail, rotated, round(size, 1))
+                break
+    return best
+
+
+def ink_on(colour: str) -> str:
+    """Black or white text, whichever reads on ``colour`` (relative luminance of sRGB, approximate)."""
+    r, g, b = (int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    return INK if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.5 else "#ffffff"
+
+
+def label_rack(c: Canvas, rid: str, hall: str, x: float, y: float, w: float, h: float, fill: str) -> bool:
+    """Print the rack's name (the tail of its id that fits) inside its box; False when none fits."""
+    text, rotated, size = rack_label(rid, hall, w, h)
+    if not text:
+        return False
+    if rotated:
+        c.text(x + w / 2 + size * 0.35, y + h / 2, text, anchor="middle", size=size, fill=ink_on(fill), rotate=True, cls="rack-label")
+    else:
+        c.text(x + w / 2, y + h / 2 + size * 0.35, text, anchor="middle", size=size, fill=ink_on(fill), cls="rack-label")
+    return True
+
+
 def reserved_positions(h: Hall) -> set[tuple[int, int]]:
     return {(r, p) for res in h.reserved for r in res.rows for p in res.positions}
 
@@ -81,7 +124,9 @@ def hall_svg(h: Hall, racks, pue: float, zones: int, share: float = 0.0) -> byte
     net = [r for r in racks if r.kind != "gpu"]
     head = (f"hall {h.name}: {h.rows} rows x {h.positions_per_row} positions, {wm:g} m x {dm:g} m;"
             f" {len(gpu)} GPU racks, {len(net)} network racks")
-    W, H = max(MARGIN + wm * s + 24, 7.0 * len(head) + 16, 340), TOP + dm * s + 70
+    kinds = [(NETWORK, "network (C CTSW, A ATSW, F fabric; Cn01: ctsw-n01)"), (RESERVED, "reserved"), ("#ffffff", "empty")]
+    W = max(MARGIN + wm * s + 24, 7.0 * len(head) + 16, 8 + sum(34 + 6.2 * len(label) for _, label in kinds))
+    H = TOP + dm * s + 70
     c = Canvas(W, H, f"Floor plan of hall {h.name}")
     c.text(8, 16, head, bold=True)
     c.text(8, TOP - 8, "row", size=9, fill=MUTED)
@@ -124,10 +169,13 @@ def hall_svg(h: Hall, racks, pue: float, zones: int, share: float = 0.0) -> byte
         where = f"row {r.position.row} slot {r.position.slot}, {kw(r.power)}"
         if r.kind == "gpu":
             c.rect(x, y, rw - 1, rd - 1, zone_colour(r.zone), tip=f"{r.id}: GPU rack, zone {(r.zone or 0) + 1}, {where}")
+            label_rack(c, r.id, h.name, x, y, rw - 1, rd - 1, zone_colour(r.zone))
         else:
             zone = "" if r.zone is None else f", zone {r.zone + 1}"
             c.rect(x, y, rw - 1, rd - 1, NETWORK, tip=f"{r.id}: {r.role} network rack ({r.switches} switches){zone}, {where}")
-            if rw >= 7:
+            letter = LETTER.get(r.role, "F")  # "dh1-atsw-n01" prints as "An01"
+            short = r.id.replace(f"-{r.role}-", f"-{letter}") if r.role in LETTER else r.id
+            if not label_rack(c, short, h.name, x, y, rw - 1, rd - 1, NETWORK) and rw >= 7:
                 c.text(x + rw / 2 - 0.5, y + rd / 2 + 3, LETTER.get(r.role, "F"), anchor="middle", size=min(9, rw - 1), fill="#ffffff")
     five = 5 * s
     c.line(MARGIN, H - 40, MARGIN + five, H - 40, INK, 2)
@@ -138,7 +186,7 @@ def hall_svg(h: Hall, racks, pue: float, zones: int, share: float = 0.0) -> byte
     if len(in_hall) > len(shown):
         entries.append(("#ffffff", f"+{len(in_hall) - len(shown)} zones"))
     c.legend(8, H - 22, entries)
-    c.legend(8, H - 6, [(NETWORK, "network (C CTSW, A ATSW, F fabric)"), (RESERVED, "reserved"), ("#ffffff", "empty")])
+    c.legend(8, H - 6, kinds)
     return c.svg()
 
 
@@ -152,8 +200,9 @@ def floor_pictures(d) -> list[tuple[str, str, bytes]]:
         by_hall.setdefault(r.position.hall, []).append(r)
     out = []
     for h in d.spec.site.halls:
-        caption = (f"Floor plan of {h.name} at its real geometry (racks coloured by AI zone, network racks dark; bars: worst"
-                   " busway and cooling utilisation of each row over normal operation and every failure state)")
+        caption = (f"Floor plan of {h.name} at its real geometry (racks coloured by AI zone, network racks dark, each named by"
+                   f" the end of its id after `{h.name}-` that fits; bars: worst busway and cooling utilisation of each row over"
+                   " normal operation and every failure state)")
         out.append((f"floor-{h.name}.svg", caption, hall_svg(h, by_hall.get(h.name, []), d.spec.site.power.pue, d.spec.zones,
                                                                               liquid_share(d.spec.site))))
     return out

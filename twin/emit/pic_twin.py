@@ -34,15 +34,20 @@ def load_svg(r: dict) -> bytes:
                       series, ticks)
 
 
-def job_svg(j: dict) -> bytes:
-    """One stacked bar per routing scheme: compute, bubble and each exposed communication part of a step."""
-    L, R, T, bar = 150, 40, 40, 22
+def job_svg(j: dict, run: str = "", note: str = "") -> bytes:
+    """One stacked bar per routing scheme: compute, bubble and each exposed communication part of a step;
+    ``run`` names the run in the title (the default run, a scenario), ``note`` (a line under it) what
+    differs from the other."""
+    L, R, T, bar = 150, 40, 40 + (14 if note else 0), 22
     W = 760
     H = T + len(j["schemes"]) * (bar + 12) + 60
     top = nice_ticks(max(s["step_s"] for s in j["schemes"]) * 1.05, 5)[-1] or 1
     pw = W - L - R
-    c = Canvas(W, H, f"Training step of {j['workload']}")
-    c.text(12, 18, f"Training step of {j['workload']} ({j['parallelism']}, {j['gpus']:,} GPUs): where the time goes", bold=True)
+    prefix = f"{run}: " if run else ""
+    c = Canvas(W, H, f"{prefix}Training step of {j['workload']}")
+    c.text(12, 18, f"{prefix}Training step of {j['workload']} ({j['parallelism']}, {j['gpus']:,} GPUs): where the time goes", bold=True)
+    if note:
+        c.text(12, 34, note, size=10, fill="#777777")
     for t in nice_ticks(top, 5):
         x = L + t / top * pw
         c.line(x, T - 4, x, H - 46, "#eeeeee")
@@ -72,5 +77,5 @@ def pictures(r: dict | None) -> list[tuple[str, str, str, bytes]]:
            ("load", "twin-link-load.svg", "Histogram of fabric link loads during the AllReduce, per routing scheme", load_svg(r))]
     j = r.get("job")
     if j and "schemes" in j:
-        out.append(("job", "twin-job-step.svg", f"Step breakdown of {j['workload']} per routing scheme", job_svg(j)))
+        out.append(("job", "twin-job-step.svg", f"Default run: step breakdown of {j['workload']} per routing scheme", job_svg(j, "default run")))
     return out

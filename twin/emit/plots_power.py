@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from twin.emit.pic_power import log_binned
 from twin.emit.png import save_png
 
 
@@ -37,10 +38,8 @@ def write_power_plots(views: dict, data: dict, out_dir: str | Path, limits=None)
     f, ms = views["f"], views["ms"]
     fig, ax = plt.subplots(figsize=(7.2, 4.0))
     edges = np.geomspace(max(f[0], 1e-4), f[-1], 400)
-    idx = np.searchsorted(edges, f)
-    binned = np.bincount(idx, weights=ms, minlength=len(edges) + 1)[1:len(edges)]
-    filled = np.bincount(idx, minlength=len(edges) + 1)[1:len(edges)] > 0  # log bins finer than the FFT's are empty
-    ax.loglog(edges[1:][filled], np.sqrt(2 * np.maximum(binned[filled], 1e-30)) / 1e6, lw=0.8)
+    fb, amp = log_binned(f, ms)  # the same bins as the report's power-spectrum.svg
+    ax.loglog(fb, amp / 1e6, lw=0.8)
     for lim in data.get("limits", []):
         if lim["kind"] == "oscillation":
             lo, hi = _band(lim["limit"])

@@ -253,7 +253,8 @@ def compose(d: Design, runs: Runs | None = None, risks: list[Verdict] | None = N
             text = design_section(results, {role: "\n" + image(n, c) + "\n" for role, n, c, _s in pics})
         elif sec is twins_section:
             texts, pics = report_twins.twin_sections(Path(d.spec.source_path).name, scenario[1] if scenario else None,
-                                                     scenario[0] if scenario else None)
+                                                     scenario[0] if scenario else None, runs.power_views,
+                                                     (runs.default or {}).get("job"))
             pictures.update({f"report/{n}": svg for n, _c, svg in pics})
             text = "\n\n".join(texts)
         else:

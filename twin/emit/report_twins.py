@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from twin.emit.markdown import table
+from twin.emit.pic_campaign import pictures as campaign_pictures
+from twin.emit.pic_power import pictures as power_pictures
 from twin.emit.pic_twin import job_svg, size_label
 from twin.emit.report_net import job_setup
 from twin.emit.svg import PALETTE, line_chart
@@ -29,8 +31,27 @@ def collective_svg(case: str, c: dict, schemes: list[str]) -> bytes:
                       "message size (log scale)", "busbw (GB/s)", series, ticks, log_x=len(sizes) > 1)
 
 
-def scenario_section(data: dict, scenario_file: str) -> tuple[str, list[Picture]]:
-    """The scenario's collectives and jobs (cases x routing schemes), with their pictures."""
+JOB_INPUTS = ("gpus", "parallelism", "dims", "order", "sequence_length", "stack", "microbatches", "virtual_stages")
+
+
+def differences(default: dict | None, j: dict) -> list[str]:
+    """What a scenario's job sets differently from the default run's job of the same workload
+    (``name old -> new``, the recipe's fields as ``recipe.name``); empty when the workloads differ.
+
+    >>> differences({"workload": "w", "virtual_stages": 8, "recipe": {"zero": 1}}, {"workload": "w", "virtual_stages": 4, "recipe": {"zero": 1}})
+    ['virtual_stages 8 -> 4']
+    """
+    if not default or default.get("workload") != j.get("workload"):
+        return []
+    out = [f"{k} {default.get(k)} -> {j.get(k)}" for k in JOB_INPUTS if default.get(k) != j.get(k)]
+    a, b = default.get("recipe") or {}, j.get("recipe") or {}
+    out += [f"recipe.{k} {a.get(k)} -> {b.get(k)}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return out
+
+
+def scenario_section(data: dict, scenario_file: str, default_job: dict | None = None) -> tuple[str, list[Picture]]:
+    """The scenario's collectives and jobs (cases x routing schemes), with their pictures; a job of the
+    default run's workload says what it sets differently (``default_job``: the default run's job)."""
     from twin.emit.report_net import markdown as collectives_table
 
     pics: list[Picture] = []
@@ -53,29 +74,41 @@ def scenario_section(data: dict, scenario_file: str) -> tuple[str, list[Picture]
             out.append(table(["routing", "step s", "exposed comm s", "exposed %", "eff. TFLOPs/GPU"],
                              [[s["scheme"], f"{s['step_s']:.3f}", f"{s['exposed_comm_s']:.3f}", f"{100 * s['exposed_fraction']:.1f}",
                                f"{s['predicted_tflops_per_gpu']:.0f}"] for s in j["schemes"]], "lrrrr"))
+            diff = differences(default_job, j)
+            note = ""
+            if default_job and default_job.get("workload") == j["workload"]:
+                note = ("differs from the default run's job in " + ", ".join(diff)) if diff else "the same inputs as the default run's job"
+                out.append(f"\nAgainst the default run (section \"Collective performance (twin)\"): {note}.\n")
             name = f"scenario-c{ci + 1}-job{k + 1}.svg"
-            pics.append((name, f"{case['case']}: step breakdown of {j['workload']} per routing scheme", job_svg(j)))
+            pics.append((name, f"{case['case']}: step breakdown of {j['workload']} per routing scheme",
+                         job_svg(j, f"scenario {data['scenario']}", note)))
             out.append(f"\n![{pics[-1][1]}](report/{name})\n")
     return "\n".join(out), pics
 
 
-def twin_sections(spec_file: str, data: dict | None, scenario_file: str | None) -> tuple[list[str], list[Picture]]:
-    """The scenario, reliability and power sections of a build (``data``: the scenario's result, or None)."""
+def twin_sections(spec_file: str, data: dict | None, scenario_file: str | None,
+                  power_views: dict | None = None, default_job: dict | None = None) -> tuple[list[str], list[Picture]]:
+    """The scenario, reliability and power sections of a build (``data``: the scenario's result, or None;
+    ``power_views``: the power twin's arrays, drawn as its traces at three zooms)."""
     from twin.emit.report_power import markdown_section
     from twin.emit.report_reliability import markdown as campaign_markdown
 
     parts: list[str] = []
     pics: list[Picture] = []
     if data is not None and data.get("cases"):
-        text, pics = scenario_section(data, scenario_file or "")
+        text, pics = scenario_section(data, scenario_file or "", default_job)
         parts.append(text)
     missing = []
     if data is not None and "campaign" in data:
-        parts.append(campaign_markdown(data["campaign"]))
+        figures = campaign_pictures(data["campaign"])
+        pics = pics + figures
+        parts.append(campaign_markdown(data["campaign"]) + "".join(f"\n\n![{c}](report/{n})" for n, c, _s in figures))
     else:
         missing.append("the reliability twin (a scenario's `campaign:`: interruptions, checkpoints, spares, ETTR)")
     if data is not None and "power" in data:
-        parts.append(markdown_section(data["power"]))
+        traces = power_pictures(data["power"], power_views)
+        pics = pics + traces
+        parts.append(markdown_section(data["power"]) + "".join(f"\n\n![{c}](report/{n})" for n, c, _s in traces))
     else:
         missing.append("the power and thermal twin (a scenario's `power:`: swings, utility limits, busways over time)")
     if missing:

@@ -72,8 +72,10 @@ class Canvas:
         self.items.append(a + (f"><title>{escape(tip)}</title></line>" if tip else "/>"))
 
     def text(self, x: float, y: float, s: str, anchor: str = "start", size: float | None = None, bold: bool = False,
-             fill: str | None = None, rotate: bool = False) -> None:
+             fill: str | None = None, rotate: bool = False, cls: str | None = None) -> None:
         a = f'<text x="{num(x)}" y="{num(y)}"'
+        if cls:
+            a += f' class="{attr(cls)}"'
         if anchor != "start":
             a += f' text-anchor="{anchor}"'
         if size:
@@ -97,6 +99,14 @@ class Canvas:
     def circle(self, x: float, y: float, r: float, fill: str, tip: str | None = None) -> None:
         a = f'<circle cx="{num(x)}" cy="{num(y)}" r="{num(r)}" fill="{fill}"'
         self.items.append(a + (f"><title>{escape(tip)}</title></circle>" if tip else "/>"))
+
+    def group(self, cls: str, **data: str) -> None:
+        """Open a ``<g>`` (class and ``data-*`` attributes) that the items drawn until :meth:`end` belong to."""
+        extra = "".join(f' data-{k.replace("_", "-")}="{attr(v)}"' for k, v in data.items())
+        self.items.append(f'<g class="{attr(cls)}"{extra}>')
+
+    def end(self) -> None:
+        self.items.append("</g>")
 
     def legend(self, x: float, y: float, entries: list[tuple[str, str]], step: float = 0.0) -> float:
         """Colour swatches with labels in one line from (x, y); returns the x after the last label."""
@@ -192,9 +202,25 @@ def line_chart(title: str, x_label: str, y_label: str, series: list[tuple[str, s
     c.line(L, T, L, T + ph)
     c.text(L + pw / 2, T + ph + 30, x_label, anchor="middle")
     c.text(14, T + ph / 2, y_label, anchor="middle", rotate=True)
-    for name, colour, pts in series:
-        c.polyline([(px(x), py(y)) for x, y in pts], colour, 2, tip=name)
+    labels = []
+    for k, (name, colour, pts) in enumerate(series):
+        same = same_as(series[:k], pts)  # a line under another is drawn dashed over it and named so
+        c.polyline([(px(x), py(y)) for x, y in pts], colour, 2, dash="6 4" if same else None, tip=name)
         for x, y in pts:
             c.circle(px(x), py(y), 2.5, colour, tip=f"{name}: {y:,.1f} at {x:g}")
-    c.legend(L, height - 8, [(col, name) for name, col, _ in series])
+        labels.append((colour, f"{name} (= {same})" if same else name))
+    c.legend(L, height - 8, labels)
     return c.svg()
+
+
+def same_as(earlier: list[tuple[str, str, list[tuple[float, float]]]], pts: list[tuple[float, float]], tol: float = 0.005) -> str | None:
+    """The name of the first earlier series with the same points as ``pts`` (within ``tol``, relative), if any.
+
+    >>> same_as([("a", "#000", [(1, 10.0), (2, 20.0)])], [(1, 10.02), (2, 20.0)]), same_as([("a", "#000", [(1, 10.0)])], [(1, 11.0)])
+    ('a', None)
+    """
+    for name, _c, other in earlier:
+        if len(other) == len(pts) and all(x1 == x2 and abs(y1 - y2) <= tol * max(abs(y1), abs(y2), 1e-12)
+                                          for (x1, y1), (x2, y2) in zip(other, pts)):
+            return name
+    return None

@@ -31,6 +31,7 @@ class Runs:
     default: dict | None = None
     scenario: tuple[str, dict] | None = None
     scenario_sha256: str | None = None  # of the scenario file, as the manifest records it
+    power_views: dict | None = None  # the power twin's arrays (traces, spectrum) of the scenario run, for the report's pictures
 
 
 class _Doc(BaseModel):
