@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from twin.compiler.resolve import campus_plan, checks, fabric_checks, liquid, workload_checks
+from twin.compiler.resolve import campus_plan, checks, fabric_checks, liquid, planes, workload_checks
 from twin.compiler.resolve import pools as address_pools
 from twin.compiler.resolve.campus_shape import campus_shape
 from twin.compiler.resolve.shape import fabric_shape
@@ -76,6 +76,7 @@ def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     diags += [diagnostic(src, *f) for f in checks.references(site, cat)]
     diags += [diagnostic(src, *f) for f in campus_plan.references(site, cat)]
     diags += [diagnostic(src, *f) for f in checks.family_shape(site)]
+    diags += [diagnostic(src, *f) for f in planes.findings(site, cat)]
     diags += [diagnostic(src, *f) for f in fabric_checks.fields(site)]
     diags += [diagnostic(src, *f) for f in checks.facility(site)]
     diags += [diagnostic(src, *f) for f in liquid.findings(site, cat)]
