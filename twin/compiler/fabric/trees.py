@@ -31,8 +31,8 @@ from twin.compiler.fabric.hosts import add_hosts
 from twin.compiler.fabric.mount import Mounter
 from twin.compiler.place.model import Placement
 from twin.compiler.resolve.fat_tree import TreeShape, boundary, role_names
-from twin.compiler.resolve.spec import Spec
 from twin.compiler.resolve.planes import plane_prefix, spec_plane_ports
+from twin.compiler.resolve.spec import Spec
 from twin.compiler.resolve.tree_sizing import rail_hosts
 
 

@@ -24,8 +24,8 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
 from twin.lang.site.families import family_traits
-from twin.twins.net.planes import plane_ports, port_table
 from twin.physics import DEFAULT_SWITCH_LATENCY_S, FIBER_DELAY_S_PER_M
+from twin.twins.net.planes import plane_ports, port_table
 
 DEFAULT_LENGTH_M = {  # used only when no cabling pass gave a length (assumed, stated in results)
     "nic-rtsw": 2.0, "nic-leaf": 2.0,
