@@ -4,7 +4,7 @@ Known answers:
 - Each plane is the single-plane fabric of the same NICs at the NIC port's speed (NVIDIA's two-plane
   designs give every plane one leaf per GPU position [gb300-nvl72-ra], [dgx-b300-ra]; DeepSeek's
   multi-plane fat tree is one two-layer fat tree per plane [deepseek-v3-isca]): switch and cable counts
-  per plane equal that fabric's, and on the GB200 SuperPOD layout that is the published 18 leaves per SU.
+  per plane equal that fabric's (the lab; GB300 NVL72's 2 x 400G against GB200 NVL72's 400G on one layout).
 - With 2 planes, losing one halves a large AllReduce's inter-server busbw and every GPU stays reachable.
   Closed form: a ring AllReduce whose ranks are one GPU per server is bound by its NIC, busbw =
   protocol efficiency x NIC bandwidth ([nccl-tests] busbw); 2 ports x 200G = 50 GB/s x 0.94 = 47.0 GB/s,
@@ -66,22 +66,35 @@ def test_each_plane_is_the_single_plane_fabric_at_the_port_speed(tmp_path):
     assert [(b.name, b.links) for b in two.shape.boundaries] == [("nic-leaf", 128), ("leaf-spine", 128)]
 
 
-def test_planes_of_the_superpod_layout_match_the_published_counts(tmp_path):
-    """A GB300 NVL72 (800G ConnectX-8) split 2 x 400G over two planes of QM9700 on the GB200 example's layout:
-    every plane is the GB200 example's fabric (18 leaves per SU, [dgx-gb200-ra]), the whole twice that."""
+def _superpod(tmp_path: Path, name: str, chassis: dict | None, planes: int) -> Path:
+    """The GB200 example's layout (rail-aligned, 2 SUs) on Spectrum-4 SN5600 at 128 x 400G (RoCE), with
+    ``chassis`` as its rack-scale system (None: the GB200 NVL72 as it is)."""
+    text = GB200.read_text().split("\nworkloads:")[0]
+    for old, new in (("technology: infiniband ", "technology: roce "), ("switch: qm9700 ", "switch: sn5600-2x400g ")):
+        assert old in text, old
+        text = text.replace(old, new)
+    if chassis is not None:
+        text = text.replace("chassis: gb200-nvl72 ", "chassis: gb300-2port ").replace("nic_speed: 400 Gbit/s ", "nic_speed: 800 Gbit/s ")
+        text = text.replace("\nfabric:\n", "\n" + yaml.safe_dump({"catalog": {"chassis": {"gb300-2port": chassis}}}) + "\nfabric:\n", 1)
+    text = text.replace("\nfabric:\n", f"\nfabric:\n  planes: {planes}\n", 1)
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(text + "\n")
+    return p
+
+
+def test_two_planes_of_gb300_are_two_gb200_fabrics(tmp_path):
+    """GB300 NVL72's 800G ConnectX-8 split 2 x 400G, one port per plane [gb300-nvl72-ra]: each plane is the
+    fabric the GB200 NVL72's single 400G NIC gets on the same layout; the whole is twice that."""
     ch = builtin().chassis["gb300-nvl72"].model_dump(mode="json", exclude_none=True)
     ch["nic_ports"] = 2
-    text = GB200.read_text().replace("chassis: gb200-nvl72 ", "chassis: gb300-2port ").replace(
-        "nic_speed: 400 Gbit/s ", "nic_speed: 800 Gbit/s ").split("\nworkloads:")[0]
-    text = text.replace("\nfabric:\n", "\n" + yaml.safe_dump({"catalog": {"chassis": {"gb300-2port": ch}}}) + "\nfabric:\n  planes: 2\n", 1)
-    p = tmp_path / "gb300-2plane.yaml"
-    p.write_text(text + "\n")
-    two, diags = validate_file(p)
+    two, diags = validate_file(_superpod(tmp_path, "gb300", ch, 2))
     assert two is not None, [str(d) for d in diags]
-    one, _ = validate_file(GB200)
-    assert dict((t.role, t.count) for t in one.shape.tiers)["leaf"] == 36  # 2 SUs x 18 leaves [dgx-gb200-ra]
+    one, diags = validate_file(_superpod(tmp_path, "gb200", None, 1))
+    assert one is not None, [str(d) for d in diags]
+    assert two.shape.boundaries[0].speed == one.shape.boundaries[0].speed == 400e9
     assert [(t.role, t.count) for t in two.shape.tiers] == [(t.role, 2 * t.count) for t in one.shape.tiers]
     assert [(b.name, b.links) for b in two.shape.boundaries] == [(b.name, 2 * b.links) for b in one.shape.boundaries]
+    assert one.shape.boundaries[0].links == 1152  # one cable per GPU per plane
 
 
 def test_synthesis_puts_port_j_of_every_nic_on_plane_j(design):
@@ -170,3 +183,10 @@ def test_netbox_has_one_interface_per_nic_port():
     assert sorted(r[1] for r in ifaces) == ["nic1/port1", "nic1/port2"] and {r[3] for r in ifaces} == {"200000000"}
     ends = [(r[1], r[3]) for r in t["10-cables"].rows] + [(r[5], r[7]) for r in t["10-cables"].rows]
     assert len(ends) == len(set(ends)) == 2 * 256  # no interface takes two cables
+
+
+def test_planes_on_infiniband_are_refused(tmp_path):
+    """One OpenSM manages one connected subnet: InfiniBand planes would each need their own (not built)."""
+    r = _validate(tmp_path, SITE.read_text().replace("technology: roce", "technology: infiniband").replace("switch: minipack2", "switch: qm9700"))
+    out = r.stderr + r.stdout
+    assert r.returncode == 2 and "fabric.planes: 2 planes on InfiniBand" in out and "Traceback" not in out

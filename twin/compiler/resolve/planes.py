@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from twin.lang.diagnostics import Severity
 from twin.lang.site.catalog_models import Catalog
 from twin.lang.site.families import families_with, family_traits
-from twin.lang.site.models import Site
+from twin.lang.site.models import Site, Technology
 
 if TYPE_CHECKING:
     from twin.compiler.resolve.spec import Spec
@@ -65,6 +65,12 @@ def findings(site: Site, catalog: Catalog) -> Iterator[tuple[Severity, tuple, st
         what = f"{f.planes} planes" if f.planes > 1 else f"'{rt.chassis}' NICs of {chassis.nic_ports} ports"
         yield (Severity.ERROR, ("fabric", "planes"), f"{what} on an {f.family.value} fabric: planes and multi-port NICs are built on the tree families",
                "planes: 1, or a family of " + ", ".join(families_with(lambda t: not t.zoned)))
+        return
+    if f.technology == Technology.INFINIBAND and (f.planes > 1 or chassis.nic_ports > 1):
+        what = f"{f.planes} planes" if f.planes > 1 else f"'{rt.chassis}' NICs of {chassis.nic_ports} ports"
+        yield (Severity.ERROR, ("fabric", "planes") if f.planes > 1 else ("fabric", "technology"),
+               f"{what} on InfiniBand: each plane would be a subnet with its own subnet manager; twin builds one subnet",
+               "technology: roce, or planes: 1 with single-port NICs")
         return
     if chassis.nic_ports % f.planes:
         yield (Severity.ERROR, ("fabric", "planes"),
