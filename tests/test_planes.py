@@ -190,3 +190,42 @@ def test_planes_on_infiniband_are_refused(tmp_path):
     r = _validate(tmp_path, SITE.read_text().replace("technology: roce", "technology: infiniband").replace("switch: minipack2", "switch: qm9700"))
     out = r.stderr + r.stdout
     assert r.returncode == 2 and "fabric.planes: 2 planes on InfiniBand" in out and "Traceback" not in out
+
+
+def _variant(tmp_path: Path, family: str, nic_ports: int, planes: int) -> Path:
+    text = SITE.read_text().replace("family: rail-optimized", f"family: {family}")
+    text = text.replace("nic_ports: 2 ", f"nic_ports: {nic_ports} ").replace("planes: 2 ", f"planes: {planes} ")
+    if family == "fat-tree":
+        text = "\n".join(t for t in text.splitlines() if "hb_domain" not in t) + "\n"
+    p = tmp_path / f"{family}-{nic_ports}-{planes}.yaml"
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("family", ["fat-tree", "rail-optimized", "rail-only"])
+@pytest.mark.parametrize("nic_ports,planes", [(4, 4), (4, 2)])
+def test_every_tree_family_puts_each_nics_share_of_ports_on_each_plane(tmp_path, family, nic_ports, planes):
+    """Port j of a NIC of ``nic_ports`` goes to plane (j - 1) // (nic_ports / planes) + 1, at NIC speed / nic_ports;
+    the graph equals the shape (the fabric pass proves it) and no cable joins two planes."""
+    d = compile_design(_variant(tmp_path, family, nic_ports, planes), until="fabric", placement_method="naive")
+    g, per = d.fabric.graph, nic_ports // planes
+    assert d.spec.shape.planes == planes and d.spec.shape.boundaries[0].speed == 400e9 / nic_ports
+    for nic in (n for n, r in g.nodes(data="role") if r == "nic"):
+        ports = {p: peer for p, (_, peer, _) in d.fabric.ports(nic).items() if p.startswith("port")}
+        assert sorted(ports) == [f"port{j}" for j in range(1, nic_ports + 1)]
+        assert all(g.nodes[peer]["plane"] == (int(p[4:]) - 1) // per for p, peer in ports.items())
+    assert all(g.nodes[u].get("plane", -1) == g.nodes[v].get("plane", -1) for u, v, k in g.edges(keys=True)
+               if k.startswith("L") and g.nodes[u].get("level", 0) >= 1)
+
+
+@pytest.mark.slow
+def test_losing_one_of_four_planes_leaves_three_quarters(tmp_path):
+    """Slow (~5-7 s: a build and two cases in a subprocess). 4 ports x 100G per NIC, one per plane: a NIC-bound ring AllReduce runs at 0.94 x 50 GB/s = 47.0 GB/s,
+    with one plane down at 0.94 x 37.5 GB/s = 35.25 GB/s (closed form, as above)."""
+    r = subprocess.run([sys.executable, "-m", "twin", "simulate", str(_variant(tmp_path, "rail-optimized", 4, 4)), "--scenario",
+                        str(ROOT / "scenarios" / "lab-2plane.yaml"), "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    bw = {(c["case"], k["name"]): k["schemes"][0]["busbw_GBps_at_max_size"] for c in out["cases"] for k in c["collectives"]}
+    assert bw[("both-planes", "one-gpu-per-server")] == pytest.approx(EFFICIENCY * 50, rel=1e-3)
+    assert bw[("plane1-down", "one-gpu-per-server")] == pytest.approx(EFFICIENCY * 37.5, rel=1e-3)
