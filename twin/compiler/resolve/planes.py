@@ -63,7 +63,8 @@ def findings(site: Site, catalog: Catalog) -> Iterator[tuple[Severity, tuple, st
         return  # the reference checks name the missing rack type or chassis
     if family_traits(f.family).zoned and (f.planes > 1 or chassis.nic_ports > 1):
         what = f"{f.planes} planes" if f.planes > 1 else f"'{rt.chassis}' NICs of {chassis.nic_ports} ports"
-        yield (Severity.ERROR, ("fabric", "planes"), f"{what} on an {f.family.value} fabric: planes and multi-port NICs are built on the tree families",
+        path = ("fabric", "planes") if f.planes > 1 else ("rack_types", f.rack_type, "chassis")
+        yield (Severity.ERROR, path, f"{what} on an {f.family.value} fabric: planes and multi-port NICs are built on the tree families",
                "planes: 1, or a family of " + ", ".join(families_with(lambda t: not t.zoned)))
         return
     if f.technology == Technology.INFINIBAND and (f.planes > 1 or chassis.nic_ports > 1):
