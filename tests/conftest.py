@@ -171,3 +171,16 @@ def netbox(netbox_package):
         return
     with netbox_server.NetBoxServer() as nb:
         yield nb
+
+
+ENVELOPE = {"tool", "version", "command", "status", "units", "risks", "result"}
+
+
+def unwrap(text: str) -> dict:
+    """A command's ``--json`` (the envelope of twin/cli/envelope.py, checked here) as its document, with
+    the envelope's ``status`` and ``risks`` beside the document's own fields."""
+    import json
+
+    env = json.loads(text)
+    assert set(env) == ENVELOPE and env["tool"] == "twin", sorted(env)
+    return {**env["result"], "status": env["status"], "risks": env["risks"]}

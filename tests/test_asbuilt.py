@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 from asbuilt_synth import collection, got, inject, planned_wiring
-from conftest import ROOT
+from conftest import ROOT, unwrap
 from typer.testing import CliRunner
 
 from twin.asbuilt import check
@@ -59,7 +59,7 @@ def test_clean_lab_every_cable_correct_exit_0(plan, tmp_path):
     folder = write(tmp_path / "lldp", collection(plan, planned_wiring(plan), eos={"atsw-01", "atsw-02"}))
     p = twin("as-built", str(GEN), str(folder), "--json")
     assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
+    doc = unwrap(p.stdout)
     assert doc["status"] == "ok" and doc["ok"] and doc["exit"] == 0 and doc["site"] == "lab-2zone"
     assert doc["counts"]["correct"] == doc["counts"]["correct_both_ends"] == 320 and doc["findings"] == []
     assert doc["coverage"]["devices_reported"] == doc["coverage"]["devices_planned"] == 146 and doc["coverage"]["never_reported"] == []
@@ -205,7 +205,7 @@ def test_untrusted_generated_folder(tmp_path):
     csvp.unlink()
     csvp.symlink_to("/etc/passwd")
     p = twin("as-built", str(gen), str(folder), "--json")
-    doc = json.loads(p.stdout)
+    doc = unwrap(p.stdout)
     assert p.returncode == 2 and doc["status"] == "invalid" and "a symlink leads outside" in doc["diagnostics"][0]["message"]
     assert twin("as-built", str(tmp_path / "nowhere"), str(folder)).returncode == 2
     p = twin("as-built", str(GEN), str(folder))  # an empty collection checks nothing: not "matches"
@@ -295,5 +295,5 @@ def test_an_output_folder_that_cannot_be_written(plan, tmp_path):
     p = twin("as-built", str(GEN), str(folder), "-o", str(tmp_path / "file" / "out"))
     assert p.returncode == 3 and "cannot write (Not a directory)" in p.stderr
     p = twin("as-built", str(GEN), str(folder), "-o", str(tmp_path / "file" / "out"), "--json")
-    doc = json.loads(p.stdout)
+    doc = unwrap(p.stdout)
     assert p.returncode == 3 and doc["status"] == "not written" and doc["exit"] == 3

@@ -28,7 +28,7 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 import pytest  # noqa: E402
-from conftest import compiled  # noqa: E402
+from conftest import compiled, unwrap  # noqa: E402
 
 from twin.analysis.registry import lookup  # noqa: E402
 from twin.diff.compare import compare, folder_side, spec_side  # noqa: E402
@@ -90,11 +90,11 @@ def test_diff_cli_two_folders_and_html(atsw_change, tmp_path, browser):
     build(edited, tmp_path / "b")
     r = twin_cli("diff", tmp_path / "a", tmp_path / "b", "--json", "--html", tmp_path / "review.html")
     assert r.returncode == 1, r.stderr
-    data = json.loads(r.stdout)
+    data = unwrap(r.stdout)
     assert {f["key"] for f in data["figures"]} >= {"switches.atsw", "ecmp.atsw", "facility_power_mw"}
     assert data["configs"]["atsw"]["added"] > 0
     same = twin_cli("diff", tmp_path / "a", tmp_path / "a", "--json")
-    assert same.returncode == 0 and json.loads(same.stdout)["figures"] == []
+    assert same.returncode == 0 and unwrap(same.stdout)["figures"] == []
     page = browser.open_page(tmp_path / "review.html")
     assert page.errors == [] and page.requests == [page.url] and page.load_ms < 2000
     cells = page.evaluate("Array.from(document.querySelectorAll('td')).map(td => td.textContent)")
@@ -142,3 +142,68 @@ def test_diff_names_a_scenario_difference(tmp_path):
     assert scenario_keys >= {"step_time_s", "ettr_p50", "mtti_h", "grid_peak_mw", "distribution_limits_failing"}
     r = twin_cli("diff", tmp_path / "out", site, "--scenario", scenario, "--json")
     assert r.returncode == 0, r.stdout[-2000:]
+
+
+def test_review_shows_the_input_changes_first_with_old_and_new(atsw_change):
+    """The two edits of the spec are the review's first lines, each path old -> new (from design.json's
+    site, the spec as validated); the line-number noise of design.json (warnings, the file's hash) is not
+    among the design fields."""
+    import io
+
+    from rich.console import Console
+
+    from twin.diff import report
+
+    _site, _edited, res = atsw_change
+    assert res.inputs == [{"path": "fabric.atsw.count", "old": 2, "new": 4}, {"path": "power.pue", "old": 1.3, "new": 1.4}]
+    buf = io.StringIO()
+    report.terminal(res, Console(file=buf, width=200, highlight=False))
+    first = buf.getvalue().splitlines()[:2]
+    assert first == ["input fabric.atsw.count: 2 -> 4", "input power.pue: 1.3 -> 1.4"]
+    md = report.markdown(res)
+    assert md.index("## What changed in the inputs") < md.index("## Figures that moved")
+    assert "| `power.pue` | 1.3 | 1.4 |" in md
+    assert not [f for f in res.design_fields if f.startswith(("warnings", "spec_sha256"))]
+    assert res.to_json()["inputs"] == res.inputs
+
+
+def test_identical_halls_are_one_line(tmp_path):
+    """lab-campus's three identical halls under a PUE change: each per-hall figure that moved alike in all
+    three is one line naming them, with the old and new value once."""
+    import io
+
+    from rich.console import Console
+
+    from twin.diff import report
+
+    site = ROOT / "sites" / "lab-campus.yaml"
+    edited = tmp_path / "lab-campus.yaml"
+    edited.write_text(site.read_text().replace("  pue: 1.3 ", "  pue: 1.4 "))
+    res = compare(spec_side(site), spec_side(edited))
+    per_hall = [r for r in res.figures if r["key"] == "power.b1-lab.utility.normal"]
+    assert per_hall and all(any(r["key"] == f"power.{h}.utility.normal" for r in res.figures) for h in ("b2-lab", "b3-lab"))
+    buf = io.StringIO()
+    report.terminal(res, Console(file=buf, width=200, highlight=False))
+    lines = [ln for ln in buf.getvalue().splitlines() if "worst utility, normal" in ln]
+    # facility power is IT x PUE: the utility's share grows by 1.4 / 1.3, 32.76% -> 35.28%
+    assert round(32.76 * 1.4 / 1.3, 2) == 35.28
+    assert lines == ["  worst utility, normal, each of 3: b1-lab, b2-lab, b3-lab: 32.76% -> 35.28% (+2.52 pp (+7.7%))"]
+
+
+def test_oversubscription_change_shows_cross_zone_bandwidth_and_bisection(tmp_path):
+    """lab-2zone's ATSW tier from 2:1 to 4:1: each zone's 4 racks x 16 GPUs x 400 Gbit/s = 25.6 Tbit/s reach
+    the ATSWs through 12.8 Tbit/s at 2:1 and 6.4 Tbit/s at 4:1; with two zones the max-flow between them
+    (the bisection) is that same zone's uplink capacity. The review shows both, not just the links."""
+    site = ROOT / "sites" / "lab-2zone.yaml"
+    edited = tmp_path / "lab-2zone.yaml"
+    text = site.read_text()
+    assert text.count('    oversubscription: "2:1"') == 1
+    edited.write_text(text.replace('    oversubscription: "2:1"', '    oversubscription: "4:1"'))
+    res = compare(spec_side(site), spec_side(edited))
+    moved = {r["key"]: (r["old"], r["new"]) for r in res.figures}
+    assert moved["cross_zone_tbps"] == (12.8, 6.4) and moved["bisection_tbps"] == (12.8, 6.4)
+    assert res.inputs == [{"path": "fabric.atsw.oversubscription", "old": 2.0, "new": 4.0}]
+    # the same racks on the floor (the ATSW count is pinned), some at another position: counted, named
+    r = res.racks
+    assert (r["added"], r["removed"], r["unreadable_rows"]) == (0, 0, 0) and r["moved"] == len(r["examples"]) >= 1
+    assert r["examples"][0].split(":")[0] in spec_side(site).read("placement/floor.csv").decode()

@@ -130,6 +130,10 @@ def clone(src: Path, dst: Path) -> None:
 def tamper(folder: Path, op: tuple) -> None:
     kind, rel, at, value, fix = op
     path = folder / rel
+    # An earlier op may have made this path, or a folder above it, a link out of the case (to /etc/passwd,
+    # to /): writing or deleting through it would edit the machine's files. Only the link itself is touched.
+    if not path.parent.resolve().is_relative_to(folder.resolve()) or (path.is_symlink() and kind not in ("remove", "symlink")):
+        raise ValueError("an earlier op made it a link out of the case: the tamper would write through it")
     if path.is_file() and path.stat().st_size > 2**24 and kind not in ("remove", "symlink", "huge"):
         raise ValueError("an earlier op made it huge: reading it back would only slow the test")
     own(path)

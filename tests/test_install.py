@@ -23,6 +23,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import unwrap
 from golden import differences, files_under
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,7 +208,7 @@ def test_schema_command_writes_checks_and_prints(tmp_path):
 
     target = tmp_path / "s" / "site.schema.json"
     wrote = cli("-o", target, "--json")
-    assert wrote.returncode == 0 and json.loads(wrote.stdout)["status"] == "written"
+    assert wrote.returncode == 0 and unwrap(wrote.stdout)["status"] == "written"
     assert target.read_text(encoding="utf-8") == schema_text() and (target.parent / "reference.md").is_file()
     assert cli("-o", target, "--check").returncode == 0
     (target.parent / "reference.md").write_text("stale\n", encoding="utf-8")

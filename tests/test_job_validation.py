@@ -12,9 +12,8 @@ and 16.9 us) included: 1 KiB is slower because NCCL runs it on a shrunken grid (
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from conftest import unwrap
 from typer.testing import CliRunner
 
 from twin.cli.app import app
@@ -40,7 +39,7 @@ def test_validation_table_holds_the_open_set():
     them): the command a reader reruns, through the CLI, as JSON."""
     res = CliRunner().invoke(app, ["validate-jobs", "--json"])
     assert res.exit_code == 0, res.output
-    data = json.loads(res.stdout)
+    data = unwrap(res.stdout)
     every, s = data["rows"], data["summary"]
     rows = [r for r in every if r["open_set"]]
     assert len(rows) == 20 and s["open_set"]["rows"] == 20

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+pytest.importorskip("hypothesis", reason="hypothesis is not installed (a test extra: pip install -e '.[test]')")
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

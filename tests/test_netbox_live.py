@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from collections import Counter
 
 import pytest
 import yaml
-from conftest import ROOT, SITES, compiled
+from conftest import ROOT, SITES, compiled, unwrap
 
 from twin.emit.netbox import table_csv
 from twin.emit.netbox_objects import Table, device_name, import_set, nic_end
@@ -43,7 +42,7 @@ def push(netbox, spec, token: str | None = None, url: str | None = None) -> tupl
     """``twin netbox push --json`` with the token in $TWIN_NETBOX_TOKEN (never on the command line)."""
     p = twin_cli("netbox", "push", str(spec), "--url", url or netbox.url, "--json", env={"TWIN_NETBOX_TOKEN": token or netbox.token})
     assert (token or netbox.token) not in p.stdout + p.stderr
-    return p.returncode, json.loads(p.stdout) if p.stdout.strip() else {}, p.stderr
+    return p.returncode, unwrap(p.stdout) if p.stdout.strip() else {}, p.stderr
 
 
 def site_counts(netbox, site: str) -> dict[str, int]:

@@ -18,7 +18,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import ROOT, SITES, compiled
+from conftest import ROOT, SITES, compiled, unwrap
 
 from twin.netbox.access import load_token, redact, shown_url
 from twin.netbox.push import Pusher, PushError
@@ -163,7 +163,7 @@ def test_cli_takes_the_token_from_env_or_file_never_argv(server, tmp_path):
     f.write_text(TOKEN)
     f.chmod(0o600)
     r = twin_cli("netbox", "push", SITES / "lab-2zone.yaml", "--url", url, "--token-file", f, "--json")
-    js = json.loads(r.stdout)
+    js = unwrap(r.stdout)
     assert r.returncode == 2 and js["status"] == "error" and "refused the token" in js["error"]
     assert js["url"] == url and TOKEN not in r.stdout + r.stderr
 

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import unwrap
 
 from twin.output import EXIT_WRITE, OutputError, claimed, exchange, leftovers, ownership_problem, write_atomically
 
@@ -278,7 +279,7 @@ def test_concurrent_build_says_so(tmp_path, outputs):
         r = twin_cli("build", SPEC, "-o", out, "--json")
         assert tree(out) == before
     assert r.returncode == EXIT_WRITE and "Traceback" not in r.stderr
-    js = json.loads(r.stdout)
+    js = unwrap(r.stdout)
     assert js["status"] == "not written" and js["exit"] == 3 and "another twin build is writing" in js["error"]
     write_atomically(out, b)
     assert (out / "report.md").read_bytes() == b["report.md"]

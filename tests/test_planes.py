@@ -135,7 +135,7 @@ def test_example_scenario_halves_busbw_when_a_plane_fails():
     r = subprocess.run([sys.executable, "-m", "twin", "simulate", str(SITE), "--scenario",
                         str(ROOT / "scenarios" / "lab-2plane.yaml"), "--json"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    out = json.loads(r.stdout)["result"]  # the JSON envelope (command, status, result)
     bw = {(c["case"], k["name"]): k["schemes"][0]["busbw_GBps_at_max_size"] for c in out["cases"] for k in c["collectives"]}
     assert bw[("both-planes", "one-gpu-per-server")] == pytest.approx(EFFICIENCY * 50, rel=1e-3)
     assert bw[("plane1-down", "one-gpu-per-server")] == pytest.approx(EFFICIENCY * 25, rel=1e-3)
@@ -225,7 +225,7 @@ def test_losing_one_of_four_planes_leaves_three_quarters(tmp_path):
     r = subprocess.run([sys.executable, "-m", "twin", "simulate", str(_variant(tmp_path, "rail-optimized", 4, 4)), "--scenario",
                         str(ROOT / "scenarios" / "lab-2plane.yaml"), "--json"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    out = json.loads(r.stdout)["result"]  # the JSON envelope (command, status, result)
     bw = {(c["case"], k["name"]): k["schemes"][0]["busbw_GBps_at_max_size"] for c in out["cases"] for k in c["collectives"]}
     assert bw[("both-planes", "one-gpu-per-server")] == pytest.approx(EFFICIENCY * 50, rel=1e-3)
     assert bw[("plane1-down", "one-gpu-per-server")] == pytest.approx(EFFICIENCY * 37.5, rel=1e-3)

@@ -4,9 +4,8 @@ bad row, a negative floor, a job the scenario does not run)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from conftest import unwrap
 from typer.testing import CliRunner
 
 from twin.cli.app import app
@@ -30,7 +29,7 @@ def test_power_only_scenario_json_has_every_figure(root, tmp_path):
     p.write_text(POWER_ONLY)
     res = run(root, p, "--json", "--plot-dir", str(tmp_path / "plots"))
     assert res.exit_code == 0, res.output
-    d = json.loads(res.output)["power"]
+    d = unwrap(res.output)["power"]
     for key in ("it", "grid", "swings", "ramp", "spectrum", "limits", "distribution", "thermal", "throughput", "phases_W", "series"):
         assert key in d
     assert d["samples"] == 60000
@@ -54,7 +53,7 @@ power:
 """)
     res = run(root, p, "--json")
     assert res.exit_code == 0, res.output
-    d = json.loads(res.output)
+    d = unwrap(res.output)
     job = d["cases"][0]["jobs"][0]
     pj = d["power"]["job"]
     assert pj["step_s"] == job["schemes"][0]["step_s"] and pj["compute_s"] == job["compute_s"]

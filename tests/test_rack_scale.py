@@ -195,10 +195,12 @@ def test_example_scenario_runs_every_twin():
     Inside a rack the TP8 AllReduce and EP8 all-to-all run on NVLink; across two racks the NICs bound them."""
     import json
 
+    from conftest import unwrap
+
     r = subprocess.run([sys.executable, "-m", "twin", "simulate", str(SITE), "--scenario",
                         str(ROOT / "scenarios" / "gb200-nvl72.yaml"), "--json"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    out = unwrap(r.stdout)
     text = json.dumps(out)
     assert "compute-tray" in text and "switch-tray" in text
     busbw = {}

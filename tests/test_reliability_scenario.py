@@ -3,12 +3,11 @@ fabric blast radii on the graph, --json and plots, and the shipped Llama 3 examp
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import pytest
-from conftest import compiled
+from conftest import compiled, unwrap
 from typer.testing import CliRunner
 
 from twin.cli.app import app
@@ -154,19 +153,19 @@ def test_cli_json_has_the_figures_and_plot_dir_gets_three_plots(tmp_path, root):
     res = CliRunner().invoke(app, ["simulate", str(root / "sites" / "lab-2zone.yaml"), "--scenario", str(f), "--json",
                                    "--plot-dir", str(tmp_path / "p")])
     assert res.exit_code == 0, res.output
-    c = json.loads(res.output)["campaign"]
+    c = unwrap(res.output)["campaign"]
     for key in ("ettr", "time_h", "by_cause", "mtti_h", "checkpoint", "sweeps", "events_run0", "modes"):
         assert key in c
     assert [r["gpus"] for r in c["sweeps"]["gpus"]["rows"]] == [64, 128, 1024]
     assert c["sweeps"]["gpus"]["rows"][-1]["extrapolated"] and not c["sweeps"]["gpus"]["rows"][1]["extrapolated"]
-    names = sorted(Path(p).name for p in json.loads(res.output)["plots"])
+    names = sorted(Path(p).name for p in unwrap(res.output)["plots"])
     assert names == ["campaign-ettr-vs-gpus.png", "campaign-ettr-vs-interval.png", "campaign-ettr-vs-spares.png"]
     from twin.emit.report_reliability import markdown
 
     md = markdown(c)
     assert md.startswith("## Training campaign (reliability twin)") and "| Faulty GPU |" in md and "Llama 3 Table 5" in md
     again = CliRunner().invoke(app, ["simulate", str(root / "sites" / "lab-2zone.yaml"), "--scenario", str(f), "--json"])
-    assert json.loads(again.output)["campaign"] == c  # fixed seed: the same figures
+    assert unwrap(again.output)["campaign"] == c  # fixed seed: the same figures
 
 
 @pytest.mark.slow

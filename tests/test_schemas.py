@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import unwrap
 
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is a test extra (pip install -e '.[test]')")
 
@@ -46,7 +47,7 @@ def test_review_json_and_simulate_json_carry_the_results_schema(tmp_path):
     r = subprocess.run([sys.executable, "-m", "twin", "simulate", "sites/lab-2zone.yaml", "--scenario", "scenarios/allreduce-sweep.yaml",
                         "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
-    doc = json.loads(r.stdout)
+    doc = unwrap(r.stdout)
     assert doc["schema_version"] == SCHEMA_VERSION and not [e.message for e in v.iter_errors(doc)]
     # a document of another version (or none) is not a twin result of this schema
     assert list(v.iter_errors({**review, "schema_version": "0"}))

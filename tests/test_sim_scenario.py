@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
+from conftest import unwrap
 
 from twin.lang.diagnostics import SpecError
 from twin.lang.scenario.models import parse_scenario
@@ -117,7 +116,7 @@ def test_cli_simulate_json_and_plots(tmp_path, root):
     res = CliRunner().invoke(app, ["simulate", str(root / "sites" / "lab-2zone.yaml"), "--scenario",
                                    str(root / "scenarios" / "server5.yaml"), "--json", "--plot-dir", str(tmp_path)])
     assert res.exit_code == 0, res.output
-    data = json.loads(res.stdout)
+    data = unwrap(res.stdout)
     cases = {c["case"]: c for c in data["cases"]}
     static = {c: {e["scheme"]: e for e in cases[c]["collectives"][0]["schemes"]}["static"]["busbw_GBps_at_max_size"] for c in cases}
     assert static["server-4-replaced-by-5"] < static["servers-1-4"]

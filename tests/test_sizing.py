@@ -7,13 +7,12 @@ ignored pin, a missing limit) gives a different number.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections import Counter
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, unwrap
 from fabric_helpers import compile_naive, variant
 
 from twin.compiler.design import Design
@@ -93,7 +92,7 @@ def test_free_ports_in_the_report_and_json(lab):
     text = sizing_report.section(lab)
     assert "| ctsw | minipack2 | 8 | 16 | 8 | 0 | 40 | 64 |" in text
     r = cli("validate", "sites/lab-2zone.yaml", "--json")
-    tiers = json.loads(r.stdout)["results"][0]["shape"]["tiers"]
+    tiers = unwrap(r.stdout)["results"][0]["shape"]["tiers"]
     assert [t["ports"]["free"] for t in tiers] == [32, 40, 32]
 
 

@@ -10,7 +10,6 @@ time follow the axis values); bad input reported as a traceback instead of a loc
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import socket
@@ -21,6 +20,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from conftest import unwrap
 
 from twin.lang.diagnostics import SpecError
 from twin.sweep import engine
@@ -195,12 +195,12 @@ def test_interrupted_sweep_keeps_finished_results(tmp_path):
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=600)
     assert proc.returncode == 130, stderr
-    first = json.loads(stdout)
+    first = unwrap(stdout)
     done = sum(r["status"] != "pending" for r in first["rows"])
     assert first["status"] == "interrupted" and 1 <= done < 24
     assert len(list((out / "cache").glob("*.json"))) == done
     r = run_cli(str(p), "-o", str(out), "--workers", "1", "--json")
-    second = json.loads(r.stdout)
+    second = unwrap(r.stdout)
     assert r.returncode == 0 and (second["computed"], second["cached"]) == (24 - done, done)
     assert all(row["status"] == "ok" for row in second["rows"])
 

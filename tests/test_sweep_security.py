@@ -9,7 +9,6 @@ sweep listens on 8787 and no listener answers HTTP; `site: /etc/shadow` or `../`
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import socket
 import ssl
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import unwrap
 
 from twin.lang.diagnostics import SpecError
 from twin.sweep import engine
@@ -98,7 +98,7 @@ def test_root_is_warned(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     r = subprocess.run([sys.executable, "-m", "twin", "sweep", str(p), "-o", str(out), "--json"], capture_output=True, text=True,
                        timeout=300, env=env, cwd=ROOT)
-    assert r.returncode == 0 and json.loads(r.stdout)["rows"][0]["figures"] == {"gpus": 128.0}
+    assert r.returncode == 0 and unwrap(r.stdout)["rows"][0]["figures"] == {"gpus": 128.0}
     assert ("warning: twin sweep runs as root" in r.stderr) == (os.geteuid() == 0)
 
 
@@ -252,8 +252,8 @@ def test_a_sweep_runs_on_a_tls_scheduler_with_the_operators_certificates(tmp_pat
                                    "--tls-key", str(pem[who, "key"])], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
         r = sweep("ours", "ok")
         assert r.returncode == 0, r.stderr
-        assert json.loads(r.stdout)["rows"][0]["figures"] == {"gpus": 128.0}
+        assert unwrap(r.stdout)["rows"][0]["figures"] == {"gpus": 128.0}
         r = sweep("theirs", "refused")
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-        answer = json.loads(r.stdout)
+        answer = unwrap(r.stdout)
         assert answer["status"] == "invalid" and "cannot reach the Dask scheduler" in answer["error"], answer

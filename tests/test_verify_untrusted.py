@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, unwrap
 
 pytest.importorskip("hypothesis", reason="hypothesis is not installed (a test extra: pip install -e '.[test]')")
 from hypothesis import HealthCheck, given, settings
@@ -114,7 +114,7 @@ def test_config_path_out_of_the_folder_is_never_read(lab, tmp_path):
         assert str(e.value) == (f"{folder / TOPOLOGY}: switches[0].config: {cfg!r} is not a config file name in configs/frr "
                                 "(expected e.g. z1-ctsw-01.conf)")
     r = twin_cli("verify", folder, "--json")  # the last one through the command: the same line, as JSON
-    js = json.loads(r.stdout)
+    js = unwrap(r.stdout)
     assert r.returncode == 2 and js["status"] == "invalid" and not r.stderr and js["problems"] == [str(e.value)]
     # a config that is a symlink out: the name is fine, the file is not read
     d["switches"][0]["config"] = "atsw-01.conf"
@@ -246,7 +246,7 @@ def test_kill_9_leaves_nothing(lab, tmp_path, kill_watchdog):
         assert namespaces_of(rec["prefix"]) and processes_with(rec["workdirs"])  # nobody cleaned up
         r = twin_cli("verify", "--cleanup", "--json", env={"TWIN_VERIFY_STATE": str(state)})
         assert r.returncode == 0, r.stderr
-        removed = {x["run"]: x for x in json.loads(r.stdout)["removed"]}[rec["prefix"]]
+        removed = {x["run"]: x for x in unwrap(r.stdout)["removed"]}[rec["prefix"]]
         assert removed["namespaces"] == 14 and removed["processes"] >= 20 and removed["workdirs"] == 1
     end = time.monotonic() + 20
     while not nothing_left(rec, state) and time.monotonic() < end:

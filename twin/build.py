@@ -15,6 +15,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+from twin.analysis.verdicts import Verdict, verdicts
 from twin.compiler.design import Design
 from twin.compiler.pipeline import compile_design
 from twin.emit import emit_all, emit_each
@@ -25,7 +26,7 @@ from twin.twins.default import design_results
 from twin.twins.results import Runs
 from twin.version import __version__
 
-__all__ = ["MANIFEST", "OutputError", "BuildResult", "build", "manifest", "render", "run_twins", "write_atomically"]
+__all__ = ["MANIFEST", "OutputError", "BuildResult", "Rendered", "build", "manifest", "render", "render_all", "run_twins", "write_atomically"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,16 @@ class BuildResult:
     design: Design
     out_dir: Path
     files: dict[str, str]  # relative path -> sha256
+    risks: tuple[Verdict, ...] = ()  # every verdict, worst first (twin.analysis.verdicts)
+    runs: Runs | None = None  # the twins the build ran
+
+
+@dataclass(frozen=True)
+class Rendered:
+    design: Design
+    files: dict[str, bytes]
+    risks: tuple[Verdict, ...]
+    runs: Runs
 
 
 def manifest(design: Design, files: dict[str, bytes], scenario: str | Path | None = None) -> bytes:
@@ -58,17 +69,27 @@ def manifest_of(design: Design, digests: dict[str, tuple[str, int]], scenario: s
 
 
 def render(spec_path: str | Path, scenario: str | Path | None = None, progress: Callable[[str], None] | None = None) -> tuple[Design, dict[str, bytes]]:
-    """The design and every artifact in memory, manifest included; with ``scenario`` (a scenario file)
-    the twins it names run too and the report carries their sections (SpecError for a bad scenario,
-    located in its file). ``twin build`` writes these; ``twin diff`` compares them."""
+    """The design and every artifact in memory, manifest included (:func:`render_all` without the rest)."""
+    r = render_all(spec_path, scenario, progress)
+    return r.design, r.files
+
+
+def render_all(spec_path: str | Path, scenario: str | Path | None = None, progress: Callable[[str], None] | None = None) -> Rendered:
+    """The design, every artifact in memory (manifest included), the verdicts and the twins' runs; with
+    ``scenario`` (a scenario file) the twins it names run too and the report carries their sections
+    (SpecError for a bad scenario, located in its file). ``twin diff`` compares these; ``twin build``
+    writes the same, emitter by emitter."""
     design, runs = _compiled(spec_path, scenario, progress)
     if progress:
+        progress("verdicts")
+    risks = tuple(verdicts(design, runs.scenario))
+    if progress:
         progress("emit")
-    files = emit_all(design, runs)
+    files = emit_all(design, runs, risks=list(risks))
     for rel in files:
         _check_relative(rel)
     files[MANIFEST] = manifest(design, files, scenario)
-    return design, files
+    return Rendered(design, files, risks, runs)
 
 
 def _compiled(spec_path, scenario, progress) -> tuple[Design, Runs]:
@@ -94,9 +115,10 @@ def _release_free_memory() -> None:
         pass
 
 
-def _parts(design: Design, runs: Runs, scenario, digests: dict[str, tuple[str, int]], progress) -> Iterator[dict[str, bytes]]:
+def _parts(design: Design, runs: Runs, scenario, digests: dict[str, tuple[str, int]], progress,
+           risks: tuple[Verdict, ...] = ()) -> Iterator[dict[str, bytes]]:
     """Every emitter's files in turn, their names checked and digests recorded, then the manifest."""
-    for part in emit_each(design, runs):
+    for part in emit_each(design, runs, risks=list(risks)):
         for rel, data in part.items():
             _check_relative(rel)
             digests[rel] = (hashlib.sha256(data).hexdigest(), len(data))
@@ -114,14 +136,15 @@ def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progres
     if progress:
         progress("twin")
     default = design_results(design)
-    data = None
+    data = sha = None
     if scenario is not None:
         from twin.twins.run import simulate
 
         if progress:
             progress("simulate")
         data = (scenario[0], simulate(design, *scenario[1]).data)
-    return Runs(default, data)
+        sha = hashlib.sha256(Path(scenario[0]).read_bytes()).hexdigest() if Path(scenario[0]).is_file() else None
+    return Runs(default, data, sha)
 
 
 def build(spec_path: str | Path, out: str | Path | None = None, progress: Callable[[str], None] | None = None,
@@ -134,15 +157,18 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
     with held as out_dir:
         design, runs = _compiled(spec_path, scenario, progress)
         if progress:
+            progress("verdicts")
+        risks = tuple(verdicts(design, runs.scenario))
+        if progress:
             progress("emit")
-        parts = _parts(design, runs, scenario, digests, progress)
+        parts = _parts(design, runs, scenario, digests, progress, risks)
         if out_dir is None:
             out_dir = Path("generated") / design.name
             with claimed(out_dir) as real:
                 write_claimed_parts(real, parts)
         else:
             write_claimed_parts(out_dir, parts)
-    return BuildResult(design, Path(out) if out is not None else out_dir, {p: sha for p, (sha, _n) in sorted(digests.items())})
+    return BuildResult(design, Path(out) if out is not None else out_dir, {p: sha for p, (sha, _n) in sorted(digests.items())}, risks, runs)
 
 
 def _check_relative(rel: str) -> None:

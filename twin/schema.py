@@ -1,6 +1,7 @@
 """The published schemas: a JSON Schema and a Markdown field reference for each input language (site,
 scenario, sweep), generated from their models, and the JSON Schema of the result documents
-(review.json, ``twin simulate --json``) from :mod:`twin.twins.results`.
+(review.json, ``twin simulate --json``) and of the envelope every command's ``--json`` prints, from
+:mod:`twin.twins.results`.
 
 Where: a source checkout keeps them in its top-level ``schemas/`` (committed, held current by a test);
 an installed wheel carries a read-only copy inside the package (``twin/schemas``), which
@@ -19,11 +20,12 @@ from twin.lang.scenario.models import Scenario
 from twin.lang.site.hall_types import PARTIAL_OF, SiteInput
 from twin.lang.sweep.models import SweepFile
 from twin.resources import data_dir, in_checkout
-from twin.twins.results import ReviewDocument, SimulateDocument
+from twin.twins.results import Envelope, ReviewDocument, SimulateDocument
 
 SCHEMA_FILE = "twin-site.schema.json"  # the site language's (the path `twin schema -o` names)
 REFERENCE_FILE = "reference.md"
 RESULTS_FILE = "twin-results.schema.json"
+OUTPUT_FILE = "twin-output.schema.json"  # every command's --json envelope
 
 # language: (root model, schema file, reference file, reference title, template models)
 LANGUAGES: dict[str, tuple[type[BaseModel], str, str, str, dict]] = {
@@ -57,6 +59,11 @@ def results_schema_text() -> str:
     return _dump({"title": "twin result documents", "oneOf": refs, "$defs": defs}, RESULTS_FILE)
 
 
+def output_schema_text() -> str:
+    """The envelope every command's ``--json`` prints (twin/cli/envelope.py)."""
+    return _dump(Envelope.model_json_schema(mode="serialization", ref_template="#/$defs/{model}"), OUTPUT_FILE)
+
+
 def schema_files(schema_path: Path) -> dict[Path, str]:
     """Every published schema file, the site schema at ``schema_path`` and the others beside it."""
     out: dict[Path, str] = {}
@@ -64,6 +71,7 @@ def schema_files(schema_path: Path) -> dict[Path, str]:
         out[schema_path if language == "site" else schema_path.with_name(name)] = schema_text(language)
         out[schema_path.with_name(ref)] = render(root, title, partial)
     out[schema_path.with_name(RESULTS_FILE)] = results_schema_text()
+    out[schema_path.with_name(OUTPUT_FILE)] = output_schema_text()
     return out
 
 

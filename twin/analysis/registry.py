@@ -49,6 +49,13 @@ class Inputs:
     def cost(self) -> Cost:
         return cost(self.design)
 
+    @cached_property
+    def fabric_figures(self):
+        """Max-flow bisection and cross-zone capacity of the graph (twin/compiler/fabric/figures.py)."""
+        from twin.compiler.fabric.figures import compute
+
+        return compute(self.design.fabric, self.design.spec)
+
 
 Part = tuple[tuple, tuple, Any]  # a family member: (name parts, label parts, value)
 
@@ -74,6 +81,10 @@ class Figure:
         parts = got if self.family else [((), (), got)]
         return [{"group": self.group, "key": self.name.format(*k), "label": self.label.format(*lab), "unit": self.unit,
                  "value": _round(v, self.digits)} for k, lab, v in parts if v is not None]
+
+
+def _tbps(bps: float | None) -> float | None:
+    return None if bps is None else bps / 1e12
 
 
 def _round(v, digits):
@@ -156,6 +167,10 @@ def _design_figures() -> list[Figure]:
         F("links.{}", "{} links", "", "fabric", "cables of the fabric graph per tier", lambda x: _each(x.design.fabric.tiers, lambda t: tier_links(x).get(t, 0))),
         F("oversubscription.{}", "oversubscription below {} (down:up)", ":1", "fabric", "spec.shape's boundaries, as built",
           lambda x: [((bd.name,), (bd.name,), bd.built) for bd in x.design.spec.shape.boundaries if bd.built is not None], 3),
+        F("bisection_tbps", "bisection: max-flow between two halves of the zones (of the leaves without zones)", "Tbit/s", "fabric",
+          "twin/compiler/fabric/figures.py: max-flow on the switch graph", lambda x: _tbps((x.fabric_figures.cross_bisection or (None,))[0]), 3),
+        F("cross_zone_tbps", "cross-zone bandwidth: one zone to the tier above (the least of any zone)", "Tbit/s", "fabric",
+          "twin/compiler/fabric/figures.py: capacity of a zone's links to zone-less switches", lambda x: _tbps(x.fabric_figures.cross_zone_per_zone), 3),
         F("ecmp.{}", "ECMP width (maximum-paths) of {}", "", "fabric", "the intent's maximum_paths, largest per role", ecmp, needs="intent"),
         F("cables", "cables", "", "cabling", "rows of the cable plan", lambda x: len(x.design.cabling)),
         F("cable_km", "cable ordered", "km", "cabling", "stock lengths of the cable plan", lambda x: km(x.design.cabling.stock), 3),

@@ -26,6 +26,8 @@ def figures(d: Design, twin_results: dict | None = None, scenario: dict | None =
     return rows(Inputs(d, twin_results, scenario))
 
 
-def dumps(rows: list[Row]) -> bytes:
-    """``review.json`` (written by the report emitter, which has the twin's results at hand)."""
-    return (json.dumps({"schema_version": SCHEMA_VERSION, "figures": rows}, indent=1, sort_keys=True) + "\n").encode("utf-8")
+def dumps(rows: list[Row], risks: list[dict] | None = None) -> bytes:
+    """``review.json`` (written by the report emitter, which has the twin's results at hand): the figures
+    and the verdicts (``risks``, :func:`twin.analysis.verdicts.Verdict.to_json`), which ``twin diff`` compares."""
+    doc = {"schema_version": SCHEMA_VERSION, "figures": rows, **({"risks": risks} if risks is not None else {})}
+    return (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8")

@@ -2,13 +2,14 @@
 
 Exit codes: 0 success, 1 a valid design that cannot be built as stated (infeasible), 2 invalid input,
 3 (``twin build``) the output folder could not be written (disk full, read-only, no permission, another
-build writing it).
+build writing it), 4 (``build``, ``simulate``, ``validate``) the design or its twins fail a check
+(:mod:`twin.analysis.verdicts`: a limit the spec, its catalog or the scenario states); the output is
+written all the same, and ``--accept-risks`` makes it exit 0.
 Errors are printed as ``FILE:LINE:COL: field.path: message (expected ...)`` and never as tracebacks.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Optional
@@ -30,20 +31,54 @@ out = Console(highlight=False, soft_wrap=True)
 
 EXIT_INFEASIBLE = 1
 EXIT_INVALID = 2
+EXIT_RISKS = 4
+
+ACCEPT_RISKS = "Exit 0 even when a check fails (the verdicts still list it); without it a fail exits 4."
+
+
+def risks_exit(risks, accept: bool) -> int:
+    """4 when a verdict fails and the user has not accepted the risks, else 0."""
+    return EXIT_RISKS if not accept and any(v.status == "fail" for v in risks) else 0
+
+
+def print_risks(risks, console=None, fails_only: bool = False) -> None:
+    """The fails and warnings (``fails_only``: the fails), one line each, worst first; then the counts."""
+    console = console or err
+    for v in risks:
+        if v.status == "fail" or (v.status == "warn" and not fails_only):
+            style = "red" if v.status == "fail" else "yellow"
+            where = f"{v.where}: " if v.where else ""
+            console.print(f"{v.status.upper()} ({v.severity}) {where}{v.check}: {v.value} against {v.limit} [{v.section}]",
+                          style=style, markup=False, emoji=False)
+    n = {s: sum(v.status == s for v in risks) for s in ("fail", "warn", "pass")}
+    console.print(f"verdicts: {n['fail']} fail, {n['warn']} warning(s), {n['pass']} pass", markup=False,
+                  style="red" if n["fail"] else "yellow" if n["warn"] else "green")
 
 
 def _print_diags(diags: list[Diagnostic]) -> None:
     for d in diags:
         style = "red" if d.severity is Severity.ERROR else "yellow"
-        err.print(d.format(), style=style, markup=False)
+        err.print(d.format(), style=style, markup=False, emoji=False)
 
 
-def _emit_json(obj) -> None:
-    sys.stdout.write(json.dumps(obj, indent=1, sort_keys=True) + "\n")
+def _emit_json(obj, status: str | None = None, risks: list[dict] | None = None) -> None:
+    """Every command's --json: the envelope (twin/cli/envelope.py) round its document."""
+    from twin.cli.envelope import emit
+
+    emit(obj, status, risks)
+
+
+def risks_status(risks, accept: bool) -> str:
+    """ok, fail (a verdict fails) or accepted (fails accepted with --accept-risks)."""
+    failing = any(v.status == "fail" for v in risks)
+    return "ok" if not failing else "accepted" if accept else "fail"
 
 
 @app.callback(invoke_without_command=True)
-def _root(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
+def _root(ctx: typer.Context, version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
+    from twin.cli.envelope import CURRENT
+
+    CURRENT["command"] = ctx.invoked_subcommand or ""
     if version:
         out.print(f"twin {__version__}")
         raise typer.Exit(0)
@@ -58,12 +93,20 @@ def _root(version: bool = typer.Option(False, "--version", help="Print the versi
 
 @app.command()
 def validate(
-    specs: list[Path] = typer.Argument(..., help="Site spec files (YAML)."),
+    specs: list[Path] = typer.Argument(..., help="Site spec files (YAML).", metavar="SPEC"),
     as_json: bool = typer.Option(False, "--json", help="Print diagnostics as JSON."),
+    accept_risks: bool = typer.Option(False, "--accept-risks", help=ACCEPT_RISKS),
+    fast: bool = typer.Option(False, "--fast", help="The spec alone (structure, references, sizing, the budget), in about "
+                              "a second: no placement, fabric or verdicts, so a limit only the compiled design shows (lossless "
+                              "reach, a busway after a failure) is not checked."),
 ) -> None:
-    """Check site specs and report every error and warning with FILE:LINE:COL.
+    """Check site specs and report every error and warning with FILE:LINE:COL, then compile each valid
+    one (placement, fabric, cabling; no twin) and hold it to every check of the design: the verdicts
+    `twin build` opens its report with. The counts are the verdicts' (a spec warning is one of them).
 
     Example: twin validate sites/meta-24k-roce.yaml sites/lab-2zone.yaml
+
+    Example: twin validate --fast sites/meta-24k-roce.yaml     # the spec alone, no compile
     """
     from twin.compiler.pipeline import check
 
@@ -74,23 +117,43 @@ def validate(
         spec, diags = checked.spec, list(checked.diagnostics)
         problems = checked.budget.problems if checked.budget else []
         status = checked.status
+        risks = []
+        if status == "ok" and not fast:
+            from twin.analysis.verdicts import design_verdicts, ranked
+            from twin.compiler.pipeline import compile_design
+
+            try:
+                risks = ranked(design_verdicts(compile_design(path)))
+            except InfeasibleError as e:
+                status, problems = "infeasible", list(e.diagnosis)
         worst = max(worst, {"ok": 0, "infeasible": EXIT_INFEASIBLE, "invalid": EXIT_INVALID}[status])
+        if status == "ok":
+            worst = max(worst, risks_exit(risks, accept_risks))
         results.append({"spec": str(path), "status": status, "diagnostics": [d.to_json() for d in diags], "infeasible": problems,
-                        "shape": spec.shape.to_json() if spec is not None else None})
+                        "shape": spec.shape.to_json() if spec is not None else None, "risks": [v.to_json() for v in risks]})
         if not as_json:
-            _print_diags(diags)
+            _print_diags([d for d in diags if d.severity is Severity.ERROR or status != "ok" or fast])
             for p in problems:
                 err.print(f"{path}: infeasible: {p}", style="red", markup=False)
             if spec is not None:
-                nerr = sum(d.severity is Severity.ERROR for d in diags)
-                nwarn = len(diags) - nerr
-                tag = "[green]ok[/green]" if not problems else "[red]infeasible[/red]"
-                out.print(f"{path}: {tag}: {spec.gpus:,} GPUs in {spec.racks:,} racks, {nwarn} warning(s)")
+                tag = "[green]ok[/green]" if status == "ok" else "[red]infeasible[/red]"
+                if fast:
+                    out.print(f"{path}: {tag}: {spec.gpus:,} GPUs in {spec.racks:,} racks, {len(checked.warnings)} spec warning(s)"
+                              " (--fast: the design's checks did not run)")
+                    continue
+                if status == "ok":
+                    print_risks(risks)
+                n = {s_: sum(v.status == s_ for v in risks) for s_ in ("fail", "warn")}
+                out.print(f"{path}: {tag}: {spec.gpus:,} GPUs in {spec.racks:,} racks, {n['fail']} fail, {n['warn']} warning(s)"
+                          + (f" of {len(risks)} checks" if risks else ""))
             else:
                 nerr = sum(d.severity is Severity.ERROR for d in diags)
                 err.print(f"{path}: {nerr} error(s)", style="red", markup=False)
     if as_json:
-        _emit_json({"results": results})
+        word = {0: "ok", EXIT_INFEASIBLE: "infeasible", EXIT_INVALID: "invalid", EXIT_RISKS: "fail"}[worst]
+        if worst == 0 and any(v["status"] == "fail" for r in results for v in r["risks"]):
+            word = "accepted"
+        _emit_json({"results": results}, word, [dict(v, spec=r["spec"]) for r in results for v in r["risks"]])
     raise typer.Exit(worst)
 
 
@@ -102,8 +165,12 @@ def build(
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress or warnings."),
     scenario: Optional[Path] = typer.Option(None, "--scenario", "-s", help="Also run this scenario's twins (collectives, jobs, "
                                             "campaign, power) and put their sections in the report."),
+    accept_risks: bool = typer.Option(False, "--accept-risks", help=ACCEPT_RISKS),
 ) -> None:
     """Compile a site spec into generated/<site>/ (design.json, report.md, report.html, manifest.json, ...).
+
+    The report opens with the verdicts: every check of the design (and of the scenario's twins), fails
+    first. A fail is written all the same and exits 4 unless --accept-risks is given.
 
     The previous output is replaced only when the whole build succeeds, in one atomic exchange, and only
     if twin wrote it (every file as its manifest.json lists it; otherwise exit 2, nothing touched). Disk
@@ -151,10 +218,12 @@ def build(
     d = result.design
     placement = d.placement
     solver = placement.figures.get("solver") if placement is not None else None
+    code = risks_exit(result.risks, accept_risks)
     if as_json:
         _emit_json({
+            "risks": [v.to_json() for v in result.risks],
             "placement": solver or {},
-            "status": "ok",
+            "status": risks_status(result.risks, accept_risks),
             "site": d.name,
             "output": str(result.out_dir),
             "gpus": d.spec.gpus,
@@ -162,10 +231,14 @@ def build(
             "shape": d.spec.shape.to_json(),
             "warnings": [w.to_json() for w in d.warnings],
             "artifacts": result.files,
+            "twins": {"default": result.runs.default if result.runs else None,
+                      "scenario": result.runs.scenario[1] if result.runs and result.runs.scenario else None},
         })
-        return
+        raise typer.Exit(code)
+    if quiet and code:  # -q hides progress and warnings, not why the exit code is 4
+        print_risks(result.risks, fails_only=True)
     if not quiet:
-        _print_diags(list(d.warnings))
+        print_risks(result.risks)  # the spec's warnings are among the verdicts
         if solver:
             out.print(
                 f"placement: {solver['status']}, fiber {placement.figures['fiber_m']['total']:,.0f} m,"
@@ -175,6 +248,7 @@ def build(
             f"[green]built[/green] {d.name}: {d.spec.gpus:,} GPUs, {d.spec.racks:,} racks, "
             f"{len(result.files)} artifacts -> {result.out_dir}"
         )
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -238,19 +312,24 @@ def simulate(
     scenario: Path = typer.Option(..., "--scenario", "-s", help="Scenario file (YAML)."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write PNG plots here."),
+    accept_risks: bool = typer.Option(False, "--accept-risks", help=ACCEPT_RISKS),
 ) -> None:
     """Simulate collectives and training jobs on the compiled fabric (flow level, ECMP hashing, failures),
     and the site's power over time (a scenario's power: section: swings, utility limits, busways, thermal).
 
+    A scenario's campaign: section runs the reliability twin (interruptions, checkpoints, spares, ETTR). The
+    verdicts (utility limits, busways over time, thermal, each job's memory) follow the results; a fail
+    exits 4 unless --accept-risks is given.
+
     Example: twin simulate sites/lab-2zone.yaml --scenario scenarios/server5.yaml --plot-dir /tmp/plots
 
-    A scenario's campaign: section runs the reliability twin (interruptions, checkpoints, spares, ETTR):
-    twin simulate sites/meta-24k-roce.yaml --scenario scenarios/llama3-405b-campaign.yaml --json
+    Example: twin simulate sites/meta-24k-roce.yaml --scenario scenarios/llama3-405b-campaign.yaml --json
+
     Example: twin simulate sites/meta-24k-roce.yaml --scenario scenarios/llama3-405b-power.yaml --json
     """
     from twin.cli.simulate import run_simulate
 
-    code = run_simulate(target, scenario, as_json, plot_dir, out, err, _print_diags, _emit_json)
+    code = run_simulate(target, scenario, as_json, plot_dir, out, err, _print_diags, _emit_json, accept_risks)
     raise typer.Exit(code)
 
 

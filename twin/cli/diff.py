@@ -55,7 +55,7 @@ def run_diff(old: Path, new: Path | None, against: Path | None, as_json: bool, h
         html.parent.mkdir(parents=True, exist_ok=True)
         html.write_bytes(page(res))
     if as_json:
-        emit_json(res.to_json())
+        emit_json({**res.to_json(), "status": "same" if res.empty else "changed"})
     else:
         terminal(res, out)
         if html is not None:

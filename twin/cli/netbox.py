@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -44,7 +42,9 @@ def push(
 
     def fail(message: str, code: int = 2) -> None:
         if as_json:
-            sys.stdout.write(json.dumps({"status": "error", "url": shown_url(url), "error": message}, indent=1, sort_keys=True) + "\n")
+            from twin.cli.envelope import emit
+
+            emit({"status": "error", "url": shown_url(url), "error": message}, command="netbox push")
         else:
             err.print(f"{spec}: {message}", style="red", markup=False)
         raise typer.Exit(code)
@@ -80,7 +80,9 @@ def push(
     except PushError as e:
         fail(str(e))
     if as_json:
-        sys.stdout.write(json.dumps({"status": "ok", **result.to_json()}, indent=1, sort_keys=True) + "\n")
+        from twin.cli.envelope import emit
+
+        emit({"status": "ok", **result.to_json()}, command="netbox push")
         return
     if result.changes:
         out.print(f"pushed {design.name} to {result.url}: {result.written()}", markup=False)

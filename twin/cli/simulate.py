@@ -25,7 +25,7 @@ def resolve_spec(target: Path) -> Path:
     raise FileNotFoundError(f"{target}: cannot find the spec '{name}' it was built from (sha256 {sha[:12]}); pass the spec path")
 
 
-def run_simulate(target, scenario, as_json, plot_dir, out, err, print_diags, emit_json) -> int:
+def run_simulate(target, scenario, as_json, plot_dir, out, err, print_diags, emit_json, accept_risks: bool = False) -> int:
     from twin.compiler.pipeline import compile_design
     from twin.emit import report_net as report
     from twin.emit.plots import write_plots
@@ -55,13 +55,18 @@ def run_simulate(target, scenario, as_json, plot_dir, out, err, print_diags, emi
     except (FileNotFoundError, ValueError) as e:
         err.print(str(e), style="red", markup=False)
         return 2
+    from twin.analysis.verdicts import verdicts
+    from twin.cli.app import print_risks, risks_exit, risks_status
+
+    risks = verdicts(design, (str(scenario), result.data))
     files = write_plots(result, plot_dir) if plot_dir else []
     if as_json:
         data = dict(result.data)
         data["plots"] = [str(f) for f in files]
-        emit_json(data)
+        emit_json({**data, "status": risks_status(risks, accept_risks), "risks": [v.to_json() for v in risks]})
     else:
         report.render(result.data, out)
         for f in files:
             out.print(f"wrote {f}", markup=False)
-    return 0
+        print_risks(risks, out)
+    return risks_exit(risks, accept_risks)

@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from twin.analysis.registry import lookup
 from twin.build import render
 from twin.folder import JSON_LIMIT, MANIFEST, FolderError, expect, inside, load_manifest, parse_json, printable, read_artifact
+from twin.lang.diagnostics import dotted
 from twin.twins.results import SCHEMA_VERSION
 
 ROLES = ("rtsw", "ctsw", "atsw", "leaf", "spine", "super", "core")
@@ -51,6 +52,7 @@ class Side:
     note: str = ""
     scenario: str | None = None  # file name of the scenario run with the build (manifest.json)
     sizes: dict[str, int] = field(default_factory=dict)  # artifact -> bytes
+    risks: list[dict] | None = None  # review.json's verdicts (twin.analysis.verdicts), worst first
 
 
 def spec_side(path: str | Path, scenario: str | Path | None = None) -> Side:
@@ -58,9 +60,9 @@ def spec_side(path: str | Path, scenario: str | Path | None = None) -> Side:
     InfeasibleError)."""
     _design, files = render(path, scenario)
     hashes = {p: hashlib.sha256(b).hexdigest() for p, b in files.items() if p != MANIFEST}
-    figs = json.loads(files["review.json"])["figures"] if "review.json" in files else None
-    return Side(str(path), hashes, lambda p: files.get(p, b""), figs, scenario=Path(scenario).name if scenario else None,
-                sizes={p: len(b) for p, b in files.items()})
+    review = json.loads(files["review.json"]) if "review.json" in files else {}
+    return Side(str(path), hashes, lambda p: files.get(p, b""), review.get("figures"), scenario=Path(scenario).name if scenario else None,
+                sizes={p: len(b) for p, b in files.items()}, risks=review.get("risks"))
 
 
 def folder_side(folder: str | Path) -> Side:
@@ -89,7 +91,7 @@ def folder_side(folder: str | Path) -> Side:
     def read(p: str) -> bytes:
         return read_artifact(folder, m, p) if p in m.artifacts else b""
 
-    figs = None
+    figs = risks = None
     note = (f"{folder} has no review.json of schema version {SCHEMA_VERSION} (built by another twin version): "
             "its figures are not compared; rebuild it")
     if "review.json" in m.artifacts:
@@ -99,7 +101,8 @@ def folder_side(folder: str | Path) -> Side:
         doc = parse_json(read("review.json"), where)
         if isinstance(doc, dict) and doc.get("schema_version") == SCHEMA_VERSION:
             figs, note = [renamed(r) for r in figures_of(doc, where)], ""
-    return Side(str(folder), hashes, read, figs, note, m.scenario, {p: a.size for p, a in m.artifacts.items()})
+            risks = risks_of(doc, where)
+    return Side(str(folder), hashes, read, figs, note, m.scenario, {p: a.size for p, a in m.artifacts.items()}, risks)
 
 
 FIGURE_TEXT = ("group", "key", "label", "unit")
@@ -122,6 +125,31 @@ def figures_of(doc, where: str) -> list[dict]:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and not abs(v) < FIGURE_MAX:
                 raise FolderError(f"{at}.value: {printable(repr(v), 40)} is out of range (expected a magnitude below {FIGURE_MAX:.0e})")
     return figs
+
+
+RISK_TEXT = ("key", "check", "status", "severity", "value", "limit", "section", "where")
+
+
+def risks_of(doc: dict, where: str) -> list[dict] | None:
+    """review.json's ``risks`` (None in a folder built before the verdicts), each checked: text fields,
+    a status of pass, warn or fail."""
+    if "risks" not in doc:
+        return None
+    rs = expect(doc["risks"], list, f"{where}: risks", "a list")
+    for i, r in enumerate(rs):
+        at = f"{where}: risks[{i}]"
+        expect(r, dict, at, "an object")
+        for k in RISK_TEXT:
+            expect(r.get(k), str, f"{at}.{k}", "text")
+        if r["status"] not in ("pass", "warn", "fail"):
+            raise FolderError(f"{at}.status: {printable(repr(r['status']), 40)} (expected pass, warn or fail)")
+    return rs
+
+
+def risk_changes(old: list[dict] | None, new: list[dict] | None) -> list[dict]:
+    """The new side's verdicts, each with ``was``: its status on the old side (None: a check it did not make)."""
+    before = {r["key"]: r["status"] for r in old or []}
+    return [dict(r, was=before.get(r["key"])) for r in new or []]
 
 
 def renamed(row: dict) -> dict:
@@ -154,6 +182,9 @@ class DiffResult:
     unchanged_figures: int = 0
     configs: dict[str, dict] = field(default_factory=dict)  # role -> {changed, added, removed, example, diff}
     notes: list[str] = field(default_factory=list)
+    risks: list[dict] = field(default_factory=list)  # the new side's verdicts with ``was`` (the old side's status)
+    inputs: list[dict] = field(default_factory=list)  # what changed in the spec as validated: path, old, new
+    racks: dict | None = None  # racks moved, added, removed on the floor (twin/diff/racks.py); None: the floor is the same
 
     @property
     def empty(self) -> bool:
@@ -171,6 +202,9 @@ class DiffResult:
             "unchanged_figures": self.unchanged_figures,
             "configs": self.configs,
             "notes": self.notes,
+            "risks": self.risks,
+            "inputs": self.inputs,
+            "racks": self.racks,
         }
 
 
@@ -203,10 +237,17 @@ def compare(old: Side, new: Side) -> DiffResult:
                 minus += 1
         res.changed[p] = (plus, minus)
         if p == "design.json":
-            res.design_fields = changed_paths(design_doc(old.read(p), old.label), design_doc(new.read(p), new.label))
+            da, db = design_doc(old.read(p), old.label), design_doc(new.read(p), new.label)
+            res.design_fields = [f for f in changed_paths(da, db) if not f.startswith(NOISE)]
+            res.inputs = input_changes(da, db)
     if old.figures is not None and new.figures is not None:
         res.figures, res.unchanged_figures = moved_figures(old.figures, new.figures)
     res.configs = config_changes(res, old, new)
+    res.risks = risk_changes(old.risks, new.risks)
+    if "placement/floor.csv" in res.changed and res.changed["placement/floor.csv"] != (None, None):
+        from twin.diff.racks import moved
+
+        res.racks = moved(old.read("placement/floor.csv"), new.read("placement/floor.csv"))
     return res
 
 
@@ -294,6 +335,39 @@ def config_changes(res: DiffResult, old: Side, new: Side) -> dict[str, dict]:
                 r["example"] = p
                 r["diff"] = "\n".join(lines[:DIFF_LINES] + ([f"... {cut} more lines"] if cut > 0 else []))
     return dict(sorted(out.items(), key=lambda kv: (ROLES.index(kv[0]) if kv[0] in ROLES else len(ROLES), kv[0])))
+
+
+NOISE = ("warnings", "spec_sha256")  # design.json fields that move with any edit (a warning's line, the file's hash)
+
+
+def input_changes(a: dict, b: dict) -> list[dict]:
+    """What changed in the inputs: every leaf of design.json's ``site`` (the spec as validated, defaults
+    filled) that differs, as ``{path, old, new}`` (None where a side lacks it).
+
+    >>> input_changes({"site": {"fabric": {"atsw": {"oversubscription": 2.0}}}}, {"site": {"fabric": {"atsw": {"oversubscription": 4.0}}}})
+    [{'path': 'fabric.atsw.oversubscription', 'old': 2.0, 'new': 4.0}]
+    """
+    sa, sb = a.get("site") or {}, b.get("site") or {}
+    return [{"path": dotted(loc), "old": _leaf(sa, loc), "new": _leaf(sb, loc)} for loc in _changed(sa, sb, ())]
+
+
+def _leaf(doc, loc: tuple):
+    for k in loc:
+        if isinstance(doc, dict) and k in doc:
+            doc = doc[k]
+        elif isinstance(doc, list) and isinstance(k, int) and k < len(doc):
+            doc = doc[k]
+        else:
+            return None
+    return doc
+
+
+def _changed(a, b, loc: tuple) -> list[tuple]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [x for k in sorted(set(a) | set(b), key=str) for x in _changed(a.get(k), b.get(k), loc + (k,))]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [x for i, (p, q) in enumerate(zip(a, b)) for x in _changed(p, q, loc + (i,))]
+    return [] if a == b else [loc]
 
 
 def changed_paths(a, b, prefix: str = "") -> list[str]:

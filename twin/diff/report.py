@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 from rich.markup import escape
 
+from twin.analysis.registry import lookup
 from twin.diff.compare import DiffResult
 from twin.emit import html
 from twin.emit.markdown import table
@@ -55,15 +59,90 @@ def summary(res: DiffResult) -> str:
             f"{len(res.added)} added, {len(res.removed)} removed; {cfg} config file(s) touched in {len(res.configs)} role(s).")
 
 
+def grouped(figures: list[dict]) -> list[dict]:
+    """Members of a per-hall (or per-building) family that moved alike, one row: the same figure, the same
+    other parts, the same old and new values. Its label names how many and which: "dh1 IT load" x 8 ->
+    "IT load, each of 8: dh1, ..., dh8".
+
+    >>> rows = [{"key": f"power.h{i}.it_kw", "label": f"h{i} IT load", "old": 1.0, "new": 2.0, "group": "power"} for i in (1, 2)]
+    >>> [r["label"] for r in grouped(rows)]
+    ['IT load, each of 2: h1, h2']
+    """
+    out: list[dict] = []
+    at: dict[tuple, int] = {}
+    members: dict[int, list[str]] = {}
+    for r in figures:
+        f = lookup(r["key"])
+        m = re.match("^" + re.escape(f.name).replace(r"\{\}", "([^.]+)") + "$", r["key"]) if f is not None and f.family else None
+        if m is None or not r["label"].startswith(m.group(1)):
+            out.append(r)
+            continue
+        k = (f.name, m.groups()[1:], repr(r.get("old")), repr(r.get("new")))
+        if k in at:
+            members[at[k]].append(m.group(1))
+            continue
+        at[k] = len(out)
+        members[len(out)] = [m.group(1)]
+        out.append(dict(r))
+    for i, names in members.items():
+        if len(names) > 1:
+            shown = ", ".join(names) if len(names) <= 3 else f"{names[0]}, ..., {names[-1]}"
+            rest = out[i]["label"][len(names[0]):].strip()
+            out[i] = dict(out[i], label=f"{rest}, each of {len(names)}: {shown}")
+    return out
+
+
+def racks_line(r: dict) -> str:
+    """Racks moved on the floor, in one line (with up to three examples)."""
+    ex = f" (e.g. {'; '.join(r['examples'])})" if r["examples"] else ""
+    bad = f"; {r['unreadable_rows']} unreadable row(s)" if r["unreadable_rows"] else ""
+    return f"racks: {r['moved']:,} moved, {r['added']:,} added, {r['removed']:,} removed{ex}{bad}"
+
+
+def _input(v) -> str:
+    """An input's value as written in a diff: absent, a word, a number, or compact JSON (at most 80 characters).
+
+    >>> _input(None), _input(4.0), _input("2:1"), _input({"a": 1})
+    ('(absent)', '4', '2:1', '{"a":1}')
+    """
+    if v is None:
+        return "(absent)"
+    if isinstance(v, float) and v.is_integer():
+        return f"{int(v)}"
+    if isinstance(v, (dict, list)):
+        return printable(json.dumps(v, separators=(",", ":"), sort_keys=True), 80)
+    return printable(str(v), 80)
+
+
+def verdict_lines(res: DiffResult) -> list[str]:
+    """The new side's fails and warnings, and every check whose status changed, worst first."""
+    out = []
+    for r in res.risks:
+        if r["status"] != "pass" or (r["was"] is not None and r["was"] != r["status"]):
+            was = "" if r["was"] == r["status"] else f" (was {r['was'] or 'not checked'})"
+            out.append(f"{r['status'].upper()}{was}: {r['check']}: {r['value']} against {r['limit']}")
+    return out
+
+
 def markdown(res: DiffResult) -> str:
-    out = [f"# Design review: `{res.old}` -> `{res.new}`\n", summary(res) + "\n"]
-    out += [f"- note: {n}" for n in res.notes]
+    out = [f"# Design review: `{res.old}` -> `{res.new}`\n"]
+    if res.inputs:
+        out.append("\n## What changed in the inputs\n")
+        out.append(table(["path", "old", "new"], [[f"`{r['path']}`", _input(r["old"]), _input(r["new"])] for r in res.inputs[:FIELD_ROWS]], "lll"))
+        if len(res.inputs) > FIELD_ROWS:
+            out.append(f"\n... and {len(res.inputs) - FIELD_ROWS} more.\n")
+    out += ["\n" + summary(res) + "\n"] + [f"- note: {n}" for n in res.notes]
+    if res.racks:
+        out.append(f"\n{racks_line(res.racks)}\n")
+    if res.risks:
+        out.append("\n## Verdicts of the new side\n")
+        out += [f"- {v}" for v in verdict_lines(res)] or ["Every check passes, as before.\n"]
     if res.empty:
         out.append("\nNothing changes: every artifact is byte-identical.\n")
     out.append("\n## Figures that moved\n")
     if res.figures:
         groups: dict[str, list] = {}
-        for r in res.figures:
+        for r in grouped(res.figures):
             groups.setdefault(r["group"], []).append(r)
         for g, rows in groups.items():
             out.append(f"\n### {g}\n")
@@ -107,11 +186,19 @@ def terminal(res: DiffResult, out) -> None:
     def t(x) -> str:
         return escape(printable(str(x), 400))
 
+    for r in res.inputs[:FIELD_ROWS]:  # what changed first, then what it does
+        out.print(printable(f"input {r['path']}: {_input(r['old'])} -> {_input(r['new'])}", 1000), markup=False)
+    if len(res.inputs) > FIELD_ROWS:
+        out.print(f"... and {len(res.inputs) - FIELD_ROWS} more input changes", markup=False)
     out.print(summary(res), markup=False)
     for n in res.notes:
         out.print(f"note: {printable(n, 1000)}", markup=False)
+    if res.racks:
+        out.print(printable(racks_line(res.racks), 1000), markup=False)
+    for v in verdict_lines(res):
+        out.print(printable(v, 1000), markup=False, style="red" if v.startswith("FAIL") else "yellow" if v.startswith("WARN") else "green")
     group = None
-    for r in res.figures:
+    for r in grouped(res.figures):
         if r["group"] != group:
             group = r["group"]
             out.print(f"[bold]{t(group)}[/bold]")

@@ -18,21 +18,24 @@ EMITTERS: list[Emitter] = [design_json.emit, bom.emit, cabling.emit, campus_repo
                            configs.emit, configs_ib.emit, placement.emit, netbox.emit]
 
 
-def emit_all(design: Design, runs: Runs | None = None, overrides: dict[Emitter, Emitter] | None = None) -> dict[str, bytes]:
-    """Every artifact: the report (report.md, report.html, its pictures, review.json) from the design and
-    the twins' results the build ran (``runs``), then every other emitter from the design alone;
+def emit_all(design: Design, runs: Runs | None = None, overrides: dict[Emitter, Emitter] | None = None,
+             risks: list | None = None) -> dict[str, bytes]:
+    """Every artifact: the report (report.md, report.html, its pictures, review.json) from the design,
+    the twins' results the build ran (``runs``) and the verdicts (``risks``, :mod:`twin.analysis.verdicts`),
+    then every other emitter from the design alone;
     ``overrides`` runs another emitter in an emitter's place (a test reusing configs it rendered)."""
     files: dict[str, bytes] = {}
-    for part in emit_each(design, runs, overrides):
+    for part in emit_each(design, runs, overrides, risks):
         files.update(part)
     return files
 
 
-def emit_each(design: Design, runs: Runs | None = None, overrides: dict[Emitter, Emitter] | None = None) -> Iterator[dict[str, bytes]]:
+def emit_each(design: Design, runs: Runs | None = None, overrides: dict[Emitter, Emitter] | None = None,
+              risks: list | None = None) -> Iterator[dict[str, bytes]]:
     """The artifacts of :func:`emit_all`, one emitter's at a time (the build writes and drops each
     before the next renders: a 24K-GPU site's ~230 MB never sit in memory at once)."""
     seen: set[str] = set()
-    for emitter in [lambda d: report.emit(d, runs), *((overrides or {}).get(e, e) for e in EMITTERS)]:
+    for emitter in [lambda d: report.emit(d, runs, risks), *((overrides or {}).get(e, e) for e in EMITTERS)]:
         part = emitter(design)
         for path in part:
             if path in seen:

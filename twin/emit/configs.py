@@ -128,8 +128,8 @@ def _emit(design: Design) -> dict[str, bytes]:
         t = target_of(model)
         if t.template is not None:
             files.update(_template(t, sw, site, shared_of(t)))
-        elif t.name in BUILDERS:
-            files.update(BUILDERS[t.name].switch(sw, site, model, shared_of(t)))
+        elif t.name in BUILDERS and all(getattr(model, n.field) is not None for n in t.needs):
+            files.update(BUILDERS[t.name].switch(sw, site, model, shared_of(t)))  # a model without (a warning) gets none
     files["configs/frr/topology.json"] = topology_json(topology(intent)).encode()
     return files
 

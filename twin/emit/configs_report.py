@@ -7,7 +7,6 @@ engine, LMC and partitions.
 
 from __future__ import annotations
 
-import ipaddress
 from collections import defaultdict
 
 from twin.compiler.design import Design
@@ -46,11 +45,8 @@ def section(d: Design) -> str | None:
     out = f"## Routing and switch configs\n\neBGP in RFC 7938 style: one ASN per rack switch, one per zone's spine tier, {top}.\n\n"
     out += table(["role", "switches", "ASNs", "maximum-paths"], rows, "lrrr")
     pools = []
-    used = {"loopback_pool": len(a.loopback), "p2p_pool": 2 * len(a.p2p),
-            "rack_pool": sum(ipaddress.ip_network(s).num_addresses for s in a.rack_subnet.values())}
-    for name, cidr in sorted(a.pools.items()):
-        size = ipaddress.ip_network(cidr).num_addresses
-        pools.append([f"routing.{name}", cidr, f"{used[name]:,} of {size:,} ({100 * used[name] / size:.1f}%)"])
+    for name, (used, size) in a.pool_use().items():
+        pools.append([f"routing.{name}", a.pools[name], f"{used:,} of {size:,} ({100 * used / size:.1f}%)"])
     out += "\n" + table(["pool", "prefix", "addresses used"], pools, "llr")
     q = f.qos
     out += (f"\nPoint-to-point: {'BGP unnumbered (IPv6 link-local)' if a.unnumbered else f'{len(a.p2p):,} /31 links'}; "

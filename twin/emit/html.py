@@ -1,21 +1,25 @@
 """report.html: the report's Markdown as one self-contained page, with the pictures inlined.
 
 The Markdown the report sections write is a small, regular subset (headings, paragraphs, GitHub
-tables with alignment, ``-`` lists, fenced code, ``**bold**``, `` `code` `` and image lines), so a
+tables with alignment, ``-`` lists, fenced code, ``**bold**``, `` `code` ``, links to the page's own
+headings ``[text](#id)`` and image lines), so a
 converter of that subset is all the page needs: no script, no font and no file from anywhere else.
 An image line ``![caption](report/x.svg)`` becomes a ``<figure>`` with the SVG's text inlined;
 consecutive image lines share one row (the floor plans of several halls side by side). Headings get
 stable ids (slugs) and the level-2 and level-3 headings make the table of contents. Printing (to PDF)
-drops the sticky contents column, keeps figures and table rows whole and repeats table headers.
+drops the sticky contents column, keeps figures and table rows whole and repeats table headers. A table
+cell that is exactly FAIL, WARN or PASS (the verdicts, :mod:`twin.emit.verdicts_report`) is coloured.
 
->>> inline("a **b** `c|d` x \\\\| y <z>")
-'a <strong>b</strong> <code>c|d</code> x | y &lt;z&gt;'
+>>> inline("a **b** `c|d` x \\\\| y <z> [to](#fabric)")
+'a <strong>b</strong> <code>c|d</code> x | y &lt;z&gt; <a href="#fabric">to</a>'
 """
 
 from __future__ import annotations
 
 import re
 from html import escape
+
+from twin.analysis.verdicts import section_id
 
 CSS = """
 :root { --ink: #222; --muted: #666; --rule: #ddd; --accent: #4e79a7; }
@@ -47,6 +51,9 @@ figure { margin: 10px 0 16px; max-width: 100%; }
 figure svg { display: block; max-width: 100%; height: auto; border: 1px solid var(--rule); }
 figcaption { color: var(--muted); font-size: 12px; margin-top: 4px; max-width: 640px; }
 .warning { color: #8a5a00; }
+td.v-fail, td.v-warn, td.v-pass { font-weight: 600; font-size: 12px; letter-spacing: 0.03em; }
+td.v-fail { color: #fff; background: #b3261e !important; } td.v-warn { color: #4a3300; background: #f6c343 !important; }
+td.v-pass { color: #1a7f37; }
 @media print {
   @page { size: A4; margin: 14mm 12mm; }
   body { font-size: 10.5pt; }
@@ -65,6 +72,8 @@ figcaption { color: var(--muted); font-size: 12px; margin-top: 4px; max-width: 6
 
 IMAGE = re.compile(r"^!\[(?P<cap>[^\]]*)\]\((?P<src>[^)\s]+)\)\s*$")
 HEADING = re.compile(r"^(#{1,4})\s+(.*)$")
+LINK = re.compile(r"\[([^\]]+)\]\(#([a-z0-9-]+)\)")  # a link to a heading of the page
+VERDICT = {"FAIL": "v-fail", "WARN": "v-warn", "PASS": "v-pass"}  # a verdict cell (twin.emit.verdicts_report)
 
 
 def slug(text: str, seen: dict[str, int]) -> str:
@@ -73,7 +82,7 @@ def slug(text: str, seen: dict[str, int]) -> str:
     >>> seen = {}; slug("Power and cooling budget", seen), slug("Power and cooling budget", seen)
     ('power-and-cooling-budget', 'power-and-cooling-budget-2')
     """
-    s = re.sub(r"[^a-z0-9]+", "-", re.sub(r"<[^>]+>", "", text).lower()).strip("-") or "section"
+    s = section_id(text)
     seen[s] = seen.get(s, 0) + 1
     return s if seen[s] == 1 else f"{s}-{seen[s]}"
 
@@ -87,6 +96,7 @@ def inline(text: str) -> str:
             continue
         part = escape(part.replace("\\|", "|").replace("\\*", "\x00"), quote=False)
         part = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", part)
+        part = LINK.sub(r'<a href="#\2">\1</a>', part)
         out.append(part.replace("\x00", "*"))
     return "".join(out)
 
@@ -109,7 +119,8 @@ def table_html(lines: list[str]) -> str:
         out.append("<thead><tr>" + "".join(f"<th{cls(i)}>{inline(h)}</th>" for i, h in enumerate(head)) + "</tr></thead>")
     out.append("<tbody>")
     for row in body:
-        out.append("<tr>" + "".join(f"<td{cls(i)}>{inline(c)}</td>" for i, c in enumerate(row)) + "</tr>")
+        out.append("<tr>" + "".join(f'<td class="{VERDICT[c]}">{c}</td>' if c in VERDICT else f"<td{cls(i)}>{inline(c)}</td>"
+                                    for i, c in enumerate(row)) + "</tr>")
     out.append("</tbody></table>")
     return "\n".join(out)
 

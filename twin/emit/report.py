@@ -14,15 +14,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from twin.analysis.review import dumps, figures
+from twin.analysis.verdicts import Verdict, verdicts
 from twin.compiler.design import Design
 from twin.compiler.resolve import liquid
 from twin.compiler.resolve.feasibility import hall_capacity
 from twin.compiler.resolve.spec import rack_heat
-from twin.emit import bom, campus_report, configs_report, cost_report, fabric_report, html, pic_budget, pic_fabric, pic_floor, pic_twin, placement, report_twins, sizing_report
+from twin.emit import bom, campus_report, configs_report, cost_report, fabric_report, html, pic_budget, pic_fabric, pic_floor, pic_twin, placement, report_twins, sizing_report, verdicts_report
 from twin.emit.markdown import pct, table
 from twin.emit.report_net import design_section
 from twin.lang.units import kw
 from twin.twins.results import Runs
+from twin.version import __version__
 
 Picture = tuple[str, str, bytes]  # file name under report/, caption, SVG
 
@@ -43,11 +45,24 @@ def summary(d: Design) -> str:
         ["Facility power", f"{kw(d.budget.facility_power)} (PUE {s.site.power.pue:g})"],
         ["Halls", ", ".join(h.name for h in s.site.halls)],
     ]
+    return "## Summary\n\n" + table(["", ""], rows, "ll")
+
+
+def title(d: Design, runs: Runs | None = None) -> str:
+    """The title, and what the report is of: every input by name and sha256, and the tool's version."""
+    s = d.spec
     head = f"# {s.name}: design report\n\n"
     if s.site.description:
         head += s.site.description + "\n\n"
-    head += f"Spec `{Path(s.source_path).name}` (sha256 `{s.source_sha256[:16]}`).\n\n"
-    return head + "## Summary\n\n" + table(["", ""], rows, "ll")
+    inputs = f"Spec `{Path(s.source_path).name}` (sha256 `{s.source_sha256}`)"
+    if runs is not None and runs.scenario is not None:
+        inputs += f", scenario `{Path(runs.scenario[0]).name}`" + (f" (sha256 `{runs.scenario_sha256}`)" if runs.scenario_sha256 else "")
+    return head + inputs + f"; built by twin {__version__}.\n"
+
+
+def verdicts_section(d: Design) -> str | None:
+    """Placeholder in SECTIONS for the verdicts screen (composed from the build's verdicts)."""
+    return None
 
 
 def rack_section(d: Design) -> str:
@@ -100,6 +115,7 @@ def power_section(d: Design) -> str:
             ["rack", kw(b.rack_power), kw(s.rack_type.power_shelf), pct(b.rack_power / s.rack_type.power_shelf)],
             ["site IT (GPU racks + network)", kw(b.it_power), "", ""],
             ["network switches outside racks", kw(b.network_power), "", ""],
+            ["optics and powered cables (bill of materials; not in the sums above)", kw(_cable_ends(d)), "", ""],
             [f"site facility (x PUE {s.site.power.pue:g})", kw(b.facility_power), kw(b.utility), pct(b.facility_power / b.utility)],
         ],
         "lrrr",
@@ -115,6 +131,13 @@ def power_section(d: Design) -> str:
     out.append(table(["hall", "GPU positions / row", "full-row load", "row power limit", "row cooling"], worst_row, "lrrrr"))
     out += liquid_table(d)
     return "\n".join(out)
+
+
+def _cable_ends(d: Design) -> float:
+    from twin.compiler.fabric.bom import network_power
+
+    npw = network_power(d.bom)
+    return npw["transceiver"] + npw["cable"]
 
 
 def liquid_table(d: Design) -> list[str]:
@@ -177,6 +200,8 @@ def placement_pictures(d: Design) -> list[str | Picture]:
 
 
 SECTIONS: list[Section] = [
+    title,
+    verdicts_section,
     summary,
     rack_section,
     power_section,
@@ -205,15 +230,23 @@ def image(name: str, caption: str) -> str:
     return f"![{caption}](report/{name})"
 
 
-def compose(d: Design, runs: Runs | None = None) -> tuple[str, dict[str, bytes]]:
+def compose(d: Design, runs: Runs | None = None, risks: list[Verdict] | None = None) -> tuple[str, dict[str, bytes]]:
     """The report's Markdown and its pictures (``report/<name>.svg`` -> SVG bytes) from the design and
-    the twins' results the build ran (``runs``: the default run and a scenario run with the build)."""
+    the twins' results the build ran (``runs``: the default run and a scenario run with the build) and
+    its verdicts (``risks``, :func:`twin.analysis.verdicts.verdicts`; None: computed here, without the
+    lines of the spec that state each limit, since an emitter reads no file)."""
     runs = runs or Runs()
     scenario = runs.scenario
+    if risks is None:
+        risks = verdicts(d, scenario, locate=False)
     pictures: dict[str, bytes] = {}
     parts = []
     for sec in SECTIONS + TRAILING:
-        if sec is sim_section:  # the default run feeds both its tables and its pictures
+        if sec is title:
+            text = title(d, runs)
+        elif sec is verdicts_section:
+            text = verdicts_report.section(risks, scenario[1].get("scenario") if scenario else None)
+        elif sec is sim_section:  # the default run feeds both its tables and its pictures
             results = runs.default
             pics = pic_twin.pictures(results)
             pictures.update({f"report/{n}": svg for _r, n, _c, svg in pics})
@@ -238,8 +271,8 @@ def compose(d: Design, runs: Runs | None = None) -> tuple[str, dict[str, bytes]]
     return normalise_blank_lines("\n\n".join(parts)), pictures
 
 
-def render(d: Design, runs: Runs | None = None) -> str:
-    return compose(d, runs)[0]
+def render(d: Design, runs: Runs | None = None, risks: list[Verdict] | None = None) -> str:
+    return compose(d, runs, risks)[0]
 
 
 def normalise_blank_lines(text: str) -> str:
@@ -270,10 +303,13 @@ def normalise_blank_lines(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def emit(d: Design, runs: Runs | None = None) -> dict[str, bytes]:
-    """report.md, report.html, report/*.svg and review.json from the design and the twins' results the
-    build ran (``runs``)."""
+def emit(d: Design, runs: Runs | None = None, risks: list[Verdict] | None = None) -> dict[str, bytes]:
+    """report.md, report.html, report/*.svg and review.json from the design, the twins' results the
+    build ran (``runs``) and its verdicts (``risks``)."""
     runs = runs or Runs()
-    markdown, pictures = compose(d, runs)
+    if risks is None:
+        risks = verdicts(d, runs.scenario, locate=False)
+    markdown, pictures = compose(d, runs, risks)
     return {"report.md": markdown.encode("utf-8"), "report.html": html.page(f"{d.name}: design report", markdown, pictures),
-            "review.json": dumps(figures(d, runs.default, scenario=runs.scenario[1] if runs.scenario else None)), **pictures}
+            "review.json": dumps(figures(d, runs.default, scenario=runs.scenario[1] if runs.scenario else None), [v.to_json() for v in risks]),
+            **pictures}

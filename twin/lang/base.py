@@ -11,6 +11,16 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 SLUG = r"^[a-z0-9][a-z0-9-]{0,62}$"
+
+# What a string field's pattern means, in the language's words: an error names this, never the regex
+# (twin/lang/validator.py). A model with a pattern of its own registers it with :func:`pattern`.
+PATTERN_WORDS: dict[str, str] = {SLUG: "a name of lower-case letters, digits and '-', starting with a letter or digit, at most 63 characters, such as 'e-ecmp-16qp'"}
+
+
+def pattern(regex: str, words: str) -> str:
+    """``regex``, registered with what it means in words (for error messages)."""
+    PATTERN_WORDS[regex] = words
+    return regex
 Slug = Annotated[str, Field(pattern=SLUG, description="lower-case letters, digits and '-', at most 63")]
 
 

@@ -33,7 +33,11 @@ class Diagnostic:
         where = f"{self.file}:{self.line}:{self.col}"
         field = f" {self.dotted}:" if self.path else ""
         tag = "" if self.severity is Severity.ERROR else " warning:"
-        exp = f" (expected {self.expected})" if self.expected else ""
+        exp = ""
+        if self.expected.startswith("did you mean"):  # a suggestion reads as one: "unknown field 'x'; did you mean 'y'?"
+            exp = f"; {self.expected}"
+        elif self.expected:
+            exp = f" (expected {self.expected})"
         return f"{where}:{tag}{field} {self.message}{exp}"
 
     def to_json(self) -> dict:

@@ -17,6 +17,7 @@ from typing import Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from twin.lang.base import PATTERN_WORDS
 from twin.lang.diagnostics import Diagnostic, Severity
 from twin.lang.loader import Source
 
@@ -61,7 +62,10 @@ def pydantic_diagnostics(src: Source, exc: ValidationError, root: type[BaseModel
         elif typ.endswith("_type") or typ.endswith("_parsing"):
             expected = msg.replace("Input should be ", "").replace("a valid ", "")
             msg = f"wrong type: got {_short(err.get('input'))!r}"
-        elif typ in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "too_short", "too_long", "string_pattern_mismatch"):
+        elif typ == "string_pattern_mismatch":
+            expected = PATTERN_WORDS.get((err.get("ctx") or {}).get("pattern", ""), "the form the field reference gives")
+            msg = f"{_short(err.get('input'))!r} is not valid"
+        elif typ in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "too_short", "too_long"):
             expected = msg.replace("Input should be ", "").replace("Input should ", "").replace("String should ", "")
             msg = f"{_short(err.get('input'))!r} is out of range" if "than" in typ else f"{_short(err.get('input'))!r} is not valid"
         out.append(locate(src, Severity.ERROR, loc, msg, expected))

@@ -16,6 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = "1"
 
+# What a bare number in a --json document is in (twin/cli/envelope.py declares it once per document)
+UNITS = {"power": "W", "energy": "J", "time": "s", "data": "B", "rate": "bit/s", "length": "m", "money": "USD",
+         "temperature": "degC", "share": "1 (a fraction, not a percentage)",
+         "rule": "SI unless the field's name ends in another unit (peak_W, cable_km, busbw_GBps) or its row carries a unit field"}
+
 
 @dataclass(frozen=True)
 class Runs:
@@ -25,6 +30,7 @@ class Runs:
 
     default: dict | None = None
     scenario: tuple[str, dict] | None = None
+    scenario_sha256: str | None = None  # of the scenario file, as the manifest records it
 
 
 class _Doc(BaseModel):
@@ -42,12 +48,31 @@ class Figure(BaseModel):
     unit: str = Field(description="the unit of value ('' for counts)")
 
 
+class Risk(BaseModel):
+    """One verdict (twin/analysis/verdicts.py): a check of the design or its twins and its outcome."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    key: str = Field(description="stable key of the check, e.g. lossless.route.b2-b3")
+    check: str = Field(description="what is checked, in words")
+    status: Literal["pass", "warn", "fail"] = Field(description="fail: over the limit; warn: at 90% of it or more, or a spec warning")
+    severity: Literal["high", "medium", "low"] = Field(description="how much a failure of this check matters")
+    value: str = Field(description="the measured figure, with its unit")
+    limit: str = Field(description="what it is held against, with its unit")
+    section: str = Field(description="the report section that shows it")
+    link: str = Field(description="report.html#<id> of that section")
+    where: str = Field(description="FILE:LINE:COL of the spec or scenario line that states the limit (file name only), or ''")
+    source: Literal["design", "twin"] = Field(description="the design alone, or a twin run (a scenario)")
+    was: str | None = Field(None, description="twin diff only: the status on the old side (null: not checked there)")
+    spec: str | None = Field(None, description="twin validate only: the spec file the verdict is of")
+
+
 class ReviewDocument(_Doc):
     """review.json: every figure a design review compares (written by every build)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, title="review.json")
     schema_version: Literal["1"] = Field(description="version of this document's schema")
     figures: list[Figure]
+    risks: list[Risk] | None = Field(None, description="every verdict of the build, worst first (absent in folders built before them)")
 
 
 class SimulateDocument(_Doc):
@@ -66,6 +91,21 @@ class SimulateDocument(_Doc):
     notes: list[str] = Field(description="what the run assumed")
     campaign: dict | None = Field(None, description="the reliability twin's results (scenario campaign:)")
     power: dict | None = Field(None, description="the power and thermal twin's results (scenario power:)")
+    risks: list[Risk] | None = Field(None, description="every verdict of the design and this run, worst first")
+
+
+class Envelope(BaseModel):
+    """Every command's ``--json``: the same six fields round the command's own document."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, title="twin --json")
+    tool: Literal["twin"] = Field(description="always twin")
+    version: str = Field(description="the tool's version")
+    command: str = Field(description="the sub-command, as typed after twin: build, simulate, netbox push, ...")
+    status: str = Field(description="the command's outcome in one word: ok, fail (a verdict fails), accepted (fails accepted with "
+                        "--accept-risks), invalid, infeasible, not written, changed, same, stale, written, done, interrupted, error, ...")
+    units: dict[str, str] = Field(description="the unit of a bare number, declared once")
+    risks: list[Risk] = Field(description="the verdicts, worst first (build, simulate, validate, diff); empty for other commands")
+    result: dict[str, Any] = Field(description="the command's own document (for simulate: the document of twin-results.schema.json)")
 
 
 def versioned(data: dict) -> dict:

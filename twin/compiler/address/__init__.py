@@ -53,6 +53,12 @@ class Addressing:
     def role_asn(self, switch: str) -> int:
         return self.asn[switch]
 
+    def pool_use(self) -> dict[str, tuple[int, int]]:
+        """Pool name -> (addresses handed out, addresses in the pool): the report's table and the verdicts."""
+        used = {"loopback_pool": len(self.loopback), "p2p_pool": 2 * len(self.p2p),
+                "rack_pool": sum(ipaddress.ip_network(s).num_addresses for s in self.rack_subnet.values())}
+        return {name: (used[name], ipaddress.ip_network(cidr).num_addresses) for name, cidr in sorted(self.pools.items())}
+
 
 def _net(text: str, name: str) -> ipaddress.IPv4Network:
     try:

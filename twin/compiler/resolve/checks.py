@@ -6,6 +6,7 @@ raise, so one run reports everything; :mod:`twin.compiler.resolve.validate` atta
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import math
 import re
@@ -29,12 +30,12 @@ def references(site: Site, catalog: Catalog) -> Iterator[Finding]:
     """Every name that points into the catalog or the rack types must exist there."""
     f = site.fabric
     if f.rack_type not in site.rack_types:
-        yield E, ("fabric", "rack_type"), f"unknown rack type '{f.rack_type}'", _one_of(site.rack_types)
+        yield E, ("fabric", "rack_type"), f"unknown rack type '{f.rack_type}'", _one_of(site.rack_types, f.rack_type)
     for name, rt in site.rack_types.items():
         if rt.chassis not in catalog.chassis:
-            yield E, ("rack_types", name, "chassis"), f"unknown chassis '{rt.chassis}'", _one_of(catalog.chassis)
+            yield E, ("rack_types", name, "chassis"), f"unknown chassis '{rt.chassis}'", _one_of(catalog.chassis, rt.chassis)
         if rt.rtsw is not None and rt.rtsw not in catalog.switches:
-            yield E, ("rack_types", name, "rtsw"), f"unknown switch model '{rt.rtsw}'", _one_of(catalog.switches)
+            yield E, ("rack_types", name, "rtsw"), f"unknown switch model '{rt.rtsw}'", _one_of(catalog.switches, rt.rtsw)
     want = "infiniband" if f.technology == Technology.INFINIBAND else "ethernet"
     models: list[tuple[tuple, str]] = []
     for tier in ("rtsw", "ctsw", "atsw"):
@@ -56,7 +57,7 @@ def references(site: Site, catalog: Catalog) -> Iterator[Finding]:
             yield E, ("fabric", "media", tier), f"'{tier}' is not a link tier of a {f.family.value} fabric", tiers
         for i, n in enumerate(names):
             if n not in catalog.media:
-                yield E, ("fabric", "media", tier, i), f"unknown medium '{n}'", _one_of(catalog.media)
+                yield E, ("fabric", "media", tier, i), f"unknown medium '{n}'", _one_of(catalog.media, n)
             elif (k := catalog.media[n].module_ports) > 1:
                 cages = {catalog.switches[m].ports_per_cage for _, m in models if m in catalog.switches}
                 if k not in cages:
@@ -65,12 +66,12 @@ def references(site: Site, catalog: Catalog) -> Iterator[Finding]:
                         f"a switch model with ports_per_cage: {k}, or a single-port medium")
     for name, med in catalog.media.items():
         if med.far_end is not None and med.far_end not in catalog.media:
-            yield E, ("catalog", "media", name, "far_end"), f"unknown medium '{med.far_end}'", _one_of(catalog.media)
+            yield E, ("catalog", "media", name, "far_end"), f"unknown medium '{med.far_end}'", _one_of(catalog.media, med.far_end)
     for path, m in models:
         sw = catalog.switches.get(m)
         if sw is None:
             if path[0] == "fabric":
-                yield E, path, f"unknown switch model '{m}'", _one_of(catalog.switches)
+                yield E, path, f"unknown switch model '{m}'", _one_of(catalog.switches, m)
         elif sw.technology != want:
             yield E, path, f"'{m}' is an {sw.technology} switch but the fabric is {f.technology.value}", f"an {want} switch"
     for name, sw in site.catalog.switches.items():  # the built-in models are checked by the tests
@@ -92,7 +93,7 @@ def _ai_zone_needs(site: Site) -> Iterator[Finding]:
     if f.ctsw is None or f.ctsw.model is None:
         yield E, ("fabric", "ctsw"), f"an {f.family.value} fabric needs a CTSW tier with a model (count: pinned, or sized)", "ctsw: {model: arista-7800r3, count: 16}"
     rtsw_model = (f.rtsw.model if f.rtsw and f.rtsw.model else None) or (rt.rtsw if rt else None)
-    if rtsw_model is None:
+    if rtsw_model is None and rt is not None:  # an unknown rack type is one error (references), not two
         yield E, ("rack_types", f.rack_type, "rtsw"), f"an {f.family.value} fabric needs a rack switch in its rack type", "rtsw: minipack2"
     if rt is not None and f.rtsw and f.rtsw.model and rt.rtsw and f.rtsw.model != rt.rtsw:
         yield E, ("fabric", "rtsw", "model"), f"'{f.rtsw.model}' differs from the rack type's RTSW '{rt.rtsw}'", f"'{rt.rtsw}' or omit it"
@@ -237,7 +238,10 @@ def config_targets(spec: Spec) -> Iterator[Finding]:
     for path, name in tiers:
         sw = spec.catalog.switches[name]
         for need in target_of(sw).needs:
-            if getattr(sw, need.field) is None:
+            if getattr(sw, need.field) is None and need.configs_only:
+                yield W, path, (f"switch model '{name}' has no {need.field}: the build writes everything but its "
+                                f"{target_of(sw).name} configs ({need.why})"), need.example.format(model=name)
+            elif getattr(sw, need.field) is None:
                 yield E, path, f"switch model '{name}' has no {need.field}; {need.why}", need.example.format(model=name)
     if not tiers:
         return
@@ -373,9 +377,13 @@ def _pool(spec: Spec, name: str) -> str:
     return f"{name} ({tiers[level - 1].role})" if 0 < level <= len(tiers) else name
 
 
-def _one_of(names) -> str:
+def _one_of(names, given: str | None = None) -> str:
+    """What a name could have been: the close one (``did you mean 'gt-rack'?``) or the first few."""
     names = sorted(names)
     if not names:
         return "an entry defined in the catalog"
+    close = difflib.get_close_matches(given, names, n=1) if given else []
+    if close:
+        return f"did you mean '{close[0]}'?"
     shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
     return f"one of: {shown}"

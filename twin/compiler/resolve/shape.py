@@ -86,7 +86,7 @@ class Boundary:
     reason: str = ""  # why ``built`` differs from ``requested``, when it does
 
     def to_json(self) -> dict:
-        return {"name": self.name, "links": self.links, "speed": f"{self.speed:g} bit/s",
+        return {"name": self.name, "links": self.links, "speed": self.speed,
                 "oversubscription": {"requested": self.requested, "built": self.built, "reason": self.reason}}
 
 

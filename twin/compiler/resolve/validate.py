@@ -9,6 +9,8 @@ last (:mod:`twin.compiler.resolve.pools`), so the returned Spec carries the pool
 
 from __future__ import annotations
 
+import copy
+import difflib
 import hashlib
 import re
 from dataclasses import replace
@@ -28,7 +30,7 @@ from twin.lang.diagnostics import Diagnostic, Severity, SpecError
 from twin.lang.loader import LoadError, Source, load_file, load_text
 from twin.lang.site import campus, hall_types
 from twin.lang.site.models import ROLE_POOL_NAMES, Site
-from twin.lang.validator import pydantic_diagnostics
+from twin.lang.validator import known_fields, pydantic_diagnostics
 
 
 def validate_file(path: str | Path) -> tuple[Spec | None, list[Diagnostic]]:
@@ -71,18 +73,11 @@ def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     try:
         site = Site.model_validate(src.data)
     except ValidationError as e:
-        return None, _finish(diags + pydantic_diagnostics(src, e, Site, diagnostic))
-    cat = catalog_mod.merged(site.catalog, campus_site=bool(site.buildings))
-    diags += [diagnostic(src, *f) for f in checks.references(site, cat)]
-    diags += [diagnostic(src, *f) for f in campus_plan.references(site, cat)]
-    diags += [diagnostic(src, *f) for f in checks.family_shape(site)]
-    diags += [diagnostic(src, *f) for f in planes.findings(site, cat)]
-    diags += [diagnostic(src, *f) for f in fabric_checks.fields(site)]
-    diags += [diagnostic(src, *f) for f in checks.facility(site)]
-    diags += [diagnostic(src, *f) for f in liquid.findings(site, cat)]
+        return None, _finish(diags + pydantic_diagnostics(src, e, Site, diagnostic) + _past_unknown_fields(src, e))
+    diags += _named(src, site)
     if any(d.severity is Severity.ERROR for d in diags):
         return None, _finish(diags)
-    spec = _resolve(src, site, cat)
+    spec = _resolve(src, site, catalog_mod.merged(site.catalog, campus_site=bool(site.buildings)))
     for check in (checks.arithmetic, fabric_checks.sizing, campus_plan.arithmetic, checks.config_targets, checks.routing,
                   workload_checks.workloads):
         diags += [diagnostic(src, *f) for f in check(spec)]
@@ -93,6 +88,51 @@ def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     if any(d.severity is Severity.ERROR for d in diags):
         return None, diags
     return spec, diags
+
+
+def _named(src: Source, site: Site) -> list[Diagnostic]:
+    """The second stage: names (rack types, catalog entries, buildings), each family's fields, the facility
+    (liquid cooling included)."""
+    cat = catalog_mod.merged(site.catalog, campus_site=bool(site.buildings))
+    found = [*checks.references(site, cat), *campus_plan.references(site, cat), *checks.family_shape(site), *planes.findings(site, cat),
+             *fabric_checks.fields(site), *checks.facility(site), *liquid.findings(site, cat)]
+    return [diagnostic(src, *f) for f in found]
+
+
+def _past_unknown_fields(src: Source, e: ValidationError) -> list[Diagnostic]:
+    """When every structural error is an unknown field (a typo), the site without those fields is checked
+    on, so the other mistakes (an unknown rack type, a switch model) are reported in the same run. A finding
+    a typo may have caused (at the typo's mapping, or at a field named like it) is left out: one mistake,
+    one error."""
+    errs = e.errors(include_url=False)
+    if not errs or any(x["type"] != "extra_forbidden" for x in errs):
+        return []
+    data = copy.deepcopy(src.data)
+    typos = []
+    for x in errs:
+        loc = tuple(x["loc"])
+        parent = data
+        for k in loc[:-1]:
+            try:
+                parent = parent[k]
+            except (KeyError, IndexError, TypeError):
+                return []  # a location through a union tag: not a plain path into the data
+        if not isinstance(parent, dict) or loc[-1] not in parent:
+            return []
+        del parent[loc[-1]]
+        typos.append(loc)
+    try:
+        site = Site.model_validate(data)
+    except ValidationError:
+        return []
+
+    meant = [(loc[:-1], set(difflib.get_close_matches(str(loc[-1]), known_fields(Site, loc[:-1]), n=1))) for loc in typos]
+
+    def caused(path: tuple) -> bool:  # at the typo's mapping, or under the field it meant
+        return any(path == parent or (len(path) > len(parent) and path[:len(parent)] == parent and path[len(parent)] in names)
+                   for parent, names in meant)
+
+    return [d for d in _named(src, site) if d.severity is Severity.ERROR and not caused(d.path)]
 
 
 def _resolve(src: Source, site: Site, cat) -> Spec:
@@ -200,3 +240,24 @@ def written_path(src: Source, path: tuple) -> tuple:
             if path[3] == level and alias in src.positions:
                 return alias
     return path
+
+
+def locator(path: str | Path, sha256: str):
+    """``at(*paths) -> "NAME:LINE:COL"`` (the file's name, no folder: artifacts hold no paths of the machine) in the site file as written (a hall under its building, a value a
+    hall inherited at its hall type's line): the first of ``paths`` the file holds, else the nearest line
+    of the first. None when the file no longer has the content ``sha256`` names (changed since the build)."""
+    try:
+        src = load_file(path)
+    except LoadError:
+        return None
+    if hashlib.sha256(src.text.encode("utf-8")).hexdigest() != sha256:
+        return None
+    src, _ = campus.expand(src)
+    src, _ = hall_types.expand(src)
+
+    def at(*paths: tuple) -> str:
+        chosen = next((tuple(p) for p in paths if src.anchor(tuple(p)) == tuple(p)), tuple(paths[0]) if paths else ())
+        d = diagnostic(src, Severity.WARNING, chosen, "")
+        return f"{Path(d.file).name}:{d.line}:{d.col}"
+
+    return at

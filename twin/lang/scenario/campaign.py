@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator
 
 from twin.lang.base import Model, Slug
 from twin.lang.site.reliability_models import Duration, Rate
-from twin.lang.units import DataRate, DataSize, Time
+from twin.lang.units import TIME, DataRate, DataSize, Time, parse
 
 MAX_DAYS = 3652.5  # ten years
 DEFAULT_GPU_SWEEP = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 100_000)
@@ -50,10 +50,19 @@ class Sweeps(Model):
     gpus: list[Annotated[int, Field(ge=1, le=10_000_000)]] = Field(default_factory=lambda: list(DEFAULT_GPU_SWEEP))
 
 
+def _days(v):
+    """A campaign's length: a bare number is days (as the field always read); a string is a duration."""
+    return parse(v, TIME) / 86400.0 if isinstance(v, str) else v
+
+
+Days = Annotated[float, BeforeValidator(_days), WithJsonSchema({"anyOf": [{"type": "number", "exclusiveMinimum": 0},
+                                                                          {"type": "string", "description": "a duration such as '30 d'"}]})]
+
+
 class Campaign(Model):
     """One training job over ``days`` of wall time, ``runs`` Monte Carlo runs with a fixed seed."""
 
-    days: float = Field(gt=0, description="campaign length in days (at most ten years)")
+    days: Days = Field(gt=0, description="campaign length: days as a number (30) or a duration with its unit ('30 d', '6 week'); at most ten years")
     runs: int = Field(1000, ge=1, le=100_000)
     seed: int = Field(1, ge=0, le=2**32 - 1)
     job: int = Field(1, ge=1, description="which of the scenario's jobs (1 = first) gives the step time")
@@ -70,6 +79,8 @@ class Campaign(Model):
     repair: dict[Slug, Duration] = Field(default_factory=dict, description="per failure class, overrides the catalog")
     rates: dict[Slug, Annotated[Rate, Field(ge=0)]] = Field(default_factory=dict, description="per failure class, overrides the catalog")
     sweep: Sweeps = Field(default_factory=Sweeps)
+    min_ettr: float | None = Field(None, gt=0, le=1, description="the effective training time ratio the campaign must reach "
+                                   "(a fraction, e.g. 0.9): a verdict fails when the mean falls short, warns when the P10 does")
 
     @field_validator("days")
     @classmethod

@@ -27,7 +27,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from twin.lang import limits
-from twin.lang.base import Count, IndexList, Model, Slug, Text
+from twin.lang.base import Count, IndexList, Model, Slug, Text, pattern
 from twin.lang.diagnostics import Severity, SpecError
 from twin.lang.loader import LoadError, Source, load_file, load_text
 from twin.lang.scenario.campaign import Campaign
@@ -99,7 +99,7 @@ class Nccl(Model):
 
     channels_per_nic: int | None = Field(None, ge=1, le=16, description="ring/tree connections per NIC (default: NCCL's pick, 2; 4 when a server is partly used or under NCCL 2.18-2.19)")
     p2p_channels: int = Field(2, ge=1, le=16, description="connections per network peer for send/recv and all-to-all (NCCL_NCHANNELS_PER_NET_PEER)")
-    version: str | None = Field(None, pattern=r"^2\.[0-9]{1,2}$", description="NCCL version whose channel rules apply, "
+    version: str | None = Field(None, pattern=pattern(r"^2\.[0-9]{1,2}$", "an NCCL version such as '2.21'"), description="NCCL version whose channel rules apply, "
                                 "e.g. '2.18' (2.18-2.19 open 4 channels per NIC on 8-GPU Hopper servers; default: current, 2)")
     protocols: list[Literal["LL", "LL128", "Simple"]] = Field(default_factory=lambda: ["LL", "LL128", "Simple"], min_length=1,
                                                               description="protocols the library may pick from (the fastest per size)")
@@ -133,7 +133,7 @@ class Collective(Model):
 class Job(Model):
     workload: Slug = Field(description="a workload name of the site spec")
     order: Literal["topology", "naive"] = Field("topology", description="rank order: topology-aware or shuffled servers")
-    dims: str = Field("tp-cp-pp-dp", pattern=r"^(tp|cp|pp|dp)(-(tp|cp|pp|dp)){3}$", description="rank decomposition, fastest first")
+    dims: str = Field("tp-cp-pp-dp", pattern=pattern(r"^(tp|cp|pp|dp)(-(tp|cp|pp|dp)){3}$", "tp, cp, pp and dp in some order joined by '-', fastest first, such as 'tp-cp-pp-dp'"), description="rank decomposition, fastest first")
     dp_overlap: float = Field(1.0, ge=0, le=1, description="share of the first forward / last backward micro-batch that hides the DP all-gather / reduce-scatter")
     kv_heads: int | None = Field(None, ge=1, description="GQA key/value heads (default: the workload's)")
     virtual_stages: int | None = Field(None, ge=1, le=64, description="interleaved pipeline stages per GPU (default: the workload's)")

@@ -10,14 +10,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from twin.lang.base import Model, Text
+from twin.lang.base import Model, Text, pattern
 from twin.lang.units import DataRate, Mass, Power
 
 
 class Attachment(Model):
     """Non-GPU endpoints cabled into the fabric: subnet managers (UFM), storage, gateways."""
 
-    name: str = Field(pattern=r"^[a-z][a-z0-9]{0,15}$", description="letters and digits; devices are <name>-01, ..., links tier <name>-<role>")
+    name: str = Field(pattern=pattern(r"^[a-z][a-z0-9]{0,15}$", "letters and digits, starting with a letter, at most 16, such as 'ufm'"), description="letters and digits; devices are <name>-01, ..., links tier <name>-<role>")
     kind: Literal["subnet-manager", "storage", "gateway", "other"]
     tier: str = Field(description="role of the switch tier it attaches to: rtsw, ctsw, atsw or leaf, spine, super, core")
     count: int = Field(ge=1, le=10_000, description="endpoints")

@@ -33,6 +33,7 @@ class Need:
     field: str  # the SwitchModel field
     why: str  # what the target uses it for (the error message)
     example: str  # what to write ({model}: the switch model's name)
+    configs_only: bool = False  # only the configs need it: without it the build writes everything else, with a warning
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ TARGETS: tuple[ConfigTarget, ...] = (
         "sonic", ("ethernet",), "SONiC config_db.json: ports from the port map, QoS, buffers (twin/compiler/config/sonic.py)",
         folder="sonic", breakouts=True, needs=(
             Need("port_map", "its SONiC config_db.json needs each port's lanes",
-                 "catalog.switches.{model}.port_map with platform, hwsku, lanes_per_port, name_step, breakouts"),
+                 "catalog.switches.{model}.port_map with platform, hwsku, lanes_per_port, name_step, breakouts", configs_only=True),
             Need("buffer", "SONiC buffer pools are sized from it", "catalog.switches.{model}.buffer, e.g. 64 MiB"),
         )),
     ConfigTarget("eos", ("ethernet",), "Arista EOS running-config (templates/eos/)", folder="eos", template="cfg", shared=("port_qos",)),

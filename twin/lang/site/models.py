@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from twin.lang.base import IndexList, Model, Ratio, Slug, Text
+from twin.lang.base import IndexList, Model, Ratio, Slug, Text, pattern
 from twin.lang.site.attachment import Attachment
 from twin.lang.site.campus import Building, Campus
 from twin.lang.site.catalog_models import Catalog
@@ -243,7 +243,7 @@ class Infiniband(Model):
     partitions: list[Partition] = Field(default_factory=lambda: [Partition(name="default", pkey=0x7FFF)])
 
 
-LinkTier = Annotated[str, Field(pattern=r"^[a-z0-9]+-[a-z0-9]+$", description="a link tier such as rtsw-ctsw")]
+LinkTier = Annotated[str, Field(pattern=pattern(r"^[a-z0-9]+-[a-z0-9]+$", "a link tier: two roles joined by '-', such as 'rtsw-ctsw'"), description="a link tier such as rtsw-ctsw")]
 
 
 class Fabric(Model):

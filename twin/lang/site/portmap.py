@@ -12,9 +12,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from twin.lang.base import Model, Text
+from twin.lang.base import Model, Text, pattern
 
-BREAKOUT_RE = r"^(\d+)x(\d+)G(?:\[(\d+G(?:,\d+G)*)\])?$"
+BREAKOUT_RE = pattern(r"^(\d+)x(\d+)G(?:\[(\d+G(?:,\d+G)*)\])?$", "a breakout mode such as '1x400G', '2x200G' or '1x400G[200G,100G]'")
 
 
 class PortMap(Model):

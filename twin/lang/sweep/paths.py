@@ -16,7 +16,7 @@ Setting a path to ``null`` removes it from the variant (the field takes its defa
 >>> field_type(Site, base, parse_path("rack_types.gt-rack.gpu_cap"))
 Traceback (most recent call last):
 ...
-twin.lang.sweep.paths.PathError: unknown field 'gpu_cap' in rack_types.gt-rack (expected did you mean 'gpu_power_cap'?)
+twin.lang.sweep.paths.PathError: unknown field 'gpu_cap' in rack_types.gt-rack; did you mean 'gpu_power_cap'?
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from twin.lang.base import PATTERN_WORDS
 from twin.lang.diagnostics import dotted
 from twin.lang.validator import strip_optional
 
@@ -38,7 +39,8 @@ class PathError(ValueError):
     """A path that does not exist or a value its field refuses; ``expected`` says what would do."""
 
     def __init__(self, message: str, expected: str = ""):
-        super().__init__(message + (f" (expected {expected})" if expected else ""))
+        tail = f"; {expected}" if expected.startswith("did you mean") else f" (expected {expected})" if expected else ""
+        super().__init__(message + tail)
         self.message, self.expected = message, expected
 
 
@@ -102,6 +104,8 @@ def check_value(kind: Any, value: Any) -> Any:
     except ValidationError as e:
         err = e.errors(include_url=False)[0]
         msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "string_pattern_mismatch":  # the language's words, never the regex
+            msg = "not valid; expected " + PATTERN_WORDS.get((err.get("ctx") or {}).get("pattern", ""), "the form the field reference gives")
         inner = dotted(tuple(err["loc"]))
         said = msg if str(value) in msg else f"{value!r}: {msg}"
         raise PathError(said + (f" (at {inner})" if inner else "")) from None

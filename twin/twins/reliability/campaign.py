@@ -115,7 +115,7 @@ def run_campaign(design, scn, src, graph, job_under: JobUnder, progress=None) ->
     events = timeline(main)
     n_ck = sum(e.kind == "checkpoint" for e in events)
     data = {
-        "days": c.days, "runs": c.runs, "seed": c.seed,
+        "days": c.days, "runs": c.runs, "seed": c.seed, "min_ettr": c.min_ettr,
         "job": {"workload": workload.name if workload else None, "gpus": gpus, "servers": len(fp.servers), "step_s": step.step_s,
                 "scheme": c.routing, "step_source": step_source, "step_profile": asdict(step)},
         "components": _component_counts(fp),
