@@ -23,6 +23,8 @@ def dumps(obj) -> bytes:
 def document(design: Design) -> dict:
     spec = design.spec
     site = spec.site.model_dump(mode="json")
+    if site["fabric"].get("planes") == 1:  # a single-plane fabric: as before planes existed (byte-identical)
+        site["fabric"].pop("planes")
     used = {
         "chassis": {spec.rack_type.chassis: _chassis(spec.chassis)},
         "switches": {
@@ -84,10 +86,13 @@ def _switches_used(spec) -> set[str]:
 
 
 def _chassis(ch) -> dict:
-    """The chassis as written; ``rack_scale`` only where there is one (older designs stay byte-identical)."""
+    """The chassis as written; ``rack_scale`` only where there is one, ``nic_ports`` only above one (older
+    designs stay byte-identical)."""
     out = ch.model_dump(mode="json")
     if out.get("rack_scale") is None:
         out.pop("rack_scale", None)
+    if out.get("nic_ports") == 1:
+        out.pop("nic_ports", None)
     return out
 
 

@@ -99,10 +99,12 @@ def kbps(speed: float) -> str:
 
 
 def nic_end(graph, device: str, port: str) -> tuple[str, str]:
-    """(device, interface) as NetBox sees a cable end: a NIC is an interface ``nicN`` of its server."""
+    """(device, interface) as NetBox sees a cable end: a NIC is an interface ``nicN`` of its server; a port of a
+    multi-port NIC (one per plane of a multi-plane fabric) is ``nicN/portJ``."""
     d = graph.nodes[device]
     if d["role"] == "nic":
-        return d["server"], device[len(d["server"]) + 1:]
+        name = device[len(d["server"]) + 1:]
+        return d["server"], (f"{name}/{port}" if (d.get("ports") or 1) > 1 else name)
     return device, port
 
 
@@ -197,8 +199,15 @@ def import_set(design: Design) -> list[Table]:
         if d["role"] == "server":
             ch = spec.catalog.chassis[d["model"]]
             for k in range(1, ch.nics + 1):
-                if_rows.append((dev, f"nic{k}", interface_type(tech, spec.nic_speed), kbps(spec.nic_speed), "true",
-                                f"backend NIC of GPU {k}", tags))
+                if ch.nic_ports == 1:
+                    if_rows.append((dev, f"nic{k}", interface_type(tech, spec.nic_speed), kbps(spec.nic_speed), "true",
+                                    f"backend NIC of GPU {k}", tags))
+                    continue
+                speed = spec.nic_speed / ch.nic_ports  # a multi-port NIC: one interface per port (per plane)
+                for j in range(1, ch.nic_ports + 1):
+                    plane = (j - 1) // max(1, ch.nic_ports // spec.fabric.planes) + 1
+                    if_rows.append((dev, f"nic{k}/port{j}", interface_type(tech, speed), kbps(speed), "true",
+                                    f"backend NIC of GPU {k}, port {j} (plane {plane})", tags))
             continue
         if d["role"] == "endpoint":  # a fabric attachment: the ports it is cabled on
             a = next(x for x in spec.fabric.attachments if x.name == d["model"])

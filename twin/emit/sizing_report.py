@@ -39,6 +39,11 @@ def section(d: Design) -> str:
         out.append(f"\nRails follow the {rs.gpus_per_tray} GPU positions of a compute tray: each leaf takes one position of "
                    f"its trays; the NVLink domain is the rack's {s.chassis.domain} GPUs ({rs.compute_trays} compute trays, "
                    f"{rs.switch_trays} NVLink switch trays).\n")
+    if shape.planes > 1:
+        ports = s.chassis.nic_ports // shape.planes
+        out.append(f"\n{shape.planes} planes, each its own fabric of {shape.switches // shape.planes:,} switches (`plane1-...`): every NIC "
+                   f"puts {ports} of its {s.chassis.nic_ports} ports on each plane at {shape.boundaries[0].speed / 1e9:g}G; "
+                   f"the counts below are the whole site's, {shape.planes} x one plane's.\n")
     if shape.rails_per_switch > 1:
         out.append(f"\n{shape.rails_per_switch} rails share each leaf (`fabric.rails_per_switch`); the NVLink domain stays "
                    f"{s.fabric.hb_domain} GPUs.\n")

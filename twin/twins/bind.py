@@ -139,6 +139,15 @@ def failures_of(g: nx.MultiGraph, net0: Net, case: Case, src=None, case_index: i
                 raise SpecError([error(src, where + ("tier",), f"no links in tier '{f.tier}'", "e.g. rtsw-ctsw, ctsw-atsw")])
             for k in keys:
                 hit(k, f.capacity)
+        elif f.plane is not None:  # every cable of a plane: its switches' links (a NIC's port on it included)
+            on = {n for n, d in g.nodes(data=True) if d.get("level", -1) >= 1 and d.get("plane") == f.plane - 1}
+            if not on:
+                planes = 1 + max((d.get("plane", 0) for _, d in g.nodes(data=True) if d.get("level", -1) >= 1), default=0)
+                raise SpecError([error(src, where + ("plane",), f"plane {f.plane} does not exist",
+                                       f"1..{planes}" if planes > 1 else "a multi-plane fabric (fabric.planes)")])
+            for u, v, k, d in g.edges(keys=True, data=True):
+                if d.get("kind") == "link" and (u in on or v in on):
+                    hit(k, f.capacity)
         elif f.switch is not None:
             if f.switch not in g or g.nodes[f.switch].get("level", -1) < 1:
                 raise SpecError([error(src, where + ("switch",), f"unknown switch '{f.switch}'", f"e.g. {net0.switch_ids[-1]}")])

@@ -32,7 +32,8 @@ def add_hosts(b: Builder, spec: Spec, rack: PlacedRack, speed: float, servers: i
         for g in range(ch.nics):
             nid = f"{sid}-nic{g + 1}"
             rail = ((first_server + s) * ch.gpus + g) % hb_domain if hb_domain else g
-            b.node(nid, role="nic", level=0, hall=hall, zone=rack.zone, rack=rack.id, server=sid, gpu=g, rail=rail, u=u)
+            ports = {"ports": ch.nic_ports} if ch.nic_ports > 1 else {}  # a multi-port NIC: port1..portN
+            b.node(nid, role="nic", level=0, hall=hall, zone=rack.zone, rack=rack.id, server=sid, gpu=g, rail=rail, u=u, **ports)
             b.host(sid, f"pcie{g + 1}", nid, speed)
             nics.append(nid)
     return nics

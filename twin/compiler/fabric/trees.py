@@ -31,6 +31,7 @@ from twin.compiler.fabric.hosts import add_hosts
 from twin.compiler.fabric.mount import Mounter
 from twin.compiler.place.model import Placement
 from twin.compiler.resolve.fat_tree import TreeShape, boundary, role_names
+from twin.compiler.resolve.planes import plane_prefix, spec_plane_ports
 from twin.compiler.resolve.spec import Spec
 from twin.compiler.resolve.tree_sizing import rail_hosts
 
@@ -50,12 +51,14 @@ def site_nics(b: Builder, spec: Spec, placement: Placement, speed: float, hb_dom
     return nics
 
 
-def add_tree(b: Builder, ts: TreeShape, attach: list[tuple[str, int]], spec: Spec, mounter: Mounter,
-             speed: float, prefix: str = "", rail: int | None = None, leaf_rails: int | None = None, packed: int = 1) -> None:
-    """Switches of one tree, NIC links (``attach`` = (nic, leaf index)) and the tier boundaries.
+def add_tree(b: Builder, ts: TreeShape, attach: list[tuple[tuple[str, str], int]], spec: Spec, mounter: Mounter,
+             speed: float, prefix: str = "", rail: int | None = None, leaf_rails: int | None = None, packed: int = 1,
+             plane: int | None = None) -> None:
+    """Switches of one tree, NIC links (``attach`` = ((nic, port), leaf index)) and the tier boundaries.
 
     ``rail`` tags every switch (rail-only), ``leaf_rails`` the leaves by their rail (rail-optimized:
-    leaf i of a group carries rail ``(i mod leaf_rails) * packed``); ``packed`` > 1 adds ``rails``."""
+    leaf i of a group carries rail ``(i mod leaf_rails) * packed``); ``packed`` > 1 adds ``rails``;
+    ``plane`` (0-based) tags every switch of a plane of a multi-plane fabric."""
     f = spec.fabric
     model = spec.switch(f.switch)
     roles = role_names(ts.tiers)
@@ -72,50 +75,67 @@ def add_tree(b: Builder, ts: TreeShape, attach: list[tuple[str, int]], spec: Spe
                 extra["pod"] = i // (ts.radix // 2)  # the spines of one pod: their own ASN under eBGP
             if packed > 1 and r is not None:
                 extra["rails"] = packed
+            if plane is not None:
+                extra["plane"] = plane
             b.switch(sid, f.switch, model, role=roles[t], level=t + 1, hall=rack.position.hall, zone=None, rack=rack.id, u=u, **extra)
             tier.append(sid)
         ids.append(tier)
     leaf_tier = f"nic-{roles[0]}"
-    for nic, leaf in attach:
+    for (nic, port), leaf in attach:
         lid = ids[0][leaf]
-        b.link(nic, "port1", lid, b.port(lid), speed, leaf_tier)
+        b.link(nic, port, lid, b.port(lid), speed, leaf_tier)
     for t in range(1, ts.tiers):
         lower, upper, tier = ids[t - 1], ids[t], f"{roles[t - 1]}-{roles[t]}"
         for lo, hi in boundary(ts, t):
             b.uplink(lower[lo], upper[hi], model.port_speed, tier)
 
 
+def plane_endpoints(nics: list[str], plane: int, per_plane: int) -> list[tuple[str, str]]:
+    """The (NIC, port) endpoints of one plane, NIC by NIC: NIC ports ``plane * per_plane + 1``... go to
+    plane ``plane`` (``port1`` on a single-plane fabric of single-port NICs).
+
+    >>> plane_endpoints(["n1", "n2"], 1, 1)
+    [('n1', 'port2'), ('n2', 'port2')]
+    """
+    return [(nic, f"port{plane * per_plane + j + 1}") for nic in nics for j in range(per_plane)]
+
+
 def synthesize(spec: Spec, placement: Placement) -> Fabric:
+    """The tree, once per plane (``plane<p>-`` before its switch names on a multi-plane fabric)."""
     f = spec.fabric
     ts = spec.shape.tree
     R = spec.shape.rails_per_switch
     k = ts.radix
     h = max(1, k // 2)
     speed = spec.shape.boundaries[0].speed
+    P, pp = spec.shape.planes, spec_plane_ports(spec)
     b = Builder()
     mounter = Mounter(placement, "fabric", None)
     per_leaf = k if ts.tiers == 1 else h
-    if spec.family.rails_apart:
-        K = f.hb_domain
-        nics = site_nics(b, spec, placement, speed, K)
-        for grp in range(spec.shape.trees):
-            rails = range(grp * R, grp * R + R)
-            members = [nic for r in rails for nic in nics[r::K]]
-            attach = [(nic, e // per_leaf) for e, nic in enumerate(members)]
-            prefix = f"rail{grp + 1}-" if R == 1 else f"rails{rails[0] + 1}-{rails[-1] + 1}-"
-            add_tree(b, ts, attach, spec, mounter, speed, prefix=prefix, rail=rails[0], packed=R)
-    elif spec.family.rail_groups:
-        g = rail_hosts(spec)[0]  # NICs per server, or per compute tray of a rack-scale system
-        nics = site_nics(b, spec, placement, speed, None)
-        if ts.tiers == 1:
-            attach = [(nic, 0) for nic in nics]
+    nics = site_nics(b, spec, placement, spec.nic_speed, f.hb_domain if spec.family.rails_apart else None)
+    for p in range(P):
+        plane = p if P > 1 else None
+        pre = plane_prefix(p, P)
+        if spec.family.rails_apart:
+            K = f.hb_domain
+            for grp in range(spec.shape.trees):
+                rails = range(grp * R, grp * R + R)
+                members = plane_endpoints([nic for r in rails for nic in nics[r::K]], p, pp)
+                attach = [(nic, e // per_leaf) for e, nic in enumerate(members)]
+                prefix = f"rail{grp + 1}-" if R == 1 else f"rails{rails[0] + 1}-{rails[-1] + 1}-"
+                add_tree(b, ts, attach, spec, mounter, speed, prefix=pre + prefix, rail=rails[0], packed=R, plane=plane)
+        elif spec.family.rail_groups:
+            g = rail_hosts(spec)[0]  # NIC ports per server on a plane, or per compute tray of a rack-scale system
+            ends = plane_endpoints(nics, p, pp)
+            if ts.tiers == 1:
+                attach = [(nic, 0) for nic in ends]
+            else:
+                group, leaves = max(1, h // R), max(1, g // R)
+                attach = [(nic, (e // g // group) * leaves + (e % g) // R) for e, nic in enumerate(ends)]
+            add_tree(b, ts, attach, spec, mounter, speed, prefix=pre, leaf_rails=max(1, g // R) if ts.tiers > 1 else None,
+                     packed=R, plane=plane)
         else:
-            group, leaves = max(1, h // R), max(1, g // R)
-            attach = [(nic, (e // g // group) * leaves + (e % g) // R) for e, nic in enumerate(nics)]
-        add_tree(b, ts, attach, spec, mounter, speed, leaf_rails=max(1, g // R) if ts.tiers > 1 else None, packed=R)
-    else:
-        nics = site_nics(b, spec, placement, speed, None)
-        attach = [(nic, e // per_leaf) for e, nic in enumerate(nics)]
-        add_tree(b, ts, attach, spec, mounter, speed)
+            attach = [(nic, e // per_leaf) for e, nic in enumerate(plane_endpoints(nics, p, pp))]
+            add_tree(b, ts, attach, spec, mounter, speed, prefix=pre, plane=plane)
     add_attachments(b, spec, placement)
     return b.build(f.family.value, f.technology.value, spec.shape.boundary_names, spec.shape.roles)

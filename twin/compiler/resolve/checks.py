@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from itertools import pairwise
 
+from twin.compiler.resolve.planes import spec_port_speed
 from twin.compiler.resolve.sizing import fat_tree_capacity, fat_tree_tiers
 from twin.compiler.resolve.spec import Spec
 from twin.compiler.resolve.targets import hostname_findings, ib_rate, port_name_problem, target_of
@@ -197,8 +198,10 @@ def _fat_tree_ports(spec: Spec) -> Iterator[Finding]:
         return
     sw = spec.catalog.switches[f.switch]
     endpoints = spec.shape.endpoints
-    if spec.nic_speed > sw.port_speed:
-        yield E, ("fabric", "switch"), f"NIC speed {spec.nic_speed / 1e9:g}G exceeds {f.switch} port speed {sw.port_speed / 1e9:g}G", "faster switch ports"
+    nic = spec_port_speed(spec)  # a multi-port NIC's port: its share of the NIC's speed
+    if nic > sw.port_speed:
+        what = "NIC port speed" if spec.chassis.nic_ports > 1 else "NIC speed"
+        yield E, ("fabric", "switch"), f"{what} {nic / 1e9:g}G exceeds {f.switch} port speed {sw.port_speed / 1e9:g}G", "faster switch ports"
     fam = spec.family
     if fam.has_rails:
         k = f.hb_domain
@@ -224,7 +227,7 @@ def config_targets(spec: Spec) -> Iterator[Finding]:
     if f.technology != Technology.ROCE:
         sw = spec.catalog.switches.get(f.switch) if f.switch else None
         if sw is not None:
-            for path, speed in ((("fabric", "nic_speed") if f.nic_speed else ("fabric", "switch"), min(spec.nic_speed, sw.port_speed)),
+            for path, speed in ((("fabric", "nic_speed") if f.nic_speed else ("fabric", "switch"), min(spec_port_speed(spec), sw.port_speed)),
                                 (("fabric", "switch"), sw.port_speed)):
                 try:
                     ib_rate(speed, sw.port_speed)
@@ -244,7 +247,7 @@ def config_targets(spec: Spec) -> Iterator[Finding]:
         return
     models = [spec.catalog.switches[n] for _, n in tiers]
     nic_path = ("fabric", "nic_speed") if f.nic_speed is not None else tiers[0][0]
-    speeds = [(nic_path, tiers[0][1], models[0], min(spec.nic_speed, models[0].port_speed))]
+    speeds = [(nic_path, tiers[0][1], models[0], min(spec_port_speed(spec), models[0].port_speed))]
     for ((pa, na), a), ((pb, nb), b) in pairwise(zip(tiers, models)):
         speed = min(a.port_speed, b.port_speed)
         speeds += [(pa, na, a, speed), (pb, nb, b, speed)]

@@ -106,10 +106,10 @@ def _tree_leaf_nics(spec: Spec) -> tuple[int, ...]:
     if spec.family.rail_groups and ts.tiers > 1:
         group = max(1, h // R)
         groups = math.ceil(servers / group)
-        return tuple(R * min(group, servers - j * group) for j in range(groups) for _ in range(max(1, g // R)))
+        return tuple(R * min(group, servers - j * group) for j in range(groups) for _ in range(max(1, g // R))) * shape.planes
     n = ts.endpoints  # NICs of one tree (one rail, or the rails sharing its switches, of rail-only)
     per = k if ts.tiers == 1 else h
-    return tuple(min(per, n - i * per) for i in range(ts.switches[0])) * shape.trees
+    return tuple(min(per, n - i * per) for i in range(ts.switches[0])) * (shape.trees * shape.planes)
 
 
 # NICs on each leaf, per layout (twin/lang/site/families.py)

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from twin.compiler.resolve import fat_tree
 from twin.compiler.resolve.attach_shape import AttachShape, attach_ports, attach_shapes
+from twin.compiler.resolve.planes import spec_port_speed
 from twin.compiler.resolve.tree_sizing import tree_sizing
 from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT
 
@@ -92,7 +93,7 @@ class Boundary:
 @dataclass(frozen=True)
 class FabricShape:
     family: str
-    endpoints: int  # NICs on the fabric
+    endpoints: int  # NICs on the fabric (NIC ports on one plane of a multi-plane fabric)
     tiers: tuple[Tier, ...]  # bottom-up
     boundaries: tuple[Boundary, ...]  # bottom-up, ``boundaries[0]`` is the NIC tier
     rack_uplinks: int = 0  # AI zone: uplinks of one GPU rack (all its RTSWs) to its zone's CTSWs
@@ -101,6 +102,7 @@ class FabricShape:
     tree: fat_tree.TreeShape | None = None  # tree families: one tree (one rail, or rails sharing switches, of rail-only)
     trees: int = 1  # rail-only: one tree per rail (per group of rails sharing switches)
     rails_per_switch: int = 1  # rail families: rails that share one switch
+    planes: int = 1  # tree families: network planes, each a copy of the tree (twin.compiler.resolve.planes)
     attachments: tuple[AttachShape, ...] = ()  # non-GPU endpoints, in spec order
     campus: Any = None  # a campus: twin.compiler.resolve.campus_shape.CampusShape
 
@@ -143,14 +145,17 @@ class FabricShape:
         >>> FabricShape("fat-tree", 24576, (Tier("leaf", 1, "m", 1920, 32, 32, 64),), ()).lids(1)
         51072
         """
-        hca_ports = self.endpoints + sum(a.links for a in self.attachments)
+        hca_ports = self.endpoints * self.planes + sum(a.links for a in self.attachments)
         return hca_ports * (1 << lmc) + self.switches
 
     def to_json(self) -> dict:
-        return {"family": self.family, "endpoints": self.endpoints, "rails_per_switch": self.rails_per_switch,
-                "tiers": [t.to_json() for t in self.tiers], "boundaries": [b.to_json() for b in self.boundaries],
-                "attachments": [{"name": a.name, "kind": a.kind, "tier": a.role, "count": a.count, "ports": a.ports,
-                                 "speed": f"{a.speed:g} bit/s", "links": a.links} for a in self.attachments]}
+        out = {"family": self.family, "endpoints": self.endpoints, "rails_per_switch": self.rails_per_switch,
+               "tiers": [t.to_json() for t in self.tiers], "boundaries": [b.to_json() for b in self.boundaries],
+               "attachments": [{"name": a.name, "kind": a.kind, "tier": a.role, "count": a.count, "ports": a.ports,
+                                "speed": f"{a.speed:g} bit/s", "links": a.links} for a in self.attachments]}
+        if self.planes > 1:  # single-plane documents stay as they were
+            out["planes"] = self.planes
+        return out
 
 
 def fabric_shape(spec: Spec) -> FabricShape:
@@ -299,7 +304,10 @@ def tree_endpoints(spec: Spec) -> int:
 
 
 def _tree(spec: Spec) -> FabricShape:
+    """One plane's tree (the fat-tree families' shape), times the planes: each plane is sized like the
+    single-plane fabric of the same NICs at the NIC port's speed (twin.compiler.resolve.planes)."""
     f = spec.fabric
+    P = f.planes
     sw = spec.switch(f.switch)
     k = sw.ports
     h = max(1, k // 2)
@@ -307,10 +315,10 @@ def _tree(spec: Spec) -> FabricShape:
     ts, trees = z.tree, z.trees
     n = z.nics
     roles = fat_tree.role_names(ts.tiers)
-    nic_speed = min(spec.nic_speed, sw.port_speed)
+    nic_speed = min(spec_port_speed(spec), sw.port_speed)
     m = ts.switches[0]
     tiers = []
-    bounds = [Boundary(f"nic-{roles[0]}", n, nic_speed, None, None)]
+    bounds = [Boundary(f"nic-{roles[0]}", n * P, nic_speed, None, None)]
     for t, count in enumerate(ts.switches):
         top = t == ts.tiers - 1
         if ts.tiers == 1:
@@ -321,7 +329,7 @@ def _tree(spec: Spec) -> FabricShape:
             down, up = math.ceil(m * h / max(1, count)), 0
         else:
             down, up = h, h
-        tiers.append(Tier(roles[t], t + 1, f.switch, count * trees, down, up, k))
+        tiers.append(Tier(roles[t], t + 1, f.switch, count * trees * P, down, up, k))
         if t > 0:
             links = m * h * trees
             below_down = n * nic_speed if t == 1 else links * sw.port_speed
@@ -330,8 +338,9 @@ def _tree(spec: Spec) -> FabricShape:
             if t == 1 and abs(built - 1.0) > 1e-9:
                 why = (f"a {roles[0]} keeps k/2 = {h} uplinks at {sw.port_speed / 1e9:g}G for at most {z.leaf_down} NICs"
                        f" at {nic_speed / 1e9:g}G ({n:,} NICs on {m * trees:,} {roles[0]}s)")
-            bounds.append(Boundary(f"{roles[t - 1]}-{roles[t]}", links, sw.port_speed, 1.0, built, why))
-    return FabricShape(f.family.value, n, tuple(tiers), tuple(bounds), tree=ts, trees=trees, rails_per_switch=z.rails_per_switch)
+            bounds.append(Boundary(f"{roles[t - 1]}-{roles[t]}", links * P, sw.port_speed, 1.0, built, why))
+    return FabricShape(f.family.value, n, tuple(tiers), tuple(bounds), tree=ts, trees=trees, rails_per_switch=z.rails_per_switch,
+                       planes=P)
 
 
 # the shape of each layout (twin/lang/site/families.py)

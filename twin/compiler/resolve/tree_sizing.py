@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from twin.compiler.resolve import fat_tree
+from twin.compiler.resolve.planes import spec_plane_ports
 from twin.compiler.resolve.sizing import fat_tree_tiers
 
 if TYPE_CHECKING:
@@ -78,17 +79,19 @@ def servers(spec: Spec) -> int:
 
 
 def rail_hosts(spec: Spec) -> tuple[int, int]:
-    """(NICs per host, hosts) of a rail-optimized fabric's server groups: a host is a server, or a compute
-    tray of a rack-scale system, whose rails are the GPU positions of a tray ([dgx-gb200-ra])."""
+    """(NIC ports per host on one plane, hosts) of a rail-optimized fabric's server groups: a host is a server,
+    or a compute tray of a rack-scale system, whose rails are the GPU positions of a tray ([dgx-gb200-ra])."""
     rs = spec.chassis.rack_scale
+    p = spec_plane_ports(spec)
     if rs is None:
-        return spec.chassis.nics, servers(spec)
-    return max(1, spec.chassis.nics // rs.compute_trays), math.ceil(spec.gpus / rs.gpus_per_tray)
+        return spec.chassis.nics * p, servers(spec)
+    return max(1, spec.chassis.nics // rs.compute_trays) * p, math.ceil(spec.gpus / rs.gpus_per_tray)
 
 
 def nics(spec: Spec) -> int:
-    """NICs on a tree fabric: the GPUs asked for times NICs per GPU (the last rack may be part-filled)."""
-    return spec.gpus * spec.chassis.nics // max(1, spec.chassis.gpus)
+    """NIC ports on one plane of a tree fabric: the GPUs asked for times NICs per GPU (the last rack may be
+    part-filled) times each NIC's ports on a plane (:mod:`twin.compiler.resolve.planes`; one on one plane)."""
+    return spec.gpus * spec.chassis.nics // max(1, spec.chassis.gpus) * spec_plane_ports(spec)
 
 
 def rail_fill(spec: Spec) -> tuple[int, int]:

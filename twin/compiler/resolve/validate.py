@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from twin.compiler.resolve import campus_plan, checks, fabric_checks, liquid, workload_checks
+from twin.compiler.resolve import campus_plan, checks, fabric_checks, liquid, planes, workload_checks
 from twin.compiler.resolve import pools as address_pools
 from twin.compiler.resolve.campus_shape import campus_shape
 from twin.compiler.resolve.shape import fabric_shape
@@ -94,8 +94,8 @@ def _named(src: Source, site: Site) -> list[Diagnostic]:
     """The second stage: names (rack types, catalog entries, buildings), each family's fields, the facility
     (liquid cooling included)."""
     cat = catalog_mod.merged(site.catalog, campus_site=bool(site.buildings))
-    found = [*checks.references(site, cat), *campus_plan.references(site, cat), *checks.family_shape(site), *fabric_checks.fields(site),
-             *checks.facility(site), *liquid.findings(site, cat)]
+    found = [*checks.references(site, cat), *campus_plan.references(site, cat), *checks.family_shape(site), *planes.findings(site, cat),
+             *fabric_checks.fields(site), *checks.facility(site), *liquid.findings(site, cat)]
     return [diagnostic(src, *f) for f in found]
 
 

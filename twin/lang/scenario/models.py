@@ -178,13 +178,14 @@ class Failure(Model):
     switch: str | None = None
     server: int | str | None = None
     tier: str | None = Field(None, description="every link of a tier, e.g. ctsw-atsw")
+    plane: int | None = Field(None, ge=1, le=8, description="every link of a plane of a multi-plane fabric (1-based, as in plane2-leaf-0001)")
     capacity: float = Field(0.0, ge=0, le=1, description="remaining fraction; 0 = down")
 
     @model_validator(mode="after")
     def _one(self) -> "Failure":
-        given = [k for k in ("link", "switch", "server", "tier") if getattr(self, k) is not None]
+        given = [k for k in ("link", "switch", "server", "tier", "plane") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of link, switch, server, tier")
+            raise ValueError("give exactly one of link, switch, server, tier, plane")
         if (self.switch is not None or self.server is not None) and self.capacity:
             raise ValueError("a switch or server is either up or down; capacity applies to links and tiers")
         return self

@@ -83,6 +83,8 @@ class Chassis(Model):
     max_power: Power = Field(description="server input power at full load with GPUs at TDP")
     nics: int = Field(ge=0, le=256, description="backend (GPU fabric) NICs")
     nic_speed: DataRate
+    nic_ports: int = Field(1, ge=1, le=8, description="network ports of one backend NIC, sharing its speed (e.g. an 800G "
+                           "ConnectX-8 as 2 x 400G); fabric.planes spreads them over the planes")
     nvlink_bandwidth: DataRate | None = Field(None, description="per-GPU NVLink bandwidth, one direction")
     gpu_peak_tflops: float = Field(989.0, gt=0, description="dense BF16 peak per GPU")
     gpu_peak_fp8_tflops: float | None = Field(None, gt=0, description="dense FP8 peak per GPU (FP8 GEMMs; none: no FP8)")

@@ -32,7 +32,7 @@ import numpy as np
 from scipy.sparse import csc_matrix
 
 from twin.lang.site.models import FIVE_TUPLE
-from twin.twins.net import hashing
+from twin.twins.net import hashing, planes
 from twin.twins.net.topology import Net
 
 SCHEMES = ("ecmp", "e-ecmp", "static", "spray", "te")
@@ -99,9 +99,8 @@ def route(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray, nbytes: np.ndarray
         fw = rel >= 0
         pre[fw, 0] = net.gpu_nvl_out[sg[fw]]
         pre[fw, 1] = net.gpu_nvl_in[rel[fw]]
-        s_nic = net.gpu_nic[via]
-        d_nic = net.gpu_nic[dg]
-        b = nbytes[netw]
+        t, s_nic, d_nic, b = planes.split(net, via, dg, nbytes[netw])  # one share per plane up at both ends
+        pre = pre[t]
         if scheme.kind in ("spray", "te"):
             parts.append(_spray(net, s_nic, d_nic, b, pre))
         elif scheme.kind in ("ecmp", "e-ecmp", "static"):

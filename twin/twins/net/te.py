@@ -19,7 +19,7 @@ import numpy as np
 from scipy.optimize import linprog
 from scipy.sparse import coo_matrix
 
-from twin.twins.net import routing
+from twin.twins.net import planes, routing
 from twin.twins.net.topology import Net
 
 MAX_VARIABLES = 1_500_000
@@ -38,9 +38,8 @@ def phase_time(net: Net, src: np.ndarray, dst: np.ndarray, frac: np.ndarray, cap
     src, dst, frac = np.asarray(src), np.asarray(dst), np.asarray(frac, float)
     netw = net.gpu_server[src] != net.gpu_server[dst]
     rel = routing.relays(net, src[netw], dst[netw])  # rail-only: the network leg starts at the relay
-    s_leaf = net.nic_leaf[net.gpu_nic[np.where(rel >= 0, rel, src[netw])]]
-    d_leaf = net.nic_leaf[net.gpu_nic[dst[netw]]]
-    b = frac[netw]
+    _, s_nic, d_nic, b = planes.split(net, np.where(rel >= 0, rel, src[netw]), dst[netw], frac[netw])  # per plane
+    s_leaf, d_leaf = net.nic_leaf[s_nic], net.nic_leaf[d_nic]
     cross = s_leaf != d_leaf
     lat = float(r.latency.max()) if len(r.latency) else 0.0
     if not cross.any():

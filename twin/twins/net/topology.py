@@ -25,6 +25,7 @@ from scipy.sparse.csgraph import shortest_path
 
 from twin.lang.site.families import family_traits
 from twin.physics import DEFAULT_SWITCH_LATENCY_S, FIBER_DELAY_S_PER_M
+from twin.twins.net.planes import plane_ports, port_table
 
 DEFAULT_LENGTH_M = {  # used only when no cabling pass gave a length (assumed, stated in results)
     "nic-rtsw": 2.0, "nic-leaf": 2.0,
@@ -50,7 +51,7 @@ class Net:
     server_building: np.ndarray  # a campus's building of each server (0 elsewhere)
     gpu_server: np.ndarray  # GPU -> server index
     gpu_local: np.ndarray  # GPU index inside its server
-    gpu_nic: np.ndarray  # GPU -> NIC index
+    gpu_nic: np.ndarray  # GPU -> NIC index (a multi-port NIC: its first live port)
     gpu_nvl_out: np.ndarray  # arc GPU -> NVSwitch, -1 without NVLink
     gpu_nvl_in: np.ndarray
     arc_tail: np.ndarray  # node index: switches 0..S-1, NICs S.., -1 for NVLink arcs
@@ -67,6 +68,12 @@ class Net:
     group_ptr: np.ndarray
     group_arcs: np.ndarray
     notes: list[str] = field(default_factory=list)
+    gpu_ports: np.ndarray | None = None  # (GPUs, ports) NIC indices of each GPU's NIC ports, -1 padded; None: one port
+
+    @property
+    def planes(self) -> int:
+        """Ports of a GPU's NIC, each on its own plane of a multi-plane fabric (1 otherwise)."""
+        return 1 if self.gpu_ports is None else int(self.gpu_ports.shape[1])
 
     @property
     def n_switches(self) -> int:
@@ -157,16 +164,22 @@ def compile_graph(
     nic_by_server: dict[str, list[int]] = {}
     for i, n in enumerate(nics):
         nic_by_server.setdefault(nodes[n].get("server"), []).append(i)
-    gpu_server, gpu_local, gpu_nic = [], [], []
+    # a multi-port NIC (plane_ports) is one node per port with the NIC's id in ``nic``: a GPU gets all its ports
+    gpu_server, gpu_local, gpu_nic, gpu_ports = [], [], [], []
     for si, s in enumerate(servers):
-        own = nic_by_server.get(s, [])
-        ng = int(nodes[s].get("gpus", len(own)))
-        if not own or ng == 0:
+        own: dict[str, list[int]] = {}
+        for i in nic_by_server.get(s, []):
+            own.setdefault(nodes[nics[i]].get("nic", nics[i]), []).append(i)
+        cards = list(own.values())
+        ng = int(nodes[s].get("gpus", len(cards)))
+        if not cards or ng == 0:
             continue
         for k in range(ng):
+            ports = cards[k * len(cards) // ng]
             gpu_server.append(si)
             gpu_local.append(k)
-            gpu_nic.append(own[k * len(own) // ng])
+            gpu_nic.append(ports[0])
+            gpu_ports.append(ports)
     G = len(gpu_server)
     nvl_out = np.full(G, -1, np.int64)
     nvl_in = np.full(G, -1, np.int64)
@@ -227,6 +240,7 @@ def compile_graph(
         group_ptr=gptr,
         group_arcs=garcs,
         notes=notes,
+        gpu_ports=port_table(gpu_ports),
     )
 
 
@@ -308,6 +322,10 @@ def from_design(design, graph: nx.MultiGraph | None = None, within: set[str] | N
         if within is not None:
             graph, within = graph.subgraph(within), None
         graph = rail_partitions(graph)
+    if fabric is not None and spec.chassis.nic_ports > 1:
+        if within is not None:
+            graph, within = graph.subgraph(within), None
+        graph = plane_ports(graph)
     return compile_graph(graph, latency, spec.chassis.nvlink_bandwidth, cable_lengths(design), within)
 
 
