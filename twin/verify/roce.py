@@ -115,11 +115,30 @@ def _mismatches(lab: FrrLab, expected: dict[str, dict[str, int]], limit: int = 2
 
 
 def _ping_pairs(topo: Topology, all_pairs_up_to: int = 16) -> list[tuple[str, str]]:
-    racks = sorted(h["switch"] for h in topo.hosts)
-    if len(racks) <= all_pairs_up_to:
-        return [(a, b) for a in racks for b in racks if a != b]
-    n = len(racks)
-    pairs = {(racks[i], racks[(i + 1) % n]) for i in range(n)} | {(racks[i], racks[(i + n // 2) % n]) for i in range(n)}
+    """Rack pairs to ping, within each connected fabric: the planes of a multi-plane site are separate
+    fabrics (a host reaches another plane's racks through its own port on that plane, not through the
+    switches), so racks are paired only with racks their switches connect to."""
+    comp = {n: n for n in topo.switches}
+
+    def root(n: str) -> str:
+        while comp[n] != n:
+            comp[n] = comp[comp[n]]
+            n = comp[n]
+        return n
+
+    for lk in topo.links:
+        if lk["a"] in comp and lk["b"] in comp:
+            comp[root(lk["a"])] = root(lk["b"])
+    groups: dict[str, list[str]] = {}
+    for r in sorted(h["switch"] for h in topo.hosts):
+        groups.setdefault(root(r), []).append(r)
+    pairs: set[tuple[str, str]] = set()
+    for racks in groups.values():
+        n = len(racks)
+        if n <= all_pairs_up_to:
+            pairs |= {(a, b) for a in racks for b in racks if a != b}
+        else:
+            pairs |= {(racks[i], racks[(i + 1) % n]) for i in range(n)} | {(racks[i], racks[(i + n // 2) % n]) for i in range(n)}
     return sorted(pairs)
 
 
