@@ -120,8 +120,13 @@ class LldpLab:
             behind = {}
             for dev, n in want.items():
                 ifs = json.loads(self.show(dev)).get("lldp", {}).get("interface") or []
-                got = 1 if isinstance(ifs, dict) else len(ifs)
-                if got != n:
+                ifs = [ifs] if isinstance(ifs, dict) else ifs
+                got = len(ifs)
+                # a neighbour heard before its own lldpcli set its name announces the machine's hostname:
+                # settled only once every neighbour names itself as a lab device
+                named = all(c in self.procs for entry in ifs for port in entry.values()
+                            for c in (port.get("chassis") or {}) if c != "id")
+                if got != n or not named:
                     behind[dev] = (got, n)
             if not behind:
                 return
