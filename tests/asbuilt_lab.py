@@ -116,6 +116,7 @@ class LldpLab:
         import json
 
         end = time.monotonic() + timeout
+        heal = time.monotonic() + 5
         while True:
             behind = {}
             for dev, n in want.items():
@@ -124,18 +125,34 @@ class LldpLab:
                 got = len(ifs)
                 # a neighbour heard before its own lldpcli set its name announces the machine's hostname:
                 # settled only once every neighbour names itself as a lab device
-                named = all(c in self.procs for entry in ifs for port in entry.values()
-                            for c in (port.get("chassis") or {}) if c != "id")
-                if got != n or not named:
-                    behind[dev] = (got, n)
+                strangers = sorted({c for entry in ifs for port in entry.values()
+                                    for c in (port.get("chassis") or {}) if c != "id" and c not in self.procs})
+                if got != n or strangers:
+                    behind[dev] = (got, n, strangers[:3])
             if not behind:
                 return
+            if time.monotonic() > heal:
+                # a daemon that still announces another name (its configuration raced its start) is configured again
+                heal = time.monotonic() + 5
+                for dev in self.misnamed():
+                    self.configure(dev)
             if time.monotonic() > end:
                 dev = next(iter(behind))
                 stats = run(["lldpcli", "-u", self.sock(dev), "show", "statistics", "summary"], check=False).stdout
                 log = (self.work / f"{dev}.log").read_text()[-1500:]
-                raise RuntimeError(f"lldpd did not settle: {dict(list(behind.items())[:5])}\n{stats}\n{log}")
+                raise RuntimeError(f"lldpd did not settle: {dict(list(behind.items())[:5])} misnamed: {self.misnamed()[:5]}\n{stats}\n{log}")
             time.sleep(0.5)
+
+    def misnamed(self) -> list[str]:
+        """Devices whose own lldpd announces a chassis name other than the device's."""
+        import json
+
+        wrong = []
+        for dev in self.procs:
+            local = json.loads(run(["lldpcli", "-u", self.sock(dev), "-f", "json", "show", "chassis"]).stdout)
+            if dev not in (local.get("local-chassis", {}).get("chassis") or {}):
+                wrong.append(dev)
+        return wrong
 
     def collect(self, folder: Path) -> None:
         """``lldpcli show neighbors -f json`` of every device into ``folder/<device>.json``."""
