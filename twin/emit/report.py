@@ -70,7 +70,8 @@ def rack_section(d: Design) -> str:
     r = s.rack
     c = s.chassis
     rows = [
-        [f"{s.rack_type.servers} x {s.rack_type.chassis}", f"{c.gpus} x {c.gpu_model} at {r.gpu_power_cap:g} W cap (TDP {c.gpu_tdp:g} W)", kw(s.rack_type.servers * r.server_power)],
+        [f"{s.rack_type.servers} x {s.rack_type.chassis}" + (f" (half of a {c.span}-rack system)" if c.span > 1 else ""),
+         f"{c.gpus // c.span} x {c.gpu_model} at {r.gpu_power_cap:g} W cap (TDP {c.gpu_tdp:g} W)", kw(s.rack_type.servers * r.server_power / c.span)],
     ]
     if s.rtsw_model:
         rows.append([f"{s.rack_type.rtsw_count} x {s.rack_type.rtsw}", "rack switch", kw(r.rtsw_power)])
@@ -81,8 +82,9 @@ def rack_section(d: Design) -> str:
     rs = c.rack_scale
     if rs is not None:
         liquid, air = rack_heat(s.rack_type, c, r)
+        pair = f" over a pair of adjacent racks ({rs.compute_trays // rs.racks} compute and {rs.switch_trays // rs.racks} switch trays in each)" if rs.racks > 1 else ""
         out += (f"\nA rack-scale system: one NVLink domain of {c.domain} GPUs on {rs.compute_trays} compute trays of "
-                f"{rs.gpus_per_tray} GPUs and {rs.switch_trays} NVLink switch trays. Heat per rack: {kw(liquid)} to liquid "
+                f"{rs.gpus_per_tray} GPUs and {rs.switch_trays} NVLink switch trays{pair}. Heat per rack: {kw(liquid)} to liquid "
                 f"({pct(rs.liquid_fraction)} of the system), {kw(air)} to air.\n")
     return out
 

@@ -145,6 +145,18 @@ def _rack_scale(spec: Spec) -> Iterator[Finding]:
         yield E, ("rack_types", spec.rack_type_name, "servers"), (
             f"{rt.servers} rack-scale systems in one rack: '{rt.chassis}' is a whole rack of {spec.chassis.gpus} GPUs "
             f"in one NVLink domain"), "servers: 1"
+    if rs.racks > 1:
+        ch = spec.chassis
+        if spec.family.zoned:
+            yield E, ("fabric", "family"), (
+                f"'{rt.chassis}' fills a pair of racks; an AI zone's rack switches serve one rack each"), "a tree family (rail-optimized, fat-tree, ...)"
+        if f.gpus is not None and f.gpus % ch.gpus:
+            yield E, ("fabric", "gpus"), (
+                f"{f.gpus:,} GPUs on '{rt.chassis}' leave a rack pair part-filled: one NVLink domain of {ch.gpus} GPUs "
+                f"fills {rs.racks} racks"), f"a multiple of {ch.gpus}"
+        if f.racks_per_zone and f.racks_per_zone % rs.racks:
+            yield E, ("fabric", "racks_per_zone"), (
+                f"{f.racks_per_zone} racks per zone would split a rack pair of '{rt.chassis}' between zones"), f"a multiple of {rs.racks}"
     if spec.family.has_rails and f.hb_domain != rs.gpus_per_tray:
         yield E, ("fabric", "hb_domain"), (
             f"{f.hb_domain} rails on '{rt.chassis}': its fabric is rail-aligned to the {rs.gpus_per_tray} GPU positions "

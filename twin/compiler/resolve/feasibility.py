@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 from twin.compiler.resolve import liquid as lq
+from twin.compiler.resolve.pairs import pair_slots
 from twin.compiler.resolve.spec import Spec
 from twin.lang.site.models import Redundancy
 from twin.lang.units import kw
@@ -100,14 +101,15 @@ def check(spec: Spec) -> Budget:
     # on a campus, its building: each building's halls take its own zones)
     halls: list[HallBudget] = []
     zoned = spec.family.zoned
-    unit_racks = spec.racks_per_zone if zoned else 1
-    units = spec.zones if zoned else spec.racks
+    span = spec.chassis.span  # a system over a rack pair (NVL36x2) needs two neighbouring positions
+    unit_racks = spec.racks_per_zone if zoned else span
+    units = spec.zones if zoned else spec.racks // span
     per_unit_net = net_power / max(1, units)
     placed_units = 0
     for group_halls, group_units in fill_groups(spec, units):
         u = 0
         for h in group_halls:
-            positions = spec.positions[h.name]
+            positions = spec.positions[h.name] if span == 1 else span * len(pair_slots(h, spec.slots[h.name].free))
             dist, cool = hall_capacity(h)
             take: list[int] = []
             racks = 0
