@@ -124,7 +124,7 @@ def check(spec: Spec) -> Budget:
             halls.append(HallBudget(h.name, tuple(take) if zoned else (), racks, positions, it, it * hp, h.power.utility, dist, cool, wet))
         placed_units += u
     if placed_units < units:
-        what = "AI zones" if zoned else "racks"
+        what = "AI zones" if zoned else ("rack pairs" if span > 1 else "racks")
         free = sum(hb.positions for hb in halls)
         problems.append(
             f"space: {units:,} {what} of {unit_racks} racks need {units * unit_racks:,} GPU positions"
