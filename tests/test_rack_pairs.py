@@ -218,3 +218,47 @@ def test_hall_milp_holds_a_pair_together_even_against_fiber():
     pair = solve_hall(h, 1.2, [(0, 2)], types, 70e3, {(0, 0): 32.0}, {}, {}, 100.0, 10.0, 0.0, 2)
     assert free.gpu[0] == [(1, 1), (1, 3)] and free.objective == pytest.approx(32 * 3.0, abs=0.2)
     assert pair.gpu[0] == [(1, 1), (1, 2)] and pair.net[0] == [(1, 3)] and pair.objective == pytest.approx(32 * 5.4, abs=0.2)
+
+
+def test_netbox_has_a_device_in_each_rack_of_a_pair(design):
+    """Each rack of a pair holds the system's trays standing in it: a device per rack, half the NICs' interfaces
+    and cables each, half the pair's mass on the device type (NetBox adds the two)."""
+    from twin.compiler.pipeline import compile_design as full
+    from twin.emit.netbox_objects import device_name, import_set
+
+    d = full(SITE, placement_method="naive")
+    t = {x.model: x for x in import_set(d)}
+    devices = {r["name"]: r for r in t["dcim.device"].records() if r["role"] == "GPU server"}
+    assert len(devices) == 32 and {r["rack"] for r in devices.values()} == {r.id for r in d.placement.gpu_racks()}
+    first, second = device_name("gb200-nvl36x2", "gh1-r0001-s1"), device_name("gb200-nvl36x2", "gh1-r0002-s1")
+    ifs = [r for r in t["dcim.interface"].records() if r["device"] in (first, second)]
+    assert sorted(int(r["name"][3:]) for r in ifs if r["device"] == first) == list(range(1, 37))
+    assert sorted(int(r["name"][3:]) for r in ifs if r["device"] == second) == list(range(37, 73))
+    ends = [c["side_a_device"] for c in t["dcim.cable"].records() if c["side_a_device"] in (first, second)]
+    assert ends.count(first) == ends.count(second) == 36
+    ifaces = {(r["device"], r["name"]) for r in t["dcim.interface"].records()}
+    assert all((c[f"side_{x}_device"], c[f"side_{x}_name"]) in ifaces for c in t["dcim.cable"].records() for x in "ab")
+    (dt,) = [r for r in t["dcim.devicetype"].records() if r["model"] == "gb200-nvl36x2"]
+    assert float(dt["weight"]) == 1100.0  # 2,200 kg (catalog) over 2 racks
+
+
+@pytest.mark.slow
+def test_example_scenario_runs_every_twin():
+    """Slow (~6 s): the example scenario (collectives, job, a 100-run campaign, an hour of power) on 1,152 GPUs.
+    An 8-GPU group across the pair's two racks runs on NVLink, over two pairs on the NICs; the power twin's
+    hall peak is every rack at full load (32 x 70.3 kW: half the pair's 140 kW, so a pair's non-GPU power
+    is not counted twice) plus the network racks."""
+    import json
+
+    from conftest import unwrap
+
+    r = subprocess.run([sys.executable, "-m", "twin", "simulate", str(SITE), "--scenario",
+                        str(ROOT / "scenarios" / "gb200-nvl36x2.yaml"), "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    out = unwrap(r.stdout)
+    busbw = {c["name"]: c["schemes"][0]["busbw_GBps_at_max_size"] for c in out["cases"][0]["collectives"]}
+    assert busbw["tp8-in-pair"] > 3 * busbw["tp8-two-pairs"] and busbw["ep8-in-pair"] > 3 * busbw["ep8-two-pairs"]
+    assert "over a pair of 2 racks" in json.dumps(out["campaign"])
+    d = compile_design(SITE)
+    (hall,) = out["power"]["distribution"]["halls"]
+    assert hall["peak_W"] == pytest.approx(32 * 70_300 + d.budget.network_power)
