@@ -262,3 +262,15 @@ def test_example_scenario_runs_every_twin():
     d = compile_design(SITE)
     (hall,) = out["power"]["distribution"]["halls"]
     assert hall["peak_W"] == pytest.approx(32 * 70_300 + d.budget.network_power)
+
+
+def test_a_pair_on_an_ai_zone_fabric_or_split_by_zones_is_a_located_error(tmp_path):
+    text = (ROOT / "sites" / "lab-2zone.yaml").read_text().replace("chassis: grand-teton-h100", "chassis: gb200-nvl36x2")
+    out = (r := _validate(tmp_path, text)).stderr + r.stdout
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "family: ai-zone-clos" in t)
+    assert r.returncode == 2 and f"s.yaml:{line}:11: fabric.family: 'gb200-nvl36x2' fills a pair of racks" in out, out
+    assert "'gb200-nvl36x2' is a whole rack pair of 72 GPUs" in out  # and servers: 2 of it in one rack type
+    text = SITE.read_text().replace("  rack_type: nvl36x2\n", "  rack_type: nvl36x2\n  racks_per_zone: 3\n")
+    out = (r := _validate(tmp_path, text)).stderr + r.stdout
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "racks_per_zone: 3" in t)
+    assert r.returncode == 2 and f"s.yaml:{line}:" in out and "3 racks per zone would split a rack pair" in out, out

@@ -143,8 +143,8 @@ def _rack_scale(spec: Spec) -> Iterator[Finding]:
     rt = spec.site.rack_types[spec.rack_type_name]
     if rt.servers != 1:
         yield E, ("rack_types", spec.rack_type_name, "servers"), (
-            f"{rt.servers} rack-scale systems in one rack: '{rt.chassis}' is a whole rack of {spec.chassis.gpus} GPUs "
-            f"in one NVLink domain"), "servers: 1"
+            f"{rt.servers} rack-scale systems in one rack: '{rt.chassis}' is a whole {'rack pair' if rs.racks > 1 else 'rack'} "
+            f"of {spec.chassis.gpus} GPUs in one NVLink domain"), "servers: 1"
     if rs.racks > 1:
         ch = spec.chassis
         if spec.family.zoned:
