@@ -74,7 +74,8 @@ def rack_section(d: Design) -> str:
          f"{c.gpus // c.span} x {c.gpu_model} at {r.gpu_power_cap:g} W cap (TDP {c.gpu_tdp:g} W)", kw(s.rack_type.servers * r.server_power / c.span)],
     ]
     if s.rtsw_model:
-        rows.append([f"{s.rack_type.rtsw_count} x {s.rack_type.rtsw}", "rack switch", kw(r.rtsw_power)])
+        planes = f" ({s.fabric.planes} planes)" if s.fabric.planes > 1 else ""
+        rows.append([f"{s.rack_type.rtsw_count * s.fabric.planes} x {s.rack_type.rtsw}", f"rack switch{planes}", kw(r.rtsw_power)])
     if s.rack_type.other_power:
         rows.append(["other", "fans, management", kw(s.rack_type.other_power)])
     rows.append(["**rack total**", f"power shelf {kw(s.rack_type.power_shelf)} ({pct(r.power / s.rack_type.power_shelf)} used)", f"**{kw(r.power)}**"])

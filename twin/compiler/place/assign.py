@@ -184,7 +184,7 @@ def zone_network_power(spec) -> list[float]:
     f = spec.fabric
     ctsw = spec.switch(f.ctsw.model)
     per = switches_per_rack(ctsw.height_u, ctsw.power, spec.rack_type.power_shelf)
-    return [n * ctsw.power for n in rack_fill(f.ctsw.count, per)]
+    return [n * ctsw.power for n in rack_fill(f.ctsw.count * f.planes, per)]
 
 
 def count_powers(powers: list[float]) -> tuple[tuple[float, int], ...]:

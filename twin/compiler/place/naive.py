@@ -82,13 +82,13 @@ def _ai_zone_racks(spec: Spec, zone_hall, hall_racks, budget, shelf: float) -> l
     for z in range(spec.zones):
         if z not in zone_hall:
             continue
-        for n in rack_fill(f.ctsw.count, per):
+        for n in rack_fill(f.ctsw.count * f.planes, per):  # every plane's CTSWs of the zone
             plan.append(NetworkRack("ctsw", z, zone_hall[z], n, n * ctsw.power))
     if f.atsw and f.atsw.count and spec.zones > 1:
         atsw = spec.switch(f.atsw.model)
         per = switches_per_rack(atsw.height_u, atsw.power, shelf)
         for halls in atsw_hall_groups(spec, zone_hall):  # the site, or each building of a campus
-            for k, n in enumerate(rack_fill(f.atsw.count, per)):
+            for k, n in enumerate(rack_fill(f.atsw.count * f.planes, per)):
                 plan.append(NetworkRack("atsw", None, halls[k % len(halls)], n, n * atsw.power))
     if spec.campus is not None and spec.campus.spine_count:  # a campus spine, in its building's halls
         cp = spec.campus

@@ -172,8 +172,8 @@ def _ai_zone_ports(spec: Spec) -> Iterator[Finding]:
         return
     rt, ct, at = shape.tier("rtsw"), shape.tier("ctsw"), shape.tier("atsw")
     down, up = rt.down, rt.up
-    if spec.nic_speed > rtsw.port_speed:
-        yield E, rt_path, f"NIC speed {spec.nic_speed / 1e9:g}G exceeds {spec.rack_type.rtsw} port speed {rtsw.port_speed / 1e9:g}G", "faster RTSW ports"
+    if spec_port_speed(spec) > rtsw.port_speed:
+        yield E, rt_path, f"NIC speed {spec_port_speed(spec) / 1e9:g}G exceeds {spec.rack_type.rtsw} port speed {rtsw.port_speed / 1e9:g}G", "faster RTSW ports"
     if down + up > rtsw.ports:
         yield E, ("fabric", "rtsw", "uplinks") if f.rtsw else rt_path, (
             f"RTSW {spec.rack_type.rtsw} needs {down} down + {up} up = {down + up} ports, has {rtsw.ports}"
@@ -181,10 +181,12 @@ def _ai_zone_ports(spec: Spec) -> Iterator[Finding]:
     if up == 0:
         yield E, ("fabric", "rtsw", "uplinks"), "RTSWs need at least one uplink", ">= 1"
         return
-    if up < down:
+    nic_bw, up_bw = shape.boundaries[0].speed, shape.boundaries[1].speed  # NIC ports may be slower (planes)
+    if up * up_bw < down * nic_bw:
+        what = f"{down}:{up}" if nic_bw == up_bw else f"{down} x {nic_bw / 1e9:g}G : {up} x {up_bw / 1e9:g}G"
         yield W, ("fabric", "rtsw", "uplinks"), (
-            f"RTSWs are oversubscribed {down}:{up} ({down / up:.2f}:1); traffic leaving a rack is throttled"
-        ), f"uplinks >= {down} for full bisection"
+            f"RTSWs are oversubscribed {what} ({down * nic_bw / (up * up_bw):.2f}:1); traffic leaving a rack is throttled"
+        ), f"uplinks >= {math.ceil(down * nic_bw / up_bw)} for full bisection"
     c = f.ctsw.count
     if ct.down + ct.up > ct.radix:
         free = max(1, ct.radix - ct.up)
@@ -192,7 +194,7 @@ def _ai_zone_ports(spec: Spec) -> Iterator[Finding]:
             f"each of {c} CTSWs ({f.ctsw.model}, {ct.radix} ports) needs {ct.down} down + {ct.up} up = {ct.down + ct.up} ports"
         ), f"at least {math.ceil(spec.racks_per_zone * shape.rack_uplinks / free)} CTSWs per zone or a larger switch"
     if at is not None:
-        total = shape.links("ctsw-atsw")
+        total = shape.links("ctsw-atsw") // shape.planes  # one plane's
         if at.down > at.radix:
             yield E, ("fabric", "atsw", "count"), (
                 f"{total} CTSW uplinks over {f.atsw.count} ATSWs need {at.down} ports each; {f.atsw.model} has {at.radix}"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from twin.lang.diagnostics import Severity
 from twin.lang.site.catalog_models import Catalog
-from twin.lang.site.families import families_with, family_traits
+from twin.lang.site.families import family_traits
 from twin.lang.site.models import Site, Technology
 
 if TYPE_CHECKING:
@@ -61,11 +61,11 @@ def findings(site: Site, catalog: Catalog) -> Iterator[tuple[Severity, tuple, st
     chassis = catalog.chassis.get(rt.chassis) if rt is not None else None
     if chassis is None:
         return  # the reference checks name the missing rack type or chassis
-    if family_traits(f.family).zoned and (f.planes > 1 or chassis.nic_ports > 1):
+    if family_traits(f.family).zoned and site.buildings and (f.planes > 1 or chassis.nic_ports > 1):
         what = f"{f.planes} planes" if f.planes > 1 else f"'{rt.chassis}' NICs of {chassis.nic_ports} ports"
         path = ("fabric", "planes") if f.planes > 1 else ("rack_types", f.rack_type, "chassis")
-        yield (Severity.ERROR, path, f"{what} on an {f.family.value} fabric: planes and multi-port NICs are built on the tree families",
-               "planes: 1, or a family of " + ", ".join(families_with(lambda t: not t.zoned)))
+        yield (Severity.ERROR, path, f"{what} on a campus: each building's ATSW layer and the campus tier are built for one plane",
+               "planes: 1, or one building (halls:)")
         return
     if f.technology == Technology.INFINIBAND and (f.planes > 1 or chassis.nic_ports > 1):
         what = f"{f.planes} planes" if f.planes > 1 else f"'{rt.chassis}' NICs of {chassis.nic_ports} ports"

@@ -94,15 +94,16 @@ class Spec:
         return self.catalog.switches[name]
 
 
-def rack_figures(rt: RackType, chassis: Chassis, rtsw: SwitchModel | None) -> RackFigures:
+def rack_figures(rt: RackType, chassis: Chassis, rtsw: SwitchModel | None, planes: int = 1) -> RackFigures:
     """Rack power: servers at the GPU power cap (each GPU below TDP saves TDP - cap) plus switches. A
-    system over a pair of racks (``chassis.span`` 2, NVL36x2) puts half its GPUs, NICs, power and mass in each."""
+    system over a pair of racks (``chassis.span`` 2, NVL36x2) puts half its GPUs, NICs, power and mass in each.
+    A rack of a multi-plane AI zone holds its rack switches once per plane (``planes``)."""
     cap = rt.gpu_power_cap if rt.gpu_power_cap is not None else chassis.gpu_tdp
     server = chassis.max_power - chassis.gpus * max(0.0, chassis.gpu_tdp - cap)
-    rtsw_power = (rtsw.power if rtsw else 0.0) * (rt.rtsw_count if rtsw else 0)
+    rtsw_power = (rtsw.power if rtsw else 0.0) * (rt.rtsw_count * planes if rtsw else 0)
     span = chassis.span
     power = rt.servers * server / span + rtsw_power + rt.other_power
-    weight = rt.weight + rt.servers * chassis.weight / span + (rtsw.weight * rt.rtsw_count if rtsw else 0.0)
+    weight = rt.weight + rt.servers * chassis.weight / span + (rtsw.weight * rt.rtsw_count * planes if rtsw else 0.0)
     return RackFigures(
         gpus=rt.servers * chassis.gpus // span,
         nics=rt.servers * chassis.nics // span,

@@ -143,7 +143,7 @@ def _resolve(src: Source, site: Site, cat) -> Spec:
     rtsw = cat.switches.get(rtsw_name) if rtsw_name else None
     site = liquid.with_chassis_share(site, chassis)  # a rack-scale chassis' liquid share where the rack type gives none
     rt = site.rack_types[f.rack_type]
-    rack = rack_figures(rt, chassis, rtsw)
+    rack = rack_figures(rt, chassis, rtsw, f.planes)
     site = liquid.sized(site, rack.power)  # CDUs counted "auto" at the rack's power
     gpus, racks, zones, rpz = derive_counts(site, rack.gpus)
     spec = Spec(
