@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from itertools import pairwise
 
 from twin.compiler.resolve.planes import spec_port_speed
+from twin.compiler.resolve.rack_checks import rack_scale
 from twin.compiler.resolve.sizing import fat_tree_capacity, fat_tree_tiers
 from twin.compiler.resolve.spec import Spec
 from twin.compiler.resolve.targets import hostname_findings, ib_rate, port_name_problem, target_of
@@ -128,39 +129,10 @@ def arithmetic(spec: Spec) -> Iterator[Finding]:
         yield W, ("fabric", "gpus"), f"{f.gpus} GPUs is not a multiple of {gpr} GPUs per rack; the last rack is part-filled", f"a multiple of {gpr}"
     if spec.chassis.nics == 0:
         yield E, ("rack_types", spec.rack_type_name, "chassis"), "the chassis has no backend NICs", "nics > 0"
-    yield from _rack_scale(spec)
+    yield from rack_scale(spec)
     if f.nic_speed is not None and f.nic_speed > spec.chassis.nic_speed:
         yield E, ("fabric", "nic_speed"), f"{f.nic_speed / 1e9:g} Gbit/s exceeds the chassis NIC speed {spec.chassis.nic_speed / 1e9:g} Gbit/s", "at most the NIC speed"
     yield from PORTS[spec.family.layout](spec)
-
-
-def _rack_scale(spec: Spec) -> Iterator[Finding]:
-    """A rack-scale system (``rack_scale`` in the catalog) is the whole rack: one per rack, its NVLink
-    domain inside it, a rail-aligned fabric's rails on the tray's GPU positions."""
-    rs, f = spec.chassis.rack_scale, spec.site.fabric
-    if rs is None:
-        return
-    rt = spec.site.rack_types[spec.rack_type_name]
-    if rt.servers != 1:
-        yield E, ("rack_types", spec.rack_type_name, "servers"), (
-            f"{rt.servers} rack-scale systems in one rack: '{rt.chassis}' is a whole {'rack pair' if rs.racks > 1 else 'rack'} "
-            f"of {spec.chassis.gpus} GPUs in one NVLink domain"), "servers: 1"
-    if rs.racks > 1:
-        ch = spec.chassis
-        if spec.family.zoned:
-            yield E, ("fabric", "family"), (
-                f"'{rt.chassis}' fills a pair of racks; an AI zone's rack switches serve one rack each"), "a tree family (rail-optimized, fat-tree, ...)"
-        if f.gpus is not None and f.gpus % ch.gpus:
-            yield E, ("fabric", "gpus"), (
-                f"{f.gpus:,} GPUs on '{rt.chassis}' leave a rack pair part-filled: one NVLink domain of {ch.gpus} GPUs "
-                f"fills {rs.racks} racks"), f"a multiple of {ch.gpus}"
-        if f.racks_per_zone and f.racks_per_zone % rs.racks:
-            yield E, ("fabric", "racks_per_zone"), (
-                f"{f.racks_per_zone} racks per zone would split a rack pair of '{rt.chassis}' between zones"), f"a multiple of {rs.racks}"
-    if spec.family.has_rails and f.hb_domain != rs.gpus_per_tray:
-        yield E, ("fabric", "hb_domain"), (
-            f"{f.hb_domain} rails on '{rt.chassis}': its fabric is rail-aligned to the {rs.gpus_per_tray} GPU positions "
-            f"of a compute tray"), f"hb_domain: {rs.gpus_per_tray}"
 
 
 def _ai_zone_ports(spec: Spec) -> Iterator[Finding]:
