@@ -1,8 +1,9 @@
 """Multi-plane fabrics: a NIC's ports spread over ``fabric.planes`` separate fabrics.
 
 A NIC with ``nic_ports`` ports (the chassis in the catalog) at ``nic_speed / nic_ports`` each puts
-``nic_ports / planes`` of them on every plane. Each plane is a whole tree of its own (its own switches,
-cabling, addressing, configs), sized like the single-plane fabric of the same NICs at the port speed:
+``nic_ports / planes`` of them on every plane. Each plane is a whole tree of its own, or on the AI-zone
+Clos a whole zone fabric (its own switches, cabling, addressing, configs), sized like the single-plane
+fabric of the same NICs at the port speed:
 the way DeepSeek's multi-plane fat tree [deepseek-v3-isca] and NVIDIA's two-plane B300 and GB300
 designs [gb300-nvl72-ra] count them (one leaf per GPU position *per plane*). This module owns the two
 numbers every pass reads (:func:`plane_ports`, :func:`port_speed`) and the checks of the input.
