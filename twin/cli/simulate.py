@@ -9,6 +9,21 @@ from pathlib import Path
 from twin.lang.diagnostics import InfeasibleError, Severity, SpecError
 
 
+NOTHING_TO_PLOT = ("the plots are of collectives, training jobs, a campaign's sweeps and a power: section; "
+                   "this scenario has none of them")
+
+
+def one_scenario(scenarios: list[Path] | None, err) -> Path | None:
+    """The one ``--scenario`` given, or None; a second is refused (exit 2 by the caller) rather than
+    silently replacing the first."""
+    if scenarios and len(scenarios) > 1:
+        names = ", ".join(str(p) for p in scenarios)
+        err.print(f"--scenario given {len(scenarios)} times ({names}): give one; run the command once per scenario",
+                  style="red", markup=False)
+        raise ValueError("more than one --scenario")
+    return scenarios[0] if scenarios else None
+
+
 def resolve_spec(target: Path) -> Path:
     """A spec path for ``target``: the file itself, or the spec a generated folder was built from
     (found next to the repository's sites/ and checked against the manifest's sha256)."""
@@ -63,10 +78,14 @@ def run_simulate(target, scenario, as_json, plot_dir, out, err, print_diags, emi
     if as_json:
         data = dict(result.data)
         data["plots"] = [str(f) for f in files]
+        if plot_dir and not files:
+            data["notes"] = [*data.get("notes", []), f"nothing to plot ({NOTHING_TO_PLOT})"]
         emit_json({**data, "status": risks_status(risks, accept_risks), "risks": [v.to_json() for v in risks]})
     else:
         report.render(result.data, out)
         for f in files:
             out.print(f"wrote {f}", markup=False)
+        if plot_dir and not files:
+            out.print(f"{scenario}: nothing to plot ({NOTHING_TO_PLOT}); wrote nothing to {plot_dir}", markup=False)
         print_risks(risks, out)
     return risks_exit(risks, accept_risks)
