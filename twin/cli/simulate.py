@@ -8,7 +8,6 @@ from pathlib import Path
 
 from twin.lang.diagnostics import InfeasibleError, Severity, SpecError
 
-
 NOTHING_TO_PLOT = ("the plots are of collectives, training jobs, a campaign's sweeps and a power: section; "
                    "this scenario has none of them")
 
