@@ -181,11 +181,9 @@ def build(
 
     Example: twin build sites/lab-2zone.yaml -o /tmp/lab --scenario scenarios/lab-twins.yaml
     """
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    from twin.build import OutputError
-    from twin.build import build as do_build
+    from twin.cli.progress import steps
     from twin.cli.simulate import one_scenario
+    from twin.output import OutputError
 
     try:
         scenario = one_scenario(scenarios, err)
@@ -193,12 +191,10 @@ def build(
         raise typer.Exit(EXIT_INVALID) from None
     show = not (as_json or quiet)
     try:
-        if show:
-            with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True) as prog:
-                task = prog.add_task("validate", total=None)
-                result = do_build(spec, output, progress=lambda name: prog.update(task, description=name), scenario=scenario)
-        else:
-            result = do_build(spec, output, scenario=scenario)
+        with steps(err, show, "load the compiler") as say:
+            from twin.build import build as do_build
+
+            result = do_build(spec, output, progress=say if show else None, scenario=scenario)
     except SpecError as e:
         if as_json:
             _emit_json({"status": "invalid", "diagnostics": [d.to_json() for d in e.diagnostics]})

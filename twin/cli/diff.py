@@ -14,10 +14,13 @@ EXIT_INVALID = 2
 
 def run_diff(old: Path, new: Path | None, against: Path | None, as_json: bool, html: Path | None, scenario: Path | None,
              out, err, print_diags, emit_json) -> int:
-    from twin.compiler.resolve.validate import validate_file
-    from twin.diff.compare import compare, side
-    from twin.diff.report import page, terminal
-    from twin.folder import FolderError, printable
+    from twin.cli.progress import steps
+
+    with steps(err, not as_json, "load the compiler"):  # the imports take a second or more: say so
+        from twin.compiler.resolve.validate import validate_file
+        from twin.diff.compare import compare, side
+        from twin.diff.report import page, terminal
+        from twin.folder import FolderError, printable
 
     def fail(message: str) -> int:
         if as_json:
@@ -41,7 +44,8 @@ def run_diff(old: Path, new: Path | None, against: Path | None, as_json: bool, h
         if not t.exists():
             return fail(f"{printable(str(t))}: no such spec file or build folder")
     try:
-        res = compare(side(old, scenario), side(new, scenario))
+        with steps(err, not as_json, "old side") as say:
+            res = compare(side(old, scenario, lambda m: say(f"old {m}")), side(new, scenario, lambda m: say(f"new {m}")), say)
     except FolderError as e:
         return fail(f"{printable(str(e), 1000)}")
     except SpecError as e:

@@ -113,9 +113,8 @@ def power_section(d: Design) -> str:
         ["level", "load", "capacity", "used"],
         [
             ["rack", kw(b.rack_power), kw(s.rack_type.power_shelf), pct(b.rack_power / s.rack_type.power_shelf)],
-            ["site IT (GPU racks + network)", kw(b.it_power), "", ""],
-            ["network switches outside racks", kw(b.network_power), "", ""],
-            ["optics and powered cables (bill of materials; not in the sums above)", kw(_cable_ends(d)), "", ""],
+            ["site IT (GPU racks + network outside them + optics)", kw(b.it_power), "", ""],
+            *_network_rows(b),
             [f"site facility (x PUE {s.site.power.pue:g})", kw(b.facility_power), kw(b.utility), pct(b.facility_power / b.utility)],
         ],
         "lrrr",
@@ -133,11 +132,14 @@ def power_section(d: Design) -> str:
     return "\n".join(out)
 
 
-def _cable_ends(d: Design) -> float:
-    from twin.compiler.fabric.bom import network_power
-
-    npw = network_power(d.bom)
-    return npw["transceiver"] + npw["cable"]
+def _network_rows(b) -> list[list[str]]:
+    """The network's watts as the budget counts them; once the BOM exists they add up to its network power."""
+    if not b.network_from_bom:
+        return [["network switches outside the GPU racks (estimate from the shape)", kw(b.network_power), "", ""]]
+    return [["network switches outside the GPU racks (and fabric endpoints)", kw(b.network_power), "", ""],
+            ["rack switches (inside the GPU racks' power above)", kw(b.rack_switch_power), "", ""],
+            ["optics and powered cables", kw(b.optics_power), "", ""],
+            ["network total (= the bill of materials' network power)", kw(b.network_total), "", ""]]
 
 
 def liquid_table(d: Design) -> list[str]:
