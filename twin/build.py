@@ -146,7 +146,20 @@ def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progres
         result = simulate(design, *scenario[1], progress=progress and (lambda m: progress(f"scenario {name}: {m}")))
         data, views = (scenario[0], result.data), result.power_views or None
         sha = hashlib.sha256(Path(scenario[0]).read_bytes()).hexdigest() if Path(scenario[0]).is_file() else None
+        return Runs(default, data, sha, views, named_files(scenario[0], scenario[1][0]))
     return Runs(default, data, sha, views)
+
+
+def named_files(scenario_file: str, scn) -> tuple[tuple[str, str], ...]:
+    """(name, sha256) of the files a scenario names (the power twin's weather CSV), as the twin read them
+    (relative to the scenario, inside its folder: the twin has refused any other before this runs)."""
+    from twin.lang.files import inside
+
+    csv = scn.power.weather.csv if scn.power is not None else None
+    if not csv:
+        return ()
+    path = inside(csv, Path(scenario_file).parent)
+    return ((csv, hashlib.sha256(path.read_bytes()).hexdigest()),)
 
 
 def build(spec_path: str | Path, out: str | Path | None = None, progress: Callable[[str], None] | None = None,

@@ -57,6 +57,7 @@ def title(d: Design, runs: Runs | None = None) -> str:
     inputs = f"Spec `{Path(s.source_path).name}` (sha256 `{s.source_sha256}`)"
     if runs is not None and runs.scenario is not None:
         inputs += f", scenario `{Path(runs.scenario[0]).name}`" + (f" (sha256 `{runs.scenario_sha256}`)" if runs.scenario_sha256 else "")
+        inputs += "".join(f", `{name}` named by the scenario (sha256 `{sha}`)" for name, sha in runs.named_files)
     return head + inputs + f"; built by twin {__version__}.\n"
 
 
@@ -250,9 +251,10 @@ def compose(d: Design, runs: Runs | None = None, risks: list[Verdict] | None = N
             text = verdicts_report.section(risks, scenario[1].get("scenario") if scenario else None)
         elif sec is sim_section:  # the default run feeds both its tables and its pictures
             results = runs.default
-            pics = pic_twin.pictures(results)
+            note = pic_twin.versus_scenario((results or {}).get("job"), scenario[1] if scenario else None)
+            pics = pic_twin.pictures(results, note)
             pictures.update({f"report/{n}": svg for _r, n, _c, svg in pics})
-            text = design_section(results, {role: "\n" + image(n, c) + "\n" for role, n, c, _s in pics})
+            text = design_section(results, {role: "\n" + image(n, c) + "\n" for role, n, c, _s in pics}, note)
         elif sec is twins_section:
             texts, pics = report_twins.twin_sections(Path(d.spec.source_path).name, scenario[1] if scenario else None,
                                                      scenario[0] if scenario else None, runs.power_views,

@@ -130,9 +130,9 @@ def markdown_section(p: dict) -> str:
     head = (f"## Power and thermal (twin)\n\n{j['gpus']:,} GPUs in lockstep ({j['stages']} pipeline stages, step {j['step_s']:.2f} s: "
             f"compute {j['compute_s']:.2f} s, bubble {j['bubble_s']:.2f} s, exposed communication {j['exposed_comm_s']:.2f} s), "
             f"{j['other_gpus']:,} other GPUs ({j['others']}); {p['duration_s'] / 3600:g} h at {p['resolution_s'] * 1e3:g} ms "
-            f"({p['samples']:,} samples). Watts per GPU: " + ", ".join(f"{k} {v:g}" for k, v in p["phases_W"].items() if not k.startswith("rest"))
-            + "; W per server for everything else (CPUs, memory, NICs, fans): "
-            + ", ".join(f"{'running' if k == 'rest' else 'idle'} {v:g}" for k, v in p["phases_W"].items() if k.startswith("rest")) + ".\n\n")
+            f"({p['samples']:,} samples). Watts per GPU: " + ", ".join(f"{k} {v:g}" for k, v in p["phases_W"]["per_gpu"].items())
+            + "; watts per server for the rest of it (CPUs, memory, NICs, fans): "
+            + ", ".join(f"{k} {v:g}" for k, v in p["phases_W"]["per_server_rest"].items()) + ".\n\n")
     out = head + table(["figure", "value"], headline(p), "ll") + "\n\n"
     if p["limits"]:
         out += "Utility limits (grid-side draw):\n\n" + table(["limit", "worst", "allowed", "worst at", "verdict"], limit_rows(p), "lrrrl") + "\n\n"

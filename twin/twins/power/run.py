@@ -91,7 +91,9 @@ def simulate_power(design, cfg: PowerScenario, src=None, jobs: list[dict] | None
         "job": {"gpus": m.tree.job_gpus, "other_gpus": m.tree.other_gpus, "stages": m.stages, "stage_group": m.stage_group,
                 "step_s": p.step_s, "compute_s": p.compute_s, "exposed_comm_s": p.exposed_comm_s, "bubble_s": p.bubble_s,
                 "others": cfg.job.others},
-        "phases_W": {k: getattr(m.base, k) for k in ("compute", "communication", "waiting", "checkpoint", "idle", "rest", "rest_idle", "cap")},
+        # what each figure is per: a GPU in each state (and its cap), the rest of a server (CPUs, memory, NICs, fans)
+        "phases_W": {"per_gpu": {k: getattr(m.base, k) for k in ("compute", "communication", "waiting", "checkpoint", "idle", "cap")},
+                     "per_server_rest": {"running": m.base.rest, "idle": m.base.rest_idle}},
         "network_W": m.tree.network_w,
         "events": [{"t": e.t, "kind": e.kind, "duration": e.duration} for e in m.events],
         "it": verdicts.summary(it, dt), "grid": verdicts.summary(grid, dt),
