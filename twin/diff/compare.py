@@ -226,7 +226,10 @@ def compare(old: Side, new: Side, progress=None) -> DiffResult:
     if old.scenario != new.scenario:
         res.notes.append(f"the sides ran different scenarios with the build ({old.scenario or 'none'} vs {new.scenario or 'none'}):"
                          " report and twin figures differ for that reason too (`--scenario` runs one with every spec side)")
-    for p in sorted(set(new.hashes) & set(old.hashes)):
+    both = sorted(set(new.hashes) & set(old.hashes))
+    for k, p in enumerate(both):
+        if k % 200 == 0 and k:  # a 24K-GPU site has thousands of files to line-diff: say how far it got
+            say(f"compare the artifacts: {k:,} of {len(both):,} files")
         if new.hashes[p] == old.hashes[p]:
             continue
         if max(old.sizes.get(p, 0), new.sizes.get(p, 0)) > LINE_DIFF_LIMIT:

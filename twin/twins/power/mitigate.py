@@ -66,7 +66,7 @@ def evaluate(design, m, it: np.ndarray, grid: np.ndarray, limits, draw, phases_f
         if limits is None:
             out["battery"] = {"what": "energy storage", "note": "the site spec states no utility limits (power.limits): nothing to size for"}
         else:
-            out["battery"] = _battery(m, grid, dt, limits, mit.battery, per_day)
+            out["battery"] = _battery(m, grid, dt, limits, mit.battery, per_day, say)
     return out
 
 
@@ -108,18 +108,22 @@ def _together(design, m, grid: np.ndarray, dt: float, limits, mit, per_day: floa
             "throughput_cost": late / (m.cfg.duration + late), **info, "effect": smoothing.effect(m, i, g, dt, limits)}
 
 
-def _battery(m, grid: np.ndarray, dt: float, limits, cfg, per_day: float) -> dict:
+def _battery(m, grid: np.ndarray, dt: float, limits, cfg, per_day: float, say=None) -> dict:
+    say = say or (lambda _m: None)
     ok = lambda g: verdicts.passes(g, dt, limits)  # noqa: E731
     res: dict = {"what": "energy storage", "efficiency": cfg.efficiency}
     if cfg.level in ("site", "both"):
+        say("power: mitigation: battery at the site: its time constant")
         sz = size_battery(grid, dt, ok)
         if sz is None:
             res["site"] = {"note": "no battery of this policy meets the limits within a 4 h time constant"}
         else:
             if sz["tau_s"] > 0:
+                say("power: mitigation: battery at the site: the least power and energy (bisection)")
                 sz = smallest(grid, dt, ok, sz)
             site = _priced(sz, cfg.efficiency, per_day)
             if sz["tau_s"] > 0:
+                say("power: mitigation: battery at the site: 5% margins")
                 _, b = battery_policy(grid, dt, sz["tau_s"])
                 P, E, E0 = sz["power_W"], sz["energy_J"], sz["initial_J"]
                 site["passes"] = ok(limited(grid, b, dt, P, E, E0))
@@ -127,6 +131,7 @@ def _battery(m, grid: np.ndarray, dt: float, limits, cfg, per_day: float) -> dic
                 site["passes_with_5pct_less_energy"] = ok(limited(grid, b, dt, P, 0.95 * E, 0.95 * E0))
             res["site"] = site
     if cfg.level in ("rack", "both"):
+        say("power: mitigation: battery in every rack")
         res["rack"] = _rack_battery(m, grid, dt, ok, cfg.efficiency, per_day)
     return res
 
