@@ -44,7 +44,7 @@ def test_build_with_a_scenario_labels_the_scenario_twins_and_each_emitter(root):
     assert "report.md" in r.files
     s = "scenario lab-power-smoothing.yaml: "
     missing = subsequence(labels, [
-        "read the scenario lab-power-smoothing.yaml", "validate and budget", "placement", "intent", "default twin: AllReduce",
+        "read the scenario lab-power-smoothing.yaml", "validate and budget", "placement", "intent", "default twin: AllReduce over", "default twin: job lab-llama-8b",
         s + "power: the site's draw", s + "power: the trace", s + "power: busways", s + "power: mitigation: GPU power floor",
         s + "power: mitigation: GPU ramp-rate limit", s + "power: mitigation: power-shelf storage", "verdicts",
         "emit: report", "emit: design.json", "emit: bill of materials", "emit: switch configs", "emit: NetBox set"])

@@ -134,8 +134,8 @@ def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progres
     """The twins a build runs, once: the default run (the report's twin section, its pictures and
     review.json) and, with ``scenario`` ((file, loaded scenario)), that scenario's twins."""
     if progress:
-        progress("default twin: AllReduce and the first job's step")
-    default = design_results(design)
+        progress("default twin")
+    default = design_results(design, progress)
     data = sha = views = None
     if scenario is not None:
         from twin.twins.run import simulate
