@@ -73,3 +73,26 @@ def test_report_names_every_input_file_by_sha256(root, tmp_path):
     per_gpu = md.split("Watts per GPU: ")[1].split(";")[0]
     assert "compute" in per_gpu and "running" not in per_gpu and "rest" not in per_gpu
     assert "watts per server for the rest of it (CPUs, memory, NICs, fans): running " in md
+
+
+def test_a_power_floor_that_makes_the_ramp_worse_is_a_warning():
+    """Issue 27: on meta-24k-roce a 450 W floor left the grid-side ramp at 11.86 MW/s against 9.04 without
+    smoothing and passed without comment. Whether or not the site states utility limits, a mitigation
+    that makes a grid-side figure worse than no smoothing is a warning naming both values."""
+    from twin.analysis.verdicts_twins import _mitigations
+
+    plain = {"ramp_W_per_s": 9.04e6, "swing_60s_W": 15e6, "step_swing_W": 7.7e6, "oscillation_W": 4.3e6}
+    floor = dict(plain, ramp_W_per_s=11.86e6, step_swing_W=4.1e6)  # the floor halves the step swing, worsens the ramp
+    shelf = dict(plain, ramp_W_per_s=9.0e6, step_swing_W=0.1e6)
+    p = {"limits": [], "mitigations": {"baseline": {"what": "no smoothing", "effect": plain},
+                                       "floor": {"what": "GPU power floor", "effect": floor},
+                                       "shelf": {"what": "power-shelf storage", "effect": shelf}}}
+    got = {v.key: v for v in _mitigations(p, lambda *a: "")}
+    assert set(got) == {"mitigation.floor"}  # the shelf makes nothing worse: no verdict without limits to meet
+    assert got["mitigation.floor"].status == "warn"
+    assert got["mitigation.floor"].value == "makes worse: fastest ramp 11.86 MW/s against 9.04 MW/s without it"
+    # with utility limits stated, the same comparison joins the limits' own
+    p["limits"] = [{"limit": "ramp over 1 s", "value": 9.04e6, "pass": False}]
+    p["mitigations"]["floor"]["limits"] = [{"limit": "ramp over 1 s", "value": 11.86e6, "pass": False}]
+    v = {v.key: v for v in _mitigations(p, lambda *a: "")}["mitigation.floor"]
+    assert v.status == "warn" and v.value.startswith("makes worse: ramp over 1 s, fastest ramp 11.86 MW/s against 9.04 MW/s")
