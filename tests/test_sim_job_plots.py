@@ -58,7 +58,7 @@ def test_cli_says_when_a_scenario_has_nothing_to_plot(tmp_path, root):
     assert list((tmp_path / "p").glob("*")) == []
 
 
-@pytest.mark.parametrize("command", ["simulate", "build"])
+@pytest.mark.parametrize("command", ["simulate", "build", "diff"])
 def test_a_second_scenario_is_refused_not_silently_dropped(tmp_path, root, command):
     from typer.testing import CliRunner
 

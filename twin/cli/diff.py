@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -77,7 +77,9 @@ def register(app, out, err, print_diags, emit_json) -> None:
         against: Optional[Path] = typer.Option(None, "--against", help="With one SPEC: the build folder it would replace (default: generated/<site>)."),
         as_json: bool = typer.Option(False, "--json", help="Print the review as JSON."),
         html: Optional[Path] = typer.Option(None, "--html", help="Also write the review as a self-contained page to this file."),
-        scenario: Optional[Path] = typer.Option(None, "--scenario", "-s", help="Run this scenario with every spec side, like `twin build --scenario`."),
+        scenarios: Optional[List[Path]] = typer.Option(None, "--scenario", "-s", metavar="FILE",
+                                                       help="Run this scenario with every spec side, like `twin build --scenario` "
+                                                       "(one; a second is refused, exit 2)."),
     ) -> None:
         """Review what a change does: figures that moved (GPUs, switches per tier, optics and cable km, power
         and headroom per level, placement objective and gap, ECMP widths, cost, twin figures), configs changed
@@ -95,4 +97,10 @@ def register(app, out, err, print_diags, emit_json) -> None:
 
         Example: twin diff sites/lab-2zone.yaml --against generated/lab-2zone
         """
+        from twin.cli.simulate import one_scenario
+
+        try:
+            scenario = one_scenario(scenarios, err)
+        except ValueError:
+            raise typer.Exit(EXIT_INVALID) from None
         raise typer.Exit(run_diff(old, new, against, as_json, html, scenario, out, err, print_diags, emit_json))
