@@ -74,3 +74,24 @@ def test_a_campaign_length_takes_the_unit_the_language_uses_elsewhere():
     except SpecError as e:
         (d,) = e.diagnostics
     assert d.dotted == "campaign.days" and "expected a time such as" in d.message
+
+
+def test_a_required_field_with_a_typo_is_one_error_and_the_site_is_checked_on():
+    """A typo of a required field (positions_per_row) was two errors ("missing required field" at the
+    hall's line and "unknown field" at the typo) and stopped the second stage, so an unknown rack type in
+    the same file went unreported. Now: one error at the typo naming the field, and the rack type too."""
+    text = LAB.replace("    positions_per_row: 8", "    positions_per_rw: 8").replace("  rack_type: gt-rack", "  rack_type: gt-rak")
+    got = {(e.line, e.dotted): e.message + "; " + e.expected for e in errors(text)}
+    assert got == {
+        (line_of(text, "positions_per_rw:"), "halls[0].positions_per_rw"): "unknown field 'positions_per_rw'; did you mean 'positions_per_row'?",
+        (line_of(text, "rack_type: gt-rak"), "fabric.rack_type"): "unknown rack type 'gt-rak'; did you mean 'gt-rack'?",
+    }
+
+
+def test_a_scenario_required_field_with_a_typo_is_one_error():
+    text = (ROOT / "scenarios" / "lab-twins.yaml").read_text().replace("  - {workload: lab-llama-8b,", "  - {workloa: lab-llama-8b,")
+    try:
+        parse_scenario(text, "s.yaml")
+    except SpecError as e:
+        msgs = [d.format() for d in e.diagnostics]
+    assert len(msgs) == 1 and "unknown field 'workloa'; did you mean 'workload'?" in msgs[0], msgs
