@@ -95,3 +95,13 @@ def test_a_scenario_required_field_with_a_typo_is_one_error():
     except SpecError as e:
         msgs = [d.format() for d in e.diagnostics]
     assert len(msgs) == 1 and "unknown field 'workloa'; did you mean 'workload'?" in msgs[0], msgs
+
+
+def test_a_campaign_length_error_speaks_of_days_not_microseconds():
+    text = (ROOT / "scenarios" / "lab-twins.yaml").read_text().replace("  days: 7\n", "  days: soon\n")
+    try:
+        parse_scenario(text, "s.yaml")
+    except SpecError as e:
+        msgs = [d.format() for d in e.diagnostics]
+    assert len(msgs) == 1 and "campaign.days: 'soon' is not a campaign length" in msgs[0] and "'54 d'" in msgs[0], msgs
+    assert "us'" not in msgs[0]
