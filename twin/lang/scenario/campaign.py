@@ -57,8 +57,9 @@ def _days(v):
         return v
     try:
         return parse(v, TIME) / 86400.0
-    except QuantityError:
-        raise QuantityError(f"'{v}' is not a campaign length; expected days as a number (54) or a duration such as '54 d' or '8 week'") from None
+    except QuantityError as e:
+        what = str(e).split("; expected")[0]
+        raise QuantityError(f"{what}; expected a campaign length: days as a number (54) or a duration such as '54 d' or '8 week'") from None
 
 
 Days = Annotated[float, BeforeValidator(_days), WithJsonSchema({"anyOf": [{"type": "number", "exclusiveMinimum": 0},
