@@ -17,6 +17,7 @@ the merged catalog when the campaign runs on a design).
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator
@@ -58,7 +59,7 @@ def _days(v):
     try:
         return parse(v, TIME) / 86400.0
     except QuantityError as e:
-        what = str(e).split("; expected")[0]
+        what = re.split(r"[;,] expected", str(e))[0]  # the units' diagnosis, without their example of a time
         raise QuantityError(f"{what}; expected a campaign length: days as a number (54) or a duration such as '54 d' or '8 week'") from None
 
 
