@@ -7,6 +7,8 @@ PP and DP); if a part were missing or double-counted the bar's end would not be 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -70,3 +72,7 @@ def test_a_second_scenario_is_refused_not_silently_dropped(tmp_path, root, comma
     assert res.exit_code == 2
     assert "--scenario given 2 times" in res.output and "serving.yaml" in res.output
     assert not (tmp_path / "o").exists()
+    res = CliRunner().invoke(app, args + ["--json"])
+    assert res.exit_code == 2
+    doc = json.loads(res.stdout)
+    assert doc["status"] == "invalid" and "--scenario given 2 times" in doc["result"]["error"]

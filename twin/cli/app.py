@@ -186,7 +186,7 @@ def build(
     from twin.output import OutputError
 
     try:
-        scenario = one_scenario(scenarios, err)
+        scenario = one_scenario(scenarios, as_json, err, _emit_json)
     except ValueError:
         raise typer.Exit(EXIT_INVALID) from None
     show = not (as_json or quiet)
@@ -333,7 +333,7 @@ def simulate(
     from twin.cli.simulate import one_scenario, run_simulate
 
     try:
-        scenario = one_scenario(scenarios, err)
+        scenario = one_scenario(scenarios, as_json, err, _emit_json)
     except ValueError:
         raise typer.Exit(EXIT_INVALID) from None
     code = run_simulate(target, scenario, as_json, plot_dir, out, err, _print_diags, _emit_json, accept_risks)

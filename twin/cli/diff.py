@@ -100,7 +100,7 @@ def register(app, out, err, print_diags, emit_json) -> None:
         from twin.cli.simulate import one_scenario
 
         try:
-            scenario = one_scenario(scenarios, err)
+            scenario = one_scenario(scenarios, as_json, err, emit_json)
         except ValueError:
             raise typer.Exit(EXIT_INVALID) from None
         raise typer.Exit(run_diff(old, new, against, as_json, html, scenario, out, err, print_diags, emit_json))

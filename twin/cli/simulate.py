@@ -12,14 +12,17 @@ NOTHING_TO_PLOT = ("the plots are of collectives, training jobs, a campaign's sw
                    "this scenario has none of them")
 
 
-def one_scenario(scenarios: list[Path] | None, err) -> Path | None:
-    """The one ``--scenario`` given, or None; a second is refused (exit 2 by the caller) rather than
-    silently replacing the first."""
+def one_scenario(scenarios: list[Path] | None, as_json: bool, err, emit_json) -> Path | None:
+    """The one ``--scenario`` given, or None; a second is refused (ValueError, exit 2 by the caller, said
+    on stderr or as the --json envelope) rather than silently replacing the first."""
     if scenarios and len(scenarios) > 1:
         names = ", ".join(str(p) for p in scenarios)
-        err.print(f"--scenario given {len(scenarios)} times ({names}): give one; run the command once per scenario",
-                  style="red", markup=False)
-        raise ValueError("more than one --scenario")
+        message = f"--scenario given {len(scenarios)} times ({names}): give one; run the command once per scenario"
+        if as_json:
+            emit_json({"status": "invalid", "error": message})
+        else:
+            err.print(message, style="red", markup=False)
+        raise ValueError(message)
     return scenarios[0] if scenarios else None
 
 
