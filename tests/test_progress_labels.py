@@ -30,7 +30,7 @@ def test_simulate_labels_each_twin_step(root):
     missing = subsequence(labels, [
         "read the scenario lab-twins.yaml", "compile lab-2zone.yaml", "compile: validate and budget", "compile: placement",
         "compile: fabric", "compile: cabling", "compile: bom", "compile: addressing", "compile: intent", "simulate lab-twins",
-        "baseline: job lab-llama-8b", "campaign: the job's step time", "campaign: 100 runs of 7 days",
+        "the fabric's paths and links", "check the scenario's references", "baseline: job lab-llama-8b", "campaign: the job's step time", "campaign: 100 runs of 7 days",
         "power: the site's draw", "power: the trace", "power: busways and UPS blocks", "verdicts"])
     assert missing == [], labels
     # the power twin's steps are not shown under the job's label: after the job the labels move on

@@ -69,7 +69,11 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
     routing_spec = design.spec.fabric.routing if design is not None else None
     default_qps = routing_spec.qps_per_gpu_pair if routing_spec else 16
     schemes = schemes_of(scn, default_qps, list(routing_spec.hash_fields) if routing_spec else None)
+    if progress:
+        progress("the fabric's paths and links for the network twin")
     net0 = _compile(design, g0, None)
+    if progress:
+        progress("check the scenario's references against the design")
     bind.check(design, scn, src, g0, net0)  # every reference at once, before anything runs
     lib = library_of(scn, design)
     out: dict[str, Any] = {
