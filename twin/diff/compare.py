@@ -167,12 +167,9 @@ def renamed(row: dict) -> dict:
 
 def side(target: str | Path, scenario: str | Path | None = None, progress=None) -> Side:
     """One side of a diff; ``progress`` hears its steps, each labelled with the side (``NEW.yaml: compile: fabric``)."""
-    t = Path(target)
-    say = progress or (lambda _m: None)
-    if t.is_dir():
-        say(f"{t.name}: read the built folder")
-        return folder_side(t)
-    return spec_side(t, scenario, lambda m: say(f"{t.name}: {m}"))
+    t, say = Path(target), progress or (lambda _m: None)
+    say(f"{t.name}: read the built folder" if t.is_dir() else f"{t.name}: compile")
+    return folder_side(t) if t.is_dir() else spec_side(t, scenario, lambda m: say(f"{t.name}: {m}"))
 
 
 @dataclass
