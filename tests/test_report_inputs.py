@@ -96,3 +96,11 @@ def test_a_power_floor_that_makes_the_ramp_worse_is_a_warning():
     p["mitigations"]["floor"]["limits"] = [{"limit": "ramp over 1 s", "value": 11.86e6, "pass": False}]
     v = {v.key: v for v in _mitigations(p, lambda *a: "")}["mitigation.floor"]
     assert v.status == "warn" and v.value.startswith("makes worse: ramp over 1 s, fastest ramp 11.86 MW/s against 9.04 MW/s")
+
+
+def test_mitigation_labels_say_their_watts_are_per_gpu():
+    from twin.emit.report_power import _label
+
+    assert _label({"what": "GPU power floor", "floor_W": 450.0}) == "GPU power floor at 450 W per GPU"
+    assert _label({"what": "GPU ramp-rate limits", "up_W_per_s": 500.0, "down_W_per_s": None, "hysteresis_s": 0.0}) == \
+        "GPU ramp-rate limits (up 500 W/s per GPU)"

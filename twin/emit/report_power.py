@@ -56,9 +56,9 @@ def limit_rows(p: dict) -> list[list[str]]:
 
 def _label(m: dict) -> str:
     if "floor_W" in m or "fill_W" in m:
-        return f"{m['what']} at {m.get('floor_W', m.get('fill_W', 0)):g} W"
+        return f"{m['what']} at {m.get('floor_W', m.get('fill_W', 0)):g} W per GPU"
     if "up_W_per_s" in m:
-        parts = [f"{d} {m[k]:g} W/s" for d, k in (("up", "up_W_per_s"), ("down", "down_W_per_s")) if m[k] is not None]
+        parts = [f"{d} {m[k]:g} W/s per GPU" for d, k in (("up", "up_W_per_s"), ("down", "down_W_per_s")) if m[k] is not None]
         if m["hysteresis_s"]:
             parts.append(f"hold {m['hysteresis_s']:g} s")
         return f"{m['what']} ({', '.join(parts)})"
