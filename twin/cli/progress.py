@@ -15,7 +15,7 @@ from contextlib import contextmanager
 @contextmanager
 def steps(console, enabled: bool = True, first: str = "start") -> Iterator[Callable[[str], None]]:
     """A context whose value is ``say(label)``: shows ``label`` as the current step until the next."""
-    if not enabled:
+    if not enabled or not console.is_terminal:  # a pipe or a file gets no progress (not even a blank line)
         yield lambda _label: None
         return
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
