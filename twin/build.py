@@ -83,9 +83,7 @@ def render_all(spec_path: str | Path, scenario: str | Path | None = None, progre
     if progress:
         progress("verdicts")
     risks = tuple(verdicts(design, runs.scenario))
-    if progress:
-        progress("emit")
-    files = emit_all(design, runs, risks=list(risks))
+    files = emit_all(design, runs, risks=list(risks), progress=progress)
     for rel in files:
         _check_relative(rel)
     files[MANIFEST] = manifest(design, files, scenario)
@@ -97,6 +95,8 @@ def _compiled(spec_path, scenario, progress) -> tuple[Design, Runs]:
     if scenario is not None:
         from twin.lang.scenario.models import load_scenario
 
+        if progress:
+            progress(f"read the scenario {Path(scenario).name}")
         loaded = load_scenario(scenario)
     design = compile_design(spec_path, progress=progress)
     runs = run_twins(design, loaded and (str(scenario), loaded), progress)
@@ -118,7 +118,7 @@ def _release_free_memory() -> None:
 def _parts(design: Design, runs: Runs, scenario, digests: dict[str, tuple[str, int]], progress,
            risks: tuple[Verdict, ...] = ()) -> Iterator[dict[str, bytes]]:
     """Every emitter's files in turn, their names checked and digests recorded, then the manifest."""
-    for part in emit_each(design, runs, risks=list(risks)):
+    for part in emit_each(design, runs, risks=list(risks), progress=progress):
         for rel, data in part.items():
             _check_relative(rel)
             digests[rel] = (hashlib.sha256(data).hexdigest(), len(data))
@@ -134,18 +134,32 @@ def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progres
     """The twins a build runs, once: the default run (the report's twin section, its pictures and
     review.json) and, with ``scenario`` ((file, loaded scenario)), that scenario's twins."""
     if progress:
-        progress("twin")
-    default = design_results(design)
+        progress("default twin")
+    default = design_results(design, progress)
     data = sha = views = None
     if scenario is not None:
         from twin.twins.run import simulate
 
+        name = Path(scenario[0]).name
         if progress:
-            progress("simulate")
-        result = simulate(design, *scenario[1])
+            progress(f"scenario {name}")
+        result = simulate(design, *scenario[1], progress=progress and (lambda m: progress(f"scenario {name}: {m}")))
         data, views = (scenario[0], result.data), result.power_views or None
         sha = hashlib.sha256(Path(scenario[0]).read_bytes()).hexdigest() if Path(scenario[0]).is_file() else None
+        return Runs(default, data, sha, views, named_files(scenario[0], scenario[1][0]))
     return Runs(default, data, sha, views)
+
+
+def named_files(scenario_file: str, scn) -> tuple[tuple[str, str], ...]:
+    """(name, sha256) of the files a scenario names (the power twin's weather CSV), as the twin read them
+    (relative to the scenario, inside its folder: the twin has refused any other before this runs)."""
+    from twin.lang.files import inside
+
+    csv = scn.power.weather.csv if scn.power is not None else None
+    if not csv:
+        return ()
+    path = inside(csv, Path(scenario_file).parent)
+    return ((csv, hashlib.sha256(path.read_bytes()).hexdigest()),)
 
 
 def build(spec_path: str | Path, out: str | Path | None = None, progress: Callable[[str], None] | None = None,
@@ -160,8 +174,6 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
         if progress:
             progress("verdicts")
         risks = tuple(verdicts(design, runs.scenario))
-        if progress:
-            progress("emit")
         parts = _parts(design, runs, scenario, digests, progress, risks)
         if out_dir is None:
             out_dir = Path("generated") / design.name

@@ -57,6 +57,7 @@ def title(d: Design, runs: Runs | None = None) -> str:
     inputs = f"Spec `{Path(s.source_path).name}` (sha256 `{s.source_sha256}`)"
     if runs is not None and runs.scenario is not None:
         inputs += f", scenario `{Path(runs.scenario[0]).name}`" + (f" (sha256 `{runs.scenario_sha256}`)" if runs.scenario_sha256 else "")
+        inputs += "".join(f", `{name}` named by the scenario (sha256 `{sha}`)" for name, sha in runs.named_files)
     return head + inputs + f"; built by twin {__version__}.\n"
 
 
@@ -116,9 +117,8 @@ def power_section(d: Design) -> str:
         ["level", "load", "capacity", "used"],
         [
             ["rack", kw(b.rack_power), kw(s.rack_type.power_shelf), pct(b.rack_power / s.rack_type.power_shelf)],
-            ["site IT (GPU racks + network)", kw(b.it_power), "", ""],
-            ["network switches outside racks", kw(b.network_power), "", ""],
-            ["optics and powered cables (bill of materials; not in the sums above)", kw(_cable_ends(d)), "", ""],
+            ["site IT (GPU racks + network outside them + optics)", kw(b.it_power), "", ""],
+            *_network_rows(b),
             [f"site facility (x PUE {s.site.power.pue:g})", kw(b.facility_power), kw(b.utility), pct(b.facility_power / b.utility)],
         ],
         "lrrr",
@@ -136,11 +136,14 @@ def power_section(d: Design) -> str:
     return "\n".join(out)
 
 
-def _cable_ends(d: Design) -> float:
-    from twin.compiler.fabric.bom import network_power
-
-    npw = network_power(d.bom)
-    return npw["transceiver"] + npw["cable"]
+def _network_rows(b) -> list[list[str]]:
+    """The network's watts as the budget counts them; once the BOM exists they add up to its network power."""
+    if not b.network_from_bom:
+        return [["network switches outside the GPU racks (estimate from the shape)", kw(b.network_power), "", ""]]
+    return [["network switches outside the GPU racks (and fabric endpoints)", kw(b.network_power), "", ""],
+            ["rack switches (inside the GPU racks' power above)", kw(b.rack_switch_power), "", ""],
+            ["optics and powered cables", kw(b.optics_power), "", ""],
+            ["network total (= the bill of materials' network power)", kw(b.network_total), "", ""]]
 
 
 def liquid_table(d: Design) -> list[str]:
@@ -251,9 +254,10 @@ def compose(d: Design, runs: Runs | None = None, risks: list[Verdict] | None = N
             text = verdicts_report.section(risks, scenario[1].get("scenario") if scenario else None)
         elif sec is sim_section:  # the default run feeds both its tables and its pictures
             results = runs.default
-            pics = pic_twin.pictures(results)
+            note = pic_twin.versus_scenario((results or {}).get("job"), scenario[1] if scenario else None)
+            pics = pic_twin.pictures(results, note)
             pictures.update({f"report/{n}": svg for _r, n, _c, svg in pics})
-            text = design_section(results, {role: "\n" + image(n, c) + "\n" for role, n, c, _s in pics})
+            text = design_section(results, {role: "\n" + image(n, c) + "\n" for role, n, c, _s in pics}, note)
         elif sec is twins_section:
             texts, pics = report_twins.twin_sections(Path(d.spec.source_path).name, scenario[1] if scenario else None,
                                                      scenario[0] if scenario else None, runs.power_views,

@@ -50,6 +50,16 @@ class Budget:
     halls: list[HallBudget] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     largest_fit_racks: int = 0
+    # after the BOM (twin.compiler.fabric.power_budget.reconcile): network_power is the bill's switches outside
+    # the GPU racks, and the optics and powered cable ends are in it_power and facility_power too
+    optics_power: float = 0.0  # W, transceivers and powered cable ends (0 until the BOM exists)
+    rack_switch_power: float = 0.0  # W, the rack switches' share of the GPU racks' power (informative)
+    network_from_bom: bool = False  # False: network_power is the shape's estimate (before the fabric)
+
+    @property
+    def network_total(self) -> float:
+        """W of network the budget counts: outside the racks, inside them, optics (the BOM's total once reconciled)."""
+        return self.network_power + self.rack_switch_power + self.optics_power
 
     @property
     def feasible(self) -> bool:
