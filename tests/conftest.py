@@ -126,7 +126,7 @@ def pytest_collection_finish(session):
     if NETBOX_FIXTURES & wanted:
         import netbox_warm
 
-        WARM.append(netbox_warm.Warm(want_server="netbox" in wanted))
+        WARM.append(netbox_warm.Warm(want_server="netbox" in wanted, want_loaded="loaded" in wanted))
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -159,12 +159,13 @@ def netbox_package() -> Path:
 @pytest.fixture(scope="session")
 def netbox(netbox_package):
     """A real NetBox on loopback for the whole session (tests/netbox_server.py), stopped at the end; started
-    in the background from the end of collection (tests/netbox_warm.py)."""
+    in the background from the end of collection, the lab sites' import sets loaded into it there too when
+    test_netbox_live is selected (tests/netbox_warm.py, tests/netbox_load.py)."""
     import netbox_server
 
     if WARM and WARM[0].want_server:
         w = WARM[0]
-        w.wait()
+        w.join()  # the server, and the import sets it loads in the background when a test wants them
         if w.server is None:
             raise RuntimeError(f"starting NetBox failed (log: {netbox_server.CACHE / 'warm.log'})") from w.error
         yield w.server

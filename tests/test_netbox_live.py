@@ -18,17 +18,15 @@ from collections import Counter
 import pytest
 import yaml
 from conftest import ROOT, SITES, compiled, unwrap
+from netbox_load import load_all
 
-from twin.emit.netbox import table_csv
-from twin.emit.netbox_objects import Table, device_name, import_set, nic_end
+from twin.emit.netbox_objects import device_name, import_set, nic_end
 
 pytestmark = [pytest.mark.netbox, pytest.mark.slow]
 # `twin netbox push` needs pynetbox, the tests' own REST calls requests (pynetbox's dependency): without
 # them the module is skipped, so no NetBox is started for it
 pytest.importorskip("pynetbox", reason="pynetbox is not installed (a test extra: pip install -e '.[test]')")
 requests = pytest.importorskip("requests", reason="requests is not installed (it comes with pynetbox, a test extra: pip install -e '.[test]')")
-SHARED_KEY = {"extras.tag": ("slug", "/api/extras/tags/"), "dcim.manufacturer": ("name", "/api/dcim/manufacturers/"),
-              "dcim.devicetype": ("model", "/api/dcim/device-types/"), "dcim.devicerole": ("name", "/api/dcim/device-roles/")}
 SITE_LISTS = {"dcim.location": "/api/dcim/locations/", "dcim.rack": "/api/dcim/racks/", "dcim.device": "/api/dcim/devices/",
               "dcim.interface": "/api/dcim/interfaces/", "dcim.cable": "/api/dcim/cables/"}
 
@@ -51,30 +49,17 @@ def site_counts(netbox, site: str) -> dict[str, int]:
     return out
 
 
-def rows_to_send(netbox, t: Table) -> list[tuple[str, ...]]:
-    """A shared file's rows NetBox already has (made by an earlier site's import) are left out, as the
-    import set's README says; every other row is sent."""
-    if not t.shared:
-        return list(t.rows)
-    col, path = SHARED_KEY[t.model]
-    have = {o[col] for o in netbox.api_all(path)}
-    return [r for r in t.rows if dict(zip(t.columns, r))[col] not in have]
-
-
 @pytest.fixture(scope="module")
 def loaded(netbox):
-    """Both lab sites, every file through NetBox's bulk-import page: {(site, file): (rows sent, ok, errors)}."""
-    session = netbox.session()
-    out = {}
-    for site in ("lab-2zone", "lab-ib"):
-        for t in import_set(compiled(site)):
-            rows = rows_to_send(netbox, t)
-            if not rows:
-                out[(site, t.stem)] = (0, True, [])
-                continue
-            ok, errors = netbox.bulk_import(session, t.path, table_csv(Table(t.stem, t.model, t.path, t.columns, tuple(rows))).decode())
-            out[(site, t.stem)] = (len(rows), ok, errors)
-    return out
+    """Both lab sites, every file through NetBox's bulk-import page (tests/netbox_load.py): {(site, file):
+    (rows sent, ok, errors)}; loaded ahead in the background when the session's NetBox came up."""
+    from conftest import WARM
+
+    if WARM and WARM[0].loaded is not None:
+        return WARM[0].loaded
+    if WARM and WARM[0].load_error is not None:
+        raise RuntimeError("loading the import sets in the background failed") from WARM[0].load_error
+    return load_all(netbox)
 
 
 def test_import_sets_load_whole(loaded, netbox):

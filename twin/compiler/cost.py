@@ -13,7 +13,7 @@ named in ``unpriced``, so a missing price never passes for a cheap design.
 >>> c.server_count, round(c.servers), round(c.network), round(100 * c.network_share, 1)
 (16, 4320000, 818160, 11.1)
 >>> round(c.energy_per_year() / 1e3)   # kUSD per year at the budgeted draw and 8.92 cents/kWh
-196
+197
 """
 
 from __future__ import annotations
