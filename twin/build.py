@@ -19,7 +19,7 @@ from pathlib import Path
 from twin.analysis.verdicts import Verdict, verdicts
 from twin.compiler.design import Design
 from twin.compiler.pipeline import compile_design
-from twin.emit import EMITTERS, emit_all
+from twin.emit import BY_COST, emit_all
 from twin.emit.report import emit as report_emit
 from twin.folder import MANIFEST, safe_relative
 from twin.forked import apart
@@ -170,9 +170,11 @@ def _emit_into(folder: Path, design: Design, loaded, scenario, digests: dict[str
     """Every artifact of ``design`` written under ``folder``, in two processes where the system can
     fork: a child renders and writes the emitters that read the design alone (configs, NetBox,
     cabling, model export, ...) while this process runs the twins, the verdicts and the report,
-    which read their results. Each side's files and digests are those the serial :func:`render`
-    makes; the child hands back its digests (or its exception) through a pipe."""
-    child = apart(lambda: _write_emitters(folder, EMITTERS, design)) if hasattr(os, "fork") else None
+    which read their results, then takes the design-only emitters the child has not started yet
+    (one queue, largest first). Each file and digest is the one the serial :func:`render` makes; the
+    child hands back its digests (or its exception) through a pipe."""
+    queue = _queue(len(BY_COST))
+    child = apart(lambda: _write_emitters(folder, _taken(queue), design)) if hasattr(os, "fork") else None
     try:
         runs = run_twins(design, loaded, progress)
         _release_free_memory()
@@ -182,11 +184,19 @@ def _emit_into(folder: Path, design: Design, loaded, scenario, digests: dict[str
         if progress:
             progress("emit")
         ours = _write_emitters(folder, [lambda d: report_emit(d, runs, list(risks))], design)
-        theirs = child.join() if child is not None else _write_emitters(folder, EMITTERS, design)
+        if progress:
+            progress("emitters")  # the design-only emitters the child has not taken yet, then the child's end
+        mine = _write_emitters(folder, _taken(queue), design)
+        if dup := set(ours) & set(mine):
+            raise RuntimeError(f"two emitters write {sorted(dup)[0]}")
+        ours.update(mine)
+        theirs = child.join() if child is not None else {}
     except BaseException:
         if child is not None:
             child.kill()
         raise
+    finally:
+        os.close(queue)
     if both := sorted(set(ours) & set(theirs)):
         raise RuntimeError(f"two emitters write {both[0]}")
     digests.update(sorted({**ours, **theirs}.items()))
@@ -196,6 +206,21 @@ def _emit_into(folder: Path, design: Design, loaded, scenario, digests: dict[str
     digests[MANIFEST] = (hashlib.sha256(man).hexdigest(), len(man))
     write_parts(folder, [{MANIFEST: man}])
     return runs, risks
+
+
+def _queue(n: int) -> int:
+    """A pipe holding the indices 0..n-1 of :data:`BY_COST` as bytes, its write end closed: each read of
+    one byte takes the next emitter, and no emitter is taken twice, whichever process reads it."""
+    r, w = os.pipe()
+    os.write(w, bytes(range(n)))  # n < 256, far below a pipe's buffer
+    os.close(w)
+    return r
+
+
+def _taken(queue: int):
+    """The emitters this process takes from ``queue``, one at a time, until it is empty."""
+    while index := os.read(queue, 1):
+        yield BY_COST[index[0]]
 
 
 def _write_emitters(folder: Path, emitters, design: Design) -> dict[str, tuple[str, int]]:
