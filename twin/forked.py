@@ -39,12 +39,11 @@ class Child:
 
     def kill(self) -> None:
         """Stop the child (the parent failed): nothing of it outlives the parent's error."""
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-            os.close(self.fd)
-            os.waitpid(self.pid, 0)
-        except OSError:
-            pass
+        for step in (lambda: os.kill(self.pid, signal.SIGKILL), lambda: os.close(self.fd), lambda: os.waitpid(self.pid, 0)):
+            try:
+                step()
+            except OSError:  # already gone, closed or reaped
+                pass
 
 
 def _how(status: int) -> str:
