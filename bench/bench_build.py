@@ -7,7 +7,8 @@ peak RSS of that process alone). The current tree and the baseline commit (extra
 into a temporary folder; it needs its own dependencies, Pyomo among them) run in turn, A B A B ..., and
 the ratio is taken pair by pair: on a shared machine the wall clock also counts other people's work, a
 ratio of builds timed side by side holds. A second run of the current tree in-process splits the build
-by pass: wall and CPU seconds, and the resident memory after each pass with the peak so far.
+by pass: wall and CPU seconds, and the resident memory after each pass with the peak so far; the last
+row is the forked child that renders the design-only emitters beside the twins (its CPU and peak).
 
     python bench/bench_build.py                       # both sites, 3 runs each side, a Markdown table
     python bench/bench_build.py --sites meta-24k-roce --runs 5 --json
