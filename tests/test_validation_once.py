@@ -73,4 +73,35 @@ def test_a_campaign_length_takes_the_unit_the_language_uses_elsewhere():
         parse_scenario(base.replace("  days: 7\n", "  days: 7 kg\n"), "s.yaml")
     except SpecError as e:
         (d,) = e.diagnostics
-    assert d.dotted == "campaign.days" and "expected a time such as" in d.message
+    assert d.dotted == "campaign.days" and d.message.startswith("'7 kg' is a mass; expected a campaign length: days as a number (54)")
+
+
+def test_a_required_field_with_a_typo_is_one_error_and_the_site_is_checked_on():
+    """A typo of a required field (positions_per_row) was two errors ("missing required field" at the
+    hall's line and "unknown field" at the typo) and stopped the second stage, so an unknown rack type in
+    the same file went unreported. Now: one error at the typo naming the field, and the rack type too."""
+    text = LAB.replace("    positions_per_row: 8", "    positions_per_rw: 8").replace("  rack_type: gt-rack", "  rack_type: gt-rak")
+    got = {(e.line, e.dotted): e.message + "; " + e.expected for e in errors(text)}
+    assert got == {
+        (line_of(text, "positions_per_rw:"), "halls[0].positions_per_rw"): "unknown field 'positions_per_rw'; did you mean 'positions_per_row'?",
+        (line_of(text, "rack_type: gt-rak"), "fabric.rack_type"): "unknown rack type 'gt-rak'; did you mean 'gt-rack'?",
+    }
+
+
+def test_a_scenario_required_field_with_a_typo_is_one_error():
+    text = (ROOT / "scenarios" / "lab-twins.yaml").read_text().replace("  - {workload: lab-llama-8b,", "  - {workloa: lab-llama-8b,")
+    try:
+        parse_scenario(text, "s.yaml")
+    except SpecError as e:
+        msgs = [d.format() for d in e.diagnostics]
+    assert len(msgs) == 1 and "unknown field 'workloa'; did you mean 'workload'?" in msgs[0], msgs
+
+
+def test_a_campaign_length_error_speaks_of_days_not_microseconds():
+    text = (ROOT / "scenarios" / "lab-twins.yaml").read_text().replace("  days: 7\n", "  days: soon\n")
+    try:
+        parse_scenario(text, "s.yaml")
+    except SpecError as e:
+        msgs = [d.format() for d in e.diagnostics]
+    assert len(msgs) == 1 and "campaign.days: 'soon' is not a number with a unit; expected a campaign length" in msgs[0], msgs
+    assert "us'" not in msgs[0]

@@ -19,7 +19,7 @@ from pathlib import Path
 from twin.analysis.verdicts import Verdict, verdicts
 from twin.compiler.design import Design
 from twin.compiler.pipeline import compile_design
-from twin.emit import BY_COST, emit_all
+from twin.emit import BY_COST, EMITTER_LABELS, emit_all
 from twin.emit.report import emit as report_emit
 from twin.folder import MANIFEST, safe_relative
 from twin.forked import apart
@@ -86,9 +86,7 @@ def render_all(spec_path: str | Path, scenario: str | Path | None = None, progre
     if progress:
         progress("verdicts")
     risks = tuple(verdicts(design, runs.scenario))
-    if progress:
-        progress("emit")
-    files = emit_all(design, runs, risks=list(risks))
+    files = emit_all(design, runs, risks=list(risks), progress=progress)
     for rel in files:
         _check_relative(rel)
     files[MANIFEST] = manifest(design, files, scenario)
@@ -96,7 +94,7 @@ def render_all(spec_path: str | Path, scenario: str | Path | None = None, progre
 
 
 def _compiled(spec_path, scenario, progress) -> tuple[Design, Runs]:
-    loaded = _scenario(scenario)
+    loaded = _scenario(scenario, progress)
     design = compile_design(spec_path, progress=progress)
     runs = run_twins(design, loaded, progress)
     _release_free_memory()
@@ -118,18 +116,32 @@ def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progres
     """The twins a build runs, once: the default run (the report's twin section, its pictures and
     review.json) and, with ``scenario`` ((file, loaded scenario)), that scenario's twins."""
     if progress:
-        progress("twin")
-    default = design_results(design)
+        progress("default twin")
+    default = design_results(design, progress)
     data = sha = views = None
     if scenario is not None:
         from twin.twins.run import simulate
 
+        name = Path(scenario[0]).name
         if progress:
-            progress("simulate")
-        result = simulate(design, *scenario[1])
+            progress(f"scenario {name}")
+        result = simulate(design, *scenario[1], progress=progress and (lambda m: progress(f"scenario {name}: {m}")))
         data, views = (scenario[0], result.data), result.power_views or None
         sha = hashlib.sha256(Path(scenario[0]).read_bytes()).hexdigest() if Path(scenario[0]).is_file() else None
+        return Runs(default, data, sha, views, named_files(scenario[0], scenario[1][0]))
     return Runs(default, data, sha, views)
+
+
+def named_files(scenario_file: str, scn) -> tuple[tuple[str, str], ...]:
+    """(name, sha256) of the files a scenario names (the power twin's weather CSV), as the twin read them
+    (relative to the scenario, inside its folder: the twin has refused any other before this runs)."""
+    from twin.lang.files import inside
+
+    csv = scn.power.weather.csv if scn.power is not None else None
+    if not csv:
+        return ()
+    path = inside(csv, Path(scenario_file).parent)
+    return ((csv, hashlib.sha256(path.read_bytes()).hexdigest()),)
 
 
 def build(spec_path: str | Path, out: str | Path | None = None, progress: Callable[[str], None] | None = None,
@@ -142,7 +154,7 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
     digests: dict[str, tuple[str, int]] = {}
     done: dict[str, object] = {}
     with held as out_dir:
-        loaded = _scenario(scenario)
+        loaded = _scenario(scenario, progress)
         design = compile_design(spec_path, progress=progress)
 
         def fill(folder: Path) -> None:
@@ -158,11 +170,13 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
                        done["risks"], done["runs"])
 
 
-def _scenario(scenario: str | Path | None) -> tuple[str, tuple] | None:
+def _scenario(scenario: str | Path | None, progress) -> tuple[str, tuple] | None:
     if scenario is None:
         return None
     from twin.lang.scenario.models import load_scenario
 
+    if progress:
+        progress(f"read the scenario {Path(scenario).name}")
     return str(scenario), load_scenario(scenario)
 
 
@@ -182,11 +196,11 @@ def _emit_into(folder: Path, design: Design, loaded, scenario, digests: dict[str
             progress("verdicts")
         risks = tuple(verdicts(design, runs.scenario))
         if progress:
-            progress("emit")
+            progress("emit: report")
         ours = _write_emitters(folder, [lambda d: report_emit(d, runs, list(risks))], design)
-        if progress:
-            progress("emitters")  # the design-only emitters the child has not taken yet, then the child's end
-        mine = _write_emitters(folder, _taken(queue), design)
+        mine = _write_emitters(folder, _taken(queue, progress), design)  # what the child has not started
+        if progress and child is not None:
+            progress("emit: the other process's emitters")
         if dup := set(ours) & set(mine):
             raise RuntimeError(f"two emitters write {sorted(dup)[0]}")
         ours.update(mine)
@@ -217,10 +231,13 @@ def _queue(n: int) -> int:
     return r
 
 
-def _taken(queue: int):
+def _taken(queue: int, progress=None):
     """The emitters this process takes from ``queue``, one at a time, until it is empty."""
     while index := os.read(queue, 1):
-        yield BY_COST[index[0]]
+        emitter = BY_COST[index[0]]
+        if progress:
+            progress(f"emit: {EMITTER_LABELS[emitter]}")
+        yield emitter
 
 
 def _write_emitters(folder: Path, emitters, design: Design) -> dict[str, tuple[str, int]]:

@@ -115,17 +115,9 @@ def design_verdicts(d, locate: bool = True) -> list[Verdict]:
     halls = {h.name: i for i, h in enumerate(s.site.halls)}
     out = [Verdict("power.rack", f"rack power against the power shelf ({s.rack_type_name})", grade(b.rack_power, s.rack_type.power_shelf),
                    "high", kw(b.rack_power), kw(s.rack_type.power_shelf), RACK, at(("rack_types", s.rack_type_name, "power_shelf"), ("rack_types", s.rack_type_name)))]
+    optics = f" (optics and powered cables {kw(b.optics_power)} included)" if b.network_from_bom else ""
     out.append(Verdict("power.site.utility", "site facility power against the utility", grade(b.facility_power, b.utility), "high",
-                       kw(b.facility_power), kw(b.utility), BUDGET, at(("power", "utility_capacity"), ("power",))))
-    if d.bom:
-        from twin.compiler.fabric.bom import network_power
-
-        npw = network_power(d.bom)
-        ends = npw["transceiver"] + npw["cable"]  # optics and powered cable ends: in the BOM, not in the budget's sums
-        total = b.facility_power + ends * s.site.power.pue
-        out.append(Verdict("power.site.with-optics", "site facility power with the BOM's optics and powered cables against the utility",
-                           grade(total, b.utility), "high", f"{kw(total)} (optics and powered cables {kw(ends)} x PUE {s.site.power.pue:g})",
-                           kw(b.utility), BOM, at(("power", "utility_capacity"), ("power",))))
+                       kw(b.facility_power) + optics, kw(b.utility), BUDGET, at(("power", "utility_capacity"), ("power",))))
     for hb in b.halls:
         full = "fail" if hb.gpu_racks > hb.positions else "pass"  # a full hall is the plan, not a risk
         out.append(Verdict(f"space.{hb.name}", f"GPU racks against GPU positions in {hb.name}", full, "high",

@@ -65,20 +65,45 @@ def _mitigations(p: dict, sc_at) -> list[Verdict]:
     """Each mitigation the scenario evaluates (a GPU power floor, a fill workload, a battery): whether it
     brings the draw within every utility limit, and a warning when it makes a limit worse than without it."""
     base = {x["limit"]: x["value"] for x in p.get("limits", [])}
+    mits = p.get("mitigations") or {}
+    plain = (mits.get("baseline") or {}).get("effect")  # the grid side without any smoothing
     out = []
-    for name, m in sorted((p.get("mitigations") or {}).items()):
+    for name, m in sorted(mits.items()):
+        if name == "baseline":
+            continue
+        worse_effect = effect_worse(m.get("effect"), plain)
         if "limits" in m:
-            worse = [x["limit"] for x in m["limits"] if x["limit"] in base and x["value"] > base[x["limit"]] * (1 + 1e-9)]
+            worse = [x["limit"] for x in m["limits"] if x["limit"] in base and x["value"] > base[x["limit"]] * (1 + 1e-9)] + worse_effect
             failing = [x["limit"] for x in m["limits"] if not x["pass"]]
             st = "pass" if m.get("passes_all") and not worse else "warn"
             value = ("makes worse: " + ", ".join(worse) + "; " if worse else "") + (f"still failing: {', '.join(failing)}" if failing else "all limits met")
         elif "site" in m:
             st, value = ("pass", "the site's limits met") if m["site"].get("passes") else ("warn", "the site's limits not met")
+        elif worse_effect:  # no utility limits stated: what it makes worse on the grid side is still a warning
+            st, value = "warn", "makes worse: " + ", ".join(worse_effect)
         else:
             continue
         out.append(Verdict(f"mitigation.{name}", f"mitigation: {m.get('what', name)} against the utility limits", st, "low", value,
                            "every utility limit, no worse than without it", POWER, sc_at(("power", "mitigations"), ("power",)), twin=True))
     return out
+
+
+EFFECTS = (("ramp_W_per_s", "fastest ramp", 1e6, "MW/s"), ("swing_60s_W", "60 s swing", 1e6, "MW"),
+           ("step_swing_W", "swing within a step", 1e6, "MW"), ("oscillation_W", "critical-band oscillation", 1e6, "MW"))
+
+
+def effect_worse(effect: dict | None, plain: dict | None, tolerance: float = 0.005) -> list[str]:
+    """What a mitigation makes worse on the grid side than no smoothing (by more than ``tolerance``, half a
+    percent: the traces' bin edges move a little): ramp, minute swing, step swing, oscillation; its peak and
+    energy are its price and are reported apart.
+
+    >>> effect_worse({"ramp_W_per_s": 11.86e6, "swing_60s_W": 5e6}, {"ramp_W_per_s": 9.04e6, "swing_60s_W": 6e6})
+    ['fastest ramp 11.86 MW/s against 9.04 MW/s without it']
+    """
+    if not effect or not plain:
+        return []
+    return [f"{label} {effect[k] / scale:.2f} {unit} against {plain[k] / scale:.2f} {unit} without it"
+            for k, label, scale, unit in EFFECTS if k in effect and k in plain and effect[k] > plain[k] * (1 + tolerance)]
 
 
 def _throughput(s, case: str, job: dict, site_at, section: str) -> list[Verdict]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -163,8 +163,9 @@ def build(
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Output folder (default: generated/<site>)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result (artifacts and hashes) as JSON."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress or warnings."),
-    scenario: Optional[Path] = typer.Option(None, "--scenario", "-s", help="Also run this scenario's twins (collectives, jobs, "
-                                            "campaign, power) and put their sections in the report."),
+    scenarios: Optional[List[Path]] = typer.Option(None, "--scenario", "-s", metavar="FILE",
+                                                   help="Also run this scenario's twins (collectives, jobs, campaign, power) "
+                                                   "and put their sections in the report (one; a second is refused, exit 2)."),
     accept_risks: bool = typer.Option(False, "--accept-risks", help=ACCEPT_RISKS),
 ) -> None:
     """Compile a site spec into generated/<site>/ (design.json, report.md, report.html, manifest.json, ...).
@@ -180,19 +181,20 @@ def build(
 
     Example: twin build sites/lab-2zone.yaml -o /tmp/lab --scenario scenarios/lab-twins.yaml
     """
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from twin.cli.progress import steps
+    from twin.cli.simulate import one_scenario
+    from twin.output import OutputError
 
-    from twin.build import OutputError
-    from twin.build import build as do_build
-
+    try:
+        scenario = one_scenario(scenarios, as_json, err, _emit_json)
+    except ValueError:
+        raise typer.Exit(EXIT_INVALID) from None
     show = not (as_json or quiet)
     try:
-        if show:
-            with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True) as prog:
-                task = prog.add_task("validate", total=None)
-                result = do_build(spec, output, progress=lambda name: prog.update(task, description=name), scenario=scenario)
-        else:
-            result = do_build(spec, output, scenario=scenario)
+        with steps(err, show, "load the compiler") as say:
+            from twin.build import build as do_build
+
+            result = do_build(spec, output, progress=say if show else None, scenario=scenario)
     except SpecError as e:
         if as_json:
             _emit_json({"status": "invalid", "diagnostics": [d.to_json() for d in e.diagnostics]})
@@ -309,7 +311,8 @@ def schema(
 @app.command()
 def simulate(
     target: Path = typer.Argument(..., help="Site spec (YAML) or a generated/<site> folder."),
-    scenario: Path = typer.Option(..., "--scenario", "-s", help="Scenario file (YAML)."),
+    scenarios: List[Path] = typer.Option(..., "--scenario", "-s", metavar="FILE",
+                                         help="Scenario file (YAML); one (a second is refused, exit 2)."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write PNG plots here."),
     accept_risks: bool = typer.Option(False, "--accept-risks", help=ACCEPT_RISKS),
@@ -327,8 +330,12 @@ def simulate(
 
     Example: twin simulate sites/meta-24k-roce.yaml --scenario scenarios/llama3-405b-power.yaml --json
     """
-    from twin.cli.simulate import run_simulate
+    from twin.cli.simulate import one_scenario, run_simulate
 
+    try:
+        scenario = one_scenario(scenarios, as_json, err, _emit_json)
+    except ValueError:
+        raise typer.Exit(EXIT_INVALID) from None
     code = run_simulate(target, scenario, as_json, plot_dir, out, err, _print_diags, _emit_json, accept_risks)
     raise typer.Exit(code)
 

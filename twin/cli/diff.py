@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -14,10 +14,13 @@ EXIT_INVALID = 2
 
 def run_diff(old: Path, new: Path | None, against: Path | None, as_json: bool, html: Path | None, scenario: Path | None,
              out, err, print_diags, emit_json) -> int:
-    from twin.compiler.resolve.validate import validate_file
-    from twin.diff.compare import compare, side
-    from twin.diff.report import page, terminal
-    from twin.folder import FolderError, printable
+    from twin.cli.progress import steps
+
+    with steps(err, not as_json, "load the compiler"):  # the imports take a second or more: say so
+        from twin.compiler.resolve.validate import validate_file
+        from twin.diff.compare import compare, side
+        from twin.diff.report import page, terminal
+        from twin.folder import FolderError, printable
 
     def fail(message: str) -> int:
         if as_json:
@@ -41,7 +44,8 @@ def run_diff(old: Path, new: Path | None, against: Path | None, as_json: bool, h
         if not t.exists():
             return fail(f"{printable(str(t))}: no such spec file or build folder")
     try:
-        res = compare(side(old, scenario), side(new, scenario))
+        with steps(err, not as_json, "old side") as say:
+            res = compare(side(old, scenario, lambda m: say(f"old {m}")), side(new, scenario, lambda m: say(f"new {m}")), say)
     except FolderError as e:
         return fail(f"{printable(str(e), 1000)}")
     except SpecError as e:
@@ -73,7 +77,9 @@ def register(app, out, err, print_diags, emit_json) -> None:
         against: Optional[Path] = typer.Option(None, "--against", help="With one SPEC: the build folder it would replace (default: generated/<site>)."),
         as_json: bool = typer.Option(False, "--json", help="Print the review as JSON."),
         html: Optional[Path] = typer.Option(None, "--html", help="Also write the review as a self-contained page to this file."),
-        scenario: Optional[Path] = typer.Option(None, "--scenario", "-s", help="Run this scenario with every spec side, like `twin build --scenario`."),
+        scenarios: Optional[List[Path]] = typer.Option(None, "--scenario", "-s", metavar="FILE",
+                                                       help="Run this scenario with every spec side, like `twin build --scenario` "
+                                                       "(one; a second is refused, exit 2)."),
     ) -> None:
         """Review what a change does: figures that moved (GPUs, switches per tier, optics and cable km, power
         and headroom per level, placement objective and gap, ECMP widths, cost, twin figures), configs changed
@@ -91,4 +97,10 @@ def register(app, out, err, print_diags, emit_json) -> None:
 
         Example: twin diff sites/lab-2zone.yaml --against generated/lab-2zone
         """
+        from twin.cli.simulate import one_scenario
+
+        try:
+            scenario = one_scenario(scenarios, as_json, err, emit_json)
+        except ValueError:
+            raise typer.Exit(EXIT_INVALID) from None
         raise typer.Exit(run_diff(old, new, against, as_json, html, scenario, out, err, print_diags, emit_json))

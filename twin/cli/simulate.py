@@ -8,6 +8,23 @@ from pathlib import Path
 
 from twin.lang.diagnostics import InfeasibleError, Severity, SpecError
 
+NOTHING_TO_PLOT = ("the plots are of collectives, training jobs, a campaign's sweeps and a power: section; "
+                   "this scenario has none of them")
+
+
+def one_scenario(scenarios: list[Path] | None, as_json: bool, err, emit_json) -> Path | None:
+    """The one ``--scenario`` given, or None; a second is refused (ValueError, exit 2 by the caller, said
+    on stderr or as the --json envelope) rather than silently replacing the first."""
+    if scenarios and len(scenarios) > 1:
+        names = ", ".join(str(p) for p in scenarios)
+        message = f"--scenario given {len(scenarios)} times ({names}): give one; run the command once per scenario"
+        if as_json:
+            emit_json({"status": "invalid", "error": message})
+        else:
+            err.print(message, style="red", markup=False)
+        raise ValueError(message)
+    return scenarios[0] if scenarios else None
+
 
 def resolve_spec(target: Path) -> Path:
     """A spec path for ``target``: the file itself, or the spec a generated folder was built from
@@ -25,23 +42,40 @@ def resolve_spec(target: Path) -> Path:
     raise FileNotFoundError(f"{target}: cannot find the spec '{name}' it was built from (sha256 {sha[:12]}); pass the spec path")
 
 
-def run_simulate(target, scenario, as_json, plot_dir, out, err, print_diags, emit_json, accept_risks: bool = False) -> int:
-    from twin.compiler.pipeline import compile_design
-    from twin.emit import report_net as report
-    from twin.emit.plots import write_plots
+def simulate_steps(target, scenario, say):
+    """Read the scenario, compile the design, run the twins and the verdicts, each step under its own
+    label (``say``): (design, result, risks). Raises what the CLI turns into exit codes."""
+    say(f"read the scenario {Path(scenario).name}")
     from twin.lang.scenario.models import load_scenario
 
-    try:
-        scn, src = load_scenario(scenario)
-        spec_path = resolve_spec(Path(target))
-        design = compile_design(spec_path)
-        from twin.twins.run import simulate
+    scn, src = load_scenario(scenario)
+    spec_path = resolve_spec(Path(target))
+    say(f"compile {spec_path.name}")
+    from twin.compiler.pipeline import compile_design
 
-        if as_json:
-            result = simulate(design, scn, src)
-        else:
-            with err.status("simulating") as st:
-                result = simulate(design, scn, src, progress=lambda m: st.update(m))
+    design = compile_design(spec_path, progress=lambda n: say(f"compile: {n}"))
+    from twin.twins.run import simulate
+
+    say(f"simulate {scn.name}")
+    result = simulate(design, scn, src, progress=say)
+    say("verdicts")
+    from twin.analysis.verdicts import verdicts
+
+    return design, result, verdicts(design, (str(scenario), result.data))
+
+
+def run_simulate(target, scenario, as_json, plot_dir, out, err, print_diags, emit_json, accept_risks: bool = False) -> int:
+    from twin.cli.progress import steps
+
+    try:
+        with steps(err, not as_json, "load the twins") as say:
+            design, result, risks = simulate_steps(target, scenario, say)
+            files = []
+            if plot_dir:
+                say(f"plots into {plot_dir}")
+                from twin.emit.plots import write_plots
+
+                files = write_plots(result, plot_dir)
     except SpecError as e:
         if as_json:
             emit_json({"status": "invalid", "diagnostics": [d.to_json() for d in e.diagnostics]})
@@ -55,18 +89,20 @@ def run_simulate(target, scenario, as_json, plot_dir, out, err, print_diags, emi
     except (FileNotFoundError, ValueError) as e:
         err.print(str(e), style="red", markup=False)
         return 2
-    from twin.analysis.verdicts import verdicts
     from twin.cli.app import print_risks, risks_exit, risks_status
+    from twin.emit import report_net as report
 
-    risks = verdicts(design, (str(scenario), result.data))
-    files = write_plots(result, plot_dir) if plot_dir else []
     if as_json:
         data = dict(result.data)
         data["plots"] = [str(f) for f in files]
+        if plot_dir and not files:
+            data["notes"] = [*data.get("notes", []), f"nothing to plot ({NOTHING_TO_PLOT})"]
         emit_json({**data, "status": risks_status(risks, accept_risks), "risks": [v.to_json() for v in risks]})
     else:
         report.render(result.data, out)
         for f in files:
             out.print(f"wrote {f}", markup=False)
+        if plot_dir and not files:
+            out.print(f"{scenario}: nothing to plot ({NOTHING_TO_PLOT}); wrote nothing to {plot_dir}", markup=False)
         print_risks(risks, out)
     return risks_exit(risks, accept_risks)

@@ -48,14 +48,18 @@ class _SweepCommand(TyperCommand):
 def run_sweep(path: Path, output: Path | None, workers: int | None, scheduler, fresh: bool, timeout: float,
               as_json: bool, out: Console, err: Console, print_diags, emit_json, root: Path | None = None,
               dashboard: str | None = None) -> int:
-    # Dask and the twins load here, when a sweep runs: `twin --help` and the other commands skip them
-    from twin.sweep.cluster import root_warning
-    from twin.sweep.engine import SchedulerError, run
-    from twin.sweep.load import load_sweep
-    from twin.sweep.output import write
+    from twin.cli.progress import steps
 
     try:
-        sw = load_sweep(path, root)
+        with steps(err, not as_json, "load the sweep engine") as say:
+            # Dask and the twins load here, when a sweep runs: `twin --help` and the other commands skip them
+            from twin.sweep.cluster import root_warning
+            from twin.sweep.engine import SchedulerError, run
+            from twin.sweep.load import load_sweep
+            from twin.sweep.output import write
+
+            say(f"read the sweep {path.name}")
+            sw = load_sweep(path, root)
     except SpecError as e:
         if as_json:
             emit_json({"status": "invalid", "diagnostics": [d.to_json() for d in e.diagnostics]})
@@ -79,7 +83,8 @@ def run_sweep(path: Path, output: Path | None, workers: int | None, scheduler, f
         else:
             err.print(str(e), style="red", markup=False)
         return EXIT_INVALID
-    files = write(sw, oc, folder)
+    with steps(err, not as_json, f"write the results into {folder}"):
+        files = write(sw, oc, folder)
     statuses = {}
     for v in oc.variants:
         r = oc.results.get(v.hash)

@@ -7,7 +7,7 @@ an ``auto`` GPU power cap is fixed, and the site's space, power and cooling are 
     placement  = place(spec, budget)                      racks onto hall positions (HiGHS)
     fabric     = synthesize(spec, placement)              the graph, proven equal to spec.shape
     cabling    = cabling.plan(spec, placement, fabric)    route, medium and stock length per cable
-    bom        = bom.bill(spec, fabric, cabling)          switches, optics, cables
+    bom        = bom.bill(spec, fabric, cabling)          switches, optics, cables; the budget takes its network watts
     addressing = address.plan(spec, fabric)               ASNs and IPs (routed fabrics)
     intent     = build_intent(spec, fabric, addressing, cabling)   per-switch config intent (routed fabrics)
 
@@ -66,11 +66,22 @@ def check(path: str | Path) -> Checked:
     return Checked(str(path), spec, tuple(diags), feasibility.check(spec))
 
 
+def bill_and_budget(spec, d: Design) -> dict:
+    """The BOM, and the budget reconciled with it (:mod:`twin.compiler.fabric.power_budget`)."""
+    from twin.compiler.fabric import bom
+    from twin.compiler.fabric.power_budget import reconcile
+
+    lines = bom.bill(spec, d.fabric, d.cabling)
+    return {"bom": lines, "budget": reconcile(spec, d.budget, d.fabric, lines)}
+
+
 def compile_design(path: str | Path, progress: Callable[[str], None] | None = None, until: str | None = None,
                    placement_method: str | None = None) -> Design:
     """Every pass on the spec at ``path`` (up to and including ``until``); raise SpecError or
     InfeasibleError on failure. ``placement_method`` overrides the spec's (``naive`` pins the
     reading-order fill, for tests and benchmarks about later passes)."""
+    if progress:
+        progress("validate and budget")
     checked = check(path)
     if checked.spec is None:
         raise SpecError(list(checked.diagnostics))
@@ -79,7 +90,7 @@ def compile_design(path: str | Path, progress: Callable[[str], None] | None = No
     # the passes load here: `twin validate` stops at check() and needs none of them (networkx among them)
     from twin.compiler import address
     from twin.compiler.config.intent import build_intent
-    from twin.compiler.fabric import bom, cabling
+    from twin.compiler.fabric import cabling
     from twin.compiler.fabric.synthesis import synthesize
     from twin.compiler.place import naive, optimize
 
@@ -90,7 +101,7 @@ def compile_design(path: str | Path, progress: Callable[[str], None] | None = No
         ("placement", lambda d: {"placement": placer(spec, budget)}),
         ("fabric", lambda d: {"fabric": synthesize(spec, d.placement)}),
         ("cabling", lambda d: {"cabling": cabling.plan(spec, d.placement, d.fabric)}),
-        ("bom", lambda d: {"bom": bom.bill(spec, d.fabric, d.cabling)}),
+        ("bom", lambda d: bill_and_budget(spec, d)),  # the budget takes the bill's network watts, optics included
         ("addressing", lambda d: {"addressing": address.plan(spec, d.fabric)}),
         ("intent", lambda d: {"intent": build_intent(spec, d.fabric, d.addressing, d.cabling)}),
     ]

@@ -55,10 +55,10 @@ class Side:
     risks: list[dict] | None = None  # review.json's verdicts (twin.analysis.verdicts), worst first
 
 
-def spec_side(path: str | Path, scenario: str | Path | None = None) -> Side:
+def spec_side(path: str | Path, scenario: str | Path | None = None, progress=None) -> Side:
     """Compile and emit a spec in memory, as ``twin build [--scenario]`` would (raises SpecError /
-    InfeasibleError)."""
-    _design, files = render(path, scenario)
+    InfeasibleError); ``progress`` hears each step's label."""
+    _design, files = render(path, scenario, progress)
     hashes = {p: hashlib.sha256(b).hexdigest() for p, b in files.items() if p != MANIFEST}
     review = json.loads(files["review.json"]) if "review.json" in files else {}
     return Side(str(path), hashes, lambda p: files.get(p, b""), review.get("figures"), scenario=Path(scenario).name if scenario else None,
@@ -165,9 +165,11 @@ def renamed(row: dict) -> dict:
     return dict(row, key=name, value=value)
 
 
-def side(target: str | Path, scenario: str | Path | None = None) -> Side:
-    t = Path(target)
-    return folder_side(t) if t.is_dir() else spec_side(t, scenario)
+def side(target: str | Path, scenario: str | Path | None = None, progress=None) -> Side:
+    """One side of a diff; ``progress`` hears its steps, each labelled with the side (``NEW.yaml: compile: fabric``)."""
+    t, say = Path(target), progress or (lambda _m: None)
+    say(f"{t.name}: read the built folder" if t.is_dir() else f"{t.name}: compile")
+    return folder_side(t) if t.is_dir() else spec_side(t, scenario, lambda m: say(f"{t.name}: {m}"))
 
 
 @dataclass
@@ -213,13 +215,18 @@ def diff(spec_path: str | Path, built: str | Path, scenario: str | Path | None =
     return compare(folder_side(built), spec_side(spec_path, scenario))
 
 
-def compare(old: Side, new: Side) -> DiffResult:
+def compare(old: Side, new: Side, progress=None) -> DiffResult:
+    say = progress or (lambda _m: None)
+    say("compare the artifacts")
     res = DiffResult(added=sorted(set(new.hashes) - set(old.hashes)), removed=sorted(set(old.hashes) - set(new.hashes)),
                      old=old.label, new=new.label, notes=[n for n in (old.note, new.note) if n])
     if old.scenario != new.scenario:
         res.notes.append(f"the sides ran different scenarios with the build ({old.scenario or 'none'} vs {new.scenario or 'none'}):"
                          " report and twin figures differ for that reason too (`--scenario` runs one with every spec side)")
-    for p in sorted(set(new.hashes) & set(old.hashes)):
+    both = sorted(set(new.hashes) & set(old.hashes))
+    for k, p in enumerate(both):
+        if k % 200 == 0 and k:  # a 24K-GPU site has thousands of files to line-diff: say how far it got
+            say(f"compare the artifacts: {k:,} of {len(both):,} files")
         if new.hashes[p] == old.hashes[p]:
             continue
         if max(old.sizes.get(p, 0), new.sizes.get(p, 0)) > LINE_DIFF_LIMIT:
@@ -242,11 +249,13 @@ def compare(old: Side, new: Side) -> DiffResult:
             res.inputs = input_changes(da, db)
     if old.figures is not None and new.figures is not None:
         res.figures, res.unchanged_figures = moved_figures(old.figures, new.figures)
+    say("compare the configs per role")
     res.configs = config_changes(res, old, new)
     res.risks = risk_changes(old.risks, new.risks)
     if "placement/floor.csv" in res.changed and res.changed["placement/floor.csv"] != (None, None):
         from twin.diff.racks import moved
 
+        say("count the racks moved")
         res.racks = moved(old.read("placement/floor.csv"), new.read("placement/floor.csv"))
     return res
 

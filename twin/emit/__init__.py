@@ -16,6 +16,9 @@ Emitter = Callable[[Design], dict[str, bytes]]
 
 EMITTERS: list[Emitter] = [design_json.emit, bom.emit, cabling.emit, campus_report.trunks_csv, model_export.emit,
                            configs.emit, configs_ib.emit, placement.emit, netbox.emit]
+EMITTER_LABELS = {design_json.emit: "design.json", bom.emit: "bill of materials", cabling.emit: "cabling",
+                  campus_report.trunks_csv: "campus trunks", model_export.emit: "fabric model", configs.emit: "switch configs",
+                  configs_ib.emit: "OpenSM configs", placement.emit: "floor plan", netbox.emit: "NetBox set"}
 
 # EMITTERS, largest first (CPU seconds on meta-24k-roce: configs ~2, NetBox ~1.3, model export and cabling ~0.6
 # each, the rest < 0.05): the build's two processes take them from a queue in this order, so the last
@@ -25,23 +28,26 @@ BY_COST: list[Emitter] = [configs.emit, netbox.emit, model_export.emit, cabling.
 
 
 def emit_all(design: Design, runs: Runs | None = None, overrides: dict[Emitter, Emitter] | None = None,
-             risks: list | None = None) -> dict[str, bytes]:
+             risks: list | None = None, progress: Callable[[str], None] | None = None) -> dict[str, bytes]:
     """Every artifact: the report (report.md, report.html, its pictures, review.json) from the design,
     the twins' results the build ran (``runs``) and the verdicts (``risks``, :mod:`twin.analysis.verdicts`),
     then every other emitter from the design alone;
     ``overrides`` runs another emitter in an emitter's place (a test reusing configs it rendered)."""
     files: dict[str, bytes] = {}
-    for part in emit_each(design, runs, overrides, risks):
+    for part in emit_each(design, runs, overrides, risks, progress):
         files.update(part)
     return files
 
 
 def emit_each(design: Design, runs: Runs | None = None, overrides: dict[Emitter, Emitter] | None = None,
-              risks: list | None = None) -> Iterator[dict[str, bytes]]:
+              risks: list | None = None, progress: Callable[[str], None] | None = None) -> Iterator[dict[str, bytes]]:
     """The artifacts of :func:`emit_all`, one emitter's at a time (the build writes and drops each
     before the next renders: a 24K-GPU site's ~230 MB never sit in memory at once)."""
     seen: set[str] = set()
-    for emitter in [lambda d: report.emit(d, runs, risks), *((overrides or {}).get(e, e) for e in EMITTERS)]:
+    named = [("report", lambda d: report.emit(d, runs, risks)), *((EMITTER_LABELS[e], (overrides or {}).get(e, e)) for e in EMITTERS)]
+    for label, emitter in named:
+        if progress:
+            progress(f"emit: {label}")
         part = emitter(design)
         for path in part:
             if path in seen:

@@ -104,8 +104,17 @@ def nic_end(graph, device: str, port: str) -> tuple[str, str]:
     d = graph.nodes[device]
     if d["role"] == "nic":
         name = device[len(d["server"]) + 1:]
-        return d["server"], (f"{name}/{port}" if (d.get("ports") or 1) > 1 else name)
+        server = d["server"]
+        if d.get("rack") != graph.nodes[server]["rack"]:  # a tray in the partner rack of a rack pair (NVL36x2)
+            server = partner_device(graph, server)
+        return server, (f"{name}/{port}" if (d.get("ports") or 1) > 1 else name)
     return device, port
+
+
+def partner_device(graph, server: str) -> str:
+    """The device of a rack pair's second rack (NVL36x2): the system's trays standing there, named as a
+    server of that rack (``gh1-r0002-s1`` for the system ``gh1-r0001-s1`` whose partner is ``gh1-r0002``)."""
+    return f"{graph.nodes[server]['pair']}-{server.rsplit('-', 1)[1]}"
 
 
 def _fmt(x: float) -> str:
@@ -174,8 +183,9 @@ def import_set(design: Design) -> list[Table]:
                         ("name", "slug", "tags"), tuple((m, slugify(m), tags) for m in makers), shared=True))
     type_rows = []
     for name, (maker, entry) in models.items():
-        type_rows.append((maker, name, name, str(entry.height_u), "true", "front-to-rear", _fmt(entry.weight), "kg",
-                          entry.description, tags))
+        span = getattr(entry, "span", 1)  # a system over a rack pair is a device in each rack, half its mass each
+        type_rows.append((maker, name, name, str(entry.height_u), "true", "front-to-rear", _fmt(entry.weight / span), "kg",
+                          entry.description + (f" (one of its {span} racks)" if span > 1 else ""), tags))
     tables.append(Table("06-device-types", "dcim.devicetype", "/dcim/device-types/import/",
                         ("manufacturer", "model", "slug", "u_height", "is_full_depth", "airflow", "weight", "weight_unit",
                          "description", "tags"), tuple(type_rows), shared=True))
@@ -189,16 +199,19 @@ def import_set(design: Design) -> list[Table]:
     devices = [n for n, d in g.nodes(data=True) if d["role"] != "nic"]
     for n in devices:
         d = g.nodes[n]
-        rack = racks[d["rack"]]
         maker, _ = models[d["model"]]
-        dev_rows.append((device_name(site, n), ROLE_NAMES.get(d["role"], d["role"]), maker, d["model"], STATUS, site,
-                         row_location(rack.position.hall, rack.position.row), rack.id, str(d["u"]), "front", n, tags))
+        for dev, rack_id in ((n, d["rack"]), *(((partner_device(g, n), d["pair"]),) if d.get("pair") else ())):
+            rack = racks[rack_id]
+            dev_rows.append((device_name(site, dev), ROLE_NAMES.get(d["role"], d["role"]), maker, d["model"], STATUS, site,
+                             row_location(rack.position.hall, rack.position.row), rack.id, str(d["u"]), "front", dev, tags))
     for n in devices:
         d = g.nodes[n]
         dev = device_name(site, n)
         if d["role"] == "server":
             ch = spec.catalog.chassis[d["model"]]
+            half = device_name(site, partner_device(g, n)) if d.get("pair") else dev
             for k in range(1, ch.nics + 1):
+                dev = half if k > ch.nics // ch.span else device_name(site, n)  # a rack pair: the second half's trays
                 if ch.nic_ports == 1:
                     if_rows.append((dev, f"nic{k}", interface_type(tech, spec.nic_speed), kbps(spec.nic_speed), "true",
                                     f"backend NIC of GPU {k}", tags))

@@ -69,13 +69,51 @@ def job_svg(j: dict, run: str = "", note: str = "") -> bytes:
     return c.svg()
 
 
-def pictures(r: dict | None) -> list[tuple[str, str, str, bytes]]:
-    """(role, file name, caption, svg) for the report's twin section."""
+JOB_INPUTS = ("gpus", "parallelism", "dims", "order", "sequence_length", "stack", "microbatches", "virtual_stages")
+
+
+def differences(default: dict | None, j: dict) -> list[str]:
+    """What a scenario's job sets differently from the default run's job of the same workload
+    (``name old -> new``, the recipe's fields as ``recipe.name``); empty when the workloads differ.
+
+    >>> differences({"workload": "w", "virtual_stages": 8, "recipe": {"zero": 1}}, {"workload": "w", "virtual_stages": 4, "recipe": {"zero": 1}})
+    ['virtual_stages 8 -> 4']
+    """
+    if not default or default.get("workload") != j.get("workload"):
+        return []
+    out = [f"{k} {default.get(k)} -> {j.get(k)}" for k in JOB_INPUTS if default.get(k) != j.get(k)]
+    a, b = default.get("recipe") or {}, j.get("recipe") or {}
+    out += [f"recipe.{k} {a.get(k)} -> {b.get(k)}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return out
+
+
+def versus_scenario(default_job: dict | None, scenario: dict | None) -> str:
+    """What the default run's job is against the scenario's run of the same workload (empty when the
+    scenario runs no job of that workload): the default run takes the site's workload as written.
+
+    >>> versus_scenario({"workload": "w", "virtual_stages": 8}, {"scenario": "s", "cases": [{"jobs": [{"workload": "w", "virtual_stages": 4}]}]})
+    "the site's workload as written; scenario s runs it with virtual_stages 8 -> 4"
+    """
+    if not default_job or not scenario:
+        return ""
+    for case in scenario.get("cases", []):
+        for j in case.get("jobs", []):
+            if j.get("workload") == default_job.get("workload"):
+                diff = differences(default_job, j)
+                name = scenario.get("scenario")
+                return ("the site's workload as written; " + (f"scenario {name} runs it with " + ", ".join(diff) if diff
+                                                             else f"the same inputs as scenario {name}'s run"))
+    return ""
+
+
+def pictures(r: dict | None, note: str = "") -> list[tuple[str, str, str, bytes]]:
+    """(role, file name, caption, svg) for the report's twin section; ``note``: what the default run's job
+    is against a scenario's run of it (:func:`versus_scenario`)."""
     if not r:
         return []
     out = [("busbw", "twin-busbw.svg", "Ring AllReduce bus bandwidth against message size, per routing scheme", busbw_svg(r)),
            ("load", "twin-link-load.svg", "Histogram of fabric link loads during the AllReduce, per routing scheme", load_svg(r))]
     j = r.get("job")
     if j and "schemes" in j:
-        out.append(("job", "twin-job-step.svg", f"Default run: step breakdown of {j['workload']} per routing scheme", job_svg(j, "default run")))
+        out.append(("job", "twin-job-step.svg", f"Default run: step breakdown of {j['workload']} per routing scheme", job_svg(j, "default run", note)))
     return out

@@ -1,4 +1,5 @@
-"""PNG plots of a simulation: busbw vs message size, link-load histogram, max/mean link load.
+"""PNG plots of a simulation: busbw vs message size, link-load histogram, max/mean link load; each job's
+step per routing scheme (:mod:`twin.emit.plots_job`), the campaign's and the power twin's plots.
 
 Why these three: busbw vs size is what nccl-tests users read; the histogram shows *why* a scheme is
 slow (a tail of overloaded links under ECMP, a spike at zero under static pinning); max/mean is the
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from twin.emit.plots_job import write_job_plots
 from twin.emit.plots_reliability import write_plots as campaign_plots
 from twin.emit.png import save_png
 
@@ -66,6 +68,7 @@ def write_plots(result, out_dir: str | Path) -> list[Path]:
             ax.set_ylabel("max / mean link load")
             ax.set_title(f"load imbalance, {c['name']} ({case['case']})")
             files.append(save_png(fig, out / f"{stem}-max-mean.png"))
+    files += write_job_plots(data["cases"], out)  # the job twin: the step per routing scheme
     files += campaign_plots(data.get("campaign"), out)  # the reliability twin
     if getattr(result, "power_views", None):  # the power and thermal twin (twin/twins/power)
         from twin.emit.plots_power import write_power_plots

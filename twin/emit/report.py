@@ -57,6 +57,7 @@ def title(d: Design, runs: Runs | None = None) -> str:
     inputs = f"Spec `{Path(s.source_path).name}` (sha256 `{s.source_sha256}`)"
     if runs is not None and runs.scenario is not None:
         inputs += f", scenario `{Path(runs.scenario[0]).name}`" + (f" (sha256 `{runs.scenario_sha256}`)" if runs.scenario_sha256 else "")
+        inputs += "".join(f", `{name}` named by the scenario (sha256 `{sha}`)" for name, sha in runs.named_files)
     return head + inputs + f"; built by twin {__version__}.\n"
 
 
@@ -70,10 +71,12 @@ def rack_section(d: Design) -> str:
     r = s.rack
     c = s.chassis
     rows = [
-        [f"{s.rack_type.servers} x {s.rack_type.chassis}", f"{c.gpus} x {c.gpu_model} at {r.gpu_power_cap:g} W cap (TDP {c.gpu_tdp:g} W)", kw(s.rack_type.servers * r.server_power)],
+        [f"{s.rack_type.servers} x {s.rack_type.chassis}" + (f" (half of a {c.span}-rack system)" if c.span > 1 else ""),
+         f"{c.gpus // c.span} x {c.gpu_model} at {r.gpu_power_cap:g} W cap (TDP {c.gpu_tdp:g} W)", kw(s.rack_type.servers * r.server_power / c.span)],
     ]
     if s.rtsw_model:
-        rows.append([f"{s.rack_type.rtsw_count} x {s.rack_type.rtsw}", "rack switch", kw(r.rtsw_power)])
+        planes = f" ({s.fabric.planes} planes)" if s.fabric.planes > 1 else ""
+        rows.append([f"{s.rack_type.rtsw_count * s.fabric.planes} x {s.rack_type.rtsw}", f"rack switch{planes}", kw(r.rtsw_power)])
     if s.rack_type.other_power:
         rows.append(["other", "fans, management", kw(s.rack_type.other_power)])
     rows.append(["**rack total**", f"power shelf {kw(s.rack_type.power_shelf)} ({pct(r.power / s.rack_type.power_shelf)} used)", f"**{kw(r.power)}**"])
@@ -81,8 +84,9 @@ def rack_section(d: Design) -> str:
     rs = c.rack_scale
     if rs is not None:
         liquid, air = rack_heat(s.rack_type, c, r)
+        pair = f" over a pair of adjacent racks ({rs.compute_trays // rs.racks} compute and {rs.switch_trays // rs.racks} switch trays in each)" if rs.racks > 1 else ""
         out += (f"\nA rack-scale system: one NVLink domain of {c.domain} GPUs on {rs.compute_trays} compute trays of "
-                f"{rs.gpus_per_tray} GPUs and {rs.switch_trays} NVLink switch trays. Heat per rack: {kw(liquid)} to liquid "
+                f"{rs.gpus_per_tray} GPUs and {rs.switch_trays} NVLink switch trays{pair}. Heat per rack: {kw(liquid)} to liquid "
                 f"({pct(rs.liquid_fraction)} of the system), {kw(air)} to air.\n")
     return out
 
@@ -113,9 +117,8 @@ def power_section(d: Design) -> str:
         ["level", "load", "capacity", "used"],
         [
             ["rack", kw(b.rack_power), kw(s.rack_type.power_shelf), pct(b.rack_power / s.rack_type.power_shelf)],
-            ["site IT (GPU racks + network)", kw(b.it_power), "", ""],
-            ["network switches outside racks", kw(b.network_power), "", ""],
-            ["optics and powered cables (bill of materials; not in the sums above)", kw(_cable_ends(d)), "", ""],
+            ["site IT (GPU racks + network outside them + optics)", kw(b.it_power), "", ""],
+            *_network_rows(b),
             [f"site facility (x PUE {s.site.power.pue:g})", kw(b.facility_power), kw(b.utility), pct(b.facility_power / b.utility)],
         ],
         "lrrr",
@@ -133,11 +136,14 @@ def power_section(d: Design) -> str:
     return "\n".join(out)
 
 
-def _cable_ends(d: Design) -> float:
-    from twin.compiler.fabric.bom import network_power
-
-    npw = network_power(d.bom)
-    return npw["transceiver"] + npw["cable"]
+def _network_rows(b) -> list[list[str]]:
+    """The network's watts as the budget counts them; once the BOM exists they add up to its network power."""
+    if not b.network_from_bom:
+        return [["network switches outside the GPU racks (estimate from the shape)", kw(b.network_power), "", ""]]
+    return [["network switches outside the GPU racks (and fabric endpoints)", kw(b.network_power), "", ""],
+            ["rack switches (inside the GPU racks' power above)", kw(b.rack_switch_power), "", ""],
+            ["optics and powered cables", kw(b.optics_power), "", ""],
+            ["network total (= the bill of materials' network power)", kw(b.network_total), "", ""]]
 
 
 def liquid_table(d: Design) -> list[str]:
@@ -248,9 +254,10 @@ def compose(d: Design, runs: Runs | None = None, risks: list[Verdict] | None = N
             text = verdicts_report.section(risks, scenario[1].get("scenario") if scenario else None)
         elif sec is sim_section:  # the default run feeds both its tables and its pictures
             results = runs.default
-            pics = pic_twin.pictures(results)
+            note = pic_twin.versus_scenario((results or {}).get("job"), scenario[1] if scenario else None)
+            pics = pic_twin.pictures(results, note)
             pictures.update({f"report/{n}": svg for _r, n, _c, svg in pics})
-            text = design_section(results, {role: "\n" + image(n, c) + "\n" for role, n, c, _s in pics})
+            text = design_section(results, {role: "\n" + image(n, c) + "\n" for role, n, c, _s in pics}, note)
         elif sec is twins_section:
             texts, pics = report_twins.twin_sections(Path(d.spec.source_path).name, scenario[1] if scenario else None,
                                                      scenario[0] if scenario else None, runs.power_views,

@@ -126,7 +126,7 @@ def channels_note(ch: dict) -> str:
             "case of Meta's \"up to 40%\" for E-ECMP with 16 QPs ([meta-roce], [meta-roce-blog]).")
 
 
-def design_section(r: dict | None, pictures: dict[str, str] | None = None) -> str | None:
+def design_section(r: dict | None, pictures: dict[str, str] | None = None, note: str = "") -> str | None:
     """Report section "Collective performance (twin)" from the build's default twin run
     (:func:`twin.twins.default.design_results`); ``pictures`` maps a picture's role (busbw, load, job)
     to its Markdown image line."""
@@ -154,7 +154,7 @@ def design_section(r: dict | None, pictures: dict[str, str] | None = None) -> st
     elif j:
         out.append(f"\n### Training step of `{j['workload']}` (job twin)\n\n{j['parallelism']} on {j['gpus']:,} GPUs in topology order, "
                    f"{j['microbatches']} micro-batches per pipeline: compute {j['compute_s']:.3f} s, pipeline bubble {j['bubble_s']:.3f} s per step; "
-                   f"{job_setup(j)}.\n\n"
+                   f"{job_setup(j)}." + (f" Default run: {note}.\n\n" if note else "\n\n")
                    + table(["routing", "step s", "TP s", "CP s", "PP exposed s", "DP s (exposed)", "exposed %", "predicted TFLOPs/GPU"],
                            [[s["scheme"], f"{s['step_s']:.3f}", f"{s['tp_s']:.3f}", f"{s['cp_s']:.3f}", f"{s['pp_exposed_s']:.3f}",
                              f"{s['dp_s']:.3f} ({s['dp_exposed_s']:.3f})", f"{100 * s['exposed_fraction']:.1f}",

@@ -56,9 +56,9 @@ def limit_rows(p: dict) -> list[list[str]]:
 
 def _label(m: dict) -> str:
     if "floor_W" in m or "fill_W" in m:
-        return f"{m['what']} at {m.get('floor_W', m.get('fill_W', 0)):g} W"
+        return f"{m['what']} at {m.get('floor_W', m.get('fill_W', 0)):g} W per GPU"
     if "up_W_per_s" in m:
-        parts = [f"{d} {m[k]:g} W/s" for d, k in (("up", "up_W_per_s"), ("down", "down_W_per_s")) if m[k] is not None]
+        parts = [f"{d} {m[k]:g} W/s per GPU" for d, k in (("up", "up_W_per_s"), ("down", "down_W_per_s")) if m[k] is not None]
         if m["hysteresis_s"]:
             parts.append(f"hold {m['hysteresis_s']:g} s")
         return f"{m['what']} ({', '.join(parts)})"
@@ -130,9 +130,9 @@ def markdown_section(p: dict) -> str:
     head = (f"## Power and thermal (twin)\n\n{j['gpus']:,} GPUs in lockstep ({j['stages']} pipeline stages, step {j['step_s']:.2f} s: "
             f"compute {j['compute_s']:.2f} s, bubble {j['bubble_s']:.2f} s, exposed communication {j['exposed_comm_s']:.2f} s), "
             f"{j['other_gpus']:,} other GPUs ({j['others']}); {p['duration_s'] / 3600:g} h at {p['resolution_s'] * 1e3:g} ms "
-            f"({p['samples']:,} samples). Watts per GPU: " + ", ".join(f"{k} {v:g}" for k, v in p["phases_W"].items() if not k.startswith("rest"))
-            + "; W per server for everything else (CPUs, memory, NICs, fans): "
-            + ", ".join(f"{'running' if k == 'rest' else 'idle'} {v:g}" for k, v in p["phases_W"].items() if k.startswith("rest")) + ".\n\n")
+            f"({p['samples']:,} samples). Watts per GPU: " + ", ".join(f"{k} {v:g}" for k, v in p["phases_W"]["per_gpu"].items())
+            + "; watts per server for the rest of it (CPUs, memory, NICs, fans): "
+            + ", ".join(f"{k} {v:g}" for k, v in p["phases_W"]["per_server_rest"].items()) + ".\n\n")
     out = head + table(["figure", "value"], headline(p), "ll") + "\n\n"
     if p["limits"]:
         out += "Utility limits (grid-side draw):\n\n" + table(["limit", "worst", "allowed", "worst at", "verdict"], limit_rows(p), "lrrrl") + "\n\n"

@@ -58,6 +58,11 @@ def checkpoint_rows(c: dict) -> list[list]:
     ]
 
 
+def input_rows(c: dict) -> list[list]:
+    """The inputs the result rests on (restart, swap, spares, checkpoint times, ...) and where each came from."""
+    return [[r["input"], r["value"], r["source"]] for r in c.get("inputs", [])]
+
+
 def sweep_rows(c: dict) -> dict[str, list[list]]:
     s = c.get("sweeps", {})
     out = {}
@@ -93,6 +98,7 @@ def findings(c: dict) -> list[str]:
 def render(c: dict, console: Console) -> None:
     console.print("[bold]campaign[/bold] " + headline(c), markup=True, highlight=False)
     for title, head, rows, just in (
+        ("inputs and assumptions", ["input", "value", "from"], input_rows(c), "lll"),
         ("where the time went (mean per run)", ["bucket", "hours", "share"], time_rows(c), "lrr"),
         ("interruptions by cause", ["cause", "expected", "simulated mean", "P10-P90", "Llama 3 Table 5 (16K GPUs, 54 d)"], cause_rows(c), "lrrrr"),
         ("checkpoints", ["", ""], checkpoint_rows(c), "ll"),
@@ -123,6 +129,7 @@ def _table(console: Console, title: str, head: list[str], rows: list[list], just
 def markdown(c: dict) -> str:
     """The report section "Training campaign (reliability twin)" for report.md."""
     parts = ["## Training campaign (reliability twin)\n", headline(c) + ".\n", "\n".join(f"- {f}" for f in findings(c)) + "\n",
+             "### Inputs and assumptions\n", table(["input", "value", "from"], input_rows(c), "lll"),
              "### Where the time went\n", table(["bucket", "hours", "share"], time_rows(c), "lrr"),
              "### Interruptions by cause\n",
              table(["cause", "expected", "simulated mean", "P10-P90", "Llama 3 Table 5 (16K GPUs, 54 d)"], cause_rows(c), "lrrrr"),

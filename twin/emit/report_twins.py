@@ -16,7 +16,7 @@ from pathlib import Path
 from twin.emit.markdown import table
 from twin.emit.pic_campaign import pictures as campaign_pictures
 from twin.emit.pic_power import pictures as power_pictures
-from twin.emit.pic_twin import job_svg, size_label
+from twin.emit.pic_twin import differences, job_svg, size_label
 from twin.emit.report_net import job_setup
 from twin.emit.svg import PALETTE, line_chart
 
@@ -29,24 +29,6 @@ def collective_svg(case: str, c: dict, schemes: list[str]) -> bytes:
     ticks = [(z, size_label(z) if z >= 2**20 else f"{z:g} B") for z in sizes]
     return line_chart(f"{case}: {c['name']} ({c['op']}/{c['algorithm']}, {c['ranks']} ranks) busbw by message size",
                       "message size (log scale)", "busbw (GB/s)", series, ticks, log_x=len(sizes) > 1)
-
-
-JOB_INPUTS = ("gpus", "parallelism", "dims", "order", "sequence_length", "stack", "microbatches", "virtual_stages")
-
-
-def differences(default: dict | None, j: dict) -> list[str]:
-    """What a scenario's job sets differently from the default run's job of the same workload
-    (``name old -> new``, the recipe's fields as ``recipe.name``); empty when the workloads differ.
-
-    >>> differences({"workload": "w", "virtual_stages": 8, "recipe": {"zero": 1}}, {"workload": "w", "virtual_stages": 4, "recipe": {"zero": 1}})
-    ['virtual_stages 8 -> 4']
-    """
-    if not default or default.get("workload") != j.get("workload"):
-        return []
-    out = [f"{k} {default.get(k)} -> {j.get(k)}" for k in JOB_INPUTS if default.get(k) != j.get(k)]
-    a, b = default.get("recipe") or {}, j.get("recipe") or {}
-    out += [f"recipe.{k} {a.get(k)} -> {b.get(k)}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-    return out
 
 
 def scenario_section(data: dict, scenario_file: str, default_job: dict | None = None) -> tuple[str, list[Picture]]:

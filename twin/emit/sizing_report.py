@@ -37,7 +37,7 @@ def section(d: Design) -> str:
     rs = s.chassis.rack_scale
     if rs is not None and s.family.has_rails:
         out.append(f"\nRails follow the {rs.gpus_per_tray} GPU positions of a compute tray: each leaf takes one position of "
-                   f"its trays; the NVLink domain is the rack's {s.chassis.domain} GPUs ({rs.compute_trays} compute trays, "
+                   f"its trays; the NVLink domain is the {'rack pair' if rs.racks > 1 else 'rack'}'s {s.chassis.domain} GPUs ({rs.compute_trays} compute trays, "
                    f"{rs.switch_trays} NVLink switch trays).\n")
     if shape.planes > 1:
         ports = s.chassis.nic_ports // shape.planes

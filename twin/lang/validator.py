@@ -38,9 +38,14 @@ def error(src: Source, path: tuple, message: str, expected: str = "") -> Diagnos
 
 
 def pydantic_diagnostics(src: Source, exc: ValidationError, root: type[BaseModel], locate: Locate = diagnostic) -> list[Diagnostic]:
-    """Every error of ``exc`` (validating ``src`` against ``root``) as a located finding."""
+    """Every error of ``exc`` (validating ``src`` against ``root``) as a located finding; a required field
+    written with a typo is one finding (the unknown field, "did you mean" the required one), not two."""
     out = []
-    for err in exc.errors(include_url=False):
+    errs = exc.errors(include_url=False)
+    explained = set(typo_renames(errs, root).values())
+    for err in errs:
+        if err["type"] == "missing" and tuple(err["loc"]) in explained:
+            continue  # the typo's own finding names it
         loc = _clean_loc(src, tuple(err["loc"]))
         typ = err["type"]
         msg = err["msg"]
@@ -70,6 +75,21 @@ def pydantic_diagnostics(src: Source, exc: ValidationError, root: type[BaseModel
             msg = f"{_short(err.get('input'))!r} is out of range" if "than" in typ else f"{_short(err.get('input'))!r} is not valid"
         out.append(locate(src, Severity.ERROR, loc, msg, expected))
     return list(dict.fromkeys(out))
+
+
+def typo_renames(errs: list[dict], root: type[BaseModel]) -> dict[tuple, tuple]:
+    """{unknown field's location: the missing required field's location} for each unknown field whose name is
+    close to a required field missing from the same mapping: the same mistake, a typo of that field."""
+    missing = {tuple(x["loc"]) for x in errs if x["type"] == "missing"}
+    out = {}
+    for x in errs:
+        if x["type"] != "extra_forbidden":
+            continue
+        loc = tuple(x["loc"])
+        close = difflib.get_close_matches(str(loc[-1]), known_fields(root, loc[:-1]), n=1)
+        if close and loc[:-1] + (close[0],) in missing:
+            out[loc] = loc[:-1] + (close[0],)
+    return out
 
 
 def _clean_loc(src: Source, loc: tuple) -> tuple:

@@ -198,6 +198,16 @@ def checked(r: Any) -> dict:
     return {"status": r["status"], "error": r.get("error", ""), "figures": dict(r["figures"]), "seconds": float(r.get("seconds", 0.0))}
 
 
+def running_label(todo: dict, pending: dict, done: str | None = None) -> str:
+    """The sweep's progress label: the variant that finished last and those still running, by their
+    axis values (``done oversubscription=4; running oversubscription=8 +2``)."""
+    parts = [f"done {done}"] if done else []
+    if pending:
+        first = todo[next(iter(pending))].label
+        parts.append(f"running {first}" + (f" +{len(pending) - 1}" if len(pending) > 1 else ""))
+    return "; ".join(parts)
+
+
 def run(sw: Sweep, out: Path, workers: int | None = None, scheduler: Remote | str | None = None, fresh: bool = False,
         progress: Callable[[int, int, str], None] | None = None, timeout: float = 10.0, dashboard: str | None = None,
         client=None) -> Outcome:
@@ -222,9 +232,12 @@ def run(sw: Sweep, out: Path, workers: int | None = None, scheduler: Remote | st
     own = client is None
     client = connect(scheduler, workers, timeout, dashboard) if own else client
     futures = {}
+    pending = dict.fromkeys(todo)  # in variant order: what the label says is still running
     try:
         for h, v in todo.items():
             futures[client.submit(evaluate, payload(sw, v), key=f"twin-sweep-{h[:24]}", pure=False)] = h
+        if progress:
+            progress(oc.cached, oc.cached + len(todo), running_label(todo, pending))
         for fut in as_completed(list(futures), loop=client.loop):
             h = futures[fut]
             try:
@@ -236,8 +249,9 @@ def run(sw: Sweep, out: Path, workers: int | None = None, scheduler: Remote | st
             results[h] = r
             oc.seconds[h] = float(r.get("seconds", 0.0))
             oc.computed += 1
+            pending.pop(h, None)
             if progress:
-                progress(oc.cached + oc.computed, oc.cached + len(todo), todo[h].label)
+                progress(oc.cached + oc.computed, oc.cached + len(todo), running_label(todo, pending, todo[h].label))
         try:
             oc.worker_peak_rss = dict(sorted(client.run(peak_rss_bytes).items()))
         except Exception:

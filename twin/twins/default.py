@@ -10,7 +10,7 @@ REPORT_SIZES = [2.0**k for k in range(20, 31, 2)]  # 1 MiB .. 1 GiB, the busbw-v
 LOAD_BIN = 0.25  # link-load histogram bin (x the mean load of the links a shortest path may take)
 
 
-def design_results(d) -> dict | None:
+def design_results(d, progress=None) -> dict | None:
     """The build's default twin run, as JSON-ready data: ring AllReduce over the first REPORT_GPUS GPUs
     under three routing schemes (busbw at REPORT_SIZES; max/mean link load and its histogram over the
     links a shortest path may take, :mod:`twin.twins.net.load`), and the step breakdown of the site's first workload on the whole fabric.
@@ -39,7 +39,9 @@ def design_results(d) -> dict | None:
     lib = Library(nic_latency=d.spec.chassis.nic_latency)
     out["channels_per_nic"] = {}
     phases = coll.plan(net, "allreduce", "ring", ranks, None, lib)[0]
+    say = progress or (lambda _m: None)
     for s in schemes:
+        say(f"default twin: AllReduce over {net.n_gpus:,} GPUs, {s.name}")
         tm = coll.time_collective(net, "allreduce", "ring", ranks, s, keep_load=True, lib=lib)
         hier = hierarchical(net, ranks, s, lib)
         out["channels_per_nic"]["ring"] = tm.cost.channels
@@ -53,6 +55,8 @@ def design_results(d) -> dict | None:
                                "time_ms": [tm.time(z) * 1e3 for z in REPORT_SIZES],
                                "max_over_mean": ll.max_over_mean, "load_hist": [int(c) for c in counts],
                                "hierarchical_busbw_GBps": hier.busbw(REPORT_SIZES[-1]) / 1e9 if hier else None})
+    if d.spec.site.workloads:
+        say(f"default twin: job {d.spec.site.workloads[0].name}")
     out["job"] = default_job(d, schemes, lib)
     return out
 

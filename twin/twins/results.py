@@ -32,6 +32,7 @@ class Runs:
     scenario: tuple[str, dict] | None = None
     scenario_sha256: str | None = None  # of the scenario file, as the manifest records it
     power_views: dict | None = None  # the power twin's arrays (traces, spectrum) of the scenario run, for the report's pictures
+    named_files: tuple[tuple[str, str], ...] = ()  # (name, sha256) of each file the scenario names (a weather CSV)
 
 
 class _Doc(BaseModel):

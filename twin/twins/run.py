@@ -64,12 +64,16 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
 
     ``design`` may be None when ``graph`` is given (a synthetic fabric; catalog defaults then apply)."""
     if not scn.collectives and not scn.jobs and not scn.serving and scn.campaign is None:
-        return _power_only(design, scn, src)
+        return _power_only(design, scn, src, progress)
     g0 = graph if graph is not None else design.fabric.graph
     routing_spec = design.spec.fabric.routing if design is not None else None
     default_qps = routing_spec.qps_per_gpu_pair if routing_spec else 16
     schemes = schemes_of(scn, default_qps, list(routing_spec.hash_fields) if routing_spec else None)
+    if progress:
+        progress("the fabric's paths and links for the network twin")
     net0 = _compile(design, g0, None)
+    if progress:
+        progress("check the scenario's references against the design")
     bind.check(design, scn, src, g0, net0)  # every reference at once, before anything runs
     lib = library_of(scn, design)
     out: dict[str, Any] = {
@@ -158,7 +162,7 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
         out["campaign"], res.events = run_campaign(
             design, scn, src, g0, lambda f: campaign_job(design, g0, net0, scn, schemes, src, out, f), progress)
     if scn.power is not None:
-        _add_power(res, design, scn, src, out["cases"][0]["jobs"] if out["cases"] else [], res.events)
+        _add_power(res, design, scn, src, out["cases"][0]["jobs"] if out["cases"] else [], res.events, progress)
     return res
 
 
@@ -215,7 +219,7 @@ def compare_algorithms(timings: dict[str, list], sizes: list[float], schemes: li
 # ---------------------------------------------------------------- the power and thermal twin (twin/twins/power)
 
 
-def _add_power(res: Result, design, scn: Scenario, src, jobs: list[dict], events: list | None = None) -> None:
+def _add_power(res: Result, design, scn: Scenario, src, jobs: list[dict], events: list | None = None, progress=None) -> None:
     """Draw the site's power for the scenario's ``power:`` section (jobs: the first case's job results;
     ``events``: the reliability twin's timeline of a representative campaign run, when one ran)."""
     from pathlib import Path
@@ -228,17 +232,17 @@ def _add_power(res: Result, design, scn: Scenario, src, jobs: list[dict], events
     if scn.power.campaign_events and not events:
         raise SpecError([error(src, ("power", "campaign_events"), "no campaign ran to take events from", "a campaign: section")])
     window = [e for e in events or [] if e.t < scn.power.duration] if scn.power.campaign_events else None
-    pr = simulate_power(design, scn.power, src, jobs, base_dir=base, events=window)
+    pr = simulate_power(design, scn.power, src, jobs, base_dir=base, events=window, progress=progress)
     res.data["power"] = pr.data
     res.power_views = pr.views
 
 
-def _power_only(design, scn: Scenario, src) -> Result:
+def _power_only(design, scn: Scenario, src, progress=None) -> Result:
     out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "scenario": scn.name, "site": design.name if design is not None else "synthetic",
                            "gpus": design.spec.gpus if design is not None else 0, "protocol_efficiency": scn.protocol_efficiency,
                            "step_overhead_us": scn.step_overhead * 1e6, "schemes": [], "notes": [], "cases": []}
     res = Result(out)
-    _add_power(res, design, scn, src, [])
+    _add_power(res, design, scn, src, [], progress=progress)
     return res
 
 

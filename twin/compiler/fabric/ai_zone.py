@@ -15,6 +15,9 @@ Wiring rules ([meta-roce] Topology, [llama3] s3.3.1):
   uses plane ``j mod P`` of ``A / P`` ATSWs and spreads over them round-robin. For Meta's 16 CTSWs
   and 16 ATSWs that is 16 planes of one ATSW each: CTSW j of every zone meets at ATSW j, so a
   cross-zone flow leaves on CTSW j and arrives on CTSW j of the other zone.
+- Network planes (``fabric.planes`` P > 1): the zones' fabric once per plane, each its own RTSWs in every
+  rack (stacked below the previous plane's), CTSWs, ATSWs, prefixed ``plane<p>-`` and tagged ``plane``
+  (0-based); a NIC's ports ``(p - 1) * ports / P + 1``... go to plane p's RTSW of its rack.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from twin.compiler.fabric.attach import add_attachments
 from twin.compiler.fabric.graph import Builder, Fabric
 from twin.compiler.fabric.hosts import add_hosts
 from twin.compiler.fabric.mount import Mounter, rtsw_u
+from twin.compiler.fabric.trees import plane_endpoints
 from twin.compiler.place.model import Placement
+from twin.compiler.resolve.planes import plane_prefix, spec_plane_ports
 from twin.compiler.resolve.shape import ctsw_uplink_targets
 from twin.compiler.resolve.spec import Spec
 from twin.lang.diagnostics import InfeasibleError
@@ -40,14 +45,15 @@ def mount_tier(b: Builder, mounter: Mounter, ids: list[str], model_name: str, ro
     return ids
 
 
-def wire_zones(b: Builder, spec: Spec, placement: Placement) -> dict[int, list[str]]:
-    """Every zone's racks (hosts, RTSWs) and CTSWs, wired; the CTSW ids of each zone."""
+def wire_zones(b: Builder, spec: Spec, placement: Placement) -> dict[tuple[int, int], list[str]]:
+    """Every zone's racks (hosts, RTSWs) and CTSWs, wired, once per plane; the CTSW ids of each (plane, zone)."""
     f = spec.fabric
     shape = spec.shape
     rtsw_model = spec.rtsw_model
     c = f.ctsw.count
+    P, pp = shape.planes, spec_plane_ports(spec)
     n_rtsw = spec.rack_type.rtsw_count
-    if n_rtsw < 1 or spec.rack.nics % n_rtsw:
+    if n_rtsw < 1 or spec.rack.nics * pp % n_rtsw:
         raise InfeasibleError([
             f"fabric: rack type '{spec.rack_type_name}' has {spec.rack.nics} NICs and {n_rtsw} RTSWs; an AI-zone Clos"
             " needs at least one RTSW and the same number of NICs on each (rtsw_count must divide the NIC count)"
@@ -57,25 +63,35 @@ def wire_zones(b: Builder, spec: Spec, placement: Placement) -> dict[int, list[s
     up_speed = shape.boundaries[1].speed
 
     racks = sorted(placement.gpu_racks(), key=lambda r: (r.zone, r.index))
+    mounters = {z: Mounter(placement, "ctsw", z) for z in range(spec.zones)}  # a zone's planes share its CTSW racks
     ctsws = {
-        z: mount_tier(b, Mounter(placement, "ctsw", z), [f"z{z + 1}-ctsw-{j + 1:02d}" for j in range(c)], f.ctsw.model, "ctsw", 2, z, spec)
-        for z in range(spec.zones)
+        (p, z): mount_tier(b, mounters[z], [f"{plane_prefix(p, P)}z{z + 1}-ctsw-{j + 1:02d}" for j in range(c)], f.ctsw.model,
+                           "ctsw", 2, z, spec, **_plane(p, P))
+        for p in range(P) for z in range(spec.zones)
     }
-
-    in_zone = {z: 0 for z in ctsws}  # RTSWs wired so far per zone: where the next one's uplinks start
+    in_zone = {key: 0 for key in ctsws}  # RTSWs wired so far per (plane, zone): where the next one's uplinks start
     for rack in racks:
-        nics = add_hosts(b, spec, rack, nic_speed)
-        zone_ctsws = ctsws[rack.zone]
-        for r in range(n_rtsw):
-            rid = f"{rack.id}-rtsw" if n_rtsw == 1 else f"{rack.id}-rtsw{r + 1}"
-            b.switch(rid, spec.rack_type.rtsw, rtsw_model, role="rtsw", level=1, hall=rack.position.hall, zone=rack.zone, rack=rack.id, u=rtsw_u(spec.rack_type.height_u, rtsw_model, r))
-            for nic in nics[r * down:(r + 1) * down]:
-                b.link(nic, "port1", rid, b.port(rid), nic_speed, "nic-rtsw")
-            start = in_zone[rack.zone] * up
-            for t in range(up):
-                b.uplink(rid, zone_ctsws[(start + t) % c], up_speed, "rtsw-ctsw")
-            in_zone[rack.zone] += 1
+        nics = add_hosts(b, spec, rack, spec.nic_speed)
+        for p in range(P):
+            ends = plane_endpoints(nics, p, pp)
+            zone_ctsws = ctsws[p, rack.zone]
+            for r in range(n_rtsw):
+                name = "rtsw" if n_rtsw == 1 else f"rtsw{r + 1}"
+                rid = f"{plane_prefix(p, P)}{rack.id}-{name}"
+                b.switch(rid, spec.rack_type.rtsw, rtsw_model, role="rtsw", level=1, hall=rack.position.hall, zone=rack.zone, rack=rack.id,
+                         u=rtsw_u(spec.rack_type.height_u, rtsw_model, p * n_rtsw + r), **_plane(p, P))
+                for nic, port in ends[r * down:(r + 1) * down]:
+                    b.link(nic, port, rid, b.port(rid), nic_speed, "nic-rtsw")
+                start = in_zone[p, rack.zone] * up
+                for t in range(up):
+                    b.uplink(rid, zone_ctsws[(start + t) % c], up_speed, "rtsw-ctsw")
+                in_zone[p, rack.zone] += 1
     return ctsws
+
+
+def _plane(p: int, planes: int) -> dict:
+    """The ``plane`` node attribute of a multi-plane fabric's switches (none on one plane)."""
+    return {"plane": p} if planes > 1 else {}
 
 
 def synthesize(spec: Spec, placement: Placement) -> Fabric:
@@ -88,11 +104,14 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
         add_attachments(b, spec, placement)
         return b.build(f.family.value, f.technology.value, shape.boundary_names, shape.roles)
     a_count = f.atsw.count
-    atsws = mount_tier(b, Mounter(placement, "atsw", None), [f"atsw-{k + 1:02d}" for k in range(a_count)], f.atsw.model, "atsw", 3, None, spec)
     a_speed = shape.boundaries[2].speed
-    for z in range(spec.zones):
-        for j, cid in enumerate(ctsws[z]):
-            for k in ctsw_uplink_targets(z, j, shape.ctsw_up[j], c, a_count):
-                b.uplink(cid, atsws[k], a_speed, "ctsw-atsw")
+    mounter = Mounter(placement, "atsw", None)
+    for p in range(shape.planes):
+        atsws = mount_tier(b, mounter, [f"{plane_prefix(p, shape.planes)}atsw-{k + 1:02d}" for k in range(a_count)], f.atsw.model,
+                           "atsw", 3, None, spec, **_plane(p, shape.planes))
+        for z in range(spec.zones):
+            for j, cid in enumerate(ctsws[p, z]):
+                for k in ctsw_uplink_targets(z, j, shape.ctsw_up[j], c, a_count):
+                    b.uplink(cid, atsws[k], a_speed, "ctsw-atsw")
     add_attachments(b, spec, placement)
     return b.build(f.family.value, f.technology.value, shape.boundary_names, shape.roles)

@@ -49,7 +49,7 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
         ids = [f"{bp.name}-atsw-{k + 1:02d}" for k in range(a)]
         atsws.append(mount_tier(b, Mounter(placement, "atsw", None, bp.halls), ids, f.atsw.model, "atsw", 3, None, spec, building=bp.index))
         for local, z in enumerate(bp.zones):
-            for j, cid in enumerate(ctsws[z]):
+            for j, cid in enumerate(ctsws[0, z]):  # one plane (planes on a campus are refused)
                 for k in ctsw_uplink_targets(local, j, shape.ctsw_up[j], c, a):
                     b.uplink(cid, atsws[-1][k], a_speed, "ctsw-atsw")
     speed = shape.boundary(cp.tier).speed

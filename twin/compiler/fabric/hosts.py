@@ -13,27 +13,35 @@ from twin.compiler.place.model import PlacedRack
 from twin.compiler.resolve.spec import Spec
 
 
-def add_hosts(b: Builder, spec: Spec, rack: PlacedRack, speed: float, servers: int | None = None, first_server: int = 0, hb_domain: int | None = None) -> list[str]:
+def add_hosts(b: Builder, spec: Spec, rack: PlacedRack, speed: float, servers: int | None = None, first_server: int = 0,
+              hb_domain: int | None = None, pair: tuple[PlacedRack, ...] = ()) -> list[str]:
     """Add the servers and NICs of one GPU rack (``servers`` of them when the last rack of a site is
     part-filled); return the NIC ids in (server, gpu) order.
 
     ``rail`` is the GPU's rank in its high-bandwidth (NVLink) domain of ``hb_domain`` GPUs, counted over
     the site's servers in order (``first_server`` is this rack's first); by default the GPU index.
+    ``pair``: the other rack of a system over two racks (NVL36x2): the server (the NVLink domain) stands in
+    ``rack`` with ``pair`` naming its partner, and the second half of its trays' NICs stand in the partner.
     """
     ch = spec.chassis
     hall = rack.position.hall
+    racks = (rack, *pair)
+    per_rack = ch.nics // len(racks)
     nics: list[str] = []
     for s in range(spec.rack_type.servers if servers is None else servers):
         sid = f"{rack.id}-s{s + 1}"
         u = server_u(ch.height_u, s)
         trays = {"trays": ch.rack_scale.compute_trays, "switch_trays": ch.rack_scale.switch_trays} if ch.rack_scale else {}
+        if pair:
+            trays["pair"] = pair[0].id
         b.node(sid, role="server", level=-1, hall=hall, zone=rack.zone, rack=rack.id, gpus=ch.gpus, model=spec.rack_type.chassis, u=u,
                **trays)
         for g in range(ch.nics):
             nid = f"{sid}-nic{g + 1}"
             rail = ((first_server + s) * ch.gpus + g) % hb_domain if hb_domain else g
             ports = {"ports": ch.nic_ports} if ch.nic_ports > 1 else {}  # a multi-port NIC: port1..portN
-            b.node(nid, role="nic", level=0, hall=hall, zone=rack.zone, rack=rack.id, server=sid, gpu=g, rail=rail, u=u, **ports)
+            at = racks[g // per_rack]
+            b.node(nid, role="nic", level=0, hall=at.position.hall, zone=at.zone, rack=at.id, server=sid, gpu=g, rail=rail, u=u, **ports)
             b.host(sid, f"pcie{g + 1}", nid, speed)
             nics.append(nid)
     return nics

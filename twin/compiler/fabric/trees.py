@@ -30,6 +30,7 @@ from twin.compiler.fabric.graph import Builder, Fabric
 from twin.compiler.fabric.hosts import add_hosts
 from twin.compiler.fabric.mount import Mounter
 from twin.compiler.place.model import Placement
+from twin.compiler.place.naive import system_racks
 from twin.compiler.resolve.fat_tree import TreeShape, boundary, role_names
 from twin.compiler.resolve.planes import plane_prefix, spec_plane_ports
 from twin.compiler.resolve.spec import Spec
@@ -41,11 +42,11 @@ def site_nics(b: Builder, spec: Spec, placement: Placement, speed: float, hb_dom
     servers_left = math.ceil(spec.gpus / spec.chassis.gpus) if spec.chassis.gpus else 0
     nics: list[str] = []
     first = 0
-    for rack in sorted(placement.gpu_racks(), key=lambda r: (r.zone, r.index)):
+    for unit in system_racks(spec, placement.racks):  # a rack, or a rack pair holding one system (NVL36x2)
         n = min(spec.rack_type.servers, servers_left)
         if n <= 0:
             break
-        nics.extend(add_hosts(b, spec, rack, speed, servers=n, first_server=first, hb_domain=hb_domain))
+        nics.extend(add_hosts(b, spec, unit[0], speed, servers=n, first_server=first, hb_domain=hb_domain, pair=unit[1:]))
         servers_left -= n
         first += n
     return nics

@@ -17,6 +17,7 @@ from twin.compiler.place.model import rack_fill, switches_per_rack
 from twin.compiler.place.solver import Milp
 from twin.compiler.resolve.feasibility import fill_groups, hall_pue
 from twin.compiler.resolve.liquid import liquid_share
+from twin.compiler.resolve.pairs import pair_slots
 from twin.compiler.resolve.spec import HallSlots, Spec
 from twin.lang.site.models import Hall
 
@@ -146,6 +147,7 @@ def assign(spec: Spec) -> Assignment:
         placed = len(zone_hall) * spec.racks_per_zone
         return Assignment(hall_groups, plan, placed, caps)
     # non-zoned: racks fill halls in order; fabric racks follow the GPU racks (apportioned)
+    span = spec.chassis.span
     want = [0] * len(halls)
     plan: list = []
     for _ in range(4):
@@ -154,6 +156,9 @@ def assign(spec: Spec) -> Assignment:
         for i, h in enumerate(halls):
             cap, _ = hall_capacity(h, pue, P, hall_networks(plan, i) if plan else (), share=share)
             take = max(0, min(left, int(cap)))
+            if span > 1:  # whole rack pairs, on neighbouring positions (twin/compiler/resolve/pairs.py)
+                take = min(take, span * len(pair_slots(h, spec.slots[h.name].free)))
+                take -= take % span
             racks.append(take)
             left -= take
         new_plan = naive.network_rack_plan(spec, hall_racks=racks)
@@ -179,7 +184,7 @@ def zone_network_power(spec) -> list[float]:
     f = spec.fabric
     ctsw = spec.switch(f.ctsw.model)
     per = switches_per_rack(ctsw.height_u, ctsw.power, spec.rack_type.power_shelf)
-    return [n * ctsw.power for n in rack_fill(f.ctsw.count, per)]
+    return [n * ctsw.power for n in rack_fill(f.ctsw.count * f.planes, per)]
 
 
 def count_powers(powers: list[float]) -> tuple[tuple[float, int], ...]:

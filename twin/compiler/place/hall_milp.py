@@ -20,6 +20,7 @@ import numpy as np
 from twin.compiler.place import capacity
 from twin.compiler.place.model import HallGrid
 from twin.compiler.place.solver import Milp
+from twin.compiler.resolve.pairs import pair_slots
 from twin.compiler.resolve.spec import HallSlots
 from twin.lang.site.models import Hall
 
@@ -52,7 +53,7 @@ class HallResult:
 
 def solve_hall(h: Hall, pue: float, groups: list[tuple[int, int]], types: list[NetType], gpu_power: float,
                w_gpu: dict[tuple[int, int], float], w_net: dict[tuple[int, int], float], ext: dict[int, float],
-               reach: float, time_limit: float, liquid_share: float = 0.0) -> HallResult:
+               reach: float, time_limit: float, liquid_share: float = 0.0, span: int = 1) -> HallResult:
     """Positions for ``groups`` ((zone, GPU racks), ...) and network racks ``types`` in hall ``h``,
     minimising tray metres of fiber.
 
@@ -60,6 +61,7 @@ def solve_hall(h: Hall, pue: float, groups: list[tuple[int, int]], types: list[N
     ``w_net[(t, u)]``: links between one rack of type t and one of type u (t < u, both in this hall).
     ``ext[t]``: links from one rack of type t to racks in other halls (routed through the door).
     ``reach``: longest allowed tray run of a GPU-to-spine link (m).
+    ``span`` 2: GPU racks come in pairs (one system over two racks) on neighbouring positions of a row.
 
     Columns: ``x[g, p]`` (group g's GPU rack at free position p), ``u[t, q]`` (a rack of type t at
     position q), the flows ``f`` and ``h`` below and the peak row load. Rows, in order: racks per group
@@ -99,6 +101,8 @@ def solve_hall(h: Hall, pue: float, groups: list[tuple[int, int]], types: list[N
             lengths.append(len(terms))
             cols.extend(terms)
     m.add_rows(lengths, cols, 1.0, None, 1.0)
+    if span > 1 and nG:
+        _pair_rows(m, h, x, Pf, free_at, rs_of, pid)
     D = grid.distances([rs_of(p) for p in Pf], [rs_of(q) for q in Q])
     # GPU-to-spine fiber: f[g, t, p, q] = x[g, p] * u[t, q] for (p, q) within reach, linearised
     # through its row and column sums
@@ -240,3 +244,16 @@ def canonical_zones(groups, types: list[NetType], w_gpu, w_net, ext, gpu: dict, 
             for t, pos in zip(own[z], nets):
                 net[t] = pos
 
+
+def _pair_rows(m: Milp, h: Hall, x: np.ndarray, Pf: list[int], free_at: dict[int, int], rs_of, pid) -> None:
+    """A rack pair's two racks together: on each pair of neighbouring free positions a group holds both or
+    neither (x[g, a] - x[g, b] = 0); a free position in no pair holds no GPU rack."""
+    pairs = pair_slots(h, [rs_of(p) for p in Pf])
+    paired = {pid(p) for pair in pairs for p in pair}
+    nG = x.shape[0]
+    cols = [c for a, b in pairs for g in range(nG) for c in (x[g, free_at[pid(a)]], x[g, free_at[pid(b)]])]
+    if cols:
+        m.add_rows([2] * (len(cols) // 2), cols, np.tile([1.0, -1.0], len(cols) // 2), 0.0, 0.0)
+    lone = [x[g, free_at[p]] for p in Pf if p not in paired for g in range(nG)]
+    if lone:
+        m.add_rows([1] * len(lone), lone, 1.0, None, 0.0)

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from twin.compiler.place.model import PlacedRack, Placement, Position, rack_fill, switches_per_rack
 from twin.compiler.resolve.feasibility import Budget
+from twin.compiler.resolve.pairs import adjacent, pair_slots
 from twin.compiler.resolve.spec import Spec
 from twin.lang.diagnostics import InfeasibleError
 from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT
@@ -81,13 +82,13 @@ def _ai_zone_racks(spec: Spec, zone_hall, hall_racks, budget, shelf: float) -> l
     for z in range(spec.zones):
         if z not in zone_hall:
             continue
-        for n in rack_fill(f.ctsw.count, per):
+        for n in rack_fill(f.ctsw.count * f.planes, per):  # every plane's CTSWs of the zone
             plan.append(NetworkRack("ctsw", z, zone_hall[z], n, n * ctsw.power))
     if f.atsw and f.atsw.count and spec.zones > 1:
         atsw = spec.switch(f.atsw.model)
         per = switches_per_rack(atsw.height_u, atsw.power, shelf)
         for halls in atsw_hall_groups(spec, zone_hall):  # the site, or each building of a campus
-            for k, n in enumerate(rack_fill(f.atsw.count, per)):
+            for k, n in enumerate(rack_fill(f.atsw.count * f.planes, per)):
                 plan.append(NetworkRack("atsw", None, halls[k % len(halls)], n, n * atsw.power))
     if spec.campus is not None and spec.campus.spine_count:  # a campus spine, in its building's halls
         cp = spec.campus
@@ -159,18 +160,20 @@ def place(spec: Spec, budget: Budget) -> Placement:
         free[i] = [Position(h.name, r, p) for r, p in slots.free]
         reserved[i] = [Position(h.name, r, p) for r, p in slots.network]
     zoned = spec.family.zoned
+    span = spec.chassis.span
     gpu_index = 0
     for i, hb in enumerate(budget.halls):
+        take = _taker(halls[i], free[i], span)
         if zoned:
             for z in hb.zones:
                 for k in range(spec.racks_per_zone):
-                    pos = free[i].pop(0)
+                    pos = take()
                     racks.append(PlacedRack(f"{pos.hall}-z{z + 1}-r{k + 1:03d}", "gpu", pos, z, k, spec.rack.power))
         else:
             for _ in range(hb.gpu_racks):
                 z = gpu_index // spec.racks_per_zone
                 k = gpu_index % spec.racks_per_zone
-                pos = free[i].pop(0)
+                pos = take()
                 racks.append(PlacedRack(f"{pos.hall}-r{gpu_index + 1:04d}", "gpu", pos, z, k, spec.rack.power))
                 gpu_index += 1
     counters: dict[tuple[str, int | None], int] = {}
@@ -184,4 +187,39 @@ def place(spec: Spec, budget: Budget) -> Placement:
         rid = f"{pos.hall}-z{nr.zone + 1}-{nr.role}-n{idx + 1:02d}" if nr.zone is not None else f"{pos.hall}-{nr.role}-n{idx + 1:02d}"
         racks.append(PlacedRack(rid, "network", pos, nr.zone, idx, nr.power, nr.role, nr.switches))
     racks.sort(key=lambda r: (r.position.hall, r.position.row, r.position.slot))
+    system_racks(spec, racks)  # a rack pair's racks side by side, or a located reason why not
     return Placement(tuple(racks), "naive-fill")
+
+
+def _taker(h, free: list[Position], span: int):
+    """The next GPU position of hall ``h`` in reading order, taken out of ``free``; with ``span`` 2 (a system
+    over a rack pair) positions come two by two, side by side in one row (twin/compiler/resolve/pairs.py)."""
+    if span == 1:
+        return lambda: free.pop(0)
+    queue = [Position(h.name, *p) for pair in pair_slots(h, [(p.row, p.slot) for p in free]) for p in pair]
+
+    def take() -> Position:
+        if not queue:
+            raise InfeasibleError([f"hall {h.name}: no pair of neighbouring positions left for a {span}-rack system"])
+        pos = queue.pop(0)
+        free.remove(pos)
+        return pos
+    return take
+
+
+def system_racks(spec: Spec, racks) -> list[tuple[PlacedRack, ...]]:
+    """The GPU racks of each system in the fabric's order (zone, index): one rack each, or a rack pair
+    (``chassis.span`` 2, NVL36x2) whose two racks stand side by side in one row; a pair split apart is
+    an infeasible placement, named."""
+    gpu = sorted((r for r in racks if r.kind == "gpu"), key=lambda r: (r.zone, r.index))
+    span = spec.chassis.span
+    units = [tuple(gpu[i:i + span]) for i in range(0, len(gpu), span)]
+    if span > 1:
+        halls = {h.name: h for h in spec.site.halls}
+        bad = [u for u in units if len(u) < span or u[0].position.hall != u[-1].position.hall
+               or not adjacent(halls[u[0].position.hall], *((r.position.row, r.position.slot) for r in u))]
+        if bad:
+            u = bad[0]
+            raise InfeasibleError([f"rack pair {' + '.join(r.id for r in u)} of '{spec.rack_type.chassis}' is not two neighbouring "
+                                   f"positions in one row ({len(bad)} such); its racks share one NVLink domain"])
+    return units

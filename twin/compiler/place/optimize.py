@@ -114,13 +114,14 @@ def place(spec: Spec, budget: Budget | None = None) -> Placement:
                     if campus_up:  # its campus links leave the building: out through the hall door
                         ext[t] += ty.switches * campus_up
         res = solve_hall(h, hall_pue(spec, h.name), groups, types, P, w_gpu, w_net, ext, reach - 2 * h.tray_height,
-                         opts.time_limit, liquid_share(spec.site))
+                         opts.time_limit, liquid_share(spec.site), spec.chassis.span)
         if res.objective == math.inf:
             raise InfeasibleError(diagnose.explain(spec, asg, hall_index=i, reach=(medium, reach)))
         results[i] = res
         hall_rows.append({"hall": h.name, "status": res.status, "objective_m": res.objective, "bound_m": res.bound,
                           "seconds": res.seconds, "variables": res.variables})
     racks = placed_racks(spec, asg, types_by_hall, results, halls)
+    naive.system_racks(spec, racks)  # a rack pair's racks side by side (the hall MILPs keep them so)
     fig = figures(spec, racks, grids)
     # the bound: per-hall bounds plus the door-to-door legs of links between halls (fixed by stage 1)
     # hall objectives differ from the fiber total by the door-to-door legs (a constant of stage 1),

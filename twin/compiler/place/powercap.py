@@ -51,7 +51,7 @@ def spec_at(spec, cap: float):
     """The spec with every GPU capped at ``cap`` W (rack power recomputed the same way as resolve)."""
     rt = spec.rack_type.model_copy(update={"gpu_power_cap": cap})
     site = spec.site.model_copy(update={"rack_types": {**spec.site.rack_types, spec.rack_type_name: rt}})
-    return replace(spec, site=site, rack_type=rt, rack=rack_figures(rt, spec.chassis, spec.rtsw_model))
+    return replace(spec, site=site, rack_type=rt, rack=rack_figures(rt, spec.chassis, spec.rtsw_model, spec.fabric.planes))
 
 
 def fits(spec) -> bool:

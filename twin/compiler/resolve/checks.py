@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from itertools import pairwise
 
 from twin.compiler.resolve.planes import spec_port_speed
+from twin.compiler.resolve.rack_checks import rack_scale
 from twin.compiler.resolve.sizing import fat_tree_capacity, fat_tree_tiers
 from twin.compiler.resolve.spec import Spec
 from twin.compiler.resolve.targets import hostname_findings, ib_rate, port_name_problem, target_of
@@ -128,27 +129,10 @@ def arithmetic(spec: Spec) -> Iterator[Finding]:
         yield W, ("fabric", "gpus"), f"{f.gpus} GPUs is not a multiple of {gpr} GPUs per rack; the last rack is part-filled", f"a multiple of {gpr}"
     if spec.chassis.nics == 0:
         yield E, ("rack_types", spec.rack_type_name, "chassis"), "the chassis has no backend NICs", "nics > 0"
-    yield from _rack_scale(spec)
+    yield from rack_scale(spec)
     if f.nic_speed is not None and f.nic_speed > spec.chassis.nic_speed:
         yield E, ("fabric", "nic_speed"), f"{f.nic_speed / 1e9:g} Gbit/s exceeds the chassis NIC speed {spec.chassis.nic_speed / 1e9:g} Gbit/s", "at most the NIC speed"
     yield from PORTS[spec.family.layout](spec)
-
-
-def _rack_scale(spec: Spec) -> Iterator[Finding]:
-    """A rack-scale system (``rack_scale`` in the catalog) is the whole rack: one per rack, its NVLink
-    domain inside it, a rail-aligned fabric's rails on the tray's GPU positions."""
-    rs, f = spec.chassis.rack_scale, spec.site.fabric
-    if rs is None:
-        return
-    rt = spec.site.rack_types[spec.rack_type_name]
-    if rt.servers != 1:
-        yield E, ("rack_types", spec.rack_type_name, "servers"), (
-            f"{rt.servers} rack-scale systems in one rack: '{rt.chassis}' is a whole rack of {spec.chassis.gpus} GPUs "
-            f"in one NVLink domain"), "servers: 1"
-    if spec.family.has_rails and f.hb_domain != rs.gpus_per_tray:
-        yield E, ("fabric", "hb_domain"), (
-            f"{f.hb_domain} rails on '{rt.chassis}': its fabric is rail-aligned to the {rs.gpus_per_tray} GPU positions "
-            f"of a compute tray"), f"hb_domain: {rs.gpus_per_tray}"
 
 
 def _ai_zone_ports(spec: Spec) -> Iterator[Finding]:
@@ -160,8 +144,8 @@ def _ai_zone_ports(spec: Spec) -> Iterator[Finding]:
         return
     rt, ct, at = shape.tier("rtsw"), shape.tier("ctsw"), shape.tier("atsw")
     down, up = rt.down, rt.up
-    if spec.nic_speed > rtsw.port_speed:
-        yield E, rt_path, f"NIC speed {spec.nic_speed / 1e9:g}G exceeds {spec.rack_type.rtsw} port speed {rtsw.port_speed / 1e9:g}G", "faster RTSW ports"
+    if spec_port_speed(spec) > rtsw.port_speed:
+        yield E, rt_path, f"NIC speed {spec_port_speed(spec) / 1e9:g}G exceeds {spec.rack_type.rtsw} port speed {rtsw.port_speed / 1e9:g}G", "faster RTSW ports"
     if down + up > rtsw.ports:
         yield E, ("fabric", "rtsw", "uplinks") if f.rtsw else rt_path, (
             f"RTSW {spec.rack_type.rtsw} needs {down} down + {up} up = {down + up} ports, has {rtsw.ports}"
@@ -169,10 +153,12 @@ def _ai_zone_ports(spec: Spec) -> Iterator[Finding]:
     if up == 0:
         yield E, ("fabric", "rtsw", "uplinks"), "RTSWs need at least one uplink", ">= 1"
         return
-    if up < down:
+    nic_bw, up_bw = shape.boundaries[0].speed, shape.boundaries[1].speed  # NIC ports may be slower (planes)
+    if up * up_bw < down * nic_bw:
+        what = f"{down}:{up}" if nic_bw == up_bw else f"{down} x {nic_bw / 1e9:g}G : {up} x {up_bw / 1e9:g}G"
         yield W, ("fabric", "rtsw", "uplinks"), (
-            f"RTSWs are oversubscribed {down}:{up} ({down / up:.2f}:1); traffic leaving a rack is throttled"
-        ), f"uplinks >= {down} for full bisection"
+            f"RTSWs are oversubscribed {what} ({down * nic_bw / (up * up_bw):.2f}:1); traffic leaving a rack is throttled"
+        ), f"uplinks >= {math.ceil(down * nic_bw / up_bw)} for full bisection"
     c = f.ctsw.count
     if ct.down + ct.up > ct.radix:
         free = max(1, ct.radix - ct.up)
@@ -180,7 +166,7 @@ def _ai_zone_ports(spec: Spec) -> Iterator[Finding]:
             f"each of {c} CTSWs ({f.ctsw.model}, {ct.radix} ports) needs {ct.down} down + {ct.up} up = {ct.down + ct.up} ports"
         ), f"at least {math.ceil(spec.racks_per_zone * shape.rack_uplinks / free)} CTSWs per zone or a larger switch"
     if at is not None:
-        total = shape.links("ctsw-atsw")
+        total = shape.links("ctsw-atsw") // shape.planes  # one plane's
         if at.down > at.radix:
             yield E, ("fabric", "atsw", "count"), (
                 f"{total} CTSW uplinks over {f.atsw.count} ATSWs need {at.down} ports each; {f.atsw.model} has {at.radix}"

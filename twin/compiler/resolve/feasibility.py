@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 from twin.compiler.resolve import liquid as lq
+from twin.compiler.resolve.pairs import pair_slots
 from twin.compiler.resolve.spec import Spec
 from twin.lang.site.models import Redundancy
 from twin.lang.units import kw
@@ -49,6 +50,16 @@ class Budget:
     halls: list[HallBudget] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     largest_fit_racks: int = 0
+    # after the BOM (twin.compiler.fabric.power_budget.reconcile): network_power is the bill's switches outside
+    # the GPU racks, and the optics and powered cable ends are in it_power and facility_power too
+    optics_power: float = 0.0  # W, transceivers and powered cable ends (0 until the BOM exists)
+    rack_switch_power: float = 0.0  # W, the rack switches' share of the GPU racks' power (informative)
+    network_from_bom: bool = False  # False: network_power is the shape's estimate (before the fabric)
+
+    @property
+    def network_total(self) -> float:
+        """W of network the budget counts: outside the racks, inside them, optics (the BOM's total once reconciled)."""
+        return self.network_power + self.rack_switch_power + self.optics_power
 
     @property
     def feasible(self) -> bool:
@@ -100,14 +111,15 @@ def check(spec: Spec) -> Budget:
     # on a campus, its building: each building's halls take its own zones)
     halls: list[HallBudget] = []
     zoned = spec.family.zoned
-    unit_racks = spec.racks_per_zone if zoned else 1
-    units = spec.zones if zoned else spec.racks
+    span = spec.chassis.span  # a system over a rack pair (NVL36x2) needs two neighbouring positions
+    unit_racks = spec.racks_per_zone if zoned else span
+    units = spec.zones if zoned else spec.racks // span
     per_unit_net = net_power / max(1, units)
     placed_units = 0
     for group_halls, group_units in fill_groups(spec, units):
         u = 0
         for h in group_halls:
-            positions = spec.positions[h.name]
+            positions = spec.positions[h.name] if span == 1 else span * len(pair_slots(h, spec.slots[h.name].free))
             dist, cool = hall_capacity(h)
             take: list[int] = []
             racks = 0
@@ -122,7 +134,7 @@ def check(spec: Spec) -> Budget:
             halls.append(HallBudget(h.name, tuple(take) if zoned else (), racks, positions, it, it * hp, h.power.utility, dist, cool, wet))
         placed_units += u
     if placed_units < units:
-        what = "AI zones" if zoned else "racks"
+        what = "AI zones" if zoned else ("rack pairs" if span > 1 else "racks")
         free = sum(hb.positions for hb in halls)
         problems.append(
             f"space: {units:,} {what} of {unit_racks} racks need {units * unit_racks:,} GPU positions"

@@ -1,8 +1,9 @@
 """Multi-plane fabrics: a NIC's ports spread over ``fabric.planes`` separate fabrics.
 
 A NIC with ``nic_ports`` ports (the chassis in the catalog) at ``nic_speed / nic_ports`` each puts
-``nic_ports / planes`` of them on every plane. Each plane is a whole tree of its own (its own switches,
-cabling, addressing, configs), sized like the single-plane fabric of the same NICs at the port speed:
+``nic_ports / planes`` of them on every plane. Each plane is a whole tree of its own, or on the AI-zone
+Clos a whole zone fabric (its own switches, cabling, addressing, configs), sized like the single-plane
+fabric of the same NICs at the port speed:
 the way DeepSeek's multi-plane fat tree [deepseek-v3-isca] and NVIDIA's two-plane B300 and GB300
 designs [gb300-nvl72-ra] count them (one leaf per GPU position *per plane*). This module owns the two
 numbers every pass reads (:func:`plane_ports`, :func:`port_speed`) and the checks of the input.
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from twin.lang.diagnostics import Severity
 from twin.lang.site.catalog_models import Catalog
-from twin.lang.site.families import families_with, family_traits
+from twin.lang.site.families import family_traits
 from twin.lang.site.models import Site, Technology
 
 if TYPE_CHECKING:
@@ -61,11 +62,11 @@ def findings(site: Site, catalog: Catalog) -> Iterator[tuple[Severity, tuple, st
     chassis = catalog.chassis.get(rt.chassis) if rt is not None else None
     if chassis is None:
         return  # the reference checks name the missing rack type or chassis
-    if family_traits(f.family).zoned and (f.planes > 1 or chassis.nic_ports > 1):
+    if family_traits(f.family).zoned and site.buildings and (f.planes > 1 or chassis.nic_ports > 1):
         what = f"{f.planes} planes" if f.planes > 1 else f"'{rt.chassis}' NICs of {chassis.nic_ports} ports"
         path = ("fabric", "planes") if f.planes > 1 else ("rack_types", f.rack_type, "chassis")
-        yield (Severity.ERROR, path, f"{what} on an {f.family.value} fabric: planes and multi-port NICs are built on the tree families",
-               "planes: 1, or a family of " + ", ".join(families_with(lambda t: not t.zoned)))
+        yield (Severity.ERROR, path, f"{what} on a campus: each building's ATSW layer and the campus tier are built for one plane",
+               "planes: 1, or one building (halls:)")
         return
     if f.technology == Technology.INFINIBAND and (f.planes > 1 or chassis.nic_ports > 1):
         what = f"{f.planes} planes" if f.planes > 1 else f"'{rt.chassis}' NICs of {chassis.nic_ports} ports"

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from twin.compiler.resolve import fat_tree
 from twin.compiler.resolve.attach_shape import AttachShape, attach_ports, attach_shapes
-from twin.compiler.resolve.planes import spec_port_speed
+from twin.compiler.resolve.planes import spec_plane_ports, spec_port_speed
 from twin.compiler.resolve.tree_sizing import tree_sizing
 from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT
 
@@ -102,7 +102,7 @@ class FabricShape:
     tree: fat_tree.TreeShape | None = None  # tree families: one tree (one rail, or rails sharing switches, of rail-only)
     trees: int = 1  # rail-only: one tree per rail (per group of rails sharing switches)
     rails_per_switch: int = 1  # rail families: rails that share one switch
-    planes: int = 1  # tree families: network planes, each a copy of the tree (twin.compiler.resolve.planes)
+    planes: int = 1  # network planes, each a copy of the tree or of the zones' fabric (twin.compiler.resolve.planes)
     attachments: tuple[AttachShape, ...] = ()  # non-GPU endpoints, in spec order
     campus: Any = None  # a campus: twin.compiler.resolve.campus_shape.CampusShape
 
@@ -242,21 +242,25 @@ def rtsw_uplinks(spec: Spec) -> int:
     """Uplinks of one RTSW: ``fabric.rtsw.uplinks``, else ceil(down / oversubscription) by bandwidth when
     ``fabric.rtsw.oversubscription`` is given, else as many as it has NICs (1:1)."""
     f = spec.fabric
-    down = spec.rack.nics // max(1, spec.rack_type.rtsw_count)
+    down = spec.rack.nics * spec_plane_ports(spec) // max(1, spec.rack_type.rtsw_count)
     if f.rtsw and f.rtsw.uplinks is not None:
         return f.rtsw.uplinks
     if f.rtsw and f.rtsw.oversubscription and spec.rtsw_model is not None:
         ctsw = spec.catalog.switches.get(f.ctsw.model) if f.ctsw and f.ctsw.model else None
         up_speed = min(spec.rtsw_model.port_speed, ctsw.port_speed if ctsw else spec.rtsw_model.port_speed)
-        nic_speed = min(spec.nic_speed, spec.rtsw_model.port_speed)
+        nic_speed = min(spec_port_speed(spec), spec.rtsw_model.port_speed)
         return max(1, math.ceil(down * nic_speed / (f.rtsw.oversubscription * up_speed) - 1e-9))
     return down
 
 
 def _ai_zone(spec: Spec) -> FabricShape:
+    """One plane's zone fabric, times the planes (``fabric.planes``): every plane has its own RTSWs in each
+    rack, CTSWs in each zone and ATSWs, sized for the NIC ports on it (twin.compiler.resolve.planes)."""
     f = spec.fabric
+    P = f.planes
     per_rack = max(1, spec.rack_type.rtsw_count)
-    down = spec.rack.nics // per_rack
+    nics = spec.rack.nics * spec_plane_ports(spec)  # NIC ports of a rack on one plane
+    down = nics // per_rack
     up = rtsw_uplinks(spec)
     rtsw = spec.rtsw_model
     ctsw = spec.switch(f.ctsw.model)
@@ -264,35 +268,35 @@ def _ai_zone(spec: Spec) -> FabricShape:
     rack_up = up * per_rack
     cdown = ctsw_downlinks(spec.racks_per_zone * rack_up, c)
     ratio = cross_zone_ratio(spec)
-    nic_speed = min(spec.nic_speed, rtsw.port_speed)
+    nic_speed = min(spec_port_speed(spec), rtsw.port_speed)
     up_speed = min(rtsw.port_speed, ctsw.port_speed)
     a_speed = min(ctsw.port_speed, spec.switch(f.atsw.model).port_speed) if ratio else up_speed
     cup = tuple(math.ceil(d * up_speed / (ratio * a_speed) - 1e-9) for d in cdown) if ratio else (0,) * c
     tiers = [
-        Tier("rtsw", 1, spec.rack_type.rtsw or "", spec.racks * per_rack, down, up, rtsw.ports),
-        Tier("ctsw", 2, f.ctsw.model, spec.zones * c, max(cdown), max(cup), ctsw.ports),
+        Tier("rtsw", 1, spec.rack_type.rtsw or "", spec.racks * per_rack * P, down, up, rtsw.ports),
+        Tier("ctsw", 2, f.ctsw.model, spec.zones * c * P, max(cdown), max(cup), ctsw.ports),
     ]
     asked = f.rtsw.oversubscription if f.rtsw else None
     built = down * nic_speed / (up * up_speed) if up else None
     pinned = "fabric.rtsw.uplinks" if f.rtsw and f.rtsw.uplinks is not None else None
     bounds = [
-        Boundary("nic-rtsw", spec.racks * spec.rack.nics, nic_speed, None, None),
-        Boundary("rtsw-ctsw", spec.zones * sum(cdown), up_speed, asked, built,
+        Boundary("nic-rtsw", spec.racks * nics * P, nic_speed, None, None),
+        Boundary("rtsw-ctsw", spec.zones * sum(cdown) * P, up_speed, asked, built,
                  oversubscription_reason("rtsw", down, up, asked, built, nic_speed, up_speed, pinned)),
     ]
     if ratio:
         atsw = spec.switch(f.atsw.model)
         a = f.atsw.count
         per_atsw = atsw_downlinks(spec.zones, cup, a)
-        tiers.append(Tier("atsw", 3, f.atsw.model, a, max(per_atsw), 0, atsw.ports))
+        tiers.append(Tier("atsw", 3, f.atsw.model, a * P, max(per_atsw), 0, atsw.ports))
         built = sum(cdown) * up_speed / (sum(cup) * a_speed) if sum(cup) else None
         busiest = max(range(c), key=lambda j: (cdown[j], -j))
         why = oversubscription_reason("ctsw", cdown[busiest], cup[busiest], ratio, built, up_speed, a_speed)
         if why and len(set(cdown)) > 1:
             why += f" over the tier (CTSW downlinks {min(cdown)}-{max(cdown)})"
-        bounds.append(Boundary("ctsw-atsw", spec.zones * sum(cup), a_speed, ratio, built, why))
-    return FabricShape(f.family.value, spec.racks * spec.rack.nics, tuple(tiers), tuple(bounds),
-                       rack_uplinks=rack_up, ctsw_down=cdown, ctsw_up=cup)
+        bounds.append(Boundary("ctsw-atsw", spec.zones * sum(cup) * P, a_speed, ratio, built, why))
+    return FabricShape(f.family.value, spec.racks * nics, tuple(tiers), tuple(bounds),
+                       rack_uplinks=rack_up, ctsw_down=cdown, ctsw_up=cup, planes=P)
 
 
 # ---------------------------------------------------------------- tree families

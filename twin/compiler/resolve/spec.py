@@ -44,7 +44,7 @@ class RackFigures:
     gpus: int
     nics: int
     gpu_power_cap: float  # W
-    server_power: float  # W, one server at the cap
+    server_power: float  # W, one server at the cap (a rack pair's system: both racks)
     rtsw_power: float  # W, all rack switches of the rack
     power: float  # W, the whole rack at full load
     weight: float  # kg
@@ -94,16 +94,19 @@ class Spec:
         return self.catalog.switches[name]
 
 
-def rack_figures(rt: RackType, chassis: Chassis, rtsw: SwitchModel | None) -> RackFigures:
-    """Rack power: servers at the GPU power cap (each GPU below TDP saves TDP - cap) plus switches."""
+def rack_figures(rt: RackType, chassis: Chassis, rtsw: SwitchModel | None, planes: int = 1) -> RackFigures:
+    """Rack power: servers at the GPU power cap (each GPU below TDP saves TDP - cap) plus switches. A
+    system over a pair of racks (``chassis.span`` 2, NVL36x2) puts half its GPUs, NICs, power and mass in each.
+    A rack of a multi-plane AI zone holds its rack switches once per plane (``planes``)."""
     cap = rt.gpu_power_cap if rt.gpu_power_cap is not None else chassis.gpu_tdp
     server = chassis.max_power - chassis.gpus * max(0.0, chassis.gpu_tdp - cap)
-    rtsw_power = (rtsw.power if rtsw else 0.0) * (rt.rtsw_count if rtsw else 0)
-    power = rt.servers * server + rtsw_power + rt.other_power
-    weight = rt.weight + rt.servers * chassis.weight + (rtsw.weight * rt.rtsw_count if rtsw else 0.0)
+    rtsw_power = (rtsw.power if rtsw else 0.0) * (rt.rtsw_count * planes if rtsw else 0)
+    span = chassis.span
+    power = rt.servers * server / span + rtsw_power + rt.other_power
+    weight = rt.weight + rt.servers * chassis.weight / span + (rtsw.weight * rt.rtsw_count * planes if rtsw else 0.0)
     return RackFigures(
-        gpus=rt.servers * chassis.gpus,
-        nics=rt.servers * chassis.nics,
+        gpus=rt.servers * chassis.gpus // span,
+        nics=rt.servers * chassis.nics // span,
         gpu_power_cap=cap,
         server_power=server,
         rtsw_power=rtsw_power,
@@ -116,7 +119,7 @@ def rack_heat(rt: RackType, chassis: Chassis, figures: RackFigures) -> tuple[flo
     """(liquid, air) heat of one rack in W: a rack-scale system's ``liquid_fraction`` of its own power goes
     to the liquid loop, the rest of the rack (switches, other power) to air; without ``rack_scale`` all air."""
     share = chassis.rack_scale.liquid_fraction if chassis.rack_scale is not None else 0.0
-    liquid = rt.servers * figures.server_power * share
+    liquid = rt.servers * figures.server_power * share / chassis.span
     return liquid, figures.power - liquid
 
 

@@ -30,7 +30,7 @@ from twin.lang.diagnostics import Diagnostic, Severity, SpecError
 from twin.lang.loader import LoadError, Source, load_file, load_text
 from twin.lang.site import campus, hall_types
 from twin.lang.site.models import ROLE_POOL_NAMES, Site
-from twin.lang.validator import known_fields, pydantic_diagnostics
+from twin.lang.validator import known_fields, pydantic_diagnostics, typo_renames
 
 
 def validate_file(path: str | Path) -> tuple[Spec | None, list[Diagnostic]]:
@@ -105,11 +105,13 @@ def _past_unknown_fields(src: Source, e: ValidationError) -> list[Diagnostic]:
     a typo may have caused (at the typo's mapping, or at a field named like it) is left out: one mistake,
     one error."""
     errs = e.errors(include_url=False)
-    if not errs or any(x["type"] != "extra_forbidden" for x in errs):
+    renames = typo_renames(errs, Site)  # a required field written with a typo: checked on under the name it meant
+    if not errs or any(x["type"] != "extra_forbidden" and not (x["type"] == "missing" and tuple(x["loc"]) in renames.values())
+                       for x in errs):
         return []
     data = copy.deepcopy(src.data)
     typos = []
-    for x in errs:
+    for x in (x for x in errs if x["type"] == "extra_forbidden"):
         loc = tuple(x["loc"])
         parent = data
         for k in loc[:-1]:
@@ -119,7 +121,9 @@ def _past_unknown_fields(src: Source, e: ValidationError) -> list[Diagnostic]:
                 return []  # a location through a union tag: not a plain path into the data
         if not isinstance(parent, dict) or loc[-1] not in parent:
             return []
-        del parent[loc[-1]]
+        value = parent.pop(loc[-1])
+        if loc in renames:
+            parent[renames[loc][-1]] = value
         typos.append(loc)
     try:
         site = Site.model_validate(data)
@@ -143,7 +147,7 @@ def _resolve(src: Source, site: Site, cat) -> Spec:
     rtsw = cat.switches.get(rtsw_name) if rtsw_name else None
     site = liquid.with_chassis_share(site, chassis)  # a rack-scale chassis' liquid share where the rack type gives none
     rt = site.rack_types[f.rack_type]
-    rack = rack_figures(rt, chassis, rtsw)
+    rack = rack_figures(rt, chassis, rtsw, f.planes)
     site = liquid.sized(site, rack.power)  # CDUs counted "auto" at the rack's power
     gpus, racks, zones, rpz = derive_counts(site, rack.gpus)
     spec = Spec(

@@ -17,13 +17,14 @@ the merged catalog when the campaign runs on a design).
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator
 
 from twin.lang.base import Model, Slug
 from twin.lang.site.reliability_models import Duration, Rate
-from twin.lang.units import TIME, DataRate, DataSize, Time, parse
+from twin.lang.units import TIME, DataRate, DataSize, QuantityError, Time, parse
 
 MAX_DAYS = 3652.5  # ten years
 DEFAULT_GPU_SWEEP = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 100_000)
@@ -51,8 +52,15 @@ class Sweeps(Model):
 
 
 def _days(v):
-    """A campaign's length: a bare number is days (as the field always read); a string is a duration."""
-    return parse(v, TIME) / 86400.0 if isinstance(v, str) else v
+    """A campaign's length: a bare number is days (as the field always read); a string is a duration (its
+    error names what a campaign's length looks like, not a time of microseconds)."""
+    if not isinstance(v, str):
+        return v
+    try:
+        return parse(v, TIME) / 86400.0
+    except QuantityError as e:
+        what = re.split(r"[;,] expected", str(e))[0]  # the units' diagnosis, without their example of a time
+        raise QuantityError(f"{what}; expected a campaign length: days as a number (54) or a duration such as '54 d' or '8 week'") from None
 
 
 Days = Annotated[float, BeforeValidator(_days), WithJsonSchema({"anyOf": [{"type": "number", "exclusiveMinimum": 0},

@@ -62,11 +62,15 @@ class RackScale(Model):
     """A rack-scale NVLink system (GB200/GB300 NVL72): the chassis is the whole rack, its GPUs sit on
     compute trays and NVLink switch trays join all of them in one NVLink domain. The fabric's rails follow
     a GPU's position on its tray; a compute tray's failure takes its GPUs, a switch tray's the domain's
-    NVLink bandwidth share (twin/twins/reliability)."""
+    NVLink bandwidth share (twin/twins/reliability). With ``racks: 2`` (GB200 NVL36x2) the system is a pair
+    of racks, adjacent in one row, whose GPUs share one NVLink domain: the chassis' GPUs, NICs, trays,
+    power and mass are the pair's, its height one rack's."""
 
-    compute_trays: int = Field(ge=1, le=64, description="compute trays in the rack")
+    racks: int = Field(1, ge=1, le=2, description="racks the system fills: 1 (NVL72), or 2 (NVL36x2: one NVLink domain over "
+                       "a pair of adjacent racks, half the trays in each)")
+    compute_trays: int = Field(ge=1, le=64, description="compute trays in the system (every rack of it)")
     gpus_per_tray: int = Field(ge=1, le=16, description="GPUs per compute tray (the rails of a rail-aligned fabric)")
-    switch_trays: int = Field(ge=1, le=64, description="NVLink switch trays joining the trays' GPUs")
+    switch_trays: int = Field(ge=1, le=64, description="NVLink switch trays joining the trays' GPUs (every rack of the system)")
     liquid_fraction: float = Field(ge=0, le=1, description="share of the rack's heat the liquid loop takes (the rest goes to air)")
     source: Text = Field(min_length=1)
 
@@ -110,6 +114,11 @@ class Chassis(Model):
         """GPUs of one NVLink domain (the chassis' GPUs unless ``nvlink_domain`` says otherwise)."""
         return self.nvlink_domain or self.gpus
 
+    @property
+    def span(self) -> int:
+        """Racks one chassis fills: 2 for a rack pair (NVL36x2), else 1 (a server, or a whole-rack system)."""
+        return self.rack_scale.racks if self.rack_scale is not None else 1
+
     @model_validator(mode="after")
     def _rack_scale(self) -> "Chassis":
         rs = self.rack_scale
@@ -119,8 +128,12 @@ class Chassis(Model):
             raise ValueError(f"rack_scale: {rs.compute_trays} compute trays x {rs.gpus_per_tray} GPUs = "
                              f"{rs.compute_trays * rs.gpus_per_tray}, the chassis has {self.gpus} GPUs")
         if self.domain > self.gpus:
-            raise ValueError(f"nvlink_domain {self.domain} is larger than its rack-scale system of {self.gpus} GPUs "
-                             f"(at most {self.gpus}: an NVLink domain does not leave its rack)")
+            whole = "rack pair" if rs.racks == 2 else "rack-scale system"
+            raise ValueError(f"nvlink_domain {self.domain} is larger than its {whole} of {self.gpus} GPUs "
+                             f"(at most {self.gpus}: an NVLink domain does not leave its {'pair of racks' if rs.racks == 2 else 'rack'})")
+        for what, n in (("compute_trays", rs.compute_trays), ("switch_trays", rs.switch_trays)):
+            if n % rs.racks:
+                raise ValueError(f"rack_scale: {n} {what.replace('_', ' ')} do not split evenly over its {rs.racks} racks")
         if self.gpus % self.domain or self.domain % rs.gpus_per_tray:
             raise ValueError(f"nvlink_domain {self.domain} does not split the rack's {self.gpus} GPUs into whole domains "
                              f"of whole {rs.gpus_per_tray}-GPU trays")

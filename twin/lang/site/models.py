@@ -267,7 +267,8 @@ class Fabric(Model):
         "leaf of a server group); auto packs when one rail fills at most half of the switch's ports",
     )
     planes: Literal[1, 2, 4, 8] = Field(
-        1, exclude_if=lambda v: v == 1, description="tree families: network planes, each its own fabric (switches named plane<p>-...); every NIC "
+        1, exclude_if=lambda v: v == 1, description="network planes, each its own fabric (switches named plane<p>-...; an AI zone's RTSWs, CTSWs and ATSWs "
+        "once per plane); every NIC "
         "puts nic_ports / planes of its ports on each plane, at the NIC speed / nic_ports")
     attachments: list[Attachment] = Field(default_factory=list, description="non-GPU endpoints on a switch tier")
     media: dict[LinkTier, list[str]] = Field(

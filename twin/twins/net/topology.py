@@ -370,7 +370,7 @@ def first_gpus(g: nx.MultiGraph, gpus: int) -> set[str]:
             break
         keep_srv.append(s)
         total += int(nodes[s].get("gpus", 0))
-    racks = {nodes[s].get("rack") for s in keep_srv}
+    racks = {nodes[s].get("rack") for s in keep_srv} | {nodes[s].get("pair") for s in keep_srv if nodes[s].get("pair")}
     zones = {nodes[s].get("zone") for s in keep_srv}
     keep = set(keep_srv)
     for n, d in nodes(data=True):

@@ -27,7 +27,8 @@ def _status(g: np.ndarray, dt: float, limits) -> dict:
             "ramp_W_per_s": verdicts.ramp(g, dt, limits.ramp_window if limits else 1.0)[0]}
 
 
-def evaluate(design, m, it: np.ndarray, grid: np.ndarray, limits, draw, phases_for, base_tp: dict) -> dict:
+def evaluate(design, m, it: np.ndarray, grid: np.ndarray, limits, draw, phases_for, base_tp: dict, say=None) -> dict:
+    say = say or (lambda _m: None)  # progress: one label per mitigation drawn
     cfg = m.cfg
     mit = cfg.mitigations
     dt = cfg.resolution
@@ -35,6 +36,7 @@ def evaluate(design, m, it: np.ndarray, grid: np.ndarray, limits, draw, phases_f
     e0 = float(grid.sum() * dt)
     out: dict = {}
     if mit.floor is not None:
+        say("power: mitigation: GPU power floor")
         ph = phases_for(m, design, floor=mit.floor)
         i, g = draw(ph)
         out["floor"] = {"what": "GPU power floor", "floor_W": mit.floor, **_status(g, dt, limits),
@@ -42,24 +44,29 @@ def evaluate(design, m, it: np.ndarray, grid: np.ndarray, limits, draw, phases_f
                         "it_extra_J": float((i - it).sum() * dt), "it_step_swing_W": smoothing.step_swing_it(m, segments_for(m, ph)),
                         "effect": smoothing.effect(m, i, g, dt, limits)}
     if mit.ramp is not None:
+        say("power: mitigation: GPU ramp-rate limit")
         out["ramp"] = _ramp(m, it, grid, dt, limits, mit.ramp, per_day)
     if mit.shelf is not None:
+        say("power: mitigation: power-shelf storage")
         out["shelf"] = _shelf(m, grid, dt, limits, mit.shelf, per_day)
     if sum(x is not None for x in (mit.floor, mit.ramp, mit.shelf)) > 1:
+        say("power: mitigation: floor, ramp limit and shelf together")
         out["smoothing"] = _together(design, m, grid, dt, limits, mit, per_day)
     if mit.floor is not None or mit.ramp is not None or mit.shelf is not None:
         out["baseline"] = {"what": "no smoothing", "it_step_swing_W": smoothing.step_swing_it(m, segments_for(m, m.base)),
                            "effect": smoothing.effect(m, it, grid, dt, limits)}
     if mit.fill is not None:
+        say("power: mitigation: software fill workload")
         _, g = draw(phases_for(m, design, fill=mit.fill.power), mit.fill.slowdown)
         cost = mit.fill.slowdown / (1 + mit.fill.slowdown)  # fewer steps in the same time
         out["fill"] = {"what": "software fill workload", "fill_W": mit.fill.power, "slowdown": mit.fill.slowdown, **_status(g, dt, limits),
                        "wasted_MWh_per_day": (float(g.sum() * dt) - e0) / MWH * per_day, "throughput_cost": cost}
     if mit.battery is not None:
+        say("power: mitigation: battery")
         if limits is None:
             out["battery"] = {"what": "energy storage", "note": "the site spec states no utility limits (power.limits): nothing to size for"}
         else:
-            out["battery"] = _battery(m, grid, dt, limits, mit.battery, per_day)
+            out["battery"] = _battery(m, grid, dt, limits, mit.battery, per_day, say)
     return out
 
 
@@ -101,18 +108,22 @@ def _together(design, m, grid: np.ndarray, dt: float, limits, mit, per_day: floa
             "throughput_cost": late / (m.cfg.duration + late), **info, "effect": smoothing.effect(m, i, g, dt, limits)}
 
 
-def _battery(m, grid: np.ndarray, dt: float, limits, cfg, per_day: float) -> dict:
+def _battery(m, grid: np.ndarray, dt: float, limits, cfg, per_day: float, say=None) -> dict:
+    say = say or (lambda _m: None)
     ok = lambda g: verdicts.passes(g, dt, limits)  # noqa: E731
     res: dict = {"what": "energy storage", "efficiency": cfg.efficiency}
     if cfg.level in ("site", "both"):
+        say("power: mitigation: battery at the site: its time constant")
         sz = size_battery(grid, dt, ok)
         if sz is None:
             res["site"] = {"note": "no battery of this policy meets the limits within a 4 h time constant"}
         else:
             if sz["tau_s"] > 0:
+                say("power: mitigation: battery at the site: the least power and energy (bisection)")
                 sz = smallest(grid, dt, ok, sz)
             site = _priced(sz, cfg.efficiency, per_day)
             if sz["tau_s"] > 0:
+                say("power: mitigation: battery at the site: 5% margins")
                 _, b = battery_policy(grid, dt, sz["tau_s"])
                 P, E, E0 = sz["power_W"], sz["energy_J"], sz["initial_J"]
                 site["passes"] = ok(limited(grid, b, dt, P, E, E0))
@@ -120,6 +131,7 @@ def _battery(m, grid: np.ndarray, dt: float, limits, cfg, per_day: float) -> dic
                 site["passes_with_5pct_less_energy"] = ok(limited(grid, b, dt, P, 0.95 * E, 0.95 * E0))
             res["site"] = site
     if cfg.level in ("rack", "both"):
+        say("power: mitigation: battery in every rack")
         res["rack"] = _rack_battery(m, grid, dt, ok, cfg.efficiency, per_day)
     return res
 

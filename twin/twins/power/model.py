@@ -111,12 +111,9 @@ def _cost(cfg: PowerScenario, src, states: int, rows: int) -> None:
 
 
 def _network_total(design) -> float:
-    try:
-        from twin.compiler.fabric.bom import bill, network_power
-
-        return float(network_power(bill(design))["total"])
-    except Exception:  # no fabric or cabling (a partial design): the feasibility estimate
-        return float(design.budget.network_power)
+    """The network watts the budget counts: the BOM's, optics included, once reconciled
+    (:mod:`twin.compiler.fabric.power_budget`); before the fabric, the shape's estimate of the switches."""
+    return float(design.budget.network_total)
 
 
 def _thermal(design, m: Model, src, base: Path) -> None:

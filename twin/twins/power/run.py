@@ -74,11 +74,14 @@ def throughput(m: Model, segs) -> dict:
 
 
 def simulate_power(design, cfg: PowerScenario, src=None, jobs: list[dict] | None = None, events: list[Event] | None = None,
-                   base_dir: Path | None = None, mitigations: bool = True) -> PowerResult:
+                   base_dir: Path | None = None, mitigations: bool = True, progress=None) -> PowerResult:
+    say = progress or (lambda _m: None)
+    say("power: the site's draw at its racks, rows and halls")
     m = prepare(design, cfg, src, jobs, events, base_dir)
     dt = cfg.resolution
     limits = design.spec.site.power.limits
     segs = segments_for(m, m.base)
+    say(f"power: the trace ({cfg.duration:g} s at {dt:g} s), spectrum and utility limits")
     it, grid = site_draw(m, segs)
     f, ms = verdicts.spectrum(grid, dt)
     bands = list(verdicts.STANDARD_BANDS) + [tuple(o.band) for o in (limits.oscillation if limits else [])]
@@ -88,7 +91,9 @@ def simulate_power(design, cfg: PowerScenario, src=None, jobs: list[dict] | None
         "job": {"gpus": m.tree.job_gpus, "other_gpus": m.tree.other_gpus, "stages": m.stages, "stage_group": m.stage_group,
                 "step_s": p.step_s, "compute_s": p.compute_s, "exposed_comm_s": p.exposed_comm_s, "bubble_s": p.bubble_s,
                 "others": cfg.job.others},
-        "phases_W": {k: getattr(m.base, k) for k in ("compute", "communication", "waiting", "checkpoint", "idle", "rest", "rest_idle", "cap")},
+        # what each figure is per: a GPU in each state (and its cap), the rest of a server (CPUs, memory, NICs, fans)
+        "phases_W": {"per_gpu": {k: getattr(m.base, k) for k in ("compute", "communication", "waiting", "checkpoint", "idle", "cap")},
+                     "per_server_rest": {"running": m.base.rest, "idle": m.base.rest_idle}},
         "network_W": m.tree.network_w,
         "events": [{"t": e.t, "kind": e.kind, "duration": e.duration} for e in m.events],
         "it": verdicts.summary(it, dt), "grid": verdicts.summary(grid, dt),
@@ -101,6 +106,7 @@ def simulate_power(design, cfg: PowerScenario, src=None, jobs: list[dict] | None
         "throughput": throughput(m, segs),
     }
     data["limits_pass"] = all(v["pass"] for v in data["limits"])
+    say("power: busways and UPS blocks in every failure state")
     dist = levels.distribution(design, m.tree, segs, cfg.duration, m.pue)
     rows_1s, halls_1s = dist.pop("rows_1s"), dist.pop("halls_1s")
     data["distribution"] = dist
@@ -108,7 +114,7 @@ def simulate_power(design, cfg: PowerScenario, src=None, jobs: list[dict] | None
     views.update(rows_1s=rows_1s, row_names=[f"{h} row {r}" for h, r in m.tree.rows], it=it, grid=grid)
     if mitigations:
         data["mitigations"] = mitigate.evaluate(design, m, it, grid, limits, lambda ph, slow=0.0: site_draw(m, segments_for(m, ph, slow)),
-                                                phases_for, throughput(m, segs))
+                                                phases_for, throughput(m, segs), say)
     data["series"] = {"grid_per_minute_W": [round(float(v), 1) for v in _block_mean(grid, dt, 60.0)]}
     return PowerResult(data, views)
 

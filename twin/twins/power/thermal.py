@@ -106,7 +106,7 @@ def read_hourly_csv(path: Path) -> np.ndarray:
         try:
             t = parse(v.strip(), TEMPERATURE)
         except QuantityError as e:
-            bad(ln, col_v, str(e), "a temperature such as '24 degC'")
+            bad(ln, col_v, str(e).split("; expected")[0], "a temperature such as '24 degC'")  # the expectation once
             t = float("nan")
         else:
             if not lo <= t <= hi:

@@ -42,6 +42,7 @@ def build_tree(design, ch: Channels, job_gpus: int, stage_group: int, network_to
     rf = spec.rack
     per_server = spec.chassis.gpus or 1
     servers = spec.rack_type.servers
+    span = spec.chassis.span
     pl = design.placement
     gpu_racks = sorted(pl.gpu_racks(), key=lambda r: (r.zone if r.zone is not None else -1, r.index, r.id))
     others = [r for r in pl.racks if r.kind != "gpu"]
@@ -57,8 +58,9 @@ def build_tree(design, ch: Channels, job_gpus: int, stage_group: int, network_to
             W[k, : ch.stages] = np.bincount(stages, minlength=ch.stages)
         W[k, ch.other_gpu] = int((~inj).sum())
         first = ranks[::per_server][:servers]
-        W[k, ch.job_server] = int((first < job_gpus).sum())
-        W[k, ch.other_server] = servers - W[k, ch.job_server]
+        # a system over a rack pair (NVL36x2) puts half of its non-GPU power in each of its racks
+        W[k, ch.job_server] = int((first < job_gpus).sum()) / span
+        W[k, ch.other_server] = servers / span - W[k, ch.job_server]
         W[k, ch.const] = rf.rtsw_power + spec.rack_type.other_power
     for k, r in enumerate(racks[len(gpu_racks):], start=len(gpu_racks)):
         W[k, ch.const] = r.power

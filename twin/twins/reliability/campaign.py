@@ -123,6 +123,7 @@ def run_campaign(design, scn, src, graph, job_under: JobUnder, progress=None) ->
                        "interval_source": interval_source, "young_daly_s": yd,
                        "overhead_without_failures": ck.stall_s / (interval + ck.stall_s)},
         "spares": c.spares, "restart_s": c.restart, "swap_s": c.swap,
+        "inputs": assumed_inputs(c, step_source, step.step_s, ck),
         **summary,
         "sweeps": sweeps,
         "events_run0": [asdict(e) for e in events if e.kind != "checkpoint"],
@@ -130,6 +131,35 @@ def run_campaign(design, scn, src, graph, job_under: JobUnder, progress=None) ->
         "notes": notes + _notes(fp, modes),
     }
     return data, events
+
+
+def assumed_inputs(c, step_source: str, step_s: float, ck) -> list[dict]:
+    """The inputs the result rests on, each with its value and where it came from: ``scenario`` when the
+    scenario sets it, else ``assumed`` (the language's default) or the model that computed it; the report
+    shows them beside the result."""
+    given, ckg = c.model_fields_set, c.checkpoint.model_fields_set
+
+    def src(name: str, fields=given) -> str:
+        return "scenario" if name in fields else "assumed (default)"
+
+    def minutes(s: float) -> str:
+        return f"{s / 60:g} min" if s >= 60 else f"{s:g} s"
+
+    rows = [
+        {"input": "restart after a stop (scheduling, process start, NCCL init)", "value": minutes(c.restart), "source": src("restart")},
+        {"input": "extra to swap in spare servers", "value": minutes(c.swap), "source": src("swap")},
+        {"input": "hot spare servers", "value": str(c.spares), "source": src("spares")},
+        {"input": "checkpoint write / restore", "value": f"{ck.write_s:.1f} s / {ck.restore_s:.1f} s ({c.checkpoint.mode})",
+         "source": "scenario" if {"write_time", "restore_time"} & ckg else f"storage model ({ck.limit})"},
+        {"input": "checkpoint interval", "value": "auto (best swept)" if c.checkpoint.interval == "auto" else minutes(c.checkpoint.interval),
+         "source": src("interval", ckg)},
+        {"input": "step time", "value": f"{step_s:.3f} s", "source": step_source},
+        {"input": "failure rates, detection and repair times", "value": "catalog failure classes"
+         + (f", {len(c.rates) + len(c.detection) + len(c.repair)} overridden" if c.rates or c.detection or c.repair else ""),
+         "source": "scenario" if c.rates or c.detection or c.repair else "catalog"},
+        {"input": "Monte Carlo runs, seed", "value": f"{c.runs:,}, {c.seed}", "source": src("runs")},
+    ]
+    return rows
 
 
 def _refuse(src, problem: str | None, where: tuple = ("campaign",)) -> None:

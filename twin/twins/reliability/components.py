@@ -52,6 +52,7 @@ class Footprint:
     links: dict[str, tuple[str, ...]]  # tier -> link ids
     scale: float = 1.0  # >1: counts extrapolated from a smaller design
     trays: tuple[int, int] = (0, 0)  # compute and NVLink switch trays of the job's rack-scale systems (0: none)
+    domain: tuple[int, int] = (0, 0)  # GPUs and racks of one rack-scale system (72, 1: NVL72; 72, 2: NVL36x2)
 
     def count(self, per: str, group: str = "") -> int:
         """Components of kind ``per`` (and role / tier ``group``) the job depends on."""
@@ -121,12 +122,13 @@ def footprint(g: nx.MultiGraph, gpus: int, order: list[str] | None = None) -> Fo
         levels={r: level(v[0]) for r, v in sorted(by_role.items())},
         links={t: tuple(sorted(v)) for t, v in sorted(links.items())},
         trays=(sum(int(nodes[s].get("trays", 0)) for s in servers), sum(int(nodes[s].get("switch_trays", 0)) for s in servers)),
+        domain=(int(nodes[servers[0]].get("gpus", 0)), 2 if nodes[servers[0]].get("pair") else 1) if servers and nodes[servers[0]].get("trays") else (0, 0),
     )
 
 
 def scaled(fp: Footprint, gpus: int) -> Footprint:
     """``fp`` extrapolated to a job of ``gpus`` GPUs (every count per GPU, for jobs beyond the design)."""
-    return Footprint(gpus, fp.servers, fp.nics, fp.switches, fp.levels, fp.links, scale=gpus / fp.gpus, trays=fp.trays)
+    return Footprint(gpus, fp.servers, fp.nics, fp.switches, fp.levels, fp.links, scale=gpus / fp.gpus, trays=fp.trays, domain=fp.domain)
 
 
 class Reach:
@@ -221,10 +223,14 @@ def failure_modes(classes: dict[str, FailureClass], fp: Footprint, reach: Reach 
                 kind = "straggle" if c.effect == "straggle" else "swap"
             else:
                 kind = "degrade"
+            notes = ()
+            if c.per in TRAY_PARTS and fp.domain[0]:
+                gpus, racks = fp.domain
+                notes = (f"blast radius: the NVLink domain of {gpus} GPUs" + (f" over a pair of {racks} racks" if racks > 1 else " (one rack)"),)
             out.append(Mode(
                 name=name if len(groups) == 1 and c.per not in ("link", "fabric-switch") else f"{name}/{grp}",
                 cls=name, cause=c.cause, per=c.per, group=grp, count=count, rate=c.rate, kind=kind,
                 servers=servers if kind in ("swap", "straggle") else 0, detection=c.detection, repair=c.repair,
-                slowdown=c.slowdown, component=rep))
+                slowdown=c.slowdown, component=rep, notes=notes))
     return out
 
