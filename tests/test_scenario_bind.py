@@ -46,7 +46,8 @@ def test_every_bad_reference_at_once_before_anything_runs(lab, tmp_path):
     with pytest.raises(SpecError) as e:
         simulate(lab, scn, src, progress=ran.append)
     got = {(d.line, d.path[-1] if d.path else None, d.message) for d in e.value.diagnostics}
-    assert ran == [], "a twin ran before the references were checked"
+    # only the preparation ran (compiling the fabric the references are checked against), no twin
+    assert ran == ["the fabric's paths and links for the network twin", "check the scenario's references against the design"], ran
     assert any(m == "servers 99 does not exist" and line == 7 for line, _p, m in got), got
     assert any(m == "unknown workload 'lab-llama-8x'" and line == 10 for line, _p, m in got), got
     assert any(m == "unknown link 'L999999'" and line == 15 for line, _p, m in got), got
