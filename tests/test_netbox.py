@@ -142,3 +142,16 @@ def test_columns_and_choices_are_netboxs(netbox_package, site):
             assert not bad, f"{t.model}.{col}: {sorted(bad)} not in {cls}"
             checked += 1
     assert checked >= 10  # status everywhere, form_factor, width, airflow, face, interface and cable types, units
+
+
+def test_long_names_are_found_in_name_and_device_columns():
+    from twin.emit.netbox_objects import long_names
+
+    long = "s" * (NAME_MAX + 1)
+    devices = Table("08-devices", "dcim.device", "/dcim/devices/import/", ("name", "role"), ((long, "rtsw"), ("ok", long)))
+    ifaces = Table("09-interfaces", "dcim.interface", "/dcim/interfaces/import/", ("device", "name"), ((long, "eth0"), (long, "eth1")))
+    assert long_names([devices, ifaces]) == [
+        f"dcim.device {long!r} has {NAME_MAX + 1} characters (NetBox allows {NAME_MAX})",  # the role column is not a name
+        f"dcim.interface {long!r} has {NAME_MAX + 1} characters (NetBox allows {NAME_MAX})",  # once, though on two rows
+    ]
+    assert long_names([Table("08-devices", "dcim.device", "/x/", ("name",), (("s" * NAME_MAX,),))]) == []

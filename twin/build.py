@@ -10,7 +10,8 @@ write is never replaced, and a second build of the same folder stops at once (ex
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +19,12 @@ from pathlib import Path
 from twin.analysis.verdicts import Verdict, verdicts
 from twin.compiler.design import Design
 from twin.compiler.pipeline import compile_design
-from twin.emit import emit_all, emit_each
+from twin.emit import BY_COST, EMITTER_LABELS, emit_all
+from twin.emit.report import emit as report_emit
 from twin.folder import MANIFEST, safe_relative
+from twin.forked import apart
 from twin.jsonfmt import dumps as json_dumps
-from twin.output import OutputError, claimed, write_atomically, write_claimed_parts
+from twin.output import OutputError, claimed, write_atomically, write_claimed_with, write_parts
 from twin.twins.default import design_results
 from twin.twins.results import Runs
 from twin.version import __version__
@@ -91,15 +94,9 @@ def render_all(spec_path: str | Path, scenario: str | Path | None = None, progre
 
 
 def _compiled(spec_path, scenario, progress) -> tuple[Design, Runs]:
-    loaded = None
-    if scenario is not None:
-        from twin.lang.scenario.models import load_scenario
-
-        if progress:
-            progress(f"read the scenario {Path(scenario).name}")
-        loaded = load_scenario(scenario)
+    loaded = _scenario(scenario, progress)
     design = compile_design(spec_path, progress=progress)
-    runs = run_twins(design, loaded and (str(scenario), loaded), progress)
+    runs = run_twins(design, loaded, progress)
     _release_free_memory()
     return design, runs
 
@@ -113,21 +110,6 @@ def _release_free_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass
-
-
-def _parts(design: Design, runs: Runs, scenario, digests: dict[str, tuple[str, int]], progress,
-           risks: tuple[Verdict, ...] = ()) -> Iterator[dict[str, bytes]]:
-    """Every emitter's files in turn, their names checked and digests recorded, then the manifest."""
-    for part in emit_each(design, runs, risks=list(risks), progress=progress):
-        for rel, data in part.items():
-            _check_relative(rel)
-            digests[rel] = (hashlib.sha256(data).hexdigest(), len(data))
-        yield part
-    if progress:
-        progress("write")
-    man = manifest_of(design, digests, scenario)
-    digests[MANIFEST] = (hashlib.sha256(man).hexdigest(), len(man))
-    yield {MANIFEST: man}
 
 
 def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progress: Callable[[str], None] | None = None) -> Runs:
@@ -166,22 +148,112 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
           scenario: str | Path | None = None) -> BuildResult:
     """Render (:func:`render`) and write atomically into ``out`` (default: generated/<site>). With
     ``out`` given the folder is claimed first (locked, proved twin's), so a build that could not
-    write stops before compiling; OutputError says why."""
+    write stops before compiling; OutputError says why. The same files as :func:`render`, written by
+    two processes at once (:func:`_emit_into`)."""
     held = claimed(Path(out)) if out is not None else nullcontext(None)
     digests: dict[str, tuple[str, int]] = {}
+    done: dict[str, object] = {}
     with held as out_dir:
-        design, runs = _compiled(spec_path, scenario, progress)
-        if progress:
-            progress("verdicts")
-        risks = tuple(verdicts(design, runs.scenario))
-        parts = _parts(design, runs, scenario, digests, progress, risks)
+        loaded = _scenario(scenario, progress)
+        design = compile_design(spec_path, progress=progress)
+
+        def fill(folder: Path) -> None:
+            done["runs"], done["risks"] = _emit_into(folder, design, loaded, scenario, digests, progress)
+
         if out_dir is None:
             out_dir = Path("generated") / design.name
             with claimed(out_dir) as real:
-                write_claimed_parts(real, parts)
+                write_claimed_with(real, fill)
         else:
-            write_claimed_parts(out_dir, parts)
-    return BuildResult(design, Path(out) if out is not None else out_dir, {p: sha for p, (sha, _n) in sorted(digests.items())}, risks, runs)
+            write_claimed_with(out_dir, fill)
+    return BuildResult(design, Path(out) if out is not None else out_dir, {p: sha for p, (sha, _n) in sorted(digests.items())},
+                       done["risks"], done["runs"])
+
+
+def _scenario(scenario: str | Path | None, progress) -> tuple[str, tuple] | None:
+    if scenario is None:
+        return None
+    from twin.lang.scenario.models import load_scenario
+
+    if progress:
+        progress(f"read the scenario {Path(scenario).name}")
+    return str(scenario), load_scenario(scenario)
+
+
+def _emit_into(folder: Path, design: Design, loaded, scenario, digests: dict[str, tuple[str, int]], progress) -> tuple[Runs, tuple[Verdict, ...]]:
+    """Every artifact of ``design`` written under ``folder``, in two processes where the system can
+    fork: a child renders and writes the emitters that read the design alone (configs, NetBox,
+    cabling, model export, ...) while this process runs the twins, the verdicts and the report,
+    which read their results, then takes the design-only emitters the child has not started yet
+    (one queue, largest first). Each file and digest is the one the serial :func:`render` makes; the
+    child hands back its digests (or its exception) through a pipe."""
+    queue = _queue(len(BY_COST))
+    child = apart(lambda: _write_emitters(folder, _taken(queue), design)) if hasattr(os, "fork") else None
+    try:
+        runs = run_twins(design, loaded, progress)
+        _release_free_memory()
+        if progress:
+            progress("verdicts")
+        risks = tuple(verdicts(design, runs.scenario))
+        if progress:
+            progress("emit: report")
+        ours = _write_emitters(folder, [lambda d: report_emit(d, runs, list(risks))], design)
+        mine = _write_emitters(folder, _taken(queue, progress), design)  # what the child has not started
+        if progress and child is not None:
+            progress("emit: the other process's emitters")
+        if dup := set(ours) & set(mine):
+            raise RuntimeError(f"two emitters write {sorted(dup)[0]}")
+        ours.update(mine)
+        theirs = child.join() if child is not None else {}
+    except BaseException:
+        if child is not None:
+            child.kill()
+        raise
+    finally:
+        os.close(queue)
+    if both := sorted(set(ours) & set(theirs)):
+        raise RuntimeError(f"two emitters write {both[0]}")
+    digests.update(sorted({**ours, **theirs}.items()))
+    if progress:
+        progress("write")
+    man = manifest_of(design, digests, scenario)
+    digests[MANIFEST] = (hashlib.sha256(man).hexdigest(), len(man))
+    write_parts(folder, [{MANIFEST: man}])
+    return runs, risks
+
+
+def _queue(n: int) -> int:
+    """A pipe holding the indices 0..n-1 of :data:`BY_COST` as bytes, its write end closed: each read of
+    one byte takes the next emitter, and no emitter is taken twice, whichever process reads it."""
+    r, w = os.pipe()
+    os.write(w, bytes(range(n)))  # n < 256, far below a pipe's buffer
+    os.close(w)
+    return r
+
+
+def _taken(queue: int, progress=None):
+    """The emitters this process takes from ``queue``, one at a time, until it is empty."""
+    while index := os.read(queue, 1):
+        emitter = BY_COST[index[0]]
+        if progress:
+            progress(f"emit: {EMITTER_LABELS[emitter]}")
+        yield emitter
+
+
+def _write_emitters(folder: Path, emitters, design: Design) -> dict[str, tuple[str, int]]:
+    """Each emitter's files checked, hashed and written before the next renders (a 24K-GPU site's
+    ~230 MB never sit in memory at once); their (sha256, bytes)."""
+    digests: dict[str, tuple[str, int]] = {}
+    for emitter in emitters:
+        part = emitter(design)
+        for rel, data in part.items():
+            _check_relative(rel)
+            if rel in digests:
+                raise RuntimeError(f"two emitters write {rel}")
+            digests[rel] = (hashlib.sha256(data).hexdigest(), len(data))
+        write_parts(folder, [part])
+        del part
+    return digests
 
 
 def _check_relative(rel: str) -> None:

@@ -26,7 +26,7 @@ import fcntl
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -42,6 +42,9 @@ class OutputError(Exception):
     def __init__(self, message: str, code: int = EXIT_NOT_OURS):
         super().__init__(message)
         self.code = code
+
+    def __reduce__(self):  # its code survives a trip between processes (the build's emitting child)
+        return OutputError, (str(self), self.code)
 
 
 def ownership_problem(out_dir: Path) -> str | None:
@@ -196,13 +199,24 @@ def write_claimed(out_dir: Path, files: dict[str, bytes], *, use_exchange: bool 
 def write_claimed_parts(out_dir: Path, parts: Iterable[dict[str, bytes]], *, use_exchange: bool = True) -> None:
     """:func:`write_claimed` for files that come in parts: each part is written before the next is
     made, so a caller can render one and drop it (the build: one emitter's files at a time)."""
+    write_claimed_with(out_dir, lambda tmp: write_parts(tmp, parts), use_exchange=use_exchange)
+
+
+def write_parts(folder: Path, parts: Iterable[dict[str, bytes]]) -> None:
+    """Each part's files under ``folder``, one part at a time."""
+    for files in parts:
+        for rel, data in sorted(files.items()):
+            target = folder / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+
+
+def write_claimed_with(out_dir: Path, fill: Callable[[Path], None], *, use_exchange: bool = True) -> None:
+    """:func:`write_claimed` for a caller that fills the sibling folder itself (``fill(folder)``; the
+    build: two processes writing their emitters' files at once), then the same check and swap."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
-        for files in parts:
-            for rel, data in sorted(files.items()):
-                target = tmp / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+        fill(tmp)
         os.chmod(tmp, 0o755)
         if why := ownership_problem(out_dir):  # changed while the build rendered
             raise OutputError(why)

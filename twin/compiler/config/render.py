@@ -26,6 +26,11 @@ class _Environment(jinja2.Environment):
                 return obj[attribute]
             except KeyError:
                 pass
+        else:  # Jinja's own first try, without its call (1.25M of these for meta-24k-roce's configs)
+            try:
+                return getattr(obj, attribute)
+            except AttributeError:
+                pass
         return super().getattr(obj, attribute)
 
 

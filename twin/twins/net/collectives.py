@@ -68,9 +68,21 @@ class Phase:
 
 
 def _by_server(net: Net, ranks: np.ndarray) -> list[np.ndarray]:
+    """``ranks`` split by server, servers in order of first appearance, ranks in their order."""
+    grouped, counts = _grouped(net, ranks)
+    return np.split(grouped, np.cumsum(counts)[:-1])
+
+
+def _grouped(net: Net, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_by_server` as one array (server after server) and each server's count, sorted once
+    rather than compared against every server."""
     srv = net.gpu_server[ranks]
-    order = list(dict.fromkeys(srv.tolist()))
-    return [ranks[srv == s] for s in order]
+    _, first, inv, counts = np.unique(srv, return_index=True, return_inverse=True, return_counts=True)
+    order = np.argsort(first, kind="stable")  # servers by first appearance
+    place = np.empty_like(order)
+    place[order] = np.arange(len(order))
+    perm = np.argsort(place[np.asarray(inv).reshape(-1)], kind="stable")
+    return ranks[perm], counts[order]
 
 
 def rings(net: Net, ranks: np.ndarray) -> list[np.ndarray]:
@@ -83,38 +95,45 @@ def rings(net: Net, ranks: np.ndarray) -> list[np.ndarray]:
     >>> [r.tolist() for r in rings(N, np.arange(8))][1]
     [1, 2, 3, 0, 4, 7, 6, 5]
     """
-    groups = _by_server(net, ranks)
-    sizes = {len(g) for g in groups}
-    if len(sizes) != 1 or len(groups) == 1:
+    return _rings(ranks, *_grouped(net, ranks))
+
+
+def _rings(ranks: np.ndarray, grouped: np.ndarray, counts: np.ndarray) -> list[np.ndarray]:
+    if len(counts) == 1 or (counts != counts[0]).any():
         return [ranks]
-    g = sizes.pop()
+    g = int(counts[0])
+    servers = grouped.reshape(len(counts), g)  # row k: server k's ranks in order
+    odd = (np.arange(len(counts)) % 2 == 1)[:, None]
+    i = np.arange(g)
     out = []
     for c in range(g):
-        seq = []
-        for k, grp in enumerate(groups):
-            seq.append(np.roll(grp, -c) if k % 2 == 0 else np.roll(grp[::-1], -((g - c) % g)))
-        out.append(np.concatenate(seq))
+        # even servers: the ranks rolled left by c; odd ones: reversed, then rolled left by (g - c) % g
+        enter_even, enter_odd = (i + c) % g, g - 1 - (i + (g - c) % g) % g
+        out.append(np.where(odd, servers[:, enter_odd], servers[:, enter_even]).reshape(-1))
     return out
 
 
 def _channels(net: Net, ranks: np.ndarray, lib: Library) -> int:
-    groups = _by_server(net, ranks)
-    if len(groups) == 1:  # inside one server: NCCL's NVLink rings, each step a fraction of a buffer slot
+    return _channels_of(net, *_grouped(net, ranks), lib)
+
+
+def _channels_of(net: Net, grouped: np.ndarray, counts: np.ndarray, lib: Library) -> int:
+    if len(counts) == 1:  # inside one server: NCCL's NVLink rings, each step a fraction of a buffer slot
         return INTRA_NODE_CHANNELS
-    per = min(len(g) for g in groups)
-    full = int(np.bincount(net.gpu_server, minlength=int(net.gpu_server.max()) + 1)[net.gpu_server[groups[0][0]]])
-    return ring_channels(lib, per, full)
+    full = int(np.count_nonzero(net.gpu_server == net.gpu_server[grouped[0]]))  # GPUs of the first server
+    return ring_channels(lib, int(counts.min()), full)
 
 
 def _ring_phase(net: Net, ranks: np.ndarray, repeat: int, label: str, lib: Library, net_per_round: int) -> Phase:
     n = len(ranks)
-    rs = rings(net, ranks)
-    src = np.concatenate([r for r in rs])
+    grouped, counts = _grouped(net, ranks)
+    rs = _rings(ranks, grouped, counts)
+    src = np.concatenate(rs)
     dst = np.concatenate([np.roll(r, -1) for r in rs])
     frac = np.full(len(src), 1.0 / (n * len(rs)))
-    servers = len(_by_server(net, ranks))
+    servers = len(counts)
     return Phase(src, dst, frac, repeat, label, repeat, net_per_round * (servers - 1) if servers > 1 else 0,
-                 conns=_channels(net, ranks, lib), ring=True)
+                 conns=_channels_of(net, grouped, counts, lib), ring=True)
 
 
 def _net_peers(net: Net, ranks: np.ndarray) -> int:

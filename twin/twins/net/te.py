@@ -16,7 +16,6 @@ reference is meant for small cases (a zone or a handful of racks).
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linprog
 from scipy.sparse import coo_matrix
 
 from twin.twins.net import planes, routing
@@ -75,6 +74,8 @@ def phase_time(net: Net, src: np.ndarray, dst: np.ndarray, frac: np.ndarray, cap
     A_ub = (cap_rows + u_col).tocsr()
     c = np.zeros(nvar)
     c[-1] = 1.0
+    from scipy.optimize import linprog  # scipy.optimize is ~170 modules: loaded only when a TE split is asked for
+
     res = linprog(c, A_ub=A_ub, b_ub=np.zeros(A_n), A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs")
     if res.status != 0:
         raise ValueError(f"TE LP failed: {res.message}")

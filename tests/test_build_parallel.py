@@ -1,0 +1,58 @@
+"""`twin build` in two processes (twin/build.py, twin/forked.py): the same files as one process, and a
+failure in the forked child is the build's failure."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from twin.build import render
+from twin.emit import BY_COST, EMITTERS
+from twin.forked import apart
+from twin.output import EXIT_WRITE, OutputError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_two_processes_write_what_one_renders(built):
+    """The build (child and parent writing one folder) against render() (every emitter in this process):
+    the same paths and bytes, manifest included."""
+    out = built("lab-2zone")
+    on_disk = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    _, files = render(ROOT / "sites" / "lab-2zone.yaml")
+    assert len(files) > 50
+    assert sorted(on_disk) == sorted(files)
+    assert [p for p in files if on_disk[p] != files[p]] == []
+
+
+def test_the_queue_holds_every_emitter_once():
+    assert sorted(map(id, BY_COST)) == sorted(map(id, EMITTERS)) and len(set(map(id, BY_COST))) == len(EMITTERS)
+
+
+def test_child_result_and_exceptions_come_back():
+    assert apart(lambda: {"a": (1, 2)}).join() == {"a": (1, 2)}
+    with pytest.raises(ZeroDivisionError):
+        apart(lambda: 1 / 0).join()
+    with pytest.raises(OutputError) as e:  # its exit code survives the trip
+        apart(lambda: (_ for _ in ()).throw(OutputError("disk full", EXIT_WRITE))).join()
+    assert e.value.code == EXIT_WRITE and str(e.value) == "disk full"
+
+
+def test_a_child_that_dies_is_an_error_not_a_hang():
+    def die():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    with pytest.raises(RuntimeError, match="signal 9"):
+        apart(die).join()
+
+
+def test_kill_reaps_the_child():
+    import time
+
+    child = apart(lambda: time.sleep(60))
+    child.kill()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child.pid, os.WNOHANG)  # already reaped: no zombie left
