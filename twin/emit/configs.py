@@ -91,16 +91,15 @@ def emit(design: Design) -> dict[str, bytes]:
 class Builder(NamedTuple):
     """How a built target is written."""
 
-    shared: Callable[[dict], object]  # what every switch shares, built once per build from the site context
+    shared: Callable[[dict], object]  # what every switch shares, built once per build from the site context (SONiC: its Writer)
     switch: Callable[[SwitchIntent, dict, SwitchModel, object], dict[str, bytes]]  # one switch's files
 
 
-def _sonic(sw: SwitchIntent, site: dict, model: SwitchModel, shared) -> dict[str, bytes]:
-    db = sonic.config_db(sw, site, model, shared)
-    return {f"configs/sonic/{sw.name}/config_db.json": sonic.config_db_json(db)}
+def _sonic(sw: SwitchIntent, site: dict, model: SwitchModel, writer: sonic.Writer) -> dict[str, bytes]:
+    return {f"configs/sonic/{sw.name}/config_db.json": writer.config_db_json(sw, model)}
 
 
-BUILDERS = {"sonic": Builder(sonic.shared_tables, _sonic)}
+BUILDERS = {"sonic": Builder(sonic.Writer, _sonic)}
 
 
 def _template(t: ConfigTarget, sw: SwitchIntent, site: dict, shared: dict) -> dict[str, bytes]:

@@ -152,26 +152,34 @@ def lossless_profile(speed: float, metres: int) -> str:
     return f"pg_lossless_{mbps(speed)}_{metres}m_profile"
 
 
-def port_tables(sw: SwitchIntent, model: SwitchModel, site: dict) -> tuple[dict, dict[str, float]]:
-    """PORT and BREAKOUT_CFG for every front-panel port, DEVICE_NEIGHBOR for the cabled ones; the speed
-    of each used port is its link's speed in the fabric graph."""
+def used_ports(sw: SwitchIntent, model: SwitchModel) -> dict[str, Neighbor | ServerPort]:
+    """The cabled ports of a switch in the platform's port order: port -> its intent entry."""
     links: dict[str, Neighbor | ServerPort] = {nb.port: nb for nb in sw.neighbors}
     links.update({sp.port: sp for sp in sw.server_ports})
+    return {name: links[name] for name, _ in platform_ports(model) if name in links}
+
+
+def port_tables(model: SwitchModel, links: dict[str, Neighbor | ServerPort], site: dict) -> dict:
+    """PORT for every front-panel port, DEVICE_NEIGHBOR for the cabled ones (``links``:
+    :func:`used_ports`); the speed of each used port is its link's speed in the fabric graph."""
     port, neighbor = {}, {}
-    speeds: dict[str, float] = {}
+    fec, mtu = model.port_map.fec, str(site["mtu"])
     for name, base in platform_ports(model):
         lk = links.get(name)
-        row = dict(base, admin_status="down" if lk is None else "up", fec=model.port_map.fec, mtu=str(site["mtu"]))
+        row = dict(base, admin_status="down" if lk is None else "up", fec=fec, mtu=mtu)
         if lk is not None:
             row["speed"] = mbps(lk.speed)
             row["description"] = f"{lk.peer}:{lk.peer_port}"
             neighbor[name] = {"name": lk.peer, "port": lk.peer_port}
-            speeds[name] = lk.speed
         port[name] = row
+    return {"DEVICE_NEIGHBOR": neighbor, "PORT": port}
+
+
+def breakout_table(model: SwitchModel) -> dict:
+    """One BREAKOUT_CFG entry per cage, under its first port's name, in the model's first breakout mode."""
     mode = {"brkout_mode": model.port_map.breakouts[0]}
-    cage = model.port_map.cage_ports  # one BREAKOUT_CFG entry per cage, under its first port's name
-    parents = {name: mode for i, (name, _) in enumerate(platform_ports(model)) if i % cage == 0}
-    return {"BREAKOUT_CFG": parents, "DEVICE_NEIGHBOR": neighbor, "PORT": port}, speeds
+    cage = model.port_map.cage_ports
+    return {name: mode for i, (name, _) in enumerate(platform_ports(model)) if i % cage == 0}
 
 
 def routing_tables(sw: SwitchIntent, site: dict) -> dict:
@@ -228,10 +236,10 @@ def qos_port_tables(ports: list[str], site: dict) -> dict:
     return tables
 
 
-def config_db(sw: SwitchIntent, site: dict, model: SwitchModel, shared: dict) -> dict:
-    """The whole config_db of one switch (``sw``: its intent; ``shared``: :func:`shared_tables`)."""
+def switch_tables(sw: SwitchIntent, model: SwitchModel, site: dict, links: dict[str, Neighbor | ServerPort]) -> dict:
+    """The tables that name this switch or its peers: ports, neighbours, metadata, addresses, BGP peers, VLAN."""
     pm = model.port_map
-    tables, speeds = port_tables(sw, model, site)
+    tables = port_tables(model, links, site)
     tables["DEVICE_METADATA"] = {"localhost": {
         "bgp_asn": str(sw.asn), "bgp_router_id": sw.router_id, "buffer_model": "traditional",
         "default_bgp_status": "up", "default_pfcwd_status": "enable" if site["pfc_watchdog_ms"] else "disable",
@@ -239,13 +247,61 @@ def config_db(sw: SwitchIntent, site: dict, model: SwitchModel, shared: dict) ->
         "synchronous_mode": "enable", "type": DEVICE_TYPE.get(sw.level, "SpineRouter"),
     }}
     tables.update(routing_tables(sw, site))
-    tables.update(qos_port_tables(list(speeds), site))
-    used: dict[str, Neighbor | ServerPort] = {lk.port: lk for lk in sw.neighbors + sw.server_ports}
-    tables.update(buffer_tables(model, {port: used[port] for port in speeds}, site))
-    tables.update(shared)
     return tables
+
+
+def pattern_tables(model: SwitchModel, links: dict[str, Neighbor | ServerPort], site: dict) -> dict:
+    """QoS and buffers of the used ports: the same for every switch of a model cabled alike."""
+    return qos_port_tables(list(links), site) | buffer_tables(model, links, site)
+
+
+def config_db(sw: SwitchIntent, site: dict, model: SwitchModel, shared: dict) -> dict:
+    """The whole config_db of one switch (``sw``: its intent; ``shared``: :func:`shared_tables`)."""
+    links = used_ports(sw, model)
+    tables = switch_tables(sw, model, site, links) | pattern_tables(model, links, site)
+    tables["BREAKOUT_CFG"] = breakout_table(model)
+    return tables | shared
 
 
 def config_db_json(db: dict) -> bytes:
     """Sorted keys and one-space indent, newline-terminated (every value is a string)."""
     return json_dumps(db)
+
+
+def fragments(tables: dict) -> dict[str, bytes]:
+    """Each table of a document as :func:`config_db_json` writes it inside the whole (`` "NAME": {...}``,
+    indented one level), from one encoding of them all: at the top level, and only there, a line starts
+    with one space and a quote (deeper lines with two spaces or more; JSON strings hold no newline)."""
+    if not tables:
+        return {}
+    pieces = json_dumps(tables)[2:-3].split(b',\n "')
+    return {name: piece if i == 0 else b' "' + piece for i, (name, piece) in enumerate(zip(sorted(tables), pieces, strict=True))}
+
+
+class Writer:
+    """Every SONiC switch's ``config_db.json`` of one build, byte for byte
+    ``config_db_json(config_db(sw, site, model, shared_tables(site)))``, written table by table: what a
+    switch shares with others (the site's QoS maps, its model's breakouts, QoS and buffers of a port
+    pattern: the same model with the same ports cabled at the same speed and cable length) is encoded
+    once per build; only the tables that name the switch are encoded per switch."""
+
+    def __init__(self, site: dict):
+        self.site = site
+        self.shared = shared_tables(site)
+        self._cache: dict[tuple, dict[str, bytes]] = {("shared",): fragments(self.shared)}
+
+    def _fragments(self, key: tuple, build) -> dict[str, bytes]:
+        out = self._cache.get(key)
+        if out is None:
+            out = self._cache[key] = fragments(build())
+        return out
+
+    def config_db_json(self, sw: SwitchIntent, model: SwitchModel) -> bytes:
+        site = self.site
+        links = used_ports(sw, model)
+        parts = fragments(switch_tables(sw, model, site, links))
+        parts.update(self._cache[("shared",)])
+        parts.update(self._fragments(("breakout", model), lambda: {"BREAKOUT_CFG": breakout_table(model)}))
+        pattern = ("ports", model, tuple((p, lk.speed, lk.cable_m, lk.xoff) for p, lk in links.items()))
+        parts.update(self._fragments(pattern, lambda: pattern_tables(model, links, site)))
+        return b"{\n" + b",\n".join(parts[name] for name in sorted(parts)) + b"\n}\n"
