@@ -18,9 +18,9 @@ import json
 from collections.abc import Callable
 from typing import NamedTuple
 
-from twin.compiler.config import sonic
 from twin.compiler.config.intent import Intent, SwitchIntent
 from twin.compiler.config.render import render
+from twin.compiler.config.sonic_write import Writer
 from twin.compiler.design import Design
 from twin.compiler.resolve.targets import target_of
 from twin.lang.site.catalog_models import SwitchModel
@@ -62,16 +62,19 @@ def topology(intent: Intent) -> dict:
             "bfd": intent.site["bfd"], "switches": switches, "links": links, "hosts": hosts}
 
 
+_SORTED = json.JSONEncoder(sort_keys=True)
+
+
 def topology_json(topo: dict) -> str:
     """One JSON object per line: readable and diffable, and written by the C encoder (indent=
     would switch json to its pure-Python encoder, seconds for a 24K-GPU site)."""
-    parts = []
+    parts, encode = [], _SORTED.encode  # json.dumps(v, sort_keys=True) without a new encoder per entry
     for key in sorted(topo):
         value = topo[key]
         if isinstance(value, list):
-            body = "[\n" + ",\n".join("  " + json.dumps(v, sort_keys=True) for v in value) + "\n ]" if value else "[]"
+            body = "[\n" + ",\n".join("  " + encode(v) for v in value) + "\n ]" if value else "[]"
         else:
-            body = json.dumps(value, sort_keys=True)
+            body = encode(value)
         parts.append(f" {json.dumps(key)}: {body}")
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
@@ -95,11 +98,11 @@ class Builder(NamedTuple):
     switch: Callable[[SwitchIntent, dict, SwitchModel, object], dict[str, bytes]]  # one switch's files
 
 
-def _sonic(sw: SwitchIntent, site: dict, model: SwitchModel, writer: sonic.Writer) -> dict[str, bytes]:
+def _sonic(sw: SwitchIntent, site: dict, model: SwitchModel, writer: Writer) -> dict[str, bytes]:
     return {f"configs/sonic/{sw.name}/config_db.json": writer.config_db_json(sw, model)}
 
 
-BUILDERS = {"sonic": Builder(sonic.Writer, _sonic)}
+BUILDERS = {"sonic": Builder(Writer, _sonic)}
 
 
 def _template(t: ConfigTarget, sw: SwitchIntent, site: dict, shared: dict) -> dict[str, bytes]:

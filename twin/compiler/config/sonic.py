@@ -236,17 +236,21 @@ def qos_port_tables(ports: list[str], site: dict) -> dict:
     return tables
 
 
-def switch_tables(sw: SwitchIntent, model: SwitchModel, site: dict, links: dict[str, Neighbor | ServerPort]) -> dict:
-    """The tables that name this switch or its peers: ports, neighbours, metadata, addresses, BGP peers, VLAN."""
+def metadata_table(sw: SwitchIntent, model: SwitchModel, site: dict) -> dict:
+    """DEVICE_METADATA: hostname, HWSKU, platform, role, ASN, router id."""
     pm = model.port_map
-    tables = port_tables(model, links, site)
-    tables["DEVICE_METADATA"] = {"localhost": {
+    return {"localhost": {
         "bgp_asn": str(sw.asn), "bgp_router_id": sw.router_id, "buffer_model": "traditional",
         "default_bgp_status": "up", "default_pfcwd_status": "enable" if site["pfc_watchdog_ms"] else "disable",
         "docker_routing_config_mode": "split", "hostname": sw.name, "hwsku": pm.hwsku, "platform": pm.platform,
         "synchronous_mode": "enable", "type": DEVICE_TYPE.get(sw.level, "SpineRouter"),
     }}
-    tables.update(routing_tables(sw, site))
+
+
+def switch_tables(sw: SwitchIntent, model: SwitchModel, site: dict, links: dict[str, Neighbor | ServerPort]) -> dict:
+    """The tables that name this switch or its peers: ports, neighbours, metadata, addresses, BGP peers, VLAN."""
+    tables = port_tables(model, links, site) | routing_tables(sw, site)
+    tables["DEVICE_METADATA"] = metadata_table(sw, model, site)
     return tables
 
 
@@ -266,42 +270,3 @@ def config_db(sw: SwitchIntent, site: dict, model: SwitchModel, shared: dict) ->
 def config_db_json(db: dict) -> bytes:
     """Sorted keys and one-space indent, newline-terminated (every value is a string)."""
     return json_dumps(db)
-
-
-def fragments(tables: dict) -> dict[str, bytes]:
-    """Each table of a document as :func:`config_db_json` writes it inside the whole (`` "NAME": {...}``,
-    indented one level), from one encoding of them all: at the top level, and only there, a line starts
-    with one space and a quote (deeper lines with two spaces or more; JSON strings hold no newline)."""
-    if not tables:
-        return {}
-    pieces = json_dumps(tables)[2:-3].split(b',\n "')
-    return {name: piece if i == 0 else b' "' + piece for i, (name, piece) in enumerate(zip(sorted(tables), pieces, strict=True))}
-
-
-class Writer:
-    """Every SONiC switch's ``config_db.json`` of one build, byte for byte
-    ``config_db_json(config_db(sw, site, model, shared_tables(site)))``, written table by table: what a
-    switch shares with others (the site's QoS maps, its model's breakouts, QoS and buffers of a port
-    pattern: the same model with the same ports cabled at the same speed and cable length) is encoded
-    once per build; only the tables that name the switch are encoded per switch."""
-
-    def __init__(self, site: dict):
-        self.site = site
-        self.shared = shared_tables(site)
-        self._cache: dict[tuple, dict[str, bytes]] = {("shared",): fragments(self.shared)}
-
-    def _fragments(self, key: tuple, build) -> dict[str, bytes]:
-        out = self._cache.get(key)
-        if out is None:
-            out = self._cache[key] = fragments(build())
-        return out
-
-    def config_db_json(self, sw: SwitchIntent, model: SwitchModel) -> bytes:
-        site = self.site
-        links = used_ports(sw, model)
-        parts = fragments(switch_tables(sw, model, site, links))
-        parts.update(self._cache[("shared",)])
-        parts.update(self._fragments(("breakout", model), lambda: {"BREAKOUT_CFG": breakout_table(model)}))
-        pattern = ("ports", model, tuple((p, lk.speed, lk.cable_m, lk.xoff) for p, lk in links.items()))
-        parts.update(self._fragments(pattern, lambda: pattern_tables(model, links, site)))
-        return b"{\n" + b",\n".join(parts[name] for name in sorted(parts)) + b"\n}\n"

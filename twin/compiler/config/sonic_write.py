@@ -1,0 +1,147 @@
+"""Every SONiC ``config_db.json`` of a build, byte for byte ``config_db_json(config_db(...))`` of
+:mod:`twin.compiler.config.sonic`, written without encoding what switches share once per switch.
+
+A document is its tables in name order, each written at the top level the same way whatever else the
+document holds (:func:`fragments`). So :class:`Writer` encodes once per build what switches share: the
+site's QoS maps, a model's breakouts, the QoS and buffer tables of a port pattern (a model with the same
+ports cabled at the same speed and cable length), and the rows of the ports table and the neighbour table
+that do not name a peer. A row that names one is its row written with a marker string in the peer's place
+(:class:`Row`), cut at the marker once, and the peer's name encoded as the standard library encodes a
+string. The tables that name the switch's addresses and BGP peers are encoded per switch.
+``tests/test_config_sonic_write.py`` holds the writer to the dictionaries' bytes.
+"""
+
+from __future__ import annotations
+
+from json.encoder import encode_basestring_ascii as json_str
+
+from twin.compiler.config import sonic
+from twin.compiler.config.intent import Neighbor, ServerPort, SwitchIntent
+from twin.jsonfmt import dumps as json_dumps
+from twin.lang.site.catalog_models import SwitchModel
+
+_MARK = "twin-slot-{}-5c1d"  # plain ASCII: encoded as is, and never a port's or peer's name
+
+
+def fragments(tables: dict) -> dict[str, bytes]:
+    """Each table of a document as :func:`sonic.config_db_json` writes it inside the whole
+    (`` "NAME": {...}``, indented one level), from one encoding of them all: at the top level, and only
+    there, a line starts with one space and a quote (deeper lines with two spaces or more; JSON strings
+    hold no newline)."""
+    if not tables:
+        return {}
+    pieces = json_dumps(tables)[2:-3].split(b',\n "')
+    return {name: piece if i == 0 else b' "' + piece for i, (name, piece) in enumerate(zip(sorted(tables), pieces, strict=True))}
+
+
+def _rows(table: str, body: bytes) -> bytes:
+    """The rows of a fragment of ``table``, without its name and braces."""
+    head = f' "{table}": {{\n'.encode()
+    assert body.startswith(head) and body.endswith(b"\n }"), body[:80]
+    return body[len(head):-3]
+
+
+class Row:
+    """One row of a table, written as it sits in the document (text), with slots for strings named per
+    switch: ``Row("PORT", "Ethernet0", {..., "description": Row.slot(0)}).fill(desc)``."""
+
+    @staticmethod
+    def slot(i: int) -> str:
+        return _MARK.format(i)
+
+    def __init__(self, table: str, key: str, row: dict):
+        text = _rows(table, fragments({table: {key: row}})[table]).decode()
+        slots = [i for i in range(len(row)) if self.slot(i) in row.values()]
+        marks = sorted((text.index(f'"{self.slot(i)}"'), i) for i in slots)
+        assert [i for _, i in marks] == list(range(len(slots))), "slots appear in the row in their order"
+        self.parts: list[str] = []
+        start = 0
+        for at, i in marks:
+            self.parts.append(text[start:at])
+            start = at + len(self.slot(i)) + 2
+        self.parts.append(text[start:])
+        self.fill = getattr(self, f"_fill{len(slots)}")
+
+    def _fill1(self, a: str) -> str:
+        p = self.parts
+        return p[0] + json_str(a) + p[1]
+
+    def _fill2(self, a: str, b: str) -> str:
+        p = self.parts
+        return p[0] + json_str(a) + p[1] + json_str(b) + p[2]
+
+
+def _table(name: str, rows: list[str]) -> bytes:
+    return (f' "{name}": {{\n' + ",\n".join(rows) + "\n }" if rows else f' "{name}": {{}}').encode()
+
+
+class _ModelRows:
+    """A model's rows of PORT and DEVICE_NEIGHBOR in one build: a down port's row, an up port's per
+    speed with its description's slot, a neighbour's with slots for the peer and its port."""
+
+    def __init__(self, model: SwitchModel, site: dict):
+        self.model, self.site = model, site
+        ports = sonic.platform_ports(model)
+        self.index = {name: i for i, (name, _) in enumerate(ports)}
+        self.down = [_rows("PORT", fragments({"PORT": {name: self._row(i)}})["PORT"]).decode() for i, (name, _) in enumerate(ports)]
+        self.order = sorted(range(len(ports)), key=lambda i: ports[i][0])  # platform order to key order
+        self._up: dict[tuple[int, float], Row] = {}
+        self._neighbor: dict[int, Row] = {}
+
+    def _row(self, i: int) -> dict:
+        return dict(sonic.platform_ports(self.model)[i][1], admin_status="down", fec=self.model.port_map.fec, mtu=str(self.site["mtu"]))
+
+    def up(self, i: int, speed: float) -> Row:
+        row = self._up.get((i, speed))
+        if row is None:
+            name = sonic.platform_ports(self.model)[i][0]
+            fields = dict(self._row(i), admin_status="up", speed=sonic.mbps(speed), description=Row.slot(0))
+            row = self._up[i, speed] = Row("PORT", name, fields)
+        return row
+
+    def neighbor(self, i: int) -> Row:
+        row = self._neighbor.get(i)
+        if row is None:
+            name = sonic.platform_ports(self.model)[i][0]
+            row = self._neighbor[i] = Row("DEVICE_NEIGHBOR", name, {"name": Row.slot(0), "port": Row.slot(1)})
+        return row
+
+
+class Writer:
+    """Every SONiC switch's ``config_db.json`` of one build (``site``: the intent's site context)."""
+
+    def __init__(self, site: dict):
+        self.site = site
+        self.shared = sonic.shared_tables(site)
+        self._cache: dict[tuple, object] = {("shared",): fragments(self.shared)}
+
+    def _once(self, key: tuple, build):
+        out = self._cache.get(key)
+        if out is None:
+            out = self._cache[key] = build()
+        return out
+
+    def _ports(self, m: _ModelRows, links: dict[str, Neighbor | ServerPort]) -> dict[str, bytes]:
+        """PORT and DEVICE_NEIGHBOR, as :func:`sonic.port_tables` builds them."""
+        port = list(m.down)
+        neighbor = []
+        index = m.index
+        for name, lk in links.items():
+            i = index[name]
+            port[i] = m.up(i, lk.speed).fill(f"{lk.peer}:{lk.peer_port}")
+            neighbor.append((name, m.neighbor(i).fill(lk.peer, lk.peer_port)))
+        neighbor.sort()  # the table's keys in order (the platform's order is not the names')
+        return {"DEVICE_NEIGHBOR": _table("DEVICE_NEIGHBOR", [row for _, row in neighbor]),
+                "PORT": _table("PORT", [port[i] for i in m.order])}
+
+    def config_db_json(self, sw: SwitchIntent, model: SwitchModel) -> bytes:
+        site = self.site
+        links = sonic.used_ports(sw, model)
+        m = self._once(("model", model), lambda: _ModelRows(model, site))
+        parts = fragments(sonic.routing_tables(sw, site) | {"DEVICE_METADATA": sonic.metadata_table(sw, model, site)})
+        parts.update(self._ports(m, links))
+        parts.update(self._cache[("shared",)])
+        parts.update(self._once(("breakout", model), lambda: fragments({"BREAKOUT_CFG": sonic.breakout_table(model)})))
+        pattern = ("pattern", model, tuple((p, lk.speed, lk.cable_m, lk.xoff) for p, lk in links.items()))
+        parts.update(self._once(pattern, lambda: fragments(sonic.pattern_tables(model, links, site))))
+        return b"{\n" + b",\n".join(parts[name] for name in sorted(parts)) + b"\n}\n"
