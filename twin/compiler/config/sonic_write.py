@@ -42,8 +42,8 @@ def _rows(table: str, body: bytes) -> bytes:
 
 
 class Row:
-    """One row of a table, written as it sits in the document (text), with slots for strings named per
-    switch: ``Row("PORT", "Ethernet0", {..., "description": Row.slot(0)}).fill(desc)``."""
+    """One row of a table, written as it sits in the document (text), cut at its slots for strings named
+    per switch: ``Row("PORT", "Ethernet0", {..., "description": Row.slot(0)}).parts``."""
 
     @staticmethod
     def slot(i: int) -> str:
@@ -60,19 +60,28 @@ class Row:
             self.parts.append(text[start:at])
             start = at + len(self.slot(i)) + 2
         self.parts.append(text[start:])
-        self.fill = getattr(self, f"_fill{len(slots)}")
-
-    def _fill1(self, a: str) -> str:
-        p = self.parts
-        return p[0] + json_str(a) + p[1]
-
-    def _fill2(self, a: str, b: str) -> str:
-        p = self.parts
-        return p[0] + json_str(a) + p[1] + json_str(b) + p[2]
 
 
-def _table(name: str, rows: list[str]) -> bytes:
-    return (f' "{name}": {{\n' + ",\n".join(rows) + "\n }" if rows else f' "{name}": {{}}').encode()
+
+class _Text:
+    """A table's text with slots between its chunks: ``chunks[0] + v0 + chunks[1] + ... + chunks[-1]``."""
+
+    def __init__(self, head: str):
+        self.chunks = [head]
+
+    def add(self, text: str) -> None:
+        self.chunks[-1] += text
+
+    def add_row(self, row: Row) -> None:
+        self.chunks[-1] += row.parts[0]
+        self.chunks.extend(row.parts[1:])
+
+    def fill(self, values: list[str]) -> bytes:
+        """The text with ``values`` (encoded JSON strings) in its slots."""
+        out: list[str] = [""] * (2 * len(values) + 1)
+        out[0::2] = self.chunks
+        out[1::2] = values
+        return "".join(out).encode()
 
 
 class _ModelRows:
@@ -82,7 +91,8 @@ class _ModelRows:
     def __init__(self, model: SwitchModel, site: dict):
         self.model, self.site = model, site
         ports = sonic.platform_ports(model)
-        self.index = {name: i for i, (name, _) in enumerate(ports)}
+        self.names = [name for name, _ in ports]
+        self.index = {name: i for i, name in enumerate(self.names)}
         self.down = [_rows("PORT", fragments({"PORT": {name: self._row(i)}})["PORT"]).decode() for i, (name, _) in enumerate(ports)]
         self.order = sorted(range(len(ports)), key=lambda i: ports[i][0])  # platform order to key order
         self._up: dict[tuple[int, float], Row] = {}
@@ -121,27 +131,44 @@ class Writer:
             out = self._cache[key] = build()
         return out
 
-    def _ports(self, m: _ModelRows, links: dict[str, Neighbor | ServerPort]) -> dict[str, bytes]:
-        """PORT and DEVICE_NEIGHBOR, as :func:`sonic.port_tables` builds them."""
-        port = list(m.down)
-        neighbor = []
-        index = m.index
-        for name, lk in links.items():
-            i = index[name]
-            port[i] = m.up(i, lk.speed).fill(f"{lk.peer}:{lk.peer_port}")
-            neighbor.append((name, m.neighbor(i).fill(lk.peer, lk.peer_port)))
-        neighbor.sort()  # the table's keys in order (the platform's order is not the names')
-        return {"DEVICE_NEIGHBOR": _table("DEVICE_NEIGHBOR", [row for _, row in neighbor]),
-                "PORT": _table("PORT", [port[i] for i in m.order])}
+    def _port_text(self, m: _ModelRows, links: dict[str, Neighbor | ServerPort]) -> tuple[_Text, _Text, list[str]]:
+        """PORT and DEVICE_NEIGHBOR of a port pattern, as :func:`sonic.port_tables` builds them, with
+        slots for what names a peer: each used port's description, its peer and the peer's port (the
+        used ports in key order)."""
+        port, used = _Text(' "PORT": {\n'), []
+        for k, i in enumerate(m.order):
+            name = m.names[i]
+            if k:
+                port.add(",\n")
+            lk = links.get(name)
+            if lk is None:
+                port.add(m.down[i])
+            else:
+                port.add_row(m.up(i, lk.speed))
+                used.append(name)
+        port.add("\n }" if m.order else "}")
+        neighbor = _Text(' "DEVICE_NEIGHBOR": {' + ("\n" if used else ""))
+        for k, name in enumerate(used):
+            if k:
+                neighbor.add(",\n")
+            neighbor.add_row(m.neighbor(m.index[name]))
+        neighbor.add("\n }" if used else "}")
+        return port, neighbor, used
 
     def config_db_json(self, sw: SwitchIntent, model: SwitchModel) -> bytes:
         site = self.site
         links = sonic.used_ports(sw, model)
         m = self._once(("model", model), lambda: _ModelRows(model, site))
         parts = fragments(sonic.routing_tables(sw, site) | {"DEVICE_METADATA": sonic.metadata_table(sw, model, site)})
-        parts.update(self._ports(m, links))
         parts.update(self._cache[("shared",)])
         parts.update(self._once(("breakout", model), lambda: fragments({"BREAKOUT_CFG": sonic.breakout_table(model)})))
-        pattern = ("pattern", model, tuple((p, lk.speed, lk.cable_m, lk.xoff) for p, lk in links.items()))
-        parts.update(self._once(pattern, lambda: fragments(sonic.pattern_tables(model, links, site))))
+        pattern = (model, tuple((p, lk.speed, lk.cable_m, lk.xoff) for p, lk in links.items()))
+        parts.update(self._once(("pattern", pattern), lambda: fragments(sonic.pattern_tables(model, links, site))))
+        port, neighbor, used = self._once(("ports", pattern), lambda: self._port_text(m, links))
+        cabled = [links[name] for name in used]
+        parts["PORT"] = port.fill([json_str(f"{lk.peer}:{lk.peer_port}") for lk in cabled])
+        peers: list[str] = []
+        for lk in cabled:
+            peers += (json_str(lk.peer), json_str(lk.peer_port))
+        parts["DEVICE_NEIGHBOR"] = neighbor.fill(peers)
         return b"{\n" + b",\n".join(parts[name] for name in sorted(parts)) + b"\n}\n"
