@@ -30,8 +30,8 @@ FRR_TEMPLATE = {r: f"frr/{r}.conf.j2" for r in ("rtsw", "ctsw", "atsw", "cssw")}
 
 
 def _host_ip(gateway: str) -> str:
-    iface = ipaddress.ip_interface(gateway)
-    return f"{iface.ip + 1}/{iface.network.prefixlen}"
+    ip, prefixlen = gateway.split("/")
+    return f"{ipaddress.ip_address(ip) + 1}/{int(prefixlen)}"
 
 
 def topology(intent: Intent) -> dict:

@@ -3,11 +3,12 @@
 
 A document is its tables in name order, each written at the top level the same way whatever else the
 document holds (:func:`fragments`). So :class:`Writer` encodes once per build what switches share: the
-site's QoS maps, a model's breakouts, the QoS and buffer tables of a port pattern (a model with the same
-ports cabled at the same speed and cable length), and the rows of the ports table and the neighbour table
-that do not name a peer. A row that names one is its row written with a marker string in the peer's place
-(:class:`Row`), cut at the marker once, and the peer's name encoded as the standard library encodes a
-string. The tables that name the switch's addresses and BGP peers are encoded per switch.
+site's QoS maps, a model's breakouts, the per-port QoS tables of a set of used ports, the buffer tables of
+those ports cabled at the same speeds, cable lengths and headroom, and the PORT and DEVICE_NEIGHBOR text
+of a model with those ports up at those speeds, with slots where a switch names its peers. A slot is cut
+from the row written with a marker string in the peer's place (:class:`Row`); the peer's name goes in
+encoded as the standard library encodes a string. The tables of the switch's own addresses, BGP peers
+and metadata are encoded per switch.
 ``tests/test_config_sonic_write.py`` holds the writer to the dictionaries' bytes.
 """
 
@@ -162,9 +163,12 @@ class Writer:
         parts = fragments(sonic.routing_tables(sw, site) | {"DEVICE_METADATA": sonic.metadata_table(sw, model, site)})
         parts.update(self._cache[("shared",)])
         parts.update(self._once(("breakout", model), lambda: fragments({"BREAKOUT_CFG": sonic.breakout_table(model)})))
-        pattern = (model, tuple((p, lk.speed, lk.cable_m, lk.xoff) for p, lk in links.items()))
-        parts.update(self._once(("pattern", pattern), lambda: fragments(sonic.pattern_tables(model, links, site))))
-        port, neighbor, used = self._once(("ports", pattern), lambda: self._port_text(m, links))
+        names = tuple(links)
+        parts.update(self._once(("qos", names), lambda: fragments(sonic.qos_port_tables(list(links), site))))
+        cabling = tuple((lk.speed, lk.cable_m, lk.xoff) for lk in links.values())
+        parts.update(self._once(("buffers", model, names, cabling), lambda: fragments(sonic.buffer_tables(model, links, site))))
+        speeds = tuple(lk.speed for lk in links.values())
+        port, neighbor, used = self._once(("ports", model, names, speeds), lambda: self._port_text(m, links))
         cabled = [links[name] for name in used]
         parts["PORT"] = port.fill([json_str(f"{lk.peer}:{lk.peer_port}") for lk in cabled])
         peers: list[str] = []
