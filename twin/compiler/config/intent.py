@@ -9,6 +9,7 @@ Every port's speed is its link's ``speed`` in the graph.
 
 from __future__ import annotations
 
+import gc
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -126,21 +127,21 @@ def ecmp_widths(fabric) -> dict[str, int]:
     >>> w["lab1-z1-r001-rtsw"], w["z1-ctsw-01"], w["atsw-01"]
     (16, 8, 16)
     """
-    g = fabric.graph
+    nodes = dict(fabric.graph.nodes(data=True))  # node -> its attribute dict: plain lookups, not the view's
     up: Counter = Counter()
     down: dict[str, Counter] = defaultdict(Counter)
     for lk in fabric.cables():
-        la, lb = g.nodes[lk.a].get("level", 0), g.nodes[lk.b].get("level", 0)
+        la, lb = nodes[lk.a].get("level", 0), nodes[lk.b].get("level", 0)
         if la < 1 or lb < 1:
             continue
         if la == lb:  # a campus mesh link: the racks of the peer's building are reached over all of them
             for me, peer in ((lk.a, lk.b), (lk.b, lk.a)):
-                down[me][("building", g.nodes[peer].get("building"))] += 1
+                down[me][("building", nodes[peer].get("building"))] += 1
             continue
         lo, hi = (lk.a, lk.b) if la < lb else (lk.b, lk.a)
         up[lo] += 1
-        top = g.nodes[hi].get("level")
-        group = spine_group(g.nodes[lo]) if top == 3 else (("building", g.nodes[lo].get("building")) if top == 4 else lo)
+        top = nodes[hi].get("level")
+        group = spine_group(nodes[lo]) if top == 3 else (("building", nodes[lo].get("building")) if top == 4 else lo)
         down[hi][group] += 1
     return {n: max([up.get(n, 0)] + list(down.get(n, Counter()).values()) + [1]) for n in fabric.switches()}
 
@@ -153,12 +154,18 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None, cabling: C
     :func:`twin.compiler.config.buffers.plan`, the model the distance verdict reads too."""
     if addr is None:
         return None
-    hr = buffers.plan(spec, fabric, cabling)
-    row = {link: i for i, link in enumerate(hr.ids)}
+    gc_was = gc.isenabled()
+    gc.disable()  # ~400K tuples, none cyclic: collections would only rescan the fabric graph under them
+    try:
+        return _build_intent(spec, fabric, addr, cabling)
+    finally:
+        if gc_was:
+            gc.enable()
 
-    def cable(link: str) -> tuple[int, int]:
-        i = row[link]
-        return int(hr.metres[i]), int(hr.xoff[i])
+
+def _build_intent(spec: Spec, fabric: Fabric, addr: Addressing, cabling: CablePlan) -> Intent:
+    hr = buffers.plan(spec, fabric, cabling)
+    cable = dict(zip(hr.ids, zip(hr.metres.tolist(), hr.xoff.tolist(), strict=True), strict=True))  # link -> (metres, xoff)
 
     f = spec.fabric
     g = fabric.graph
@@ -170,26 +177,31 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None, cabling: C
     neighbors: dict[str, list[Neighbor]] = {n: [] for n in level}
     groups: dict[str, dict[str, tuple[str, str, set]]] = {n: {} for n in level}  # name -> (role, direction, peer ASNs)
     server_ports: dict[str, list[ServerPort]] = defaultdict(list)
+    new = tuple.__new__  # a NamedTuple from its fields in order, without its keyword-parsing __new__ (280K ends at 100K GPUs)
+    p2p, p2p6 = addr.p2p, addr.p2p6
     for lk in fabric.cables():
         if lk.a not in level or lk.b not in level:
             if lk.b in level and lk.a not in level:
-                server_ports[lk.b].append(ServerPort(lk.id, lk.b_port, lk.a, lk.a_port, int(lk.speed), *cable(lk.id)))
+                server_ports[lk.b].append(ServerPort(lk.id, lk.b_port, lk.a, lk.a_port, int(lk.speed), *cable[lk.id]))
             continue
+        metres, xoff = cable[lk.id]
+        speed = int(lk.speed)
+        ips, ips6 = p2p.get(lk.id), p2p6.get(lk.id)
         for me, my_port, peer, peer_port, end in ((lk.a, lk.a_port, lk.b, lk.b_port, 0), (lk.b, lk.b_port, lk.a, lk.a_port, 1)):
             prole = LEVEL_ROLE[level[peer]]
             group = prole.upper()
             direction = "up" if level[peer] > level[me] else ("down" if level[peer] < level[me] else "lateral")
             groups[me].setdefault(group, (prole, direction, set()))[2].add(asn[peer])
             ip = ip6 = peer_ip = peer_ip6 = None
-            if lk.id in addr.p2p:
-                ip, peer_ip = addr.p2p[lk.id][end], addr.p2p[lk.id][1 - end]
-            if lk.id in addr.p2p6:
-                ip6, peer_ip6 = addr.p2p6[lk.id][end], addr.p2p6[lk.id][1 - end]
-            neighbors[me].append(Neighbor(
+            if ips is not None:
+                ip, peer_ip = ips[end], ips[1 - end]
+            if ips6 is not None:
+                ip6, peer_ip6 = ips6[end], ips6[1 - end]
+            neighbors[me].append(new(Neighbor, (
                 lk.id, my_port, linux_ifname(my_port), ip, ip6, peer, peer_port,
                 peer_ip.split("/")[0] if peer_ip else None, peer_ip6.split("/")[0] if peer_ip6 else None,
-                asn[peer], group, int(lk.speed), *cable(lk.id),
-            ))
+                asn[peer], group, speed, metres, xoff,
+            )))
     sw: dict[str, SwitchIntent] = {}
     for n in fabric.switches():
         node = g.nodes[n]
