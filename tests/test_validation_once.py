@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from twin.compiler.resolve.validate import validate_text
 from twin.lang.base import Slug
 from twin.lang.diagnostics import Severity, SpecError
@@ -88,20 +90,21 @@ def test_a_required_field_with_a_typo_is_one_error_and_the_site_is_checked_on():
     }
 
 
+def _scenario_errors(old: str, new: str) -> list[str]:
+    """The messages of lab-twins.yaml with ``old`` replaced by ``new`` (which must make it invalid)."""
+    text = (ROOT / "scenarios" / "lab-twins.yaml").read_text()
+    assert old in text
+    with pytest.raises(SpecError) as e:
+        parse_scenario(text.replace(old, new, 1), "s.yaml")
+    return [d.format() for d in e.value.diagnostics]
+
+
 def test_a_scenario_required_field_with_a_typo_is_one_error():
-    text = (ROOT / "scenarios" / "lab-twins.yaml").read_text().replace("  - {workload: lab-llama-8b,", "  - {workloa: lab-llama-8b,")
-    try:
-        parse_scenario(text, "s.yaml")
-    except SpecError as e:
-        msgs = [d.format() for d in e.diagnostics]
+    msgs = _scenario_errors("  - {workload: lab-llama-8b,", "  - {workloa: lab-llama-8b,")
     assert len(msgs) == 1 and "unknown field 'workloa'; did you mean 'workload'?" in msgs[0], msgs
 
 
 def test_a_campaign_length_error_speaks_of_days_not_microseconds():
-    text = (ROOT / "scenarios" / "lab-twins.yaml").read_text().replace("  days: 7\n", "  days: soon\n")
-    try:
-        parse_scenario(text, "s.yaml")
-    except SpecError as e:
-        msgs = [d.format() for d in e.diagnostics]
+    msgs = _scenario_errors("  days: 7\n", "  days: soon\n")
     assert len(msgs) == 1 and "campaign.days: 'soon' is not a number with a unit; expected a campaign length" in msgs[0], msgs
     assert "us'" not in msgs[0]

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import compiled, unwrap
 
-from twin.analysis.verdicts import counts, design_verdicts, grade, ranked, section_id, verdicts
+from twin.analysis.verdicts import counts, design_verdicts, grade, ranked, section_id
+from twin.analysis.verdicts_twins import verdicts
 from twin.physics import pfc_xoff
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from twin.analysis.verdicts import Verdict, verdicts
+from twin.analysis.verdicts import Verdict
+from twin.analysis.verdicts_twins import verdicts
 from twin.compiler.design import Design
 from twin.compiler.pipeline import compile_design
 from twin.emit import BY_COST, EMITTER_LABELS, emit_all

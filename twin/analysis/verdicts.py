@@ -221,14 +221,3 @@ def _addressing(d, at) -> list[Verdict]:
         out.append(Verdict("lids", f"InfiniBand unicast LIDs at LMC {lmc}", grade(need, IB_UNICAST_LIDS), "high", f"{need:,}",
                            f"{IB_UNICAST_LIDS:,}", SUBNET, at(("fabric", "infiniband", "lmc"), ("fabric", "infiniband"), ("fabric",))))
     return out
-
-
-def verdicts(d, scenario: tuple[str, dict] | None = None, locate: bool = True) -> list[Verdict]:
-    """Every verdict of a build, ranked: the design's and, with ``scenario`` ((file, data) of a scenario
-    run), the twins'. ``locate``: read the spec and scenario files for the lines that state each limit."""
-    from twin.analysis.verdicts_twins import twin_verdicts
-
-    out = design_verdicts(d, locate)
-    if scenario is not None:
-        out += twin_verdicts(d, *scenario, locate=locate)
-    return ranked(out)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from twin.analysis.verdicts import Verdict, grade, kw, nowhere
+from twin.analysis.verdicts import Verdict, design_verdicts, grade, kw, nowhere, ranked
 from twin.compiler.resolve.validate import locator
 from twin.lang.loader import LoadError, load_file
 
@@ -191,3 +191,12 @@ def twin_verdicts(d, scenario_file: str, data: dict, locate: bool = True) -> lis
                                "pass" if mem["fits"] else "fail", "medium", f"{mem['total_bytes'] / 1e9:,.1f} GB per GPU",
                                f"{mem['hbm_bytes'] / 1e9:,.1f} GB", scenario_section, sc_at(("jobs", j), ("jobs",)), twin=True))
     return out
+
+
+def verdicts(d, scenario: tuple[str, dict] | None = None, locate: bool = True) -> list[Verdict]:
+    """Every verdict of a build, ranked: the design's and, with ``scenario`` ((file, data) of a scenario
+    run), the twins'. ``locate``: read the spec and scenario files for the lines that state each limit."""
+    out = design_verdicts(d, locate)
+    if scenario is not None:
+        out += twin_verdicts(d, *scenario, locate=locate)
+    return ranked(out)

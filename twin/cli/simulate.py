@@ -59,7 +59,7 @@ def simulate_steps(target, scenario, say):
     say(f"simulate {scn.name}")
     result = simulate(design, scn, src, progress=say)
     say("verdicts")
-    from twin.analysis.verdicts import verdicts
+    from twin.analysis.verdicts_twins import verdicts
 
     return design, result, verdicts(design, (str(scenario), result.data))
 

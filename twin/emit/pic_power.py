@@ -216,6 +216,14 @@ def pictures(p: dict | None, views: dict | None) -> list[tuple[str, str, bytes]]
              " (the limit is checked on every window; the curve is the whole run's)", spectrum_svg(p, views))]
 
 
+def band_of(name: str) -> tuple[float | None, float | None]:
+    """The frequency band an oscillation limit's name states ("... 0.1-20 Hz ..."), else (None, None)."""
+    import re
+
+    m = re.search(r"([\d.]+)-([\d.]+) Hz", name)
+    return (float(m.group(1)), float(m.group(2))) if m else (None, None)
+
+
 def log_binned(f: np.ndarray, ms: np.ndarray, n: int = 400) -> tuple[np.ndarray, np.ndarray]:
     """The spectrum in ``n`` log-spaced frequency bins: (upper edge in Hz, amplitude in W of the bin's
     mean square), bins finer than the FFT's left out. Shared with ``twin simulate --plot-dir``.
@@ -234,7 +242,6 @@ def log_binned(f: np.ndarray, ms: np.ndarray, n: int = 400) -> tuple[np.ndarray,
 def spectrum_svg(p: dict, views: dict) -> bytes:
     """Amplitude per log bin of the whole run's grid draw, log-log, with each oscillation limit's band
     shaded and its allowed amplitude drawn across it."""
-    from twin.emit.plots_power import _band
 
     f, amp = log_binned(views["f"], views["ms"])
     c = Canvas(W, H, "Spectrum of the grid draw against the oscillation limits")
@@ -262,7 +269,7 @@ def spectrum_svg(p: dict, views: dict) -> bytes:
         c.text(px(10 ** e), T + ph + 15, f"{10 ** e:g}", anchor="middle", size=9)
     row = 0
     for v in lim:
-        lo, hi = _band(v["limit"])
+        lo, hi = band_of(v["limit"])
         if lo is None:
             continue
         colour = OK if v["pass"] else OVER

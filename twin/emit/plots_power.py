@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from twin.emit.pic_power import log_binned
+from twin.emit.pic_power import band_of, log_binned
 from twin.emit.png import save_png
 
 
@@ -42,7 +42,7 @@ def write_power_plots(views: dict, data: dict, out_dir: str | Path, limits=None)
     ax.loglog(fb, amp / 1e6, lw=0.8)
     for lim in data.get("limits", []):
         if lim["kind"] == "oscillation":
-            lo, hi = _band(lim["limit"])
+            lo, hi = band_of(lim["limit"])
             if lo is not None:
                 ax.axvspan(max(lo, edges[0]), hi, color="tab:red", alpha=0.1)
                 ax.hlines(lim["limit_value"] / 1e6, max(lo, edges[0]), hi, color="tab:red")
@@ -59,10 +59,3 @@ def write_power_plots(views: dict, data: dict, out_dir: str | Path, limits=None)
     ax.grid(True, alpha=0.3)
     files.append(save_png(fig, out / "power-throughput-vs-temperature.png"))
     return files
-
-
-def _band(name: str) -> tuple[float | None, float | None]:
-    import re
-
-    m = re.search(r"([\d.]+)-([\d.]+) Hz", name)
-    return (float(m.group(1)), float(m.group(2))) if m else (None, None)

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from twin.analysis.review import dumps, figures
-from twin.analysis.verdicts import Verdict, verdicts
+from twin.analysis.verdicts import Verdict
+from twin.analysis.verdicts_twins import verdicts
 from twin.compiler.design import Design
 from twin.compiler.resolve import liquid
 from twin.compiler.resolve.feasibility import hall_capacity

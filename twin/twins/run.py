@@ -25,6 +25,7 @@ from twin.twins.net import collectives as coll
 from twin.twins.net import load as link_load
 from twin.twins.net import routing, topology
 from twin.twins.net.nccl import Library
+from twin.twins.net.timing import nccl_table
 from twin.twins.net.topology import Net
 from twin.twins.reliability.campaign import run_campaign
 from twin.twins.results import SCHEMA_VERSION
@@ -138,7 +139,7 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
                     "phases": [{"label": p.label, "repeat": p.repeat, "steps": p.steps, "us_per_MiB": p.t_per_byte * 2**20 * 1e6,
                                 "latency_us": p.latency * 1e6, "flows": p.flows, "classes": p.classes, "events": p.events} for p in tm.phases],
                 })
-            rows = coll.nccl_table(timings, sizes, DTYPE_BYTES[c.dtype], c.dtype)
+            rows = nccl_table(timings, sizes, DTYPE_BYTES[c.dtype], c.dtype)
             res.sweeps[(case.name, c.name)] = rows
             entry = {"name": c.name, "op": c.op, "algorithm": algs[0], "ranks": int(timings[0].n), "per_rail": c.per_rail,
                      "servers": sorted({net.server_ids[i] for i in net.gpu_server[ranks]})[:16],

@@ -22,8 +22,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from twin.twins.net.collectives import BUSBW_FACTOR, PhaseTiming, Timing
 from twin.twins.net.nccl import NVLS_EFFICIENCY, NVLS_LATENCY, Cost, Library, PhaseCost
+from twin.twins.net.timing import BUSBW_FACTOR, PhaseTiming, Timing
 
 
 def time_nvls(net, groups: list[np.ndarray], scheme, lib: Library) -> Timing:
