@@ -40,9 +40,9 @@ def reporters(plan: Plan) -> list[str]:
 def _far(plan: Plan, end: End, servers: dict[str, tuple[str, str]], eos: set[str]) -> tuple[str, dict]:
     """(system name, lldpd port object) the device at ``end`` sends."""
     dev, port = end
-    if dev in servers:
-        server, iface = servers[dev]
-        return server, {"id": {"type": "mac", "value": mac(dev)}, "descr": iface, "ttl": "120"}
+    if end in servers:  # a NIC port: its host and the interface it gives it
+        server, iface = servers[end]
+        return server, {"id": {"type": "mac", "value": mac(dev if port == "port1" else f"{dev}/{port}")}, "descr": iface, "ttl": "120"}
     model = plan.devices[dev].model if dev in plan.devices else None
     alias = {v: k for k, v in plan.port_alias.get(model or "", {}).items() if k != v}
     if dev not in eos and port in alias:  # SONiC: the alias as a locally assigned id, the description beside it
@@ -51,7 +51,8 @@ def _far(plan: Plan, end: End, servers: dict[str, tuple[str, str]], eos: set[str
 
 
 def lldpd_doc(plan: Plan, dev: str, wiring: dict[End, End], servers: dict, eos: set[str]) -> dict:
-    ports = [(servers[n][1], (n, "port1")) for n in plan.nics.get(dev, [])] if dev in plan.nics else \
+    ports = [(servers[(n, f"port{j}")][1], (n, f"port{j}")) for n in plan.nics[dev] for j in range(1, 9) if (n, f"port{j}") in servers] \
+        if dev in plan.nics else \
         [(p, (dev, p)) for p in plan.port_names.get(plan.devices[dev].model or "", ())]
     items = []
     for local, end in ports:
@@ -60,8 +61,8 @@ def lldpd_doc(plan: Plan, dev: str, wiring: dict[End, End], servers: dict, eos: 
             continue
         name, port = _far(plan, far, servers, eos)
         items.append({local: {"via": "LLDP", "rid": "1", "age": "0 day, 00:10:00", "chassis": {name: {
-            "id": {"type": "mac", "value": mac(name)}, "descr": HOST_DESCR if far[0] in servers else SWITCH_DESCR,
-            "mgmt-ip": "10.0.0.1", "capability": [{"type": "Bridge", "enabled": far[0] not in servers}, {"type": "Router", "enabled": far[0] not in servers}]}},
+            "id": {"type": "mac", "value": mac(name)}, "descr": HOST_DESCR if far in servers else SWITCH_DESCR,
+            "mgmt-ip": "10.0.0.1", "capability": [{"type": "Bridge", "enabled": far not in servers}, {"type": "Router", "enabled": far not in servers}]}},
             "port": port}})
     if not items:
         return {"lldp": {}}
@@ -90,7 +91,7 @@ def eos_doc(plan: Plan, dev: str, wiring: dict[End, End], servers: dict, eos: se
 
 def collection(plan: Plan, wiring: dict[End, End], eos: set[str] = frozenset(), only: set[str] | None = None) -> dict[str, bytes]:
     """One file per reporting device (``<device>.json``), pretty-printed as lldpcli prints it."""
-    servers = {nic: (s, i) for (s, i), nic in plan.host_iface.items()}
+    servers = plan.host_name  # NIC port -> (server, interface)
     out = {}
     for dev in reporters(plan):
         if only is not None and dev not in only:

@@ -168,8 +168,7 @@ def _device(col: Collection, raw: str, doc: dict, fmt: str, lines: Lines, start:
     server = plan.roles.get(rep) == "server"
     for r in raws:
         if server:
-            nic = plan.host_iface.get((rep, r.local))
-            x = (nic, "port1") if nic else None
+            x = plan.host_port.get((rep, r.local))
         else:
             p = plan.port(rep, r.local)
             x = (rep, p) if p else None
@@ -189,11 +188,11 @@ def _remote(col: Collection, r: lldp.Raw, shown: str) -> End:
         return (r.remote, first)
     if plan.roles.get(dev) == "server":
         for p in r.ports:
-            nic = plan.host_iface.get((dev, p))
-            if nic:
-                return (nic, "port1")
+            end = plan.host_port.get((dev, p))
+            if end:
+                return end
         col.warn_once(shown, r.line, f"{dev} {first}", f"interface {first!r} of server {dev} is not one of its NICs (first seen here)",
-                      "the NIC's name after its server's, e.g. nic1")
+                      "the NIC's name after its server's, e.g. nic1 (nic1p2 for port 2 of a NIC on several planes)")
         return (dev, first)
     for p in r.ports:
         q = plan.port(dev, p)

@@ -14,6 +14,8 @@ size and sha256 in ``manifest.json``, so an edited or planted file is refused ra
 
 A NIC is cabled as ``<server>-nicK/port1``; its host reports it as interface ``nicK`` of system
 ``<server>`` (the suffix of the NIC's name after its server's), which :attr:`Plan.host_iface` maps.
+A NIC with ports on several planes (cabled ``port1``, ``port2``...) is one interface per port, ``nicKpJ``
+(or ``nicK/portJ``, as the cabling plan and NetBox name it); :attr:`Plan.host_port` maps each to its end.
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ class Plan:
         self.devices: dict[str, Device] = {}
         self.roles: dict[str, str] = {}  # every node of the model (servers included)
         self.host_iface: dict[tuple[str, str], str] = {}  # (server, interface) -> NIC device
+        self.host_port: dict[tuple[str, str], End] = {}  # (server, interface) -> the NIC port it is (every port of a multi-port NIC)
+        self.host_name: dict[End, tuple[str, str]] = {}  # NIC port -> (server, the interface name its host gives it)
         self.nics: dict[str, list[str]] = {}  # server -> its NICs
         self.hosts: dict[str, tuple[str, int]] = {}  # server -> (rack, U): to label what a server reports on no NIC
         self.port_names: dict[str, tuple[str, ...]] = {}  # switch model -> port names in port order
@@ -108,7 +112,7 @@ class Plan:
         if d is None:
             return None
         if d.role == "nic":
-            return "port1" if number == 1 else None
+            return f"port{number}" if number == 1 or (dev, f"port{number}") in self.at else None
         if d.role == "endpoint":
             return f"port{number}"
         names = self.port_names.get(d.model or "", ())
@@ -159,6 +163,7 @@ def load(root: Path) -> tuple[Plan | None, Problems]:
     _model(plan, reader, cables_read=not problems.errors)
     _catalog(plan, reader)
     _floor(plan, reader)
+    _host_ports(plan)
     if plan.technology == "infiniband" and not problems.errors:
         from twin.asbuilt.plan_ib import load_ib
 
@@ -315,6 +320,25 @@ def _model(plan: Plan, reader: Folder, cables_read: bool) -> None:
         if d.level < 0:
             problems.error(shown, 1, 1, f"device {dev} of cabling/cables.csv is not a node of the model", "every cable end a node")
             return
+
+
+def _host_ports(plan: Plan) -> None:
+    """The interface a host gives each port of its NICs: ``nicK`` for a NIC cabled on one port, ``nicKpJ``
+    (and ``nicK/portJ``) for port J of a NIC cabled on several (one port per plane)."""
+    cabled: dict[str, list[str]] = {}
+    for dev, port in plan.at:
+        if plan.roles.get(dev) == "nic":
+            cabled.setdefault(dev, []).append(port)
+    for (server, iface), nic in plan.host_iface.items():
+        ports = sorted(cabled.get(nic, ["port1"]), key=lambda p: (len(p), p))
+        if len(ports) == 1:
+            plan.host_port[(server, iface)] = (nic, ports[0])
+            plan.host_name[(nic, ports[0])] = (server, iface)
+            continue
+        for port in ports:
+            short = f"{iface}p{port.removeprefix('port')}"
+            plan.host_port[(server, short)] = plan.host_port[(server, f"{iface}/{port}")] = (nic, port)
+            plan.host_name[(nic, port)] = (server, short)
 
 
 def _catalog(plan: Plan, reader: Folder) -> None:

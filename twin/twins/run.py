@@ -249,7 +249,7 @@ def _power_only(design, scn: Scenario, src, progress=None) -> Result:
 
 def campaign_job(design, g0, net0: Net, scn: Scenario, schemes, src, out: dict, failure: dict | None) -> dict | None:
     """The campaign's job timed by the job twin on the intact graph, or with one ``failure`` applied
-    ({"switch": id} or {"link": id}); None when the scenario has no job."""
+    ({"switch": id}, {"link": id} or {"plane": n}); None when the scenario has no job."""
     if not scn.jobs:
         return None
     k = scn.campaign.job - 1

@@ -192,7 +192,10 @@ def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> Ib
         if prtn:
             problems.append("OpenSM rejected the partition file: " + " | ".join(x.strip() for x in prtn[:3]))
         disc = _client(["ibnetdiscover"], client_env, 120)
-        fts = _client(["dump_fts"], client_env, 300)
+        # -a: every entry, not only those dump_fts calls valid (infiniband-diags 44 omits out ports above
+        # 127, so a 144-port XDR switch's upper half looked unrouted); -n: no destination lookups.
+        # check_routes itself rejects a port with no link behind it (0xff, or beyond the switch).
+        fts = _client(["dump_fts", "-a", "-n"], client_env, 300)
         nodes, ports = parse_ibnetdiscover(disc.stdout)
         lfts = parse_dump_fts(fts.stdout)
         check = check_routes(nodes, ports, lfts)
@@ -304,11 +307,13 @@ def width_mismatches(designed: dict[tuple[str, int], int], found: dict[tuple[str
 
 
 LFT_HEAD = re.compile(r"^Unicast lids .* guid 0x([0-9a-f]+) \((.*)\):")
-LFT_LINE = re.compile(r"^0x([0-9a-f]+) (\d+) :")
+LFT_LINE = re.compile(r"^0x([0-9a-f]+) (\d+)(?: :|\s*$)")
+LFT_UNSET = 255  # an LFT entry no subnet manager wrote
 
 
 def parse_dump_fts(text: str) -> dict[str, dict[int, int]]:
-    """switch node id ("S-<guid>") -> {destination lid: output port} from dump_fts."""
+    """switch node id ("S-<guid>") -> {destination lid: output port} from ``dump_fts`` (with or without
+    ``-n``, ``-a``); unset entries (port 255) are left out."""
     tables: dict[str, dict[int, int]] = {}
     cur: dict[int, int] | None = None
     for line in text.splitlines():
@@ -317,7 +322,7 @@ def parse_dump_fts(text: str) -> dict[str, dict[int, int]]:
             cur = tables.setdefault(f"S-{m.group(1)}", {})
             continue
         m = LFT_LINE.match(line)
-        if m and cur is not None:
+        if m and cur is not None and int(m.group(2)) != LFT_UNSET:
             cur[int(m.group(1), 16)] = int(m.group(2))
     return tables
 

@@ -68,7 +68,7 @@ Duration = Annotated[Time, Field(ge=0)]
 Bandwidth = Annotated[DataRate, Field(gt=0)]
 
 # What a rate is counted per. The reliability twin counts these on the compiled design for the job.
-COMPONENTS = ("gpu", "server", "nic", "rack-switch", "fabric-switch", "link", "job", "compute-tray", "switch-tray")
+COMPONENTS = ("gpu", "server", "nic", "rack-switch", "fabric-switch", "link", "job", "compute-tray", "switch-tray", "plane")
 
 
 
@@ -78,10 +78,11 @@ class FailureClass(Model):
 
     description: Text = ""
     cause: Text = Field("", description="the root cause of Llama 3 Table 5 this class is counted under")
-    per: Literal["gpu", "server", "nic", "rack-switch", "fabric-switch", "link", "job", "compute-tray", "switch-tray"] = Field(
+    per: Literal["gpu", "server", "nic", "rack-switch", "fabric-switch", "link", "job", "compute-tray", "switch-tray", "plane"] = Field(
         description="what the rate counts: a GPU, server, backend NIC, rack (leaf) switch, fabric switch (spine and "
-        "above), cable (any fabric link), the job itself (software), or a rack-scale system's compute tray or NVLink "
-        "switch tray (counted only on rack-scale chassis)")
+        "above), cable (any fabric link), the job itself (software), a rack-scale system's compute tray or NVLink "
+        "switch tray (counted only on rack-scale chassis), or a whole network plane, every switch of it at once "
+        "(counted only on multi-plane fabrics)")
     rate: Annotated[Rate, Field(ge=0)] = Field(description="failures per component and time, e.g. '0.06 / year'")
     effect: Literal["stop", "straggle", "planned"] = Field(
         "stop", description="stop: the job stops (the parts the failure disconnects are swapped for spares); "

@@ -18,13 +18,13 @@ from twin.lang.diagnostics import SpecError
 from twin.lang.site.reliability_models import FailureClass
 from twin.lang.validator import error
 from twin.twins.reliability import answers, checkpoint, cost
-from twin.twins.reliability.components import TRAY_PARTS, Footprint, Mode, Reach, failure_modes, footprint, scaled
+from twin.twins.reliability.components import PLANE, TRAY_PARTS, Footprint, Mode, Reach, failure_modes, footprint, scaled
 from twin.twins.reliability.engine import Plan, simulate, timeline
 from twin.twins.workload.jobs import step_profile
 from twin.twins.workload.timeline import Event, StepProfile
 
 # failure -> the job twin's result dict for the campaign's job on the graph with that failure applied;
-# the failure is None (intact fabric), {"switch": id} or {"link": id}. None when the scenario has no job.
+# the failure is None (intact fabric), {"switch": id}, {"link": id} or {"plane": n}. None when the scenario has no job.
 JobUnder = Callable[[dict | None], dict | None]
 
 
@@ -194,6 +194,8 @@ def _monte_carlo(c, modes, base: Plan, sweep_plan: Plan, grid, yd, quantize, spa
 
 def _component_counts(fp: Footprint) -> dict:
     out = {"gpu": fp.count("gpu"), "server": fp.count("server"), "nic": fp.count("nic")}
+    if fp.planes:
+        out[PLANE] = fp.count(PLANE)
     for per in ("rack-switch", "fabric-switch", "link"):
         for g in fp.groups(per):
             out[f"{per}/{g}"] = fp.count(per, g)
@@ -208,15 +210,16 @@ def _time_degradations(modes: list[Mode], step: StepProfile, scheme, job_under, 
             out.append(m)
             continue
         if job_under is None:
-            out.append(replace(m, slowdown=1.0, notes=("not timed: the scenario has no job for the network twin",)))
+            out.append(replace(m, slowdown=1.0, notes=m.notes + ("not timed: the scenario has no job for the network twin",)))
             continue
         say(f"campaign: job with {m.component} down ({m.name})")
-        res = job_under({"link" if m.per == "link" else "switch": m.component})
+        failure = {"plane": int(m.component.removeprefix("plane"))} if m.per == PLANE else {"link" if m.per == "link" else "switch": m.component}
+        res = job_under(failure)
         ratio = step_profile(res, scheme).step_s / step.step_s
         note = f"network twin: step x{ratio:.4f} with {m.component} down"
         if ratio < 1:
             note += " (faster by hashing chance; taken as 1)"
-        out.append(replace(m, slowdown=max(1.0, ratio), notes=(note,)))
+        out.append(replace(m, slowdown=max(1.0, ratio), notes=m.notes + (note,)))
     return out
 
 

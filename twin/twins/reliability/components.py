@@ -38,6 +38,10 @@ SERVER_PARTS = ("gpu", "server", "nic")  # a failure of one of these takes its s
 # tray a share of every GPU's NVLink links; either way a job laid out on whole domains (TP, EP, CP inside the
 # domain) stops and swaps the domain (one server) for a spare until the tray is repaired.
 TRAY_PARTS = ("compute-tray", "switch-tray")
+# A whole network plane of a multi-plane fabric: every switch of it at once. Each GPU's NIC keeps its ports on
+# the other planes, so the job loses no server (found on the graph, as for any switch) and runs on the
+# surviving planes' bandwidth; the network twin times it with the plane down.
+PLANE = "plane"
 
 
 @dataclass(frozen=True)
@@ -53,11 +57,14 @@ class Footprint:
     scale: float = 1.0  # >1: counts extrapolated from a smaller design
     trays: tuple[int, int] = (0, 0)  # compute and NVLink switch trays of the job's rack-scale systems (0: none)
     domain: tuple[int, int] = (0, 0)  # GPUs and racks of one rack-scale system (72, 1: NVL72; 72, 2: NVL36x2)
+    planes: tuple[tuple[str, ...], ...] = ()  # the job's switches of each plane, on a multi-plane fabric (else empty)
 
     def count(self, per: str, group: str = "") -> int:
         """Components of kind ``per`` (and role / tier ``group``) the job depends on."""
         if per == "job":
             return 1
+        if per == PLANE:  # a bigger job spans the same planes
+            return len(self.planes)
         n = {"gpu": self.gpus, "server": len(self.servers), "nic": len(self.nics),
              "compute-tray": self.trays[0], "switch-tray": self.trays[1]}.get(per)
         if n is None:
@@ -73,7 +80,7 @@ class Footprint:
             return sorted((r for r, lv in self.levels.items() if lv >= 2), key=lambda r: (self.levels[r], r))
         if per == "link":
             return sorted(self.links)
-        if per in TRAY_PARTS:
+        if per in TRAY_PARTS or per == PLANE:
             return [""] if self.count(per) else []
         return [""]
 
@@ -123,12 +130,22 @@ def footprint(g: nx.MultiGraph, gpus: int, order: list[str] | None = None) -> Fo
         links={t: tuple(sorted(v)) for t, v in sorted(links.items())},
         trays=(sum(int(nodes[s].get("trays", 0)) for s in servers), sum(int(nodes[s].get("switch_trays", 0)) for s in servers)),
         domain=(int(nodes[servers[0]].get("gpus", 0)), 2 if nodes[servers[0]].get("pair") else 1) if servers and nodes[servers[0]].get("trays") else (0, 0),
+        planes=_planes(g, switches),
     )
+
+
+def _planes(g: nx.MultiGraph, switches: set[str]) -> tuple[tuple[str, ...], ...]:
+    """The switches of each plane (plane 1 first), when they span more than one plane."""
+    by: dict[int, list[str]] = {}
+    for sw in switches:
+        by.setdefault(int(g.nodes[sw].get("plane") or 0), []).append(sw)
+    return tuple(tuple(sorted(by[p])) for p in sorted(by)) if len(by) > 1 else ()
 
 
 def scaled(fp: Footprint, gpus: int) -> Footprint:
     """``fp`` extrapolated to a job of ``gpus`` GPUs (every count per GPU, for jobs beyond the design)."""
-    return Footprint(gpus, fp.servers, fp.nics, fp.switches, fp.levels, fp.links, scale=gpus / fp.gpus, trays=fp.trays, domain=fp.domain)
+    return Footprint(gpus, fp.servers, fp.nics, fp.switches, fp.levels, fp.links, scale=gpus / fp.gpus, trays=fp.trays, domain=fp.domain,
+                     planes=fp.planes)
 
 
 class Reach:
@@ -154,11 +171,12 @@ class Reach:
         vs = np.array([found[k][1] for k in self.keys], np.int64)
         self.us, self.vs = us, vs
 
-    def servers_cut(self, node: str | None = None, link: str | None = None) -> int:
-        """Servers of the job left without a path to the rest of the job when ``node`` or ``link`` fails."""
+    def servers_cut(self, node: str | None = None, link: str | None = None, nodes: tuple[str, ...] = ()) -> int:
+        """Servers of the job left without a path to the rest of the job when ``node`` (or all of ``nodes``,
+        a plane) or ``link`` fails. A server is cut when one of its NICs is: the GPU behind it has no other NIC."""
         keep = np.ones(len(self.us), bool)
-        if node is not None:
-            i = self.index[node]
+        for n in ((node,) if node is not None else ()) + tuple(nodes):
+            i = self.index[n]
             keep &= (self.us != i) & (self.vs != i)
         if link is not None:
             keep[self.key_index[link]] = False
@@ -210,7 +228,11 @@ def failure_modes(classes: dict[str, FailureClass], fp: Footprint, reach: Reach 
             rep, servers = "", 0
             if c.per in SERVER_PARTS or c.per in TRAY_PARTS:
                 servers = 1
-            elif c.per != "job" and c.per not in TRAY_PARTS:
+            elif c.per == PLANE:
+                rep = "plane1"
+                if reach is not None:
+                    servers = reach.servers_cut(nodes=fp.planes[0])
+            elif c.per != "job":
                 ids = (fp.links if c.per == "link" else fp.switches).get(grp, ())
                 rep = ids[0] if ids else ""
                 if rep and reach is not None:
@@ -227,6 +249,9 @@ def failure_modes(classes: dict[str, FailureClass], fp: Footprint, reach: Reach 
             if c.per in TRAY_PARTS and fp.domain[0]:
                 gpus, racks = fp.domain
                 notes = (f"blast radius: the NVLink domain of {gpus} GPUs" + (f" over a pair of {racks} racks" if racks > 1 else " (one rack)"),)
+            if c.per == PLANE:
+                notes = (f"plane 1 down (its {len(fp.planes[0])} switches in the job's footprint) cuts {servers} server(s) off the job"
+                         + (f"; every GPU keeps its NIC's ports on the other {len(fp.planes) - 1} plane(s)" if not servers else ""),)
             out.append(Mode(
                 name=name if len(groups) == 1 and c.per not in ("link", "fabric-switch") else f"{name}/{grp}",
                 cls=name, cause=c.cause, per=c.per, group=grp, count=count, rate=c.rate, kind=kind,
