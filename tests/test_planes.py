@@ -129,14 +129,20 @@ def test_losing_a_plane_halves_the_nic_bound_allreduce_and_reaches_every_gpu(des
     assert len(t) == 2 * net.n_gpus and np.allclose(b, 0.5)  # whole fabric: half on each plane
 
 
-def test_example_scenario_halves_busbw_when_a_plane_fails():
-    """`twin simulate` on the lab with the example scenario (one GPU per server, then all 64 GPUs): the
-    closed form 47.0 GB/s with both planes, 23.5 GB/s with one (0.94 x 2 x 25 GB/s, 0.94 x 25 GB/s)."""
-    r = subprocess.run([sys.executable, "-m", "twin", "simulate", str(SITE), "--scenario",
+def _scenario_busbw(site: Path) -> dict[tuple[str, str], float]:
+    """`twin simulate SITE --scenario scenarios/lab-2plane.yaml --json`: busbw at the largest size, GB/s,
+    by (case, collective)."""
+    r = subprocess.run([sys.executable, "-m", "twin", "simulate", str(site), "--scenario",
                         str(ROOT / "scenarios" / "lab-2plane.yaml"), "--json"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)["result"]  # the JSON envelope (command, status, result)
-    bw = {(c["case"], k["name"]): k["schemes"][0]["busbw_GBps_at_max_size"] for c in out["cases"] for k in c["collectives"]}
+    return {(c["case"], k["name"]): k["schemes"][0]["busbw_GBps_at_max_size"] for c in out["cases"] for k in c["collectives"]}
+
+
+def test_example_scenario_halves_busbw_when_a_plane_fails():
+    """`twin simulate` on the lab with the example scenario (one GPU per server, then all 64 GPUs): the
+    closed form 47.0 GB/s with both planes, 23.5 GB/s with one (0.94 x 2 x 25 GB/s, 0.94 x 25 GB/s)."""
+    bw = _scenario_busbw(SITE)
     assert bw[("both-planes", "one-gpu-per-server")] == pytest.approx(EFFICIENCY * 50, rel=1e-3)
     assert bw[("plane1-down", "one-gpu-per-server")] == pytest.approx(EFFICIENCY * 25, rel=1e-3)
     assert bw[("plane1-down", "all-gpus")] == pytest.approx(bw[("both-planes", "all-gpus")] / 2, rel=1e-3)
@@ -224,11 +230,7 @@ def test_every_tree_family_puts_each_nics_share_of_ports_on_each_plane(tmp_path,
 def test_losing_one_of_four_planes_leaves_three_quarters(tmp_path):
     """Slow (~5-7 s: a build and two cases in a subprocess). 4 ports x 100G per NIC, one per plane: a NIC-bound ring AllReduce runs at 0.94 x 50 GB/s = 47.0 GB/s,
     with one plane down at 0.94 x 37.5 GB/s = 35.25 GB/s (closed form, as above)."""
-    r = subprocess.run([sys.executable, "-m", "twin", "simulate", str(_variant(tmp_path, "rail-optimized", 4, 4)), "--scenario",
-                        str(ROOT / "scenarios" / "lab-2plane.yaml"), "--json"], capture_output=True, text=True, cwd=ROOT)
-    assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)["result"]  # the JSON envelope (command, status, result)
-    bw = {(c["case"], k["name"]): k["schemes"][0]["busbw_GBps_at_max_size"] for c in out["cases"] for k in c["collectives"]}
+    bw = _scenario_busbw(_variant(tmp_path, "rail-optimized", 4, 4))
     assert bw[("both-planes", "one-gpu-per-server")] == pytest.approx(EFFICIENCY * 50, rel=1e-3)
     assert bw[("plane1-down", "one-gpu-per-server")] == pytest.approx(EFFICIENCY * 37.5, rel=1e-3)
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import SITES
 
 from twin.build import build
-from twin.verify import ib
+from twin.verify import ib, ib_tables
 
 WHY = ib.missing_binaries()
 needs_ib = pytest.mark.skipif(WHY is not None, reason=WHY or "")
@@ -54,12 +54,12 @@ def _fabric():
 def test_route_checker_on_good_loop_and_hole():
     nodes, ports = _fabric()
     good = {"S-1": {1: 1, 2: 2}, "S-2": {1: 2, 2: 1}}
-    assert ib.check_routes(nodes, ports, good)["problems"] == []
+    assert ib_tables.check_routes(nodes, ports, good)["problems"] == []
     loop = {"S-1": {1: 1, 2: 2}, "S-2": {1: 2, 2: 2}}  # S-2 sends lid 2 back to S-1, which sends it back
-    r = ib.check_routes(nodes, ports, loop)
+    r = ib_tables.check_routes(nodes, ports, loop)
     assert r["loops"] == 1 and r["unrouted"] == 0
     hole = {"S-1": {1: 1}, "S-2": {1: 2, 2: 1}}
-    assert ib.check_routes(nodes, ports, hole)["unrouted"] == 1
+    assert ib_tables.check_routes(nodes, ports, hole)["unrouted"] == 1
 
 
 def test_parsers_read_real_tool_output():
@@ -68,7 +68,7 @@ Switch\t8 "S-0002c90000000001"\t\t# "leaf1" base port 0 lid 2 lmc 0
 [1]\t"H-0002c90100000001"[1](2c90100000002) \t\t# "h1" lid 1 4xSDR
 [3]\t"S-0002c90000000003"[1]\t\t# "spine1" lid 4 4xSDR
 '''
-    nodes, ports = ib.parse_ibnetdiscover(disc)
+    nodes, ports = ib_tables.parse_ibnetdiscover(disc)
     assert nodes["S-0002c90000000001"]["lid"] == 2 and nodes["H-0002c90100000001"]["lid"] == 1
     assert ports[("S-0002c90000000001", 3)] == "S-0002c90000000003"
     fts = '''Unicast lids [0x0-0x8] of switch DR path slid 0; dlid 0; 0,1 guid 0x0002c90000000001 (leaf1):
@@ -77,7 +77,7 @@ Switch\t8 "S-0002c90000000001"\t\t# "leaf1" base port 0 lid 2 lmc 0
 0x0001 001 : (Channel Adapter portguid 0x0002c90100000002: 'h1')
 0x0004 003 : (Switch portguid 0x0002c90000000003: 'spine1')
 '''
-    assert ib.parse_dump_fts(fts) == {"S-0002c90000000001": {1: 1, 4: 3}}
+    assert ib_tables.parse_dump_fts(fts) == {"S-0002c90000000001": {1: 1, 4: 3}}
 
 
 @needs_ib

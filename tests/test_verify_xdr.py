@@ -13,7 +13,7 @@ from conftest import SITES
 from test_rack_scale import _gb300_xdr_site
 
 from twin.build import build
-from twin.verify import ib
+from twin.verify import ib, ib_tables
 
 WHY = ib.missing_binaries()
 needs_ib = pytest.mark.skipif(WHY is not None, reason=WHY or "")
@@ -25,7 +25,7 @@ def test_lft_entries_above_port_127_and_unset_entries_are_parsed():
             "  Lid  Out   Destination\n       Port     Info\n")
     fts = head + "".join(f"{lid} {port} \n" for lid, port in
                          (("0x0001", "073"), ("0x0002", "255"), ("0x0003", "136"), ("0x0004", "000"))) + "4 lids dumped\n"
-    assert ib.parse_dump_fts(fts) == {"S-0002c90300000007": {1: 73, 3: 136, 4: 0}}
+    assert ib_tables.parse_dump_fts(fts) == {"S-0002c90300000007": {1: 73, 3: 136, 4: 0}}
 
 
 @needs_ib

@@ -365,11 +365,8 @@ def _catalog(plan: Plan, reader: Folder) -> None:
             model = SwitchModel.model_validate(raw)
             names = port_names(model)
         except (ValidationError, ValueError, TypeError) as e:
-            if isinstance(e, ValidationError):
-                err = e.errors()[0]
-                first = ".".join(str(x) for x in err["loc"]) + ": " + err["msg"] if err["loc"] else err["msg"]
-            else:
-                first = str(e)
+            err = e.errors()[0] if isinstance(e, ValidationError) else {"loc": (), "msg": str(e)}
+            first = ": ".join(x for x in (".".join(str(x) for x in err["loc"]), err["msg"]) if x)  # "loc: msg", or msg
             problems.error(shown, *line_col(text, find_key(text, name)), f"switch model {name}: {first}",
                            f"a switch model of this twin's catalog (build the folder again with twin {__version__})", ("site", "catalog", "switches", name))
             continue
