@@ -66,8 +66,14 @@ def test_bfs_and_groups_match_networkx_on_a_three_tier_clos():
 def test_groups_after_cut_cables_match_networkx():
     net = fabric()
     S = net.n_switches
-    sw_links = sorted({net.arc_link[a] for a in range(net.n_link_arcs) if net.arc_tail[a] < S and net.arc_head[a] < S})
-    dead = set(sw_links[::5])
+    # a CTSW loses its ATSW uplinks: the leaves under it still reach their own zone through it, the
+    # other zone only through its peer, so a leaf's arc classes overlap (the per-switch path); one
+    # RTSW uplink more is cut elsewhere
+    ctsw = next(i for i, s in enumerate(net.switch_ids) if "ctsw" in s)
+    up = {net.arc_link[a] for a in range(net.n_link_arcs) if net.arc_tail[a] == ctsw and net.arc_tier[a] == "ctsw-atsw"}
+    rtsw = {net.arc_link[a] for a in range(net.n_link_arcs) if net.arc_tier[a] == "rtsw-ctsw"}
+    dead = up | {sorted(rtsw)[-1]}
+    assert len(up) == 2
     cut = failures.degrade(net, dead, {})
     pairs = [(u, t) for u in range(S) for t in range(len(net.leaf_of_dest)) if net.group_of[u, t] >= 0]
     assert any(cut.group_of[u, t] < 0 or cut.group(u, t).tolist() != net.group(u, t).tolist() for u, t in pairs)
