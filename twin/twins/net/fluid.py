@@ -113,42 +113,63 @@ def complete(A: csc_matrix, cap: np.ndarray, size: np.ndarray, rel_window: float
     auto = rel_window is None
     finish = np.zeros(K)
     rate0 = np.zeros(K)
-    rate = np.zeros(K)  # current max-min rate of every active class
-    remaining = np.asarray(size, float).copy()
-    active = np.flatnonzero(remaining > 0)
+    size = np.asarray(size, float)
+    # The active classes' index, remaining bytes and rate are kept in compact arrays. A class that
+    # finishes gets ``rem = inf`` (it then never has the lowest finish time again) and the arrays are
+    # compacted only when a quarter of them finished or rates are re-solved: most events finish a few
+    # classes and change no rate, so an event costs a handful of passes over the arrays, no copies.
+    act = np.flatnonzero(size > 0)
+    rem = size[act]
+    rt = np.zeros(len(act))
+    alive = len(act)
+    buf = np.empty(alive)  # scratch for the per-event quotients and products
     t = 0.0
     events = 0
     A = csc_matrix(A)
     level = None  # lowest rate among the classes that finished at the last event
-    while len(active):
-        if level is None or not warm:
-            rate[active] = max_min(A[:, active], cap)
-        else:
-            # warm start (exact, see above): classes slower than every finished one keep their
-            # rate; only the others are re-solved on the capacity the kept ones leave
-            keep = rate[active] < level * (1 - 1e-9)
-            fixed, free = active[keep], active[~keep]
-            if len(free):
-                resid = cap - A[:, fixed] @ rate[fixed] if len(fixed) else cap
-                rate[free] = max_min(A[:, free], np.maximum(resid, 0.0))
-        r = rate[active]
+    hi = lo = 0.0  # bounds on the live classes' rates (the highest, the lowest) since the last solve
+    while alive:
+        if level is None or not warm or hi >= level * (1 - 1e-9):
+            if alive < len(act):
+                live = np.isfinite(rem)
+                act, rem, rt = act[live], rem[live], rt[live]
+            if level is None or not warm:
+                rt = max_min(A[:, act], cap)
+            else:
+                # warm start (exact, see above): classes slower than every finished one keep their
+                # rate; only the others are re-solved on the capacity the kept ones leave
+                keep = rt < level * (1 - 1e-9)
+                if not keep.all():
+                    free = ~keep
+                    if keep.any():  # A x with x = the kept rates, 0 elsewhere: the sums of A[:, kept] @ rates
+                        x = np.zeros(K)
+                        x[act[keep]] = rt[keep]
+                        resid = cap - A @ x
+                    else:
+                        resid = cap
+                    rt[free] = max_min(A[:, act[free]], np.maximum(resid, 0.0))
+            hi, lo = (float(rt.max()), float(rt.min())) if len(rt) else (0.0, 0.0)
         events += 1
         if events == 1:
-            rate0[active] = r
-        with np.errstate(divide="ignore"):
-            dt = np.where(r > 0, remaining[active] / r, np.inf)
+            rate0[act] = rt
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dt = np.divide(rem, rt, out=buf[:len(rem)]) if lo > 0 else np.where(rt > 0, rem / rt, np.inf)
         tmin = dt.min()
         if not np.isfinite(tmin):
-            finish[active] = np.inf
+            finish[act[np.isfinite(rem)]] = np.inf
             break
         w = (LARGE_WINDOW if events > EXACT_EVENTS else 0.0) if auto else rel_window
         step = max(tmin * (1 + EVENT_BATCH), (t + tmin) * (1 + w) - t)
-        done = dt <= step
+        done = np.flatnonzero(dt <= step)
         if w == 0.0:
             step = tmin
-        finish[active[done]] = t + dt[done]
-        remaining[active] -= r * step
+        finish[act[done]] = t + dt[done]
+        rem -= np.multiply(rt, step, out=buf[:len(rem)])
+        rem[done] = np.inf
         t += step
-        level = float(r[done].min())
-        active = active[~done]
+        level = float(rt[done].min())
+        alive -= len(done)
+        if alive and 4 * alive < 3 * len(act):
+            live = np.isfinite(rem)
+            act, rem, rt = act[live], rem[live], rt[live]
     return FluidResult(finish, rate0, float(finish.max()) if K else 0.0, events)
