@@ -114,62 +114,84 @@ def complete(A: csc_matrix, cap: np.ndarray, size: np.ndarray, rel_window: float
     finish = np.zeros(K)
     rate0 = np.zeros(K)
     size = np.asarray(size, float)
-    # The active classes' index, remaining bytes and rate are kept in compact arrays. A class that
-    # finishes gets ``rem = inf`` (it then never has the lowest finish time again) and the arrays are
-    # compacted only when a quarter of them finished or rates are re-solved: most events finish a few
-    # classes and change no rate, so an event costs a handful of passes over the arrays, no copies.
-    act = np.flatnonzero(size > 0)
-    rem = size[act]
-    rt = np.zeros(len(act))
-    alive = len(act)
-    buf = np.empty(alive)  # scratch for the per-event quotients and products
+    A = csc_matrix(A)
+    # Classes with the same remaining bytes and rate evolve identically (the same float operations on
+    # the same values), so events run on *groups* of them: a 16K-GPU phase has ~300K classes but ~20K
+    # groups. A group's members change only when rates are re-solved: then the re-solved classes
+    # leave their groups and form new ones. ``cls``/``grp``: the active classes and their group;
+    # ``live``, ``rem``, ``rt``: the groups still running, compact; ``fin``: each group's finish time.
+    cls = np.flatnonzero(size > 0)
+    grp = np.zeros(len(cls), np.int64)
+    live, rem, rt, fin = np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0)
+    alive = len(cls)  # running groups (before the first solve: classes)
     t = 0.0
     events = 0
-    A = csc_matrix(A)
     level = None  # lowest rate among the classes that finished at the last event
-    hi = lo = 0.0  # bounds on the live classes' rates (the highest, the lowest) since the last solve
     while alive:
-        if level is None or not warm or hi >= level * (1 - 1e-9):
-            if alive < len(act):
-                live = np.isfinite(rem)
-                act, rem, rt = act[live], rem[live], rt[live]
-            if level is None or not warm:
-                rt = max_min(A[:, act], cap)
-            else:
-                # warm start (exact, see above): classes slower than every finished one keep their
-                # rate; only the others are re-solved on the capacity the kept ones leave
-                keep = rt < level * (1 - 1e-9)
-                if not keep.all():
-                    free = ~keep
-                    if keep.any():  # A x with x = the kept rates, 0 elsewhere: the sums of A[:, kept] @ rates
-                        x = np.zeros(K)
-                        x[act[keep]] = rt[keep]
-                        resid = cap - A @ x
-                    else:
-                        resid = cap
-                    rt[free] = max_min(A[:, act[free]], np.maximum(resid, 0.0))
-            hi, lo = (float(rt.max()), float(rt.min())) if len(rt) else (0.0, 0.0)
+        run = np.isfinite(rem)  # drop the finished groups
+        live, rem, rt = live[run], rem[run], rt[run]
+        cold = level is None or not warm
+        if not cold:  # warm start (exact, see above): classes slower than every finished one keep their rate
+            slow = rt < level * (1 - 1e-9)
+        if cold or not slow.all():
+            pos = np.full(len(fin), -1, np.int64)
+            pos[live] = np.arange(len(live))
+            on = np.flatnonzero(pos[grp] >= 0) if len(fin) else np.arange(len(cls))  # running classes
+            c_rem = rem[pos[grp[on]]] if len(fin) else size[cls]
+            if cold:
+                free = on
+                c_rt = max_min(A[:, cls[on]], cap)
+                if level is None:
+                    rate0[cls] = c_rt
+            else:  # re-solve the others on the capacity the kept ones leave
+                keep = slow[pos[grp[on]]]
+                free = on[~keep]
+                if keep.any():  # A x with x = the kept rates, 0 elsewhere: the sums of A[:, kept] @ rates
+                    x = np.zeros(K)
+                    x[cls[on[keep]]] = rt[pos[grp[on[keep]]]]
+                    resid = cap - A @ x
+                else:
+                    resid = cap
+                c_rem = c_rem[~keep]
+                c_rt = max_min(A[:, cls[free]], np.maximum(resid, 0.0))
+            # the re-solved classes leave their groups and form new ones
+            gone = np.zeros(len(fin), bool)
+            if len(fin):
+                gone[grp[free]] = True
+            new, n_rem, n_rt = _groups(c_rem, c_rt)
+            grp[free] = len(fin) + new
+            stay = ~gone[live]
+            live = np.concatenate([live[stay], len(fin) + np.arange(len(n_rem))])
+            rem, rt = np.concatenate([rem[stay], n_rem]), np.concatenate([rt[stay], n_rt])
+            fin = np.concatenate([fin, np.full(len(n_rem), np.nan)])
+            alive = len(live)
         events += 1
-        if events == 1:
-            rate0[act] = rt
         with np.errstate(divide="ignore", invalid="ignore"):
-            dt = np.divide(rem, rt, out=buf[:len(rem)]) if lo > 0 else np.where(rt > 0, rem / rt, np.inf)
+            dt = np.where(rt > 0, rem / rt, np.inf)
         tmin = dt.min()
         if not np.isfinite(tmin):
-            finish[act[np.isfinite(rem)]] = np.inf
+            fin[live[np.isfinite(rem)]] = np.inf
             break
         w = (LARGE_WINDOW if events > EXACT_EVENTS else 0.0) if auto else rel_window
         step = max(tmin * (1 + EVENT_BATCH), (t + tmin) * (1 + w) - t)
         done = np.flatnonzero(dt <= step)
         if w == 0.0:
             step = tmin
-        finish[act[done]] = t + dt[done]
-        rem -= np.multiply(rt, step, out=buf[:len(rem)])
-        rem[done] = np.inf
+        fin[live[done]] = t + dt[done]
+        rem -= rt * step
+        rem[done] = np.inf  # finished: never the lowest finish time again; dropped at the next solve
         t += step
         level = float(rt[done].min())
         alive -= len(done)
-        if alive and 4 * alive < 3 * len(act):
-            live = np.isfinite(rem)
-            act, rem, rt = act[live], rem[live], rt[live]
+    finish[cls] = fin[grp]
     return FluidResult(finish, rate0, float(finish.max()) if K else 0.0, events)
+
+
+def _groups(rem: np.ndarray, rt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Classes of equal (remaining bytes, rate): the group of each, and each group's values."""
+    order = np.lexsort((rem, rt))
+    r, m = rt[order], rem[order]
+    first = np.r_[True, (r[1:] != r[:-1]) | (m[1:] != m[:-1])]
+    out = np.empty(len(order), np.int64)
+    out[order] = np.cumsum(first) - 1
+    return out, m[first], r[first]
