@@ -112,3 +112,34 @@ def first_classes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     return first[order], rank[inv], count[order]
+
+
+def row_classes(C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`first_classes` of ``C.reshape(-1)`` (without the class of each index) when no value
+    occurs in two rows (each row: one transfer's flows): every row is sorted on its own, which is
+    much cheaper than one sort of all of them. A stable sort puts each run's first occurrence first."""
+    T, q = C.shape
+    o = np.argsort(C, axis=1, kind="stable")
+    s = np.take_along_axis(C, o, axis=1)
+    start = np.ones((T, q), bool)
+    start[:, 1:] = s[:, 1:] != s[:, :-1]
+    at = np.flatnonzero(start)  # runs never cross rows: each row starts one
+    first = o.reshape(-1)[at] + at // q * q
+    count = np.zeros(T * q, np.int64)
+    count[first] = np.diff(np.r_[at, T * q])
+    first = np.flatnonzero(count)
+    return first, count[first]
+
+
+def class_matrix(n_arcs: int, Pc: np.ndarray, count: np.ndarray):
+    """The (arc x class) matrix of classes with paths ``Pc`` (rows, -1 padded) and ``count`` members,
+    built as CSC directly: each column's arcs sorted, as scipy's COO conversion would leave them (a
+    path never repeats an arc)."""
+    from scipy.sparse import csc_matrix
+
+    valid = Pc >= 0
+    n = valid.sum(axis=1)
+    arcs = np.sort(np.where(valid, Pc, np.iinfo(Pc.dtype).max), axis=1)
+    indices = arcs[np.arange(Pc.shape[1]) < n[:, None]].astype(np.int32)
+    indptr = np.r_[0, np.cumsum(n)].astype(np.int32)
+    return csc_matrix((np.repeat(count.astype(float), n), indices, indptr), shape=(n_arcs, len(Pc)))

@@ -33,7 +33,7 @@ from scipy.sparse import csc_matrix
 
 from twin.lang.site.models import FIVE_TUPLE
 from twin.twins.net import hashing, planes
-from twin.twins.net.flowpaths import choice_base, first_classes, flows_per_transfer, hashed_paths
+from twin.twins.net.flowpaths import choice_base, class_matrix, first_classes, flows_per_transfer, hashed_paths, row_classes
 from twin.twins.net.topology import Net
 
 SCHEMES = ("ecmp", "e-ecmp", "static", "spray", "te")
@@ -197,7 +197,9 @@ def _hashed(net: Net, s_nic, d_nic, b, scheme: Scheme, pre: np.ndarray | None = 
     _, kind = np.unique(kind, axis=0, return_inverse=True)
     kind = np.asarray(kind).reshape(-1)
     span = choice_base(net, scheme) ** (P.shape[1] - 2)
-    if len(kind) and int(kind.max()) < (1 << 62) // span:
+    if len(kind) and int(kind.max()) == len(kind) - 1:  # every transfer its own kind: classes inside transfers
+        first, count = row_classes(choices.reshape(len(kind), qps))
+    elif len(kind) and int(kind.max()) < (1 << 62) // span:
         first, _, count = first_classes(np.repeat(kind, qps) * span + choices)
     else:  # too many kinds x choices for one int64: the paths themselves, row by row
         key = np.concatenate(([np.repeat(pre, qps, axis=0)] if forwarded else []) + [P, np.repeat(size_id, qps)[:, None]], axis=1)
@@ -206,13 +208,9 @@ def _hashed(net: Net, s_nic, d_nic, b, scheme: Scheme, pre: np.ndarray | None = 
     Pc = P[first]
     if forwarded:
         Pc = np.concatenate([pre[first // qps], Pc], axis=1)
-    K = len(first)
     valid = Pc >= 0
-    rows = Pc[valid]
-    cols = np.nonzero(valid)[0]
-    A = csc_matrix((count[cols].astype(float), (rows, cols)), shape=(net.n_arcs, K))
     lat = np.where(valid, net.arc_latency[np.where(valid, Pc, 0)], 0.0).sum(axis=1)
-    return Routed(A, per[first // qps], count.astype(float), lat, len(P))
+    return Routed(class_matrix(net.n_arcs, Pc, count), per[first // qps], count.astype(float), lat, len(P))
 
 
 _ROW_MIX = np.random.default_rng(20240805).integers(1, 2**63, size=64, dtype=np.uint64) | np.uint64(1)
