@@ -32,7 +32,7 @@ import numpy as np
 from scipy.sparse import csc_matrix
 
 from twin.lang.site.models import FIVE_TUPLE
-from twin.twins.net import hashing, planes
+from twin.twins.net import hashing, planes, spray
 from twin.twins.net.flowpaths import choice_base, class_matrix, first_classes, flows_per_transfer, hashed_paths, row_classes
 from twin.twins.net.topology import Net
 
@@ -242,55 +242,17 @@ def _row_classes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return first[order], rank[inv], count[order]
 
 
-def spray_fractions(net: Net, leaf: int, t: int) -> tuple[np.ndarray, np.ndarray]:
-    """(arcs, fraction) of traffic from switch ``leaf`` to destination ``t`` split evenly per hop."""
-    goal = net.leaf_of_dest[t]
-    nodes = np.array([leaf])
-    mass = np.array([1.0])
-    arcs_out, frac_out = [], []
-    while len(nodes):
-        live = nodes != goal
-        nodes, mass = nodes[live], mass[live]
-        if not len(nodes):
-            break
-        g = net.group_of[nodes, t]
-        if (g < 0).any():
-            raise ValueError("some destinations are unreachable (failures partition the fabric)")
-        start, stop = net.group_ptr[g], net.group_ptr[g + 1]
-        n = stop - start
-        rep = np.repeat(np.arange(len(nodes)), n)
-        offs = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
-        arcs = net.group_arcs[start[rep] + offs]
-        f = (mass / n)[rep]
-        arcs_out.append(arcs)
-        frac_out.append(f)
-        heads = net.arc_head[arcs]
-        nodes, inv = np.unique(heads, return_inverse=True)
-        mass = np.bincount(inv.reshape(-1), weights=f, minlength=len(nodes))
-    if not arcs_out:
-        return np.zeros(0, np.int64), np.zeros(0)
-    a = np.concatenate(arcs_out)
-    f = np.concatenate(frac_out)
-    ua, inv = np.unique(a, return_inverse=True)
-    return ua, np.bincount(inv.reshape(-1), weights=f)
-
-
 def _spray(net: Net, s_nic, d_nic, b, pre: np.ndarray | None = None) -> Routed:
     src_leaf = net.nic_leaf[s_nic]
     t = net.dest_of_switch[net.nic_leaf[d_nic]]
     pair_key = src_leaf * max(1, len(net.leaf_of_dest)) + t
     pairs, pinv = np.unique(pair_key, return_inverse=True)
     pinv = pinv.reshape(-1)
-    p_arcs, p_frac, p_ptr, p_lat = [], [], [0], []
-    for pk in pairs:
-        a, f = spray_fractions(net, int(pk // max(1, len(net.leaf_of_dest))), int(pk % max(1, len(net.leaf_of_dest))))
-        p_arcs.append(a)
-        p_frac.append(f)
-        p_ptr.append(p_ptr[-1] + len(a))
-        p_lat.append(float((net.arc_latency[a] * f).sum()))  # mean over the split = per-hop latency sum
-    p_arcs_a = np.concatenate(p_arcs) if p_arcs else np.zeros(0, np.int64)
-    p_frac_a = np.concatenate(p_frac) if p_frac else np.zeros(0)
-    p_ptr_a = np.asarray(p_ptr)
+    T = max(1, len(net.leaf_of_dest))
+    p_arcs_a, p_frac_a, p_ptr_a = spray.table(net, pairs // T, pairs % T)
+    w = net.arc_latency[p_arcs_a] * p_frac_a
+    # mean over the split = per-hop latency sum; each pair's own sum (numpy's pairwise order)
+    p_lat = [float(w[a:b].sum()) for a, b in zip(p_ptr_a[:-1].tolist(), p_ptr_a[1:].tolist())]
     K = len(s_nic)
     n = p_ptr_a[pinv + 1] - p_ptr_a[pinv]
     rep = np.repeat(np.arange(K), n)
