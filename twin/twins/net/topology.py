@@ -18,6 +18,7 @@ per-direction NVLink bandwidth, so intra-server traffic shares the same fluid mo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 
 import networkx as nx
 import numpy as np
@@ -121,7 +122,11 @@ def compile_graph(
     S = len(switches)
     index = {n: i for i, n in enumerate(switches)}  # node index: switches 0..S-1, NICs S..
     index.update((n, S + i) for i, n in enumerate(nics))
-    cables = sorted(_cables(g, index), key=lambda e: str(e[2]))
+    cables = _cables(g, index)
+    keys = [k if type(k) is str else str(k) for _, _, k, _ in cables]
+    order = sorted(range(len(cables)), key=keys.__getitem__)  # by link id, stable
+    cables = [cables[i] for i in order]
+    keys = [keys[i] for i in order]
 
     # every cable is two arcs, u -> v then v -> u (u: the end the graph's edge iteration meets first)
     lengths, defaulted = [], 0
@@ -143,8 +148,9 @@ def compile_graph(
     fwd[:S] = [switch_latency.get(attrs[n].get("model"), DEFAULT_SWITCH_LATENCY_S) for n in switches]
     caps = np.repeat(np.array([float(d["speed"]) for _, _, _, d in cables]) / 8.0, 2)
     lats = np.repeat(np.asarray(lengths, float) * FIBER_DELAY_S_PER_M, 2) + fwd[heads_a]
-    links = [str(key) for _, _, key, _ in cables for _ in (0, 1)]
-    tiers = [d.get("tier", "") for _, _, _, d in cables for _ in (0, 1)]
+    links = list(chain.from_iterable(zip(keys, keys)))
+    tier = [d.get("tier", "") for _, _, _, d in cables]
+    tiers = list(chain.from_iterable(zip(tier, tier)))
     nic_up, nic_down = _first_arcs(tails_a, heads_a, S, len(nics)), _first_arcs(heads_a, tails_a, S, len(nics))
     nic_leaf = np.where(nic_up >= 0, heads_a[np.maximum(nic_up, 0)] if n_link_arcs else -1, -1)
 
@@ -306,34 +312,36 @@ def first_gpus(g: nx.MultiGraph, gpus: int) -> set[str]:
     and leaves, the spine switches of the zones they touch, and the core only when they span zones.
     Used to keep report-time and benchmark simulations small on big sites (``from_design(d,
     within=...)`` compiles them without copying the graph)."""
-    nodes = g.nodes
-    servers = sorted((n for n, d in nodes(data=True) if d.get("role") == "server"),
-                     key=lambda n: (nodes[n].get("zone") or 0, str(nodes[n].get("rack")), n))
+    attrs = dict(g.nodes(data=True))  # plain dict lookups, not NodeView calls
+    adj = g._adj  # the raw adjacency dicts
+    servers = sorted((n for n, d in attrs.items() if d.get("role") == "server"),
+                     key=lambda n: (attrs[n].get("zone") or 0, str(attrs[n].get("rack")), n))
     keep_srv, total = [], 0
     for s in servers:
         if total >= gpus:
             break
         keep_srv.append(s)
-        total += int(nodes[s].get("gpus", 0))
-    racks = {nodes[s].get("rack") for s in keep_srv} | {nodes[s].get("pair") for s in keep_srv if nodes[s].get("pair")}
-    zones = {nodes[s].get("zone") for s in keep_srv}
+        total += int(attrs[s].get("gpus", 0))
+    racks = {attrs[s].get("rack") for s in keep_srv} | {attrs[s].get("pair") for s in keep_srv if attrs[s].get("pair")}
+    zones = {attrs[s].get("zone") for s in keep_srv}
     keep = set(keep_srv)
-    for n, d in nodes(data=True):
+    nics = []
+    for n, d in attrs.items():
         level = d.get("level", -1)
         if d.get("role") == "nic" and d.get("server") in keep:
-            keep.add(n)
+            nics.append(n)
         elif level == 1 and d.get("rack") in racks:
             keep.add(n)
         elif level == 2 and d.get("zone") in zones:
             keep.add(n)
         elif level >= 3 and len(zones) > 1:
             keep.add(n)
+    keep.update(nics)
     # tree families (fat-tree, rail): leaves without a zone, mounted on network racks; keep the kept NICs'
     # leaves and every switch above them
-    up = {nb for n in list(keep) if nodes[n].get("role") == "nic" for nb in g.neighbors(n)
-          if nodes[nb].get("level", -1) == 1 and nodes[nb].get("zone") is None}
+    up = {nb for n in nics for nb in adj[n] if attrs[nb].get("level", -1) == 1 and attrs[nb].get("zone") is None}
     while up - keep:
         new = up - keep
         keep |= new
-        up = {nb for sw in new for nb in g.neighbors(sw) if nodes[nb].get("level", -1) > nodes[sw]["level"]}
+        up = {nb for sw in new for nb in adj[sw] if attrs[nb].get("level", -1) > attrs[sw]["level"]}
     return keep
