@@ -93,7 +93,7 @@ def default_job(d, schemes, lib) -> dict | None:
     if not d.spec.site.workloads:
         return None
     from twin.lang.diagnostics import SpecError
-    from twin.lang.scenario.models import Case, Job
+    from twin.lang.scenario.job import Case, Job
     from twin.twins.net import topology
     from twin.twins.workload import jobs
 
