@@ -36,7 +36,7 @@ def _bits(mask: np.ndarray, words: int) -> np.ndarray:
 def _unbits(b: np.ndarray, T: int) -> np.ndarray:
     """(rows, words) uint64 bitsets -> (rows, T) bool."""
     u8 = np.ascontiguousarray(b).view(np.uint8)
-    return np.unpackbits(u8, axis=1, bitorder="little")[:, :T].astype(bool)
+    return np.unpackbits(u8, axis=1, bitorder="little")[:, :T].view(bool)  # 0/1 bytes: a view, no copy
 
 
 def bfs_levels(S: int, tails: np.ndarray, heads: np.ndarray, sources: np.ndarray) -> list[np.ndarray]:

@@ -52,6 +52,7 @@ def max_min(A: csc_matrix, cap: np.ndarray) -> np.ndarray:
         col_ptr, col_arcs = Acsc.indptr, Acsc.indices
         row_ptr, row_cls = Acsr.indptr, Acsr.indices
         row_nz = np.diff(row_ptr) > 0
+        weighted = Acsc.data > 0  # stored weights (members, or shares of them) are positive: all True
         n = len(active)
         frozen = np.zeros(n, bool)
         local = np.zeros(n)
@@ -69,7 +70,7 @@ def max_min(A: csc_matrix, cap: np.ndarray) -> np.ndarray:
             bott = live & (fs <= rm * (1 + 1e-12))
             if not bott.any():  # numerical guard: the global minimum is always a bottleneck
                 bott = live & (fs <= fs[live].min() * (1 + 1e-12))
-            hit = (Acsc.T @ bott.astype(float)) > 0
+            hit = np.logical_or.reduceat(bott[col_arcs] & weighted, col_ptr[:-1])  # crosses a bottleneck
             newly = hit & ~frozen
             if not newly.any():
                 frozen[:] = True  # nothing left to saturate (numerically): keep what we have
