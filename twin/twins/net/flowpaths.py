@@ -66,7 +66,6 @@ def _paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme, qps: int, see
     destination) is read from the flattened table."""
     src = np.repeat(s_nic, qps)
     dst = np.repeat(d_nic, qps)
-    qp = np.tile(np.arange(qps), len(s_nic))
     F = len(src)
     cur = net.nic_leaf[src].copy()
     tgt = net.dest_of_switch[net.nic_leaf[dst]]
@@ -77,7 +76,7 @@ def _paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme, qps: int, see
     if scheme.kind == "static":
         key = net.nic_host[dst]
     else:
-        h = hashing.base_hash(hashing.flow_fields(src, dst, qp), scheme.fields(), scheme.hash_function, scheme.seed)
+        h = hashing.transfer_hash(s_nic, d_nic, qps, scheme.fields(), scheme.hash_function, scheme.seed)
     goal = net.leaf_of_dest[tgt]
     flat = net.group_of.reshape(-1)
     T = net.group_of.shape[1]
