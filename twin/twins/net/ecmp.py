@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from twin.twins.net.hashing import fmix64
+
 
 def _bits(mask: np.ndarray, words: int) -> np.ndarray:
     """(rows, T) bool -> (rows, words) uint64 bitsets (bit t of the row = column t)."""
@@ -116,12 +118,24 @@ def ecmp_groups(S: int, tails: np.ndarray, heads: np.ndarray, leaves: np.ndarray
     return dist, group_of, gptr.astype(np.int64), np.concatenate(garcs).astype(np.int64)
 
 
+_SALT = np.random.default_rng(20261127).integers(1, 2**63, size=64, dtype=np.uint64)
+
+
 def _classes(tl: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Arcs with the same tail and mask as one class: (class of each arc, first arc of each class),
     classes numbered in order of their first arc (arcs are sorted by tail, so switch by switch)."""
     rows = np.concatenate([tl[:, None].astype(np.uint64), mask], axis=1)
-    _, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    # rows keyed by a 64-bit hash (each word avalanched, then summed: a 1-D sort), checked exactly;
+    # the row sort is the fallback should two different rows ever share a key
+    key = np.zeros(len(rows), np.uint64)
+    with np.errstate(over="ignore"):
+        for c in range(rows.shape[1]):
+            key += fmix64(rows[:, c] ^ _SALT[c % len(_SALT)])
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
     inv = np.asarray(inv).reshape(-1)
+    if not np.array_equal(rows[first][inv], rows):
+        _, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        inv = np.asarray(inv).reshape(-1)
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
