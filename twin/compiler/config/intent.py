@@ -127,20 +127,21 @@ def ecmp_widths(fabric) -> dict[str, int]:
     >>> w["lab1-z1-r001-rtsw"], w["z1-ctsw-01"], w["atsw-01"]
     (16, 8, 16)
     """
-    nodes = dict(fabric.graph.nodes(data=True))  # node -> its attribute dict: plain lookups, not the view's
+    nodes = fabric.graph._node  # node -> its attribute dict: plain lookups, not the view's
+    level = {n: d.get("level", 0) for n, d in nodes.items()}
     up: Counter = Counter()
     down: dict[str, Counter] = defaultdict(Counter)
     for lk in fabric.cables():
-        la, lb = nodes[lk.a].get("level", 0), nodes[lk.b].get("level", 0)
+        a, b = lk.a, lk.b
+        la, lb = level[a], level[b]
         if la < 1 or lb < 1:
             continue
         if la == lb:  # a campus mesh link: the racks of the peer's building are reached over all of them
-            for me, peer in ((lk.a, lk.b), (lk.b, lk.a)):
-                down[me][("building", nodes[peer].get("building"))] += 1
+            down[a][("building", nodes[b].get("building"))] += 1
+            down[b][("building", nodes[a].get("building"))] += 1
             continue
-        lo, hi = (lk.a, lk.b) if la < lb else (lk.b, lk.a)
+        lo, hi, top = (a, b, lb) if la < lb else (b, a, la)
         up[lo] += 1
-        top = nodes[hi].get("level")
         group = spine_group(nodes[lo]) if top == 3 else (("building", nodes[lo].get("building")) if top == 4 else lo)
         down[hi][group] += 1
     return {n: max([up.get(n, 0)] + list(down.get(n, Counter()).values()) + [1]) for n in fabric.switches()}
@@ -179,29 +180,43 @@ def _build_intent(spec: Spec, fabric: Fabric, addr: Addressing, cabling: CablePl
     server_ports: dict[str, list[ServerPort]] = defaultdict(list)
     new = tuple.__new__  # a NamedTuple from its fields in order, without its keyword-parsing __new__ (280K ends at 100K GPUs)
     p2p, p2p6 = addr.p2p, addr.p2p6
+    ifnames: dict[str, str] = {}  # port -> its Linux name: a few hundred port names over 100K ends
     for lk in fabric.cables():
-        if lk.a not in level or lk.b not in level:
-            if lk.b in level and lk.a not in level:
-                server_ports[lk.b].append(ServerPort(lk.id, lk.b_port, lk.a, lk.a_port, int(lk.speed), *cable[lk.id]))
+        a, b = lk.a, lk.b
+        la, lb = level.get(a), level.get(b)
+        if la is None or lb is None:
+            if lb is not None:
+                metres, xoff = cable[lk.id]
+                server_ports[b].append(new(ServerPort, (lk.id, lk.b_port, a, lk.a_port, int(lk.speed), metres, xoff)))
             continue
-        metres, xoff = cable[lk.id]
+        lid, a_port, b_port = lk.id, lk.a_port, lk.b_port
+        metres, xoff = cable[lid]
         speed = int(lk.speed)
-        ips, ips6 = p2p.get(lk.id), p2p6.get(lk.id)
-        for me, my_port, peer, peer_port, end in ((lk.a, lk.a_port, lk.b, lk.b_port, 0), (lk.b, lk.b_port, lk.a, lk.a_port, 1)):
-            prole = LEVEL_ROLE[level[peer]]
-            group = prole.upper()
-            direction = "up" if level[peer] > level[me] else ("down" if level[peer] < level[me] else "lateral")
-            groups[me].setdefault(group, (prole, direction, set()))[2].add(asn[peer])
-            ip = ip6 = peer_ip = peer_ip6 = None
-            if ips is not None:
-                ip, peer_ip = ips[end], ips[1 - end]
-            if ips6 is not None:
-                ip6, peer_ip6 = ips6[end], ips6[1 - end]
-            neighbors[me].append(new(Neighbor, (
-                lk.id, my_port, linux_ifname(my_port), ip, ip6, peer, peer_port,
-                peer_ip.split("/")[0] if peer_ip else None, peer_ip6.split("/")[0] if peer_ip6 else None,
-                asn[peer], group, speed, metres, xoff,
-            )))
+        ip_a = ip_b = ip6_a = ip6_b = bare_a = bare_b = bare6_a = bare6_b = None
+        ips = p2p.get(lid)
+        if ips is not None:
+            ip_a, ip_b = ips
+            bare_a, bare_b = ip_a.split("/")[0], ip_b.split("/")[0]
+        ips6 = p2p6.get(lid)
+        if ips6 is not None:
+            ip6_a, ip6_b = ips6
+            bare6_a, bare6_b = ip6_a.split("/")[0], ip6_b.split("/")[0]
+        if_a = ifnames.get(a_port) or ifnames.setdefault(a_port, linux_ifname(a_port))
+        if_b = ifnames.get(b_port) or ifnames.setdefault(b_port, linux_ifname(b_port))
+        asn_a, asn_b = asn[a], asn[b]
+        # a's end: b is its peer (group by b's role), then b's end
+        role_b, role_a = LEVEL_ROLE[lb], LEVEL_ROLE[la]
+        group_b, group_a = role_b.upper(), role_a.upper()
+        mine = groups[a].get(group_b)
+        if mine is None:
+            mine = groups[a][group_b] = (role_b, "up" if lb > la else ("down" if lb < la else "lateral"), set())
+        mine[2].add(asn_b)
+        neighbors[a].append(new(Neighbor, (lid, a_port, if_a, ip_a, ip6_a, b, b_port, bare_b, bare6_b, asn_b, group_b, speed, metres, xoff)))
+        mine = groups[b].get(group_a)
+        if mine is None:
+            mine = groups[b][group_a] = (role_a, "up" if la > lb else ("down" if la < lb else "lateral"), set())
+        mine[2].add(asn_a)
+        neighbors[b].append(new(Neighbor, (lid, b_port, if_b, ip_b, ip6_b, a, a_port, bare_a, bare6_a, asn_a, group_a, speed, metres, xoff)))
     sw: dict[str, SwitchIntent] = {}
     for n in fabric.switches():
         node = g.nodes[n]

@@ -53,7 +53,8 @@ class Fabric:
     """The synthesized fabric: the graph (the contract in ARCHITECTURE.md) plus indexes into it.
 
     ``links`` holds every edge in id order (host edges after cables) so that emitters and the cabling
-    pass can stream them without walking networkx dictionaries; the graph is frozen.
+    pass can stream them without walking networkx dictionaries; the graph is frozen, so the switch and
+    cable lists every pass asks for are worked out once (``_memo``) and the id index on first use.
     """
 
     graph: nx.MultiGraph
@@ -63,9 +64,7 @@ class Fabric:
     tiers: tuple[str, ...]  # cable tiers bottom-up, e.g. ("nic-rtsw", "rtsw-ctsw", "ctsw-atsw")
     roles: tuple[str, ...]  # switch roles bottom-up, e.g. ("rtsw", "ctsw", "atsw")
     _by_id: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_by_id", {lk.id: i for i, lk in enumerate(self.links)})
+    _memo: dict[str, tuple] = field(default_factory=dict, repr=False, compare=False)
 
     def nodes(self, role: str) -> list[str]:
         """Node ids of one role in insertion (= name) order."""
@@ -77,14 +76,21 @@ class Fabric:
         return sum(1 for _, r in self.graph.nodes(data="role") if r == "server")
 
     def switches(self) -> list[str]:
-        roles = set(self.roles)
-        return [n for n, r in self.graph.nodes(data="role") if r in roles]
+        """Switch node ids in insertion (= name) order."""
+        if "switches" not in self._memo:
+            roles = set(self.roles)
+            self._memo["switches"] = tuple(n for n, d in self.graph._node.items() if d.get("role") in roles)
+        return list(self._memo["switches"])
 
     def cables(self) -> list[Link]:
         """The links that are physical cables (``kind == "link"``), in id order."""
-        return [lk for lk in self.links if lk.kind == "link"]
+        if "cables" not in self._memo:
+            self._memo["cables"] = tuple(lk for lk in self.links if lk.kind == "link")
+        return list(self._memo["cables"])
 
     def link(self, link_id: str) -> Link:
+        if not self._by_id and self.links:
+            self._by_id.update((lk.id, i) for i, lk in enumerate(self.links))
         return self.links[self._by_id[link_id]]
 
     def ports(self, device: str) -> dict[str, tuple[str, str, str]]:
