@@ -122,10 +122,17 @@ NO_CYCLES = frozenset({"fabric", "cabling", "addressing", "intent"})
 
 
 def _paused_gc(step: Callable[[Design], dict], design: Design) -> dict:
+    """``step`` with the cyclic collector paused; what it built then goes straight to the oldest
+    generation (freeze, unfreeze), where the young collection that would follow it (0.3 s after the
+    fabric of meta-campus-100k: every object of the graph, all alive) would have put it anyway.
+    Skipped while something else holds objects frozen (:mod:`twin.forked`): unfreezing is theirs."""
     was = gc.isenabled()
     gc.disable()
     try:
         return step(design)
     finally:
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
+            gc.unfreeze()
         if was:
             gc.enable()
