@@ -35,3 +35,32 @@ def test_add_edges_refuses_unknown_devices_and_reused_ids():
         add_edges(g, [("a", "c", "L1", {})])
     with pytest.raises(AssertionError, match="share the id L1"):
         add_edges(g, [("a", "b", "L1", {}), ("b", "a", "L1", {})])
+
+
+def test_a_port_used_twice_is_named_at_build():
+    from twin.compiler.fabric.graph import Builder, PortReuse
+
+    b = Builder()
+    for n in ("nic1", "nic2", "sw"):
+        b.node(n, role="nic")
+    b.link("nic1", "port1", "sw", "Ethernet1", 400e9, "nic-rtsw")
+    b.link("nic2", "port1", "sw", "Ethernet2", 400e9, "nic-rtsw")  # the same port name on another device: fine
+    b.link("nic2", "port2", "sw", "Ethernet1", 400e9, "nic-rtsw")
+    with pytest.raises(PortReuse, match="sw port Ethernet1 used twice"):
+        b.build("ai-zone", "roce", ("nic-rtsw",), ("rtsw",))
+
+
+def test_add_nodes_is_add_nodes_from():
+    """The builder hands its node dicts to the graph (add_nodes): the nodes, attributes and order networkx's
+    add_nodes_from makes, and a repeated id refused."""
+    from twin.compiler.fabric.graph import add_nodes
+
+    g = compile_design(ROOT / "sites" / "lab-campus.yaml", until="fabric").fabric.graph
+    nodes = [(n, dict(d)) for n, d in g.nodes(data=True)]
+    ref, ours = nx.MultiGraph(), nx.MultiGraph()
+    ref.add_nodes_from([(n, dict(d)) for n, d in nodes])
+    add_nodes(ours, nodes)
+    assert list(ours.nodes(data=True)) == list(ref.nodes(data=True)) and ours.number_of_nodes() > 100
+    assert dict(ours.adj) == dict(ref.adj) == {n: {} for n in ref}
+    with pytest.raises(AssertionError, match="share an id"):
+        add_nodes(nx.MultiGraph(), [("a", {}), ("a", {})])
