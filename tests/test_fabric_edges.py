@@ -64,3 +64,23 @@ def test_add_nodes_is_add_nodes_from():
     assert dict(ours.adj) == dict(ref.adj) == {n: {} for n in ref}
     with pytest.raises(AssertionError, match="share an id"):
         add_nodes(nx.MultiGraph(), [("a", {}), ("a", {})])
+
+
+def test_mismatches_name_a_missing_switch_and_link():
+    """The graph-versus-shape proof (synthesis.mismatches) counts roles and cable tiers: one switch and
+    one cable fewer are both named, with the counts."""
+    from twin.compiler.fabric.graph import Fabric
+    from twin.compiler.fabric.synthesis import mismatches
+
+    d = compile_design(ROOT / "sites" / "lab-2zone.yaml", until="fabric")
+    f, shape = d.fabric, d.spec.shape
+    assert mismatches(shape, f) == []
+    g = nx.MultiGraph(f.graph)
+    g.remove_node(f.switches()[-1])
+    first = f.cables()[0]
+    n = sum(1 for lk in f.cables() if lk.tier == first.tier)
+    role = f.graph.nodes[f.switches()[-1]]["role"]
+    count = sum(1 for s in f.switches() if f.graph.nodes[s]["role"] == role)
+    wrong = mismatches(shape, Fabric(g, f.family, f.technology, f.links[1:], f.tiers, f.roles))
+    assert f"{role}: the graph has {count - 1} switches, the shape {count}" in wrong
+    assert f"{first.tier}: the graph has {n - 1} links, the shape {n}" in wrong
