@@ -84,3 +84,15 @@ def test_mismatches_name_a_missing_switch_and_link():
     wrong = mismatches(shape, Fabric(g, f.family, f.technology, f.links[1:], f.tiers, f.roles))
     assert f"{role}: the graph has {count - 1} switches, the shape {count}" in wrong
     assert f"{first.tier}: the graph has {n - 1} links, the shape {n}" in wrong
+
+
+def test_port_book_hands_out_every_port_once_then_refuses():
+    """A QM9700 has 32 OSFP cages of two NDR ports: 64 names in port order, then PortsExhausted naming the switch."""
+    from twin.compiler.fabric.ports import PortBook, PortsExhausted
+    from twin.lang.catalog import builtin
+
+    book = PortBook("leaf-1", builtin().switches["qm9700"])
+    taken = [book.take() for _ in range(64)]
+    assert taken[:3] == ["1/1", "1/2", "2/1"] and taken[-1] == "32/2" and len(set(taken)) == 64
+    with pytest.raises(PortsExhausted, match="leaf-1: all 64 ports are in use"):
+        book.take()
