@@ -77,10 +77,12 @@ def bill_and_budget(spec, d: Design) -> dict:
 
 
 def compile_design(path: str | Path, progress: Callable[[str], None] | None = None, until: str | None = None,
-                   placement_method: str | None = None) -> Design:
+                   placement_method: str | None = None, on_pass: Callable[[str, Design], None] | None = None) -> Design:
     """Every pass on the spec at ``path`` (up to and including ``until``); raise SpecError or
     InfeasibleError on failure. ``placement_method`` overrides the spec's (``naive`` pins the
-    reading-order fill, for tests and benchmarks about later passes)."""
+    reading-order fill, for tests and benchmarks about later passes). ``on_pass(name, design)`` is
+    told of each pass as it ends, with the design so far (the build starts the twins once what they
+    read is compiled)."""
     if progress:
         progress("validate and budget")
     checked = check(path)
@@ -110,6 +112,8 @@ def compile_design(path: str | Path, progress: Callable[[str], None] | None = No
         if progress:
             progress(name)
         design = replace(design, **_paused_gc(step, design) if name in NO_CYCLES else step(design))
+        if on_pass:
+            on_pass(name, design)
         if name == until:
             break
     return design
