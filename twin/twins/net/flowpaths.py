@@ -63,21 +63,24 @@ def _paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme, qps: int, see
            choices: np.ndarray | None, base: int) -> None:
     """:func:`hashed_paths` of some transfers, written into ``P`` (their rows, all -1) and ``choices``.
     Each hop works on the flows still travelling only (``i``), and the group of a (switch,
-    destination) is read from the flattened table."""
-    src = np.repeat(s_nic, qps)
-    dst = np.repeat(d_nic, qps)
-    F = len(src)
-    cur = net.nic_leaf[src].copy()
-    tgt = net.dest_of_switch[net.nic_leaf[dst]]
-    if (cur < 0).any() or (tgt < 0).any():
+    destination) is read from the flattened table.
+
+    Static pinning's key (the destination's host index) and every per-NIC lookup are per transfer."""
+    F = len(s_nic) * qps
+    # what depends on the NIC pair only is looked up per transfer, then repeated for its QPs
+    leaf = net.nic_leaf[s_nic]
+    dest = net.dest_of_switch[net.nic_leaf[d_nic]]
+    if (leaf < 0).any() or (dest < 0).any():
         raise ValueError("a GPU's NIC has no link to a leaf switch (a failed server or NIC link?)")
+    cur = np.repeat(leaf, qps)
+    tgt = np.repeat(dest, qps)
     hops = P.shape[1] - 2
-    P[:, 0] = net.nic_up[src]
+    P[:, 0] = np.repeat(net.nic_up[s_nic], qps)
     if scheme.kind == "static":
-        key = net.nic_host[dst]
+        key = np.repeat(net.nic_host[d_nic], qps)
     else:
         h = hashing.transfer_hash(s_nic, d_nic, qps, scheme.fields(), scheme.hash_function, scheme.seed)
-    goal = net.leaf_of_dest[tgt]
+    goal = np.repeat(net.leaf_of_dest[dest], qps)
     flat = net.group_of.reshape(-1)
     T = net.group_of.shape[1]
     moved = np.zeros(F, np.int64)  # switch hops taken
@@ -99,7 +102,7 @@ def _paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme, qps: int, see
         cur[i] = head
         moved[i] = k
         i = i[head != goal[i]]
-    P[np.arange(F), moved + 1] = net.nic_down[dst]
+    P[np.arange(F), moved + 1] = np.repeat(net.nic_down[d_nic], qps)
 
 
 def first_classes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
