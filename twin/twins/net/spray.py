@@ -18,12 +18,6 @@ import numpy as np
 from twin.twins.net.topology import Net
 
 
-def fractions(net: Net, leaf: int, t: int) -> tuple[np.ndarray, np.ndarray]:
-    """(arcs ascending, fraction) of traffic from switch ``leaf`` to destination ``t``."""
-    arcs, frac, ptr = table(net, np.array([leaf]), np.array([t]))
-    return arcs, frac
-
-
 def table(net: Net, leaves: np.ndarray, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Spray fractions of each pair (``leaves[p]`` -> destination ``ts[p]``): the arcs of pair ``p``
     (ascending) and their fractions are ``arcs[ptr[p]:ptr[p + 1]]``, ``frac[...]``."""
