@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import os
 import pickle
+import select
 import signal
 from collections.abc import Callable
 
@@ -36,6 +37,11 @@ class Child:
         if not ok:
             raise value
         return value
+
+    def done(self) -> bool:
+        """True once the child has handed over its result or ended (its pipe is readable), without
+        waiting: the parent works on while it is False."""
+        return bool(select.select([self.fd], [], [], 0)[0])
 
     def kill(self) -> None:
         """Stop the child (the parent failed): nothing of it outlives the parent's error."""
