@@ -95,6 +95,16 @@ class Fabric:
             out[d[mine]] = (key, peer, d[theirs])
         return out
 
+    def port_table(self) -> dict[str, dict[str, tuple[str, str, str]]]:
+        """:meth:`ports` of every device that has a link, from one pass over ``links`` in id order (the
+        graph's edges are exactly these): an emitter asking device by device walks networkx's edge views
+        thousands of times."""
+        out: dict[str, dict[str, tuple[str, str, str]]] = {}
+        for lid, a, a_port, b, b_port, *_ in sorted(self.links):  # ids are unique: sorted by id
+            out.setdefault(a, {})[a_port] = (lid, b, b_port)
+            out.setdefault(b, {})[b_port] = (lid, a, a_port)
+        return out
+
 
 class Builder:
     """Collects nodes and links in a deterministic order; ``build`` makes the frozen Fabric."""
