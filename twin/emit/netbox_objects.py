@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from operator import itemgetter
 
 from twin.compiler.design import Design
 from twin.compiler.fabric.bom import module_end
@@ -228,7 +229,10 @@ def import_set(design: Design) -> list[Table]:
             dev_rows.append((device_name(site, dev), ROLE_NAMES.get(d["role"], d["role"]), maker, d["model"], STATUS, site,
                              row_location(rack.position.hall, rack.position.row), rack.id, str(d["u"]), "front", dev, tags))
     linked_of = fabric.port_table()
-    model_ports: dict[str, list[tuple[str, str | None]]] = {}  # switch model -> (port, its cage text) in port order
+    model_ports: dict[str, list[tuple[str, str]]] = {}  # switch model -> (port, "; <its cage>" or "") in port order
+    # a peer's end as a port's description names it: "<device> " and the peer's port, or "<device> nicN" alone
+    peer_text = {n: f"{dev} {'' if stem is None else f'{stem}/' if multi else stem}" for n, (dev, stem, multi) in ends.items()}
+    with_port = {n: stem is None or multi for n, (_, stem, multi) in ends.items()}
     nic_if = (interface_type(tech, spec.nic_speed), kbps(spec.nic_speed))
     for n, d in devices:
         dev = device_name(site, n)
@@ -256,17 +260,11 @@ def import_set(design: Design) -> list[Table]:
         model = spec.catalog.switches[d["model"]]
         ports = model_ports.get(d["model"])
         if ports is None:
-            ports = model_ports[d["model"]] = [(p, cage_text(model, p)) for p in port_names(model)]
+            ports = model_ports[d["model"]] = [(p, "" if c is None else f"; {c}") for p in port_names(model) for c in (cage_text(model, p),)]
         itype, port_kbps = interface_type(tech, model.port_speed), kbps(model.port_speed)  # the model's, every port
-        for port, cage in ports:
-            what = "unused"
-            if port in linked:
-                lid, peer, peer_port = linked[port]
-                pdev, stem, multi = ends[peer]
-                what = f"{lid} to {pdev} {peer_port if stem is None else f'{stem}/{peer_port}' if multi else stem}"
-            if cage is not None:  # a split cage: which cage and lanes the port takes
-                what = f"{what}; {cage}"
-            if_rows.append((dev, port, itype, port_kbps, "true", what, tags))
+        if_rows += [(dev, port, itype, port_kbps, "true",
+                     (f"{lk[0]} to {peer_text[lk[1]]}{lk[2] if with_port[lk[1]] else ''}" if (lk := linked.get(port)) else "unused") + cage,
+                     tags) for port, cage in ports]
     tables.append(Table("08-devices", "dcim.device", "/dcim/devices/import/",
                         ("name", "role", "manufacturer", "device_type", "status", "site", "location", "rack",
                          "position", "face", "description", "tags"), tuple(dev_rows)))
@@ -304,6 +302,8 @@ def long_names(tables: list[Table]) -> list[str]:
         for col in ("name", "device"):  # read by column: no record dictionaries (~200K rows on a 24K-GPU site)
             if col in t.columns:
                 i = t.columns.index(col)
+                if max(map(len, map(itemgetter(i), t.rows)), default=0) <= NAME_MAX:  # the usual case, in one C loop
+                    continue
                 out.update(f"{t.model} {r[i]!r} has {len(r[i])} characters (NetBox allows {NAME_MAX})"
                            for r in t.rows if len(r[i]) > NAME_MAX)
     return sorted(out)
