@@ -45,5 +45,7 @@ def test_port_table_is_ports_of_every_device(site):
     linked = [n for n in fabric.graph if fabric.graph.degree(n)]
     assert sorted(table) == sorted(linked) and len(linked) > 100
     assert all(list(table[n].items()) == list(fabric.ports(n).items()) for n in linked)
+    switches = set(fabric.switches())
+    assert fabric.port_table(switches) == {n: table[n] for n in switches if n in table}
     nic = next(n for n, r in fabric.graph.nodes(data="role") if r == "nic")
     assert list(table[nic])[0] == "pcie"  # its host edge (H...) sorts before its cables (L...)

@@ -24,7 +24,9 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> bytes:
     """The CSV of ``header`` then ``rows`` (every row as long as the header), as UTF-8 bytes."""
     if not rows:
         return columns(header, [[] for _ in header])
-    if len(header) > 1:  # first the rows joined as they are: right when no value needs quoting (the count says)
+    first = rows[0]
+    clean = len(header) > 1 and all(type(v) is str and "," not in v and '"' not in v for v in first)
+    if clean:  # the rows joined as they are: right when no value needs quoting (the count says; the first row hints)
         try:
             text = "\n".join(map(",".join, (header, *rows)))
         except TypeError:  # a value that is not text

@@ -228,7 +228,7 @@ def import_set(design: Design) -> list[Table]:
             rack = racks[rack_id]
             dev_rows.append((device_name(site, dev), ROLE_NAMES.get(d["role"], d["role"]), maker, d["model"], STATUS, site,
                              row_location(rack.position.hall, rack.position.row), rack.id, str(d["u"]), "front", dev, tags))
-    linked_of = fabric.port_table()
+    linked_of = fabric.port_table({n for n, d in devices if d["role"] != "server"})  # switches' and attachments' ports
     model_ports: dict[str, list[tuple[str, str]]] = {}  # switch model -> (port, "; <its cage>" or "") in port order
     # a peer's end as a port's description names it: "<device> " and the peer's port, or "<device> nicN" alone
     peer_text = {n: f"{dev} {'' if stem is None else f'{stem}/' if multi else stem}" for n, (dev, stem, multi) in ends.items()}
