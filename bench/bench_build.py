@@ -8,7 +8,8 @@ into a temporary folder; it needs its own dependencies, Pyomo among them) run in
 the ratio is taken pair by pair: on a shared machine the wall clock also counts other people's work, a
 ratio of builds timed side by side holds. A second run of the current tree in-process splits the build
 by pass: wall and CPU seconds, and the resident memory after each pass with the peak so far; the last
-row is the forked child that renders the design-only emitters beside the twins (its CPU and peak).
+row is the forked children: the twins (from the end of the BOM pass) and the design-only emitters (their CPU
+and the larger peak).
 
     python bench/bench_build.py                       # both sites, 3 runs each side, a Markdown table
     python bench/bench_build.py --sites meta-24k-roce --runs 5 --json
@@ -80,7 +81,8 @@ def pairs(label: str, args_for, runs: int, base: Path | None) -> dict:
 def passes(site: str) -> dict:
     """The current tree's build of ``site`` in this process, split by pass."""
     code = (
-        "import json, resource, sys, time\n"
+        "import gc, json, resource, sys, time\n"
+        "gc.set_threshold(100_000, 50, 100)  # as twin's CLI (twin/cli/app.py main)\n"
         "t0 = (time.perf_counter(), time.process_time())\n"
         "from twin.build import build\n"
         "marks = [('imports', *t0)]\n"
@@ -97,7 +99,7 @@ def passes(site: str) -> dict:
         "build(sys.argv[1], sys.argv[2], progress=step)\n"
         "step('end')\n"
         "kids = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-        "rows.append({'pass': 'child (design-only emitters, in parallel)', 'wall_s': float('nan'), 'cpu_s': kids.ru_utime + kids.ru_stime,\n"
+        "rows.append({'pass': 'children (the twins; the design-only emitters)', 'wall_s': float('nan'), 'cpu_s': kids.ru_utime + kids.ru_stime,\n"
         "             'rss_mib': float('nan'), 'peak_mib': kids.ru_maxrss / 1024})\n"
         "print(json.dumps(rows))\n"
     )

@@ -56,3 +56,30 @@ def test_kill_reaps_the_child():
     child.kill()
     with pytest.raises(ChildProcessError):
         os.waitpid(child.pid, os.WNOHANG)  # already reaped: no zombie left
+
+
+def test_the_twins_run_beside_addressing_and_intent():
+    """The build starts the twins in a child once the BOM is compiled (twin/build.py `_Twins`): what they
+    read is all there, addressing and intent are not yet; the child's runs are the runs this process
+    makes from the finished design, and a build that stops first leaves no child behind."""
+    from twin.build import _Twins, run_twins
+    from twin.compiler.pipeline import compile_design
+
+    twins, seen = _Twins(None), {}
+
+    def on_pass(name, design):
+        seen[name] = design.addressing is None and design.intent is None
+        twins.start_after(name, design)
+
+    design = compile_design(ROOT / "sites" / "lab-2zone.yaml", on_pass=on_pass)
+    assert seen == {"placement": True, "fabric": True, "cabling": True, "bom": True, "addressing": False, "intent": False}
+    assert twins.child is not None and design.intent is not None
+    here = run_twins(design)
+    assert twins.result(design, None) == here and here.default["job"]["compute_s"] > 0 and here.default["schemes"]
+    assert twins.child is None
+
+    design = compile_design(ROOT / "sites" / "lab-2zone.yaml", on_pass=twins.start_after)
+    pid = twins.child.pid
+    twins.stop()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)

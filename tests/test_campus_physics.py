@@ -136,7 +136,7 @@ def test_latency_share_of_a_ring_across_buildings():
     rings = {r["ring"]: r for r in distance.cross_building_rings(d)}
     one, every = rings["one building"], rings["every building"]
     assert every["latency_us"] > 12_000 * 4.9e-3 > one["latency_us"]
-    net = topology.from_design(d, distance.campus_subgraph(d.fabric.graph))
+    net = topology.from_design(d, within=distance.campus_nodes(d.fabric.graph))
     tm = coll.time_collective(net, "allreduce", "ring", np.arange(net.n_gpus), routing.Scheme("e", "e-ecmp", 16))
     assert tm.protocol(8) == "LL" and tm.latency(8) > 2 * 13_800 * 4.9e-9
     for s in every["sizes"]:

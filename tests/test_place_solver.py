@@ -54,3 +54,27 @@ def test_distance_matrix_is_the_distance_bit_for_bit():
     assert D.shape == (60, 40)
     assert all(D[i, j] == grid.distance(p, q) for i, p in enumerate(a) for j, q in enumerate(b))
     assert len({round(v, 6) for v in D.ravel()}) > 20 and (D[:, :1] > 0).any()
+
+
+def test_site_distances_are_site_distance_bit_for_bit():
+    """The placement figures' pair distances (one array) equal the scalar function to the last bit:
+    same hall same row, same hall other rows (through a cross-aisle), and between halls (door to door)."""
+    from twin.compiler.place.model import Position, site_distance, site_distances
+
+    spec, _ = validate_file("sites/meta-24k-roce.yaml")
+    grids = {h.name: HallGrid(h) for h in spec.site.halls}
+    rng = np.random.default_rng(11)
+    halls = [h for h in spec.site.halls[:3]]
+
+    def positions(n):
+        return [Position(h.name, int(rng.integers(1, h.rows + 1)), int(rng.integers(1, h.positions_per_row + 1)))
+                for h in (halls[int(k)] for k in rng.integers(0, len(halls), n))]
+
+    a, b = positions(50), positions(30)
+    a.append(Position(b[0].hall, b[0].row, b[0].slot + (1 if b[0].slot == 1 else -1)))  # a same-row pair for sure
+    ia, ib = np.repeat(np.arange(len(a)), len(b)), np.tile(np.arange(len(b)), len(a))
+    d = site_distances(grids, a, ia, b, ib)
+    want = [site_distance(grids, a[i], b[j]) for i, j in zip(ia.tolist(), ib.tolist())]
+    assert d.tolist() == want
+    kinds = {(a[i].hall == b[j].hall, a[i].row == b[j].row) for i, j in zip(ia.tolist(), ib.tolist())}
+    assert {(True, True), (True, False), (False, False)} <= kinds

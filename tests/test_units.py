@@ -48,3 +48,51 @@ def test_wrong_input_names_expectation(value, kind, needle):
 def test_fmt_round_trips():
     for x in (700.0, 0.5, 1e11, 27.0):
         assert u.parse(u.fmt(x, u.POWER), u.POWER) == x
+
+
+# Units a site, scenario or sweep writes (every one the examples, the catalog and the tests use, and the
+# customary ones a facility engineer may): twin's registry (twin/lang/units.txt) must read each exactly
+# as pint's default registry does: the same unit names (the data-rate checks read them), dimension and
+# value in the kind's canonical unit.
+WRITTEN = [
+    ("W", u.POWER), ("kW", u.POWER), ("MW", u.POWER), ("kilowatt", u.POWER), ("BTU/h", u.POWER),
+    ("m", u.LENGTH), ("mm", u.LENGTH), ("cm", u.LENGTH), ("km", u.LENGTH), ("ft", u.LENGTH), ("in", u.LENGTH),
+    ("feet", u.LENGTH), ("yd", u.LENGTH), ("mi", u.LENGTH), ("meters", u.LENGTH),
+    ("kg", u.MASS), ("lb", u.MASS), ("t", u.MASS), ("tonne", u.MASS),
+    ("kg/m^2", u.AREAL_LOAD), ("lb/ft^2", u.AREAL_LOAD),
+    ("Gbit/s", u.DATA_RATE), ("Tbit/s", u.DATA_RATE), ("GB/s", u.DATA_RATE), ("TB/s", u.DATA_RATE), ("kbit/s", u.DATA_RATE),
+    ("B", u.DATA_SIZE), ("bytes", u.DATA_SIZE), ("kB", u.DATA_SIZE), ("MiB", u.DATA_SIZE), ("GiB", u.DATA_SIZE), ("TB", u.DATA_SIZE),
+    ("Gbit", u.DATA_SIZE),
+    ("ns", u.TIME), ("us", u.TIME), ("µs", u.TIME), ("ms", u.TIME), ("s", u.TIME), ("min", u.TIME), ("minutes", u.TIME),
+    ("h", u.TIME), ("hours", u.TIME), ("d", u.TIME), ("day", u.TIME), ("days", u.TIME), ("week", u.TIME), ("year", u.TIME),
+    ("degC", u.TEMPERATURE), ("degF", u.TEMPERATURE), ("K", u.TEMPERATURE),
+    ("J", u.ENERGY), ("kWh", u.ENERGY), ("MWh", u.ENERGY), ("BTU", u.ENERGY),
+    ("K", u.TEMPERATURE_DIFFERENCE), ("mK", u.TEMPERATURE_DIFFERENCE),
+    ("L/min", u.VOLUME_FLOW), ("m^3/s", u.VOLUME_FLOW), ("m^3/h", u.VOLUME_FLOW), ("gal/min", u.VOLUME_FLOW),
+    ("MW/s", u.POWER_RATE), ("kW/s", u.POWER_RATE), ("W/s", u.POWER_RATE),
+    ("Hz", u.FREQUENCY), ("GHz", u.FREQUENCY),
+    ("USD", u.PRICE), ("MUSD", u.PRICE), ("USD/m", u.PRICE_PER_LENGTH), ("MUSD/MW", u.PRICE_PER_POWER), ("USD/kW", u.PRICE_PER_POWER),
+    ("USD/kWh", u.ENERGY_PRICE), ("USD/MWh", u.ENERGY_PRICE),
+]
+
+
+def test_twin_units_read_as_pints_default_registry():
+    import pint
+
+    full = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
+    full.define("USD = [currency]")
+    mine = u.registry()
+    for unit, kind in WRITTEN:
+        a, b = mine.Quantity(3.0, mine.parse_units(unit)), full.Quantity(3.0, full.parse_units(unit))
+        assert str(a.units) == str(b.units), unit
+        assert str(a.dimensionality) == str(b.dimensionality), unit
+        assert a.to(kind.canonical).magnitude == pytest.approx(b.to(kind.canonical).magnitude, rel=1e-12), unit
+        assert u.parse(f"3 {unit}", kind) == pytest.approx(float(b.to(kind.canonical).magnitude), rel=1e-12), unit
+    # a unit pint knows and twin's inputs have no use for is refused by name, with the expectation
+    assert full.parse_units("furlong") and "unknown unit 'furlong'" in _refused("3 furlong", u.LENGTH)
+
+
+def _refused(text, kind) -> str:
+    with pytest.raises(u.QuantityError) as e:
+        u.parse(text, kind)
+    return str(e.value)

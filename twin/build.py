@@ -156,20 +156,56 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
     digests: dict[str, tuple[str, int]] = {}
     done: dict[str, object] = {}
     with held as out_dir:
-        loaded = _scenario(scenario, progress)
-        design = compile_design(spec_path, progress=progress)
+        twins = _Twins(_scenario(scenario, progress))
+        try:
+            design = compile_design(spec_path, progress=progress, on_pass=twins.start_after)
 
-        def fill(folder: Path) -> None:
-            done["runs"], done["risks"] = _emit_into(folder, design, loaded, scenario, digests, progress)
+            def fill(folder: Path) -> None:
+                done["runs"], done["risks"] = _emit_into(folder, design, twins, scenario, digests, progress)
 
-        if out_dir is None:
-            out_dir = Path("generated") / design.name
-            with claimed(out_dir) as real:
-                write_claimed_with(real, fill)
-        else:
-            write_claimed_with(out_dir, fill)
+            if out_dir is None:
+                out_dir = Path("generated") / design.name
+                with claimed(out_dir) as real:
+                    write_claimed_with(real, fill)
+            else:
+                write_claimed_with(out_dir, fill)
+        finally:
+            twins.stop()
     return BuildResult(design, Path(out) if out is not None else out_dir, {p: sha for p, (sha, _n) in sorted(digests.items())},
                        done["risks"], done["runs"])
+
+
+class _Twins:
+    """The build's twins (:func:`run_twins`), started in a forked child as soon as what they read is
+    compiled: they read the placement, fabric, cabling, BOM and budget, never the addressing or the
+    config intent, so those two passes compile beside them. Run in this process where the system
+    cannot fork."""
+
+    AFTER = "bom"  # the last pass the twins read
+
+    def __init__(self, loaded):
+        self.loaded, self.child = loaded, None
+
+    def start_after(self, name: str, design: Design) -> None:
+        if name == self.AFTER and hasattr(os, "fork"):
+            self.child = apart(lambda: run_twins(design, self.loaded))
+
+    def result(self, design: Design, progress) -> Runs:
+        """The twins' runs: the child's, waited for, or run here."""
+        if self.child is None:
+            runs = run_twins(design, self.loaded, progress)
+            _release_free_memory()
+            return runs
+        if progress:
+            progress("default twin" + (f" and scenario {Path(self.loaded[0]).name}" if self.loaded else ""))
+        child, self.child = self.child, None
+        return child.join()
+
+    def stop(self) -> None:
+        """Nothing of the child outlives a build that failed before it was waited for."""
+        if self.child is not None:
+            self.child.kill()
+            self.child = None
 
 
 def _scenario(scenario: str | Path | None, progress) -> tuple[str, tuple] | None:
@@ -182,18 +218,17 @@ def _scenario(scenario: str | Path | None, progress) -> tuple[str, tuple] | None
     return str(scenario), load_scenario(scenario)
 
 
-def _emit_into(folder: Path, design: Design, loaded, scenario, digests: dict[str, tuple[str, int]], progress) -> tuple[Runs, tuple[Verdict, ...]]:
+def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: dict[str, tuple[str, int]], progress) -> tuple[Runs, tuple[Verdict, ...]]:
     """Every artifact of ``design`` written under ``folder``, in two processes where the system can
     fork: a child renders and writes the emitters that read the design alone (configs, NetBox,
-    cabling, model export, ...) while this process runs the twins, the verdicts and the report,
-    which read their results, then takes the design-only emitters the child has not started yet
-    (one queue, largest first). Each file and digest is the one the serial :func:`render` makes; the
-    child hands back its digests (or its exception) through a pipe."""
+    cabling, model export, ...) while the twins finish (:class:`_Twins`); then this process runs the
+    verdicts and the report, which read their results, and takes the design-only emitters the child
+    has not started yet (one queue, largest first). Each file and digest is the one the serial
+    :func:`render` makes; the child hands back its digests (or its exception) through a pipe."""
     queue = _queue(len(BY_COST))
     child = apart(lambda: _write_emitters(folder, _taken(queue), design, acyclic=True)) if hasattr(os, "fork") else None
     try:
-        runs = run_twins(design, loaded, progress)
-        _release_free_memory()
+        runs = twins.result(design, progress)
         if progress:
             progress("verdicts")
         risks = tuple(verdicts(design, runs.scenario))

@@ -30,6 +30,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
 from twin.compiler.config import buffers
+from twin.memo import last_call
 from twin.physics import DEFAULT_SWITCH_LATENCY_S, FIBER_DELAY_S_PER_M, lossless_reach
 
 
@@ -60,13 +61,15 @@ def _switch_ends(design):
     return a, b, names
 
 
+@last_call
 def headroom(design) -> dict:
     """Lossless headroom of every cable and switch, from the buffers the switches are configured with
     (:func:`twin.compiler.config.buffers.plan`).
 
     Returns arrays over the cable plan (``xoff`` bytes per port, ``fits``), per switch (``names``,
     ``pool``: the cap of its shared headroom pool, ``ports``, ``need``: every used port's xoff) and, on a
-    campus, a :class:`PairHeadroom` per building pair."""
+    campus, a :class:`PairHeadroom` per building pair. Computed once per design (the report, its campus
+    picture and the verdicts read the same): read the result, never change it."""
     spec, plan = design.spec, design.cabling
     hr = buffers.plan(spec, design.fabric, plan)
     out = {"names": list(hr.names), "pool": hr.pool, "ports": hr.ports, "need": hr.need, "xoff": hr.xoff,
@@ -148,26 +151,26 @@ REPORT_RACKS = 2  # racks per building in the report's cross-building collective
 REPORT_SIZES = (2.0**20, 2.0**26, 2.0**30)  # 1 MiB, 64 MiB, 1 GiB
 
 
-def campus_subgraph(g, racks: int = REPORT_RACKS):
+def campus_nodes(g, racks: int = REPORT_RACKS) -> set[str]:
     """The first ``racks`` racks of the first zone of every building, their zones' CTSWs, every ATSW and
-    any campus spine: enough fabric for a ring that crosses every building."""
-    nodes = g.nodes
+    any campus spine: enough fabric for a ring that crosses every building (the nodes, for
+    :func:`twin.twins.net.topology.from_design`'s ``within``: no copy of the graph)."""
+    data = g.nodes(data=True)
+    servers = [(n, d) for n, d in data if d.get("role") == "server"]
     first: dict[int, int] = {}
-    for _n, d in nodes(data=True):
-        if d.get("role") == "server":
-            b = d.get("building", 0)
-            first[b] = min(first.get(b, d["zone"]), d["zone"])
+    for _n, d in servers:
+        b = d.get("building", 0)
+        first[b] = min(first.get(b, d["zone"]), d["zone"])
     zones = set(first.values())
     chosen: dict[int, list[str]] = {}
-    for _n, d in sorted(nodes(data=True), key=lambda x: (str(x[1].get("rack")), x[0])):
-        if d.get("role") == "server" and d["zone"] in zones:
+    for _n, d in sorted(servers, key=lambda x: (str(x[1].get("rack")), x[0])):
+        if d["zone"] in zones:
             mine = chosen.setdefault(d["zone"], [])
             if d["rack"] not in mine and len(mine) < racks:
                 mine.append(d["rack"])
     keep_racks = {r for rs in chosen.values() for r in rs}
-    keep = {n for n, d in nodes(data=True)
+    return {n for n, d in data
             if (d.get("rack") in keep_racks and d.get("level", -1) <= 1) or (d.get("level") == 2 and d.get("zone") in zones) or d.get("level", -1) >= 3}
-    return g.subgraph(keep).copy()
 
 
 def cross_building_rings(design, racks: int = REPORT_RACKS) -> list[dict]:
@@ -177,8 +180,8 @@ def cross_building_rings(design, racks: int = REPORT_RACKS) -> list[dict]:
     from twin.twins.net import collectives as coll
     from twin.twins.net import routing, topology
 
-    g = campus_subgraph(design.fabric.graph, racks)
-    net = topology.from_design(design, g)
+    g = design.fabric.graph
+    net = topology.from_design(design, within=campus_nodes(g, racks))
     qps = design.spec.fabric.routing.qps_per_gpu_pair
     scheme = routing.Scheme(f"e-ecmp, {qps} QPs", "e-ecmp", qps)
     srv_bld = np.array([g.nodes[s].get("building", 0) for s in net.server_ids])

@@ -101,10 +101,12 @@ def _design_figures() -> list[Figure]:
         return Figure(name, label, unit, group, needs, how, value, digits)
 
     def roles(x):
-        return Counter(r for _, r in x.design.fabric.graph.nodes(data="role"))
+        count = Counter(r for _, r in x.design.fabric.graph.nodes(data="role"))  # once, not once per role
+        return _each(x.design.fabric.roles, lambda r: count.get(r, 0))
 
     def tier_links(x):
-        return Counter(lk.tier for lk in x.design.fabric.cables())
+        count = Counter(lk.tier for lk in x.design.fabric.links if lk.kind == "link")
+        return _each(x.design.fabric.tiers, lambda t: count.get(t, 0))
 
     def km(stock):
         return round(float(stock.sum()) / 1e3, 3)
@@ -162,9 +164,9 @@ def _design_figures() -> list[Figure]:
         F("gpus", "GPUs", "", "compute", "spec.gpus (twin/compiler/resolve/spec.py)", lambda x: x.design.spec.gpus),
         F("gpu_racks", "GPU racks", "", "compute", "spec.racks", lambda x: x.design.spec.racks),
         F("servers", "GPU servers", "", "compute", "server nodes of the fabric graph (Fabric.server_count)", lambda x: x.design.fabric.server_count()),
-        F("switches.{}", "{} switches", "", "fabric", "switch nodes of the fabric graph per role", lambda x: _each(x.design.fabric.roles, lambda r: roles(x).get(r, 0))),
+        F("switches.{}", "{} switches", "", "fabric", "switch nodes of the fabric graph per role", roles),
         F("switches", "switches", "", "fabric", "switch nodes of the fabric graph (= the BOM switch quantity)", lambda x: len(x.design.fabric.switches())),
-        F("links.{}", "{} links", "", "fabric", "cables of the fabric graph per tier", lambda x: _each(x.design.fabric.tiers, lambda t: tier_links(x).get(t, 0))),
+        F("links.{}", "{} links", "", "fabric", "cables of the fabric graph per tier", tier_links),
         F("oversubscription.{}", "oversubscription below {} (down:up)", ":1", "fabric", "spec.shape's boundaries, as built",
           lambda x: [((bd.name,), (bd.name,), bd.built) for bd in x.design.spec.shape.boundaries if bd.built is not None], 3),
         F("bisection_tbps", "bisection: max-flow between two halves of the zones (of the leaves without zones)", "Tbit/s", "fabric",

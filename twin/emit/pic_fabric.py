@@ -38,11 +38,11 @@ def graph_facts(fabric) -> tuple[dict[int, tuple[str, Counter]], dict[str, tuple
         if lvl >= 1:
             tiers.setdefault(lvl, (a["role"], Counter()))[1][a.get("model", "?")] += 1
     links: dict[str, tuple[int, Counter]] = {}
-    for lk in fabric.links:
-        if lk.kind == "link":
-            n, speeds = links.get(lk.tier, (0, Counter()))
-            speeds[lk.speed] += 1
-            links[lk.tier] = (n + 1, speeds)
+    # counted in one pass; first-seen order of tiers, and of speeds within a tier, as the links come
+    for (tier, speed), k in Counter((lk.tier, lk.speed) for lk in fabric.links if lk.kind == "link").items():
+        n, speeds = links.get(tier, (0, Counter()))
+        speeds[speed] = k
+        links[tier] = (n + k, speeds)
     return tiers, links
 
 

@@ -16,6 +16,7 @@ import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
@@ -46,10 +47,14 @@ _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s
 _DOLLAR = re.compile(r"^\s*\$\s*(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*(/\s*\S.*?)?\s*$")
 
 
+DEFINITIONS = Path(__file__).with_name("units.txt")  # the units an input may write (pint's own definitions)
+
+
 @lru_cache(maxsize=1)
 def registry() -> pint.UnitRegistry:
-    """The one unit registry of the process (pint registries are expensive to build)."""
-    ureg = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
+    """The one unit registry of the process: pint's definitions of the units an input may write
+    (:data:`DEFINITIONS`; pint's full registry of ~1,000 units takes 10x as long to build)."""
+    ureg = pint.UnitRegistry(str(DEFINITIONS), autoconvert_offset_to_baseunit=True)
     # Money is a dimension of its own, so "11.7 MUSD/MW" or "0.09 USD/kWh" convert like any other
     # quantity and a price where a power belongs is refused by its dimension. One currency only:
     # twin keeps no exchange rates, so a figure in another currency is converted by the user.

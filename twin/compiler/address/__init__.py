@@ -90,6 +90,33 @@ def _check_asn_pools(pools) -> None:
         raise InfeasibleError(problems)
 
 
+def dotted(a: int) -> str:
+    """An IPv4 address (an int) in dotted decimal, as ``str(ipaddress.IPv4Address(a))`` writes it, without
+    building the object (a 100K-GPU fabric has ~600K addresses; the objects were most of this pass).
+
+    >>> dotted(167772161), dotted(3232235775)
+    ('10.0.0.1', '192.168.0.255')
+    """
+    return f"{a >> 24}.{a >> 16 & 255}.{a >> 8 & 255}.{a & 255}"
+
+
+def dotted_run(start: int, count: int, step: int, suffix: str) -> list[str]:
+    """``dotted(start + k * step) + suffix`` for k < count: the first three octets formatted once per /24.
+
+    >>> dotted_run(167772414, 3, 1, "/32")
+    ['10.0.0.254/32', '10.0.0.255/32', '10.0.1.0/32']
+    """
+    out: list[str] = []
+    a, end = start, start + count * step
+    while a < end:
+        stop = min(end, (a >> 8) + 1 << 8)  # the end of a's /24
+        prefix = f"{a >> 24}.{a >> 16 & 255}.{a >> 8 & 255}."
+        run = range(a, stop, step)
+        out += [f"{prefix}{x & 255}{suffix}" for x in run]
+        a = run[-1] + step
+    return out
+
+
 def plan(spec: Spec, fabric: Fabric | None) -> Addressing | None:
     """The addressing pass: None for InfiniBand (OpenSM assigns LIDs) or when there is no fabric."""
     if fabric is None or spec.fabric.technology.value != "roce":
@@ -141,10 +168,18 @@ def plan(spec: Spec, fabric: Fabric | None) -> Addressing | None:
         raise InfeasibleError([(f"routing.loopback_pool {lo_net} has {lo_net.num_addresses - 2} addresses; the fabric has {len(switches)} switches:"
                                 f" use a /{smallest_prefix(len(switches) + 2)} or larger")])
     lo_base = int(lo_net.network_address) + 1
-    loopback = {n: f"{ipaddress.IPv4Address(lo_base + i)}/32" for i, n in enumerate(switches)}
+    loopback = dict(zip(switches, dotted_run(lo_base, len(switches), 1, "/32"), strict=True))
 
-    # ---- point-to-point links between switches (link-id order)
-    routed = [lk for lk in fabric.cables() if lk.a in levels and lk.b in levels]
+    # ---- point-to-point links between switches (link-id order); NICs per leaf on the way
+    cables = fabric.cables()
+    nics_per_leaf: dict[str, int] = {n: 0 for n in switches if levels[n] == 1}
+    routed = []
+    for lk in cables:
+        if lk.a in levels:
+            if lk.b in levels:
+                routed.append(lk)
+        elif lk.b in nics_per_leaf:
+            nics_per_leaf[lk.b] += 1
     p2p: dict[str, tuple[str, str]] = {}
     if not r.unnumbered:
         pn = pools["p2p_pool"]
@@ -152,15 +187,10 @@ def plan(spec: Spec, fabric: Fabric | None) -> Addressing | None:
             raise InfeasibleError([(f"routing.p2p_pool {pn} holds {pn.num_addresses // 2} /31 links; the fabric has {len(routed)} switch-to-switch links:"
                                     f" use a /{smallest_prefix(2 * len(routed))} or larger")])
         base = int(pn.network_address)
-        for i, lk in enumerate(routed):
-            a = base + 2 * i
-            p2p[lk.id] = (f"{ipaddress.IPv4Address(a)}/31", f"{ipaddress.IPv4Address(a + 1)}/31")
+        ends = zip(dotted_run(base, len(routed), 2, "/31"), dotted_run(base + 1, len(routed), 2, "/31"), strict=True)
+        p2p = dict(zip([lk.id for lk in routed], ends, strict=True))
 
     # ---- GPU NIC subnet per leaf (the rack switch): sized for its NICs + network, broadcast, gateway
-    nics_per_leaf: dict[str, int] = {n: 0 for n in switches if levels[n] == 1}
-    for lk in fabric.cables():
-        if lk.b in nics_per_leaf and lk.a not in levels:
-            nics_per_leaf[lk.b] += 1
     rack_net = pools["rack_pool"]
     rack_subnet: dict[str, str] = {}
     rack_gateway: dict[str, str] = {}
@@ -174,8 +204,8 @@ def plan(spec: Spec, fabric: Fabric | None) -> Addressing | None:
             raise InfeasibleError([(f"routing.rack_pool {rack_net} is exhausted after {len(rack_subnet)} of {len(nics_per_leaf)} rack subnets"
                                     f" (/{32 - size.bit_length() + 1} each): use a /{smallest_prefix(span)} or larger")])
         plen = 32 - (size.bit_length() - 1)
-        rack_subnet[n] = f"{ipaddress.IPv4Address(cursor)}/{plen}"
-        rack_gateway[n] = f"{ipaddress.IPv4Address(cursor + 1)}/{plen}"
+        rack_subnet[n] = f"{dotted(cursor)}/{plen}"
+        rack_gateway[n] = f"{dotted(cursor + 1)}/{plen}"
         cursor += size
 
     extra: dict = {}

@@ -96,8 +96,14 @@ def plan(spec, fabric, cabling) -> Headroom:
     index = {n: i for i, n in enumerate(names)}
     g = fabric.graph
     speed = np.array([c.speed for c in cables], float)
-    metres = np.array([cable_metres(x) for x in cabling.stock.tolist()], np.int64)
-    xoff = np.array([port_xoff(s, int(m), mtu) for s, m in zip(speed.tolist(), metres.tolist())], np.int64)
+    # a site has a handful of stock lengths and speeds: each distinct value worked out once, then spread
+    lengths, at = np.unique(np.asarray(cabling.stock, float), return_inverse=True)
+    metres = np.array([cable_metres(x) for x in lengths.tolist()], np.int64)[at.reshape(-1)]
+    speeds, s_at = np.unique(speed, return_inverse=True)
+    whole, m_at = np.unique(metres, return_inverse=True)
+    pairs, at = np.unique(s_at.reshape(-1) * len(whole) + m_at.reshape(-1), return_inverse=True)
+    xoff = np.array([port_xoff(speeds[k // len(whole)].item(), int(whole[k % len(whole)]), mtu) for k in pairs.tolist()],
+                    np.int64)[at.reshape(-1)]
     a = np.array([index.get(c.a, -1) for c in cables], np.int64)
     b = np.array([index.get(c.b, -1) for c in cables], np.int64)
     n = len(names)

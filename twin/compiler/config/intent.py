@@ -23,12 +23,26 @@ if TYPE_CHECKING:
     from twin.compiler.fabric.cabling import CablePlan
 
 LEVEL_ROLE = {1: "rtsw", 2: "ctsw", 3: "atsw", 4: "cssw"}
+GROUP = {level: role.upper() for level, role in LEVEL_ROLE.items()}  # a BGP peer group is named by the peers' role
 HOST_IF = "Vlan1000"  # the rack's GPU subnet: a VLAN over the server-facing ports (SVI gateway)
 
 
 def linux_ifname(port: str) -> str:
     """FRR runs on Linux: '/' is not allowed in interface names (EOS 'Ethernet3/1' -> 'Ethernet3_1')."""
     return port.replace("/", "_")
+
+
+def _direction(mine: int, peer: int) -> str:
+    """Where a peer of level ``peer`` is seen from a switch of level ``mine``."""
+    return "up" if peer > mine else ("down" if peer < mine else "lateral")
+
+
+class _LinuxNames(dict):
+    """port -> :func:`linux_ifname`, each port name worked out once (a few hundred names over 280K ends)."""
+
+    def __missing__(self, port: str) -> str:
+        name = self[port] = linux_ifname(port)
+        return name
 
 
 class Neighbor(NamedTuple):
@@ -112,7 +126,7 @@ class Intent:
     site: dict  # shared context: routing, qos, pools
 
 
-def ecmp_widths(fabric) -> dict[str, int]:
+def ecmp_widths(fabric, level: dict[str, int] | None = None) -> dict[str, int]:
     """The ECMP width each switch needs in a Clos: the larger of its uplink count (every remote
     destination is reached through all of them at equal AS-path length) and the links it has to one
     destination below (parallel links to a leaf; for the top tier, all links into one zone).
@@ -126,21 +140,25 @@ def ecmp_widths(fabric) -> dict[str, int]:
     >>> w = ecmp_widths(load("sites/lab-2zone.yaml").fabric)
     >>> w["lab1-z1-r001-rtsw"], w["z1-ctsw-01"], w["atsw-01"]
     (16, 8, 16)
+
+    ``level``: switch -> level, when the caller has it already.
     """
-    nodes = dict(fabric.graph.nodes(data=True))  # node -> its attribute dict: plain lookups, not the view's
+    nodes = fabric.graph._node  # node -> its attribute dict: plain lookups, not the view's
+    if level is None:  # switch -> its level (``level >= 1``); servers, NICs and endpoints (-1, 0) are not in it
+        level = {n: nodes[n]["level"] for n in fabric.switches()}
     up: Counter = Counter()
     down: dict[str, Counter] = defaultdict(Counter)
     for lk in fabric.cables():
-        la, lb = nodes[lk.a].get("level", 0), nodes[lk.b].get("level", 0)
+        a, b = lk.a, lk.b
+        la, lb = level.get(a, 0), level.get(b, 0)
         if la < 1 or lb < 1:
             continue
         if la == lb:  # a campus mesh link: the racks of the peer's building are reached over all of them
-            for me, peer in ((lk.a, lk.b), (lk.b, lk.a)):
-                down[me][("building", nodes[peer].get("building"))] += 1
+            down[a][("building", nodes[b].get("building"))] += 1
+            down[b][("building", nodes[a].get("building"))] += 1
             continue
-        lo, hi = (lk.a, lk.b) if la < lb else (lk.b, lk.a)
+        lo, hi, top = (a, b, lb) if la < lb else (b, a, la)
         up[lo] += 1
-        top = nodes[hi].get("level")
         group = spine_group(nodes[lo]) if top == 3 else (("building", nodes[lo].get("building")) if top == 4 else lo)
         down[hi][group] += 1
     return {n: max([up.get(n, 0)] + list(down.get(n, Counter()).values()) + [1]) for n in fabric.switches()}
@@ -164,44 +182,53 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None, cabling: C
 
 
 def _build_intent(spec: Spec, fabric: Fabric, addr: Addressing, cabling: CablePlan) -> Intent:
-    hr = buffers.plan(spec, fabric, cabling)
-    cable = dict(zip(hr.ids, zip(hr.metres.tolist(), hr.xoff.tolist(), strict=True), strict=True))  # link -> (metres, xoff)
+    hr = buffers.plan(spec, fabric, cabling)  # per cable, in the order of fabric.cables() (plan checks it)
 
     f = spec.fabric
     g = fabric.graph
     r = f.routing
-    widths = ecmp_widths(fabric)
     asn, level = addr.asn, {}
     for n in fabric.switches():
         level[n] = g.nodes[n]["level"]
+    widths = ecmp_widths(fabric, level)
     neighbors: dict[str, list[Neighbor]] = {n: [] for n in level}
     groups: dict[str, dict[str, tuple[str, str, set]]] = {n: {} for n in level}  # name -> (role, direction, peer ASNs)
     server_ports: dict[str, list[ServerPort]] = defaultdict(list)
     new = tuple.__new__  # a NamedTuple from its fields in order, without its keyword-parsing __new__ (280K ends at 100K GPUs)
-    p2p, p2p6 = addr.p2p, addr.p2p6
-    for lk in fabric.cables():
-        if lk.a not in level or lk.b not in level:
-            if lk.b in level and lk.a not in level:
-                server_ports[lk.b].append(ServerPort(lk.id, lk.b_port, lk.a, lk.a_port, int(lk.speed), *cable[lk.id]))
+    p2p, p2p6 = addr.p2p, addr.p2p6 or None
+    ifnames = _LinuxNames()
+    for lk, metres, xoff in zip(fabric.cables(), hr.metres.tolist(), hr.xoff.tolist(), strict=True):
+        a, b = lk.a, lk.b
+        la, lb = level.get(a), level.get(b)
+        if la is None or lb is None:
+            if lb is not None:
+                server_ports[b].append(new(ServerPort, (lk.id, lk.b_port, a, lk.a_port, int(lk.speed), metres, xoff)))
             continue
-        metres, xoff = cable[lk.id]
+        lid, a_port, b_port = lk.id, lk.a_port, lk.b_port
         speed = int(lk.speed)
-        ips, ips6 = p2p.get(lk.id), p2p6.get(lk.id)
-        for me, my_port, peer, peer_port, end in ((lk.a, lk.a_port, lk.b, lk.b_port, 0), (lk.b, lk.b_port, lk.a, lk.a_port, 1)):
-            prole = LEVEL_ROLE[level[peer]]
-            group = prole.upper()
-            direction = "up" if level[peer] > level[me] else ("down" if level[peer] < level[me] else "lateral")
-            groups[me].setdefault(group, (prole, direction, set()))[2].add(asn[peer])
-            ip = ip6 = peer_ip = peer_ip6 = None
-            if ips is not None:
-                ip, peer_ip = ips[end], ips[1 - end]
-            if ips6 is not None:
-                ip6, peer_ip6 = ips6[end], ips6[1 - end]
-            neighbors[me].append(new(Neighbor, (
-                lk.id, my_port, linux_ifname(my_port), ip, ip6, peer, peer_port,
-                peer_ip.split("/")[0] if peer_ip else None, peer_ip6.split("/")[0] if peer_ip6 else None,
-                asn[peer], group, speed, metres, xoff,
-            )))
+        ip_a = ip_b = ip6_a = ip6_b = bare_a = bare_b = bare6_a = bare6_b = None
+        ips = p2p.get(lid)
+        if ips is not None:
+            ip_a, ip_b = ips
+            bare_a, bare_b = ip_a.split("/")[0], ip_b.split("/")[0]
+        if p2p6 is not None and lid in p2p6:
+            ip6_a, ip6_b = p2p6[lid]
+            bare6_a, bare6_b = ip6_a.split("/")[0], ip6_b.split("/")[0]
+        asn_a, asn_b = asn[a], asn[b]
+        group_a, group_b = GROUP[la], GROUP[lb]
+        # a's end: b is its peer (in the group of b's role), then b's end
+        try:
+            groups[a][group_b][2].add(asn_b)
+        except KeyError:
+            groups[a][group_b] = (LEVEL_ROLE[lb], _direction(la, lb), {asn_b})
+        neighbors[a].append(new(Neighbor, (lid, a_port, ifnames[a_port], ip_a, ip6_a, b, b_port, bare_b, bare6_b, asn_b, group_b, speed,
+                                           metres, xoff)))
+        try:
+            groups[b][group_a][2].add(asn_a)
+        except KeyError:
+            groups[b][group_a] = (LEVEL_ROLE[la], _direction(lb, la), {asn_a})
+        neighbors[b].append(new(Neighbor, (lid, b_port, ifnames[b_port], ip_b, ip6_b, a, a_port, bare_a, bare6_a, asn_a, group_a, speed,
+                                           metres, xoff)))
     sw: dict[str, SwitchIntent] = {}
     for n in fabric.switches():
         node = g.nodes[n]

@@ -111,63 +111,61 @@ class CablePlan:
     campus: CampusCabling | None = None  # links between buildings: legs and trunks (a campus)
     _index: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_index", {c: i for i, c in enumerate(self.ids)})
-
     def __len__(self) -> int:
         return len(self.ids)
 
+    def _at(self, link_id: str) -> int:
+        """A link's row; the id index is made on first use (a build reads the arrays, not single links)."""
+        if not self._index and self.ids:
+            self._index.update((c, i) for i, c in enumerate(self.ids))
+        return self._index[link_id]
+
     def length_of(self, link_id: str) -> float:
         """Ordered (stock) length in metres of a link's cable."""
-        return float(self.stock[self._index[link_id]])
+        return float(self.stock[self._at(link_id)])
 
     def medium_of(self, link_id: str) -> str:
-        return self.media[self.medium[self._index[link_id]]]
+        return self.media[self.medium[self._at(link_id)]]
 
     def delay(self, link_id: str) -> float:
         """Propagation delay in seconds along the cable (:data:`twin.physics.FIBER_DELAY_S_PER_M`)."""
-        return float(self.stock[self._index[link_id]]) * FIBER_DELAY_S_PER_M
+        return float(self.stock[self._at(link_id)]) * FIBER_DELAY_S_PER_M
 
 
 def device_table(spec: Spec, placement: Placement, fabric: Fabric, nodes: list[str]):
     """Per device: hall index, x, y, height of its middle above the floor, tray height, rack index."""
-    g = fabric.graph
+    attrs = fabric.graph._node  # node -> its attribute dict (plain lookups, not the view's)
     racks = {r.id: r for r in placement.racks}
     halls = {h.name: i for i, h in enumerate(spec.site.halls)}
     grids = [HallGrid(h) for h in spec.site.halls]
-    rack_ids: dict[str, int] = {}
-    n = len(nodes)
-    hall = np.empty(n, np.int32)
-    row = np.empty(n, np.int32)
-    x = np.empty(n)
-    y = np.empty(n)
-    z = np.empty(n)
-    rk = np.empty(n, np.int64)
     heights = {name: m.height_u for name, m in spec.catalog.switches.items()}
     heights[spec.rack_type.chassis] = spec.chassis.height_u
     endpoint_u = {a.name: a.height_u for a in spec.fabric.attachments}
-    for i, node in enumerate(nodes):
-        d = g.nodes[node]
-        r = racks[d["rack"]]
-        hi = halls[r.position.hall]
-        hall[i] = hi
-        row[i] = r.position.row
-        x[i] = grids[hi].x(r.position.slot)
-        y[i] = grids[hi].y(r.position.row)
+    at_rack: dict[str, tuple] = {}  # rack id -> (hall index, row, x, y, rack number): racks hold many devices
+    cols: list[tuple] = []
+    for node in nodes:
+        d = attrs[node]
+        where = at_rack.get(d["rack"])
+        if where is None:
+            r = racks[d["rack"]]
+            hi = halls[r.position.hall]
+            where = at_rack[d["rack"]] = (hi, r.position.row, grids[hi].x(r.position.slot), grids[hi].y(r.position.row), len(at_rack))
         if d["role"] == "endpoint":
             hu = endpoint_u[d["model"]]
         else:
             hu = heights[d["model"]] if "model" in d and d["role"] != "nic" else spec.chassis.height_u
-        z[i] = (d["u"] - 1 + hu / 2) * U_METRES
-        rk[i] = rack_ids.setdefault(d["rack"], len(rack_ids))
-    return hall, row, x, y, z, rk, grids
+        cols.append((*where, (d["u"] - 1 + hu / 2) * U_METRES))
+    hall, row, x, y, rk, z = zip(*cols, strict=True) if cols else ((),) * 6
+    return (np.array(hall, np.int32), np.array(row, np.int32), np.array(x, float), np.array(y, float), np.array(z, float),
+            np.array(rk, np.int64), grids)
 
 
 def route_lengths(spec: Spec, placement: Placement, fabric: Fabric, a_nodes: list[str], b_nodes: list[str]):
     """(route without slack, length with slack, a-end row, a-end hall index) for cables a -> b."""
-    nodes = sorted(set(a_nodes) | set(b_nodes))
-    pos = {n: i for i, n in enumerate(nodes)}
-    hall, row, x, y, z, rk, grids = device_table(spec, placement, fabric, nodes)
+    pos: dict[str, int] = {}  # every end once, in order of first appearance (only the indices matter)
+    for n in a_nodes + b_nodes:
+        pos.setdefault(n, len(pos))
+    hall, row, x, y, z, rk, grids = device_table(spec, placement, fabric, list(pos))
     ai = np.fromiter((pos[n] for n in a_nodes), np.int64, len(a_nodes))
     bi = np.fromiter((pos[n] for n in b_nodes), np.int64, len(b_nodes))
     tray = np.array([h.tray_height for h in spec.site.halls])

@@ -84,8 +84,8 @@ def plan(spec: Spec, placement: Placement, fabric: Fabric, cables: list[Link], n
     """The links between buildings: (their cabling, the plan's arrays for them: route, length, stock,
     medium index into ``names``). ``device_table`` is the cabling pass's (hall, row, x, y, z, rack) lookup."""
     cp = spec.campus
-    g = fabric.graph
-    sel = [i for i, c in enumerate(cables) if g.nodes[c.a].get("building") != g.nodes[c.b].get("building")]
+    building = {n: d.get("building") for n, d in fabric.graph._node.items()}
+    sel = [i for i, c in enumerate(cables) if building[c.a] != building[c.b]]
     if not sel:
         return None
     idx = np.array(sel, np.int64)
@@ -108,7 +108,7 @@ def plan(spec: Spec, placement: Placement, fabric: Fabric, cables: list[Link], n
         legs.append(run)
     leg = np.stack(legs, axis=1)
     patch = leg * (1 + LOOP_FACTOR) + LOOP_FIXED
-    pairs = tuple((min(ba, bb), max(ba, bb)) for ba, bb in ((g.nodes[a]["building"], g.nodes[b]["building"]) for a, b in zip(a_nodes, b_nodes)))
+    pairs = tuple((min(ba, bb), max(ba, bb)) for ba, bb in ((building[a], building[b]) for a, b in zip(a_nodes, b_nodes)))
     trunk = np.array([cp.route(*p).length for p in pairs])
     total = patch.sum(axis=1) + trunk
     speed = np.array([cables[i].speed for i in sel])

@@ -16,6 +16,7 @@ from scipy.sparse.csgraph import maximum_flow, shortest_path
 
 from twin.compiler.fabric.graph import Fabric
 from twin.lang.site.families import family_traits
+from twin.memo import last_call
 
 GB = 1e9
 MAX_FLOW_SAMPLES = 8  # zones whose inner bisection is computed (evenly spread; zones are alike)
@@ -58,7 +59,8 @@ class SwitchGraph:
     def __init__(self, fabric: Fabric):
         g = fabric.graph
         roles = set(fabric.roles)
-        self.names = [n for n, r in g.nodes(data="role") if r in roles]
+        role = dict(g.nodes(data="role"))
+        self.names = [n for n, r in role.items() if r in roles]
         self.index = {n: i for i, n in enumerate(self.names)}
         self.leaves = [n for n in self.names if g.nodes[n]["level"] == 1]
         inj = np.zeros(len(self.names), dtype=np.int64)
@@ -70,7 +72,7 @@ class SwitchGraph:
                 us.append(self.index[lk.a])
                 vs.append(self.index[lk.b])
                 caps.append(int(round(lk.speed / GB)))
-            elif g.nodes[lk.a]["role"] == "nic":  # fabric attachments are not GPU injection
+            elif role[lk.a] == "nic":  # fabric attachments are not GPU injection
                 inj[self.index[lk.b]] += int(round(lk.speed / GB))
         self.inj = inj
         self.u = np.array(us, dtype=np.int64)
@@ -103,42 +105,41 @@ class SwitchGraph:
 
 def _tier_figures(fabric: Fabric, spec) -> list[TierFigures]:
     g = fabric.graph
+    role = dict(g.nodes(data="role"))
+    ends = Counter(lk.a for lk in fabric.links)  # ports in use: every edge of the graph is one of the links
+    ends.update(lk.b for lk in fabric.links)
     down: dict[str, float] = defaultdict(float)
     up: dict[str, float] = defaultdict(float)
-    uplinks: dict[str, Counter] = defaultdict(Counter)
+    ups: dict[str, int] = defaultdict(int)  # uplinks per switch
+    peers: dict[str, set] = defaultdict(set)  # the switches above it that they reach
     for lk in fabric.links:
-        if lk.kind != "link" or g.nodes[lk.a]["role"] == "endpoint":  # attachments use ports, not down:up
+        if lk.kind != "link" or role[lk.a] == "endpoint":  # attachments use ports, not down:up
             continue
         down[lk.b] += lk.speed
         up[lk.a] += lk.speed
-        uplinks[lk.a][lk.b] += 1
+        ups[lk.a] += 1
+        peers[lk.a].add(lk.b)
     out = []
-    for role in fabric.roles:
-        members = fabric.nodes(role)
+    for r in fabric.roles:
+        members = [n for n, x in role.items() if x == r]
         models = Counter(g.nodes[n]["model"] for n in members)
-        ups = [sum(uplinks[n].values()) for n in members]
-        hops = [len(uplinks[n]) for n in members]
-        used = sum(len(fabric.graph.edges(n)) for n in members)
+        up_counts = [ups[n] for n in members]
+        hops = [len(peers[n]) for n in members]
+        used = sum(ends[n] for n in members)
         total = sum(spec.switch(m).ports * c for m, c in models.items())
         out.append(TierFigures(
-            role, len(members), dict(sorted(models.items())),
+            r, len(members), dict(sorted(models.items())),
             sum(down[n] for n in members), sum(up[n] for n in members),
-            (min(ups), max(ups)), (min(hops), max(hops)), used, total,
+            (min(up_counts), max(up_counts)), (min(hops), max(hops)), used, total,
         ))
     return out
 
 
-_LAST: list = []  # (fabric, spec, figures) of the last call: the report and review.json ask for the same design's
-
-
+@last_call
 def compute(fabric: Fabric, spec) -> Figures:
     """The fabric's figures (max-flow bisection, tiers, hops). Computed once per fabric and spec: a second
     call with the same two objects returns the same Figures (read them, never change them)."""
-    if _LAST and _LAST[0] is fabric and _LAST[1] is spec:
-        return _LAST[2]
-    figures = _compute(fabric, spec)
-    _LAST[:] = [fabric, spec, figures]
-    return figures
+    return _compute(fabric, spec)
 
 
 def _compute(fabric: Fabric, spec) -> Figures:
@@ -174,9 +175,11 @@ def _compute(fabric: Fabric, spec) -> Figures:
         b = [n for n in sg.leaves if zone_of[n] in zones[half:]]
         cross = (sg.max_flow(a, b), float(sum(sg.inj[sg.index[x]] for x in a)) * GB)
         out_cap: dict[int, float] = defaultdict(float)
+        zone = dict(g.nodes(data="zone"))
+        level = dict(g.nodes(data="level", default=-1))
         for lk in fabric.links:
-            if lk.kind == "link" and g.nodes[lk.b].get("zone") is None and g.nodes[lk.a].get("zone") is not None and g.nodes[lk.a]["level"] >= 1:
-                out_cap[g.nodes[lk.a]["zone"]] += lk.speed
+            if lk.kind == "link" and zone[lk.b] is None and zone[lk.a] is not None and level[lk.a] >= 1:
+                out_cap[zone[lk.a]] += lk.speed
         per_zone = min(out_cap.values()) if out_cap else 0.0
     elif not zones or not family.zoned:
         leaves = [n for n in sg.leaves if g.nodes[n].get("rail") == 0] if family.rails_apart else sg.leaves

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Container
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import networkx as nx
@@ -54,7 +55,8 @@ class Fabric:
     """The synthesized fabric: the graph (the contract in ARCHITECTURE.md) plus indexes into it.
 
     ``links`` holds every edge in id order (host edges after cables) so that emitters and the cabling
-    pass can stream them without walking networkx dictionaries; the graph is frozen.
+    pass can stream them without walking networkx dictionaries; the graph is frozen, so the switch and
+    cable lists every pass asks for are worked out once (``_memo``) and the id index on first use.
     """
 
     graph: nx.MultiGraph
@@ -64,9 +66,7 @@ class Fabric:
     tiers: tuple[str, ...]  # cable tiers bottom-up, e.g. ("nic-rtsw", "rtsw-ctsw", "ctsw-atsw")
     roles: tuple[str, ...]  # switch roles bottom-up, e.g. ("rtsw", "ctsw", "atsw")
     _by_id: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_by_id", {lk.id: i for i, lk in enumerate(self.links)})
+    _memo: dict[str, tuple] = field(default_factory=dict, repr=False, compare=False)
 
     def nodes(self, role: str) -> list[str]:
         """Node ids of one role in insertion (= name) order."""
@@ -78,14 +78,21 @@ class Fabric:
         return sum(1 for _, r in self.graph.nodes(data="role") if r == "server")
 
     def switches(self) -> list[str]:
-        roles = set(self.roles)
-        return [n for n, r in self.graph.nodes(data="role") if r in roles]
+        """Switch node ids in insertion (= name) order."""
+        if "switches" not in self._memo:
+            roles = set(self.roles)
+            self._memo["switches"] = tuple(n for n, d in self.graph._node.items() if d.get("role") in roles)
+        return list(self._memo["switches"])
 
     def cables(self) -> list[Link]:
         """The links that are physical cables (``kind == "link"``), in id order."""
-        return [lk for lk in self.links if lk.kind == "link"]
+        if "cables" not in self._memo:
+            self._memo["cables"] = tuple(lk for lk in self.links if lk.kind == "link")
+        return list(self._memo["cables"])
 
     def link(self, link_id: str) -> Link:
+        if not self._by_id and self.links:
+            self._by_id.update((lk.id, i) for i, lk in enumerate(self.links))
         return self.links[self._by_id[link_id]]
 
     def ports(self, device: str) -> dict[str, tuple[str, str, str]]:
@@ -110,14 +117,16 @@ class Fabric:
 
 
 class Builder:
-    """Collects nodes and links in a deterministic order; ``build`` makes the frozen Fabric."""
+    """Collects nodes and links in a deterministic order; ``build`` makes the frozen Fabric.
+
+    "No port is used twice" is checked once over every cable end when the graph is built (one set of
+    ``(device, port)`` pairs made in C), not per link: the link calls are the fabric pass's hot loop."""
 
     def __init__(self) -> None:
         self.nodes: list[tuple[str, dict[str, Any]]] = []
         self.links: list[Link] = []
         self.hosts: list[Link] = []
         self.books: dict[str, PortBook] = {}
-        self._ports: set[tuple[str, str]] = set()
 
     def node(self, node_id: str, **attrs: Any) -> str:
         self.nodes.append((node_id, attrs))
@@ -131,39 +140,70 @@ class Builder:
         """The next free port of a switch."""
         return self.books[device].take()
 
-    def _claim(self, device: str, port: str) -> None:
-        key = (device, port)
-        if key in self._ports:
-            raise PortReuse(f"{device} port {port} used twice")
-        self._ports.add(key)
-
     def link(self, a: str, a_port: str, b: str, b_port: str, speed: float, tier: str) -> str:
-        self._claim(a, a_port)
-        self._claim(b, b_port)
         lid = f"L{len(self.links) + 1:06d}"
-        self.links.append(Link(lid, a, a_port, b, b_port, speed, tier, "link"))
+        self.links.append(_new(Link, (lid, a, a_port, b, b_port, speed, tier, "link")))
         return lid
 
     def uplink(self, a: str, b: str, speed: float, tier: str, a_port: str | None = None) -> str:
         """A link between two switches (or a NIC and a switch) on their next free ports."""
-        return self.link(a, a_port if a_port is not None else self.port(a), b, self.port(b), speed, tier)
+        books = self.books
+        return self.link(a, a_port if a_port is not None else books[a].take(), b, books[b].take(), speed, tier)
 
     def host(self, server: str, server_port: str, nic: str, speed: float) -> None:
         hid = f"H{len(self.hosts) + 1:06d}"
-        self.hosts.append(Link(hid, server, server_port, nic, "pcie", speed, HOST_TIER, "host"))
+        self.hosts.append(_new(Link, (hid, server, server_port, nic, "pcie", speed, HOST_TIER, "host")))
 
     def build(self, family: str, technology: str, tiers: tuple[str, ...], roles: tuple[str, ...]) -> Fabric:
+        _check_ports(self.links)
         g = nx.MultiGraph()
-        g.add_nodes_from(self.nodes)
-        if g.number_of_nodes() != len(self.nodes):
-            raise AssertionError("two devices share an id")
+        add_nodes(g, self.nodes)
+        self.nodes = []  # the graph owns the attribute dicts now
         every = self.links + self.hosts
-        add_edges(g, (
-            (lk.a, lk.b, lk.id, {"kind": lk.kind, "a": lk.a, "a_port": lk.a_port, "b": lk.b, "b_port": lk.b_port, "speed": lk.speed, "tier": lk.tier})
-            for lk in every
-        ))
-        self._ports.clear()
+        adj = g._adj
+        for lk in every:  # add_edges, with each data dict made once, in place
+            lid, a, a_port, b, b_port, speed, tier, kind = lk
+            if a not in adj or b not in adj:
+                raise AssertionError(f"link {lid} names a device that was never added")
+            nbrs = adj[a]
+            keydict = nbrs.get(b)
+            if keydict is None:
+                keydict = nbrs[b] = {}
+                adj[b][a] = keydict
+            elif lid in keydict:
+                raise AssertionError(f"two links share the id {lid}")
+            keydict[lid] = {"kind": kind, "a": a, "a_port": a_port, "b": b, "b_port": b_port, "speed": speed, "tier": tier}
+        nx._clear_cache(g)
         return Fabric(nx.freeze(g), family, technology, tuple(every), tiers, roles)
+
+
+_new = tuple.__new__  # a NamedTuple from its fields in order, without the keyword parsing of its __new__
+
+
+def _check_ports(links: list[Link]) -> None:
+    """Raise :class:`PortReuse` naming the first (device, port) two cables share."""
+    ends = set(zip(map(itemgetter(1), links), map(itemgetter(2), links)))
+    ends.update(zip(map(itemgetter(3), links), map(itemgetter(4), links)))
+    if len(ends) == 2 * len(links):
+        return
+    seen: set[tuple[str, str]] = set()
+    for lk in links:
+        for end in ((lk.a, lk.a_port), (lk.b, lk.b_port)):
+            if end in seen:
+                raise PortReuse(f"{end[0]} port {end[1]} used twice")
+            seen.add(end)
+
+
+def add_nodes(g: nx.MultiGraph, nodes: list[tuple[str, dict[str, Any]]]) -> None:
+    """``g.add_nodes_from(nodes)`` into an empty graph, the attribute dicts taken over instead of copied
+    (the caller hands fresh dicts and lets go of them); a repeated id is an error here."""
+    node, adj = g._node, g._adj
+    for n, attrs in nodes:
+        if n in node:
+            raise AssertionError("two devices share an id")
+        adj[n] = {}
+        node[n] = attrs
+    nx._clear_cache(g)
 
 
 def add_edges(g: nx.MultiGraph, edges) -> None:

@@ -90,19 +90,18 @@ class PortBook:
     book raises as soon as a switch runs out of ports, naming the switch, instead of wrapping around.
     """
 
-    __slots__ = ("device", "names", "used")
+    __slots__ = ("device", "names", "_next")
 
     def __init__(self, device: str, model: SwitchModel):
         self.device = device
         self.names = port_names(model)
-        self.used = 0
+        self._next = iter(self.names).__next__  # the names in order, one C call each (380K ports at 100K GPUs)
 
     def take(self) -> str:
-        if self.used >= len(self.names):
-            raise PortsExhausted(f"{self.device}: all {len(self.names)} ports are in use")
-        name = self.names[self.used]
-        self.used += 1
-        return name
+        try:
+            return self._next()
+        except StopIteration:
+            raise PortsExhausted(f"{self.device}: all {len(self.names)} ports are in use") from None
 
 
 class PortsExhausted(Exception):

@@ -8,6 +8,9 @@ ARCHITECTURE.md) for the spec's family (its layout's module in ``SYNTHESIS``), t
 
 from __future__ import annotations
 
+from collections import Counter
+from operator import attrgetter, methodcaller
+
 from twin.compiler.fabric import ai_zone, campus, trees
 from twin.compiler.fabric.graph import Fabric
 from twin.compiler.fabric.ports import PortsExhausted
@@ -46,17 +49,13 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
 def mismatches(shape: FabricShape, fabric: Fabric) -> list[str]:
     """Where the built graph differs from the shape (empty when the graph is exactly the shape)."""
     out = []
-    counts = {role: 0 for role in fabric.roles}
-    for _n, role in fabric.graph.nodes(data="role"):
-        if role in counts:
-            counts[role] += 1
+    # counted in C (map over the attribute dicts, zip over the link fields): 120K nodes, 340K links at 100K GPUs
+    counts = Counter(map(methodcaller("get", "role"), fabric.graph._node.values()))
     for t in shape.tiers:
         if counts.get(t.role, 0) != t.count:
             out.append(f"{t.role}: the graph has {counts.get(t.role, 0)} switches, the shape {t.count}")
-    links: dict[str, int] = {}
-    for lk in fabric.links:
-        if lk.kind == "link":
-            links[lk.tier] = links.get(lk.tier, 0) + 1
+    by_kind = Counter(zip(map(attrgetter("kind"), fabric.links), map(attrgetter("tier"), fabric.links)))
+    links = {tier: n for (kind, tier), n in by_kind.items() if kind == "link"}
     for b in shape.boundaries:
         if links.get(b.name, 0) != b.links:
             out.append(f"{b.name}: the graph has {links.get(b.name, 0)} links, the shape {b.links}")

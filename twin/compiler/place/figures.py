@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from twin.compiler.place import capacity
-from twin.compiler.place.model import Position, site_distance
+from twin.compiler.place.model import site_distances
 from twin.compiler.place.naive import network_device
 from twin.compiler.resolve.feasibility import hall_pue
 from twin.compiler.resolve.liquid import liquid_share
@@ -54,61 +56,64 @@ LINKS = {AI_ZONE_LAYOUT: _ai_zone_links, CLOS_LAYOUT: _clos_links}
 
 
 def figures(spec: Spec, racks, grids) -> dict:
-    """Fiber, row loads, stranded power and utilisation of every limit in every state."""
+    """Fiber, row loads, stranded power and utilisation of every limit in every state.
+
+    Fiber sums run over every (GPU rack, spine rack) and (spine, core) pair in rack order: the
+    distances in one array (:func:`~twin.compiler.place.model.site_distances`), the sum as a running
+    sum (``cumsum``, left to right like the loop it replaces, so the same float to the last bit)."""
     links = links_of(spec)
     gpu = [r for r in racks if r.kind == "gpu"]
     nets = [r for r in racks if r.kind == "network"]
     switches = {r.id: r.switches or max(1, round(r.power / switch_power(spec, r.role))) for r in nets}
     spines = [r for r in nets if r.role == links.spine_role]
-    rack_spine = 0.0
-    longest = 0.0
-    cache: dict = {}
-
-    def dd(a: Position, b: Position) -> float:
-        k = (a, b)
-        if k not in cache:
-            cache[k] = site_distance(grids, a, b)
-        return cache[k]
-
+    spine_sw = np.array([switches[s.id] for s in spines], float)
+    per_rack = links.gpu_to_spine["per_rack"]
+    # the spines each GPU rack links to: its zone's (ctsw), or its hall's shared fabric racks
+    side = (lambda r: r.zone) if links.spine_role == "ctsw" else (lambda r: r.position.hall)
+    by_side: dict = {}
+    for j, s in enumerate(spines):
+        by_side.setdefault(side(s), []).append(j)
+    ia: list[int] = []
+    ib: list[int] = []
+    for i, g in enumerate(gpu):
+        js = by_side.get(side(g), ())
+        ia.extend([i] * len(js))
+        ib.extend(js)
+    ia_, ib_ = np.array(ia, np.int64), np.array(ib, np.int64)
+    dist = site_distances(grids, [g.position for g in gpu], ia_, [s.position for s in spines], ib_)
     if links.spine_role == "ctsw":
-        by_zone: dict = {}
-        for s in spines:
-            by_zone.setdefault(s.zone, []).append(s)
-        for g in gpu:
-            for s in by_zone.get(g.zone, []):
-                dist = dd(g.position, s.position)
-                rack_spine += links.gpu_to_spine["per_rack"] * switches[s.id] * dist
-                longest = max(longest, dist)
-    else:
-        by_hall: dict = {}
-        for s in spines:
-            by_hall.setdefault(s.position.hall, []).append(s)
-        for g in gpu:
-            hs = by_hall.get(g.position.hall, [])
-            tot = sum(switches[s.id] for s in hs)
-            for s in hs:
-                dist = dd(g.position, s.position)
-                rack_spine += links.gpu_to_spine["per_rack"] * switches[s.id] / max(1, tot) * dist
-                longest = max(longest, dist)
+        terms = per_rack * spine_sw[ib_] * dist
+    else:  # a GPU rack's links spread over its hall's fabric switches
+        tot = {k: sum(switches[spines[j].id] for j in js) for k, js in by_side.items()}
+        hall_sw = np.array([max(1, tot[side(g)]) if side(g) in tot else 1 for g in gpu], float)
+        terms = per_rack * spine_sw[ib_] / hall_sw[ia_] * dist
+    rack_spine = _running_sum(terms)
+    longest = max(0.0, float(dist.max())) if len(dist) else 0.0
     spine_core = 0.0
     if links.spine_to_core:
         cores = [r for r in nets if r.role == "atsw"]
-        same = (lambda a, b: True) if spec.campus is None else (
-            lambda a, b: spec.campus.hall_building[a.position.hall] == spec.campus.hall_building[b.position.hall])
-        for s in spines:
-            for c in cores:
-                if same(s, c):
-                    spine_core += links.spine_to_core * switches[s.id] * switches[c.id] * dd(s.position, c.position)
+        core_sw = np.array([switches[c.id] for c in cores], float)
+        sa, ca = np.repeat(np.arange(len(spines)), len(cores)), np.tile(np.arange(len(cores)), len(spines))
+        if spec.campus is not None:  # links stay in their building
+            hb = spec.campus.hall_building
+            number = {b: i for i, b in enumerate(sorted(set(hb.values())))}
+            keep = (np.array([number[hb[s.position.hall]] for s in spines], np.int64)[sa]
+                    == np.array([number[hb[c.position.hall]] for c in cores], np.int64)[ca])
+            sa, ca = sa[keep], ca[keep]
+        d = site_distances(grids, [s.position for s in spines], sa, [c.position for c in cores], ca)
+        spine_core = _running_sum(links.spine_to_core * spine_sw[sa] * core_sw[ca] * d)
     rows = []
     usage_rows = []
+    in_hall: dict = {}
+    for r in racks:
+        in_hall.setdefault(r.position.hall, []).append(r)
     for h in spec.site.halls:
         load = {r: 0.0 for r in range(1, h.rows + 1)}
         gpu_load = dict(load)
-        for r in racks:
-            if r.position.hall == h.name:
-                load[r.position.row] += r.power
-                if r.kind == "gpu":
-                    gpu_load[r.position.row] += r.power
+        for r in in_hall.get(h.name, ()):
+            load[r.position.row] += r.power
+            if r.kind == "gpu":
+                gpu_load[r.position.row] += r.power
         share = liquid_share(spec.site)
         lim = capacity.row_power_limit(h, hall_pue(spec, h.name), share)
         for r in range(1, h.rows + 1):
@@ -126,6 +131,11 @@ def figures(spec: Spec, racks, grids) -> dict:
         "violations": over,
         "gpus": len(gpu) * spec.rack.gpus,
     }
+
+
+def _running_sum(terms: np.ndarray) -> float:
+    """``0.0 + terms[0] + terms[1] + ...`` in that order (``cumsum`` adds left to right; ``sum`` pairs)."""
+    return float(np.cumsum(terms)[-1]) if len(terms) else 0.0
 
 
 def switch_power(spec, role: str) -> float:

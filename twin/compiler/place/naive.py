@@ -8,6 +8,7 @@ reserved for the network first, then free positions after the GPU racks.
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import NamedTuple
 
 from twin.compiler.place.model import PlacedRack, Placement, Position, rack_fill, switches_per_rack
@@ -153,12 +154,12 @@ def place(spec: Spec, budget: Budget) -> Placement:
     """Racks in reading order into the halls the feasibility ``budget`` chose."""
     halls = spec.site.halls
     racks: list[PlacedRack] = []
-    free: dict[int, list[Position]] = {}
-    reserved: dict[int, list[Position]] = {}
+    free: dict[int, deque[Position]] = {}  # taken from the front, one by one: a deque, not list.pop(0)
+    reserved: dict[int, deque[Position]] = {}
     for i, h in enumerate(halls):
         slots = spec.slots[h.name]
-        free[i] = [Position(h.name, r, p) for r, p in slots.free]
-        reserved[i] = [Position(h.name, r, p) for r, p in slots.network]
+        free[i] = deque(Position(h.name, r, p) for r, p in slots.free)
+        reserved[i] = deque(Position(h.name, r, p) for r, p in slots.network)
     zoned = spec.family.zoned
     span = spec.chassis.span
     gpu_index = 0
@@ -181,7 +182,7 @@ def place(spec: Spec, budget: Budget) -> Placement:
         pool = reserved[nr.hall] or free[nr.hall]
         if not pool:
             raise InfeasibleError([f"hall {halls[nr.hall].name}: no position left for a {nr.role} network rack"])
-        pos = pool.pop(0)
+        pos = pool.popleft()
         idx = counters.get((nr.role, nr.zone), 0)
         counters[(nr.role, nr.zone)] = idx + 1
         rid = f"{pos.hall}-z{nr.zone + 1}-{nr.role}-n{idx + 1:02d}" if nr.zone is not None else f"{pos.hall}-{nr.role}-n{idx + 1:02d}"
@@ -191,11 +192,11 @@ def place(spec: Spec, budget: Budget) -> Placement:
     return Placement(tuple(racks), "naive-fill")
 
 
-def _taker(h, free: list[Position], span: int):
+def _taker(h, free: deque[Position], span: int):
     """The next GPU position of hall ``h`` in reading order, taken out of ``free``; with ``span`` 2 (a system
     over a rack pair) positions come two by two, side by side in one row (twin/compiler/resolve/pairs.py)."""
     if span == 1:
-        return lambda: free.pop(0)
+        return free.popleft
     queue = [Position(h.name, *p) for pair in pair_slots(h, [(p.row, p.slot) for p in free]) for p in pair]
 
     def take() -> Position:

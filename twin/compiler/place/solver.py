@@ -124,7 +124,8 @@ class Milp:
         lp.a_matrix_.index_ = row[by].astype(np.int32)
         lp.a_matrix_.value_ = val[by]
         if integer[order].any():
-            lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in integer[order]]
+            kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
+            lp.integrality_ = [kinds[i] for i in integer[order].tolist()]  # Python bools: no numpy scalar per column
         h = _highs()
         h.setOptionValue("time_limit", float(time_limit))
         for key, value in OPTIONS.items():

@@ -14,13 +14,14 @@ import yaml
 from twin.lang.site.catalog_models import Catalog
 
 BUILTIN_PATH = Path(__file__).with_name("builtin.yaml")
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where PyYAML has it: 5x faster, the same data
 CAMPUS_PATH = Path(__file__).with_name("campus.yaml")  # long-reach optics, for sites with buildings
 
 
 @lru_cache(maxsize=1)
 def builtin() -> Catalog:
     with BUILTIN_PATH.open(encoding="utf-8") as f:
-        return Catalog.model_validate(yaml.safe_load(f))
+        return Catalog.model_validate(yaml.load(f, Loader=_LOADER))
 
 
 @lru_cache(maxsize=1)
@@ -28,7 +29,7 @@ def campus() -> Catalog:
     """The optics that join buildings (LR4, ZR, ZR+): in the catalog of a campus site only, so a site of
     one building keeps the catalog (and the design.json) it had."""
     with CAMPUS_PATH.open(encoding="utf-8") as f:
-        return Catalog.model_validate(yaml.safe_load(f))
+        return Catalog.model_validate(yaml.load(f, Loader=_LOADER))
 
 
 def merged(site_catalog: Catalog, campus_site: bool = False) -> Catalog:
