@@ -31,6 +31,7 @@ from twin.lang.base import Count, IndexList, Model, Slug, Text, pattern
 from twin.lang.diagnostics import Severity, SpecError
 from twin.lang.loader import LoadError, Source, load_file, load_text
 from twin.lang.scenario.campaign import Campaign
+from twin.lang.scenario.job import Case, Failure, Job, Replace  # noqa: F401 - Failure, Replace: re-exported, part of the language
 from twin.lang.scenario.power import PowerScenario
 from twin.lang.units import DataSize, Time
 from twin.lang.validator import diagnostic, pydantic_diagnostics
@@ -130,16 +131,6 @@ class Collective(Model):
         return self
 
 
-class Job(Model):
-    workload: Slug = Field(description="a workload name of the site spec")
-    order: Literal["topology", "naive"] = Field("topology", description="rank order: topology-aware or shuffled servers")
-    dims: str = Field("tp-cp-pp-dp", pattern=pattern(r"^(tp|cp|pp|dp)(-(tp|cp|pp|dp)){3}$", "tp, cp, pp and dp in some order joined by '-', fastest first, such as 'tp-cp-pp-dp'"), description="rank decomposition, fastest first")
-    dp_overlap: float = Field(1.0, ge=0, le=1, description="share of the first forward / last backward micro-batch that hides the DP all-gather / reduce-scatter")
-    kv_heads: int | None = Field(None, ge=1, description="GQA key/value heads (default: the workload's)")
-    virtual_stages: int | None = Field(None, ge=1, le=64, description="interleaved pipeline stages per GPU (default: the workload's)")
-    seed: int = 7
-
-
 class ServedModel(Model):
     """A model's shape for serving (the fields of a site workload that the math reads)."""
 
@@ -171,35 +162,6 @@ class Serving(Model):
         if (self.workload is None) == (self.model is None):
             raise ValueError("give either workload (a site workload's shape) or model")
         return self
-
-
-class Failure(Model):
-    link: str | None = None
-    switch: str | None = None
-    server: int | str | None = None
-    tier: str | None = Field(None, description="every link of a tier, e.g. ctsw-atsw")
-    plane: int | None = Field(None, ge=1, le=8, description="every link of a plane of a multi-plane fabric (1-based, as in plane2-leaf-0001)")
-    capacity: float = Field(0.0, ge=0, le=1, description="remaining fraction; 0 = down")
-
-    @model_validator(mode="after")
-    def _one(self) -> "Failure":
-        given = [k for k in ("link", "switch", "server", "tier", "plane") if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ValueError("give exactly one of link, switch, server, tier, plane")
-        if (self.switch is not None or self.server is not None) and self.capacity:
-            raise ValueError("a switch or server is either up or down; capacity applies to links and tiers")
-        return self
-
-
-class Replace(Model):
-    server: int | str
-    with_: int | str = Field(alias="with")
-
-
-class Case(Model):
-    name: Slug
-    failures: list[Failure] = Field(default_factory=list)
-    replace: list[Replace] = Field(default_factory=list)
 
 
 class Scenario(Model):

@@ -201,6 +201,10 @@ def plan_groups(net: Net, op: str, algorithm: str, groups: list[np.ndarray], pee
                 lib: Library | None = None) -> tuple[list[Phase], str]:
     """Phases of the same collective running concurrently in equal-sized groups (every DP group of a
     job at once, say): phase k of every group runs together, so they share the fabric."""
+    if algorithm == "ring" and op in ("allreduce", "reducescatter", "allgather") and peers is None:
+        merged = _ring_groups(net, op, groups, lib or Library())
+        if merged is not None:
+            return [merged], "ring"
     plans = [plan(net, op, algorithm, g, None if peers is None else peers[i], lib) for i, g in enumerate(groups)]
     first, family = plans[0]
     merged = []
@@ -210,6 +214,39 @@ def plan_groups(net: Net, op: str, algorithm: str, groups: list[np.ndarray], pee
                             np.concatenate([x.frac for x in parts]), ph.repeat, ph.label, ph.steps,
                             max(x.net_steps for x in parts), max(x.posts for x in parts), ph.conns, ph.pxn, ph.ring))
     return merged, family
+
+
+def _ring_groups(net: Net, op: str, groups: list[np.ndarray], lib: Library) -> Phase | None:
+    """:func:`plan_groups`' ring phase for groups laid out as jobs lay them out (each group: the same
+    number of ranks, ``g`` consecutive ones per server, on distinct servers), built for all groups at
+    once: the phase :func:`_ring_phase` gives each group, concatenated. None for any other layout."""
+    R = np.asarray(groups, np.int64) if len({len(x) for x in groups}) == 1 else None
+    if R is None or R.ndim != 2 or R.shape[1] < 2:
+        return None
+    G, n = R.shape
+    srv = net.gpu_server[R]
+    g = int(np.argmax(np.r_[srv[0] != srv[0, 0], True]))  # the first server's run
+    if n % g:
+        return None
+    m = n // g
+    heads = np.sort(srv[:, ::g], axis=1)
+    if not (srv.reshape(G, m, g) == srv[:, ::g, None]).all() or (m > 1 and (heads[:, 1:] == heads[:, :-1]).any()):
+        return None
+    if m == 1:  # inside one server: one ring in rank order
+        rings = R[:, None, :]
+    else:  # _rings: ring c enters even servers at their rank c, odd ones crossed the other way
+        S3 = R.reshape(G, m, g)
+        odd = (np.arange(m) % 2 == 1)[None, :, None]
+        i = np.arange(g)
+        rings = np.stack([np.where(odd, S3[:, :, g - 1 - (i + (g - c) % g) % g], S3[:, :, (i + c) % g]).reshape(G, n)
+                          for c in range(g)], axis=1)
+    per = 2 if op == "allreduce" else 1
+    repeat = per * (n - 1)
+    conns = _channels_of(net, R[0], np.full(m, g), lib)
+    src = rings.reshape(-1)
+    dst = np.roll(rings, -1, axis=2).reshape(-1)
+    return Phase(src, dst, np.full(len(src), 1.0 / (n * rings.shape[1])), repeat, "ring", repeat,
+                 per * (m - 1) if m > 1 else 0, 0, conns, False, True)
 
 
 def _merge(net: Net, src: np.ndarray, dst: np.ndarray, frac: np.ndarray, label: str) -> Phase:

@@ -30,8 +30,9 @@ import dataclasses
 
 import numpy as np
 
+from twin.twins.net.ecmp import ecmp_groups
 from twin.twins.net.planes import first_live
-from twin.twins.net.topology import Net, ecmp_groups
+from twin.twins.net.topology import Net
 
 
 def degrade(net: Net, dead: set[str] | frozenset[str], scale: dict[str, float]) -> Net:

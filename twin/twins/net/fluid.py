@@ -52,6 +52,7 @@ def max_min(A: csc_matrix, cap: np.ndarray) -> np.ndarray:
         col_ptr, col_arcs = Acsc.indptr, Acsc.indices
         row_ptr, row_cls = Acsr.indptr, Acsr.indices
         row_nz = np.diff(row_ptr) > 0
+        weighted = Acsc.data > 0  # stored weights (members, or shares of them) are positive: all True
         n = len(active)
         frozen = np.zeros(n, bool)
         local = np.zeros(n)
@@ -69,7 +70,7 @@ def max_min(A: csc_matrix, cap: np.ndarray) -> np.ndarray:
             bott = live & (fs <= rm * (1 + 1e-12))
             if not bott.any():  # numerical guard: the global minimum is always a bottleneck
                 bott = live & (fs <= fs[live].min() * (1 + 1e-12))
-            hit = (Acsc.T @ bott.astype(float)) > 0
+            hit = np.logical_or.reduceat(bott[col_arcs] & weighted, col_ptr[:-1])  # crosses a bottleneck
             newly = hit & ~frozen
             if not newly.any():
                 frozen[:] = True  # nothing left to saturate (numerically): keep what we have
@@ -113,42 +114,85 @@ def complete(A: csc_matrix, cap: np.ndarray, size: np.ndarray, rel_window: float
     auto = rel_window is None
     finish = np.zeros(K)
     rate0 = np.zeros(K)
-    rate = np.zeros(K)  # current max-min rate of every active class
-    remaining = np.asarray(size, float).copy()
-    active = np.flatnonzero(remaining > 0)
+    size = np.asarray(size, float)
+    A = csc_matrix(A)
+    # Classes with the same remaining bytes and rate evolve identically (the same float operations on
+    # the same values), so events run on *groups* of them: a 16K-GPU phase has ~300K classes but ~20K
+    # groups. A group's members change only when rates are re-solved: then the re-solved classes
+    # leave their groups and form new ones. ``cls``/``grp``: the active classes and their group;
+    # ``live``, ``rem``, ``rt``: the groups still running, compact; ``fin``: each group's finish time.
+    cls = np.flatnonzero(size > 0)
+    grp = np.zeros(len(cls), np.int64)
+    live, rem, rt, fin = np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0)
+    alive = len(cls)  # running groups (before the first solve: classes)
     t = 0.0
     events = 0
-    A = csc_matrix(A)
     level = None  # lowest rate among the classes that finished at the last event
-    while len(active):
-        if level is None or not warm:
-            rate[active] = max_min(A[:, active], cap)
-        else:
-            # warm start (exact, see above): classes slower than every finished one keep their
-            # rate; only the others are re-solved on the capacity the kept ones leave
-            keep = rate[active] < level * (1 - 1e-9)
-            fixed, free = active[keep], active[~keep]
-            if len(free):
-                resid = cap - A[:, fixed] @ rate[fixed] if len(fixed) else cap
-                rate[free] = max_min(A[:, free], np.maximum(resid, 0.0))
-        r = rate[active]
+    while alive:
+        run = np.isfinite(rem)  # drop the finished groups
+        live, rem, rt = live[run], rem[run], rt[run]
+        cold = level is None or not warm
+        if not cold:  # warm start (exact, see above): classes slower than every finished one keep their rate
+            slow = rt < level * (1 - 1e-9)
+        if cold or not slow.all():
+            pos = np.full(len(fin), -1, np.int64)
+            pos[live] = np.arange(len(live))
+            on = np.flatnonzero(pos[grp] >= 0) if len(fin) else np.arange(len(cls))  # running classes
+            c_rem = rem[pos[grp[on]]] if len(fin) else size[cls]
+            if cold:
+                free = on
+                c_rt = max_min(A[:, cls[on]], cap)
+                if level is None:
+                    rate0[cls] = c_rt
+            else:  # re-solve the others on the capacity the kept ones leave
+                keep = slow[pos[grp[on]]]
+                free = on[~keep]
+                if keep.any():  # A x with x = the kept rates, 0 elsewhere: the sums of A[:, kept] @ rates
+                    x = np.zeros(K)
+                    x[cls[on[keep]]] = rt[pos[grp[on[keep]]]]
+                    resid = cap - A @ x
+                else:
+                    resid = cap
+                c_rem = c_rem[~keep]
+                c_rt = max_min(A[:, cls[free]], np.maximum(resid, 0.0))
+            # the re-solved classes leave their groups and form new ones
+            gone = np.zeros(len(fin), bool)
+            if len(fin):
+                gone[grp[free]] = True
+            new, n_rem, n_rt = _groups(c_rem, c_rt)
+            grp[free] = len(fin) + new
+            stay = ~gone[live]
+            live = np.concatenate([live[stay], len(fin) + np.arange(len(n_rem))])
+            rem, rt = np.concatenate([rem[stay], n_rem]), np.concatenate([rt[stay], n_rt])
+            fin = np.concatenate([fin, np.full(len(n_rem), np.nan)])
+            alive = len(live)
         events += 1
-        if events == 1:
-            rate0[active] = r
-        with np.errstate(divide="ignore"):
-            dt = np.where(r > 0, remaining[active] / r, np.inf)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dt = np.where(rt > 0, rem / rt, np.inf)
         tmin = dt.min()
         if not np.isfinite(tmin):
-            finish[active] = np.inf
+            fin[live[np.isfinite(rem)]] = np.inf
             break
         w = (LARGE_WINDOW if events > EXACT_EVENTS else 0.0) if auto else rel_window
         step = max(tmin * (1 + EVENT_BATCH), (t + tmin) * (1 + w) - t)
-        done = dt <= step
+        done = np.flatnonzero(dt <= step)
         if w == 0.0:
             step = tmin
-        finish[active[done]] = t + dt[done]
-        remaining[active] -= r * step
+        fin[live[done]] = t + dt[done]
+        rem -= rt * step
+        rem[done] = np.inf  # finished: never the lowest finish time again; dropped at the next solve
         t += step
-        level = float(r[done].min())
-        active = active[~done]
+        level = float(rt[done].min())
+        alive -= len(done)
+    finish[cls] = fin[grp]
     return FluidResult(finish, rate0, float(finish.max()) if K else 0.0, events)
+
+
+def _groups(rem: np.ndarray, rt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Classes of equal (remaining bytes, rate): the group of each, and each group's values."""
+    order = np.lexsort((rem, rt))
+    r, m = rt[order], rem[order]
+    first = np.r_[True, (r[1:] != r[:-1]) | (m[1:] != m[:-1])]
+    out = np.empty(len(order), np.int64)
+    out[order] = np.cumsum(first) - 1
+    return out, m[first], r[first]

@@ -32,7 +32,8 @@ import numpy as np
 from scipy.sparse import csc_matrix
 
 from twin.lang.site.models import FIVE_TUPLE
-from twin.twins.net import hashing, planes
+from twin.twins.net import hashing, planes, spray
+from twin.twins.net.flowpaths import choice_base, class_matrix, first_classes, flows_per_transfer, hashed_paths, row_classes
 from twin.twins.net.topology import Net
 
 SCHEMES = ("ecmp", "e-ecmp", "static", "spray", "te")
@@ -181,95 +182,35 @@ def _nvlink(net: Net, s: np.ndarray, d: np.ndarray, b: np.ndarray) -> Routed:
     return Routed(A, b, np.ones(k), np.zeros(k), k)
 
 
-def flows_per_transfer(scheme: Scheme, conns: int = 1) -> int:
-    """QP flows a transfer is split into: ``conns`` connections of ``qps`` QPs (static pinning: one)."""
-    return 1 if scheme.kind == "static" else max(1, conns) * scheme.qps
-
-
-CHUNK_FLOWS = 1 << 18  # flows hashed at once: bounds the header-field temporaries (~10 arrays of this length)
-
-
-def hashed_paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme: Scheme, conns: int = 1, spare: int = 0) -> np.ndarray:
-    """Arc path of every QP flow, shape (transfers * flows, hops), padded with -1 (int32: a million
-    flows of a 16K-GPU job hold half the memory).
-
-    Rows are ordered transfer-major (transfer i, QP q at row i * flows + q). Every flow's path depends
-    on its own header and the switches' seeds only, so the transfers are hashed in chunks. ``spare``
-    extra columns (-1) follow the path, for the caller's own use."""
-    qps = flows_per_transfer(scheme, conns)
-    hops = int(net.dist.max()) if net.dist.size else 0
-    out = np.full((len(s_nic) * qps, hops + 2 + spare), -1, np.int32)
-    P = out[:, :hops + 2]
-    seeds = None if scheme.kind == "static" else hashing.switch_seeds(net.n_switches, scheme.seed, scheme.per_switch)
-    step = max(1, CHUNK_FLOWS // qps)
-    for a in range(0, len(s_nic), step):
-        _paths(net, np.asarray(s_nic[a:a + step]), np.asarray(d_nic[a:a + step]), scheme, qps, seeds, P[a * qps:(a + step) * qps])
-    return out
-
-
-def _paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme: Scheme, qps: int, seeds, P: np.ndarray) -> None:
-    """:func:`hashed_paths` of some transfers, written into ``P`` (their rows, all -1)."""
-    src = np.repeat(s_nic, qps)
-    dst = np.repeat(d_nic, qps)
-    qp = np.tile(np.arange(qps), len(s_nic))
-    F = len(src)
-    cur = net.nic_leaf[src].copy()
-    tgt = net.dest_of_switch[net.nic_leaf[dst]]
-    if (cur < 0).any() or (tgt < 0).any():
-        raise ValueError("a GPU's NIC has no link to a leaf switch (a failed server or NIC link?)")
-    hops = P.shape[1] - 2
-    P[:, 0] = net.nic_up[src]
-    if scheme.kind == "static":
-        key = net.nic_host[dst]
-    else:
-        h = hashing.base_hash(hashing.flow_fields(src, dst, qp), scheme.fields(), scheme.hash_function, scheme.seed)
-    idx = np.arange(F)
-    for k in range(1, hops + 1):
-        at = cur != net.leaf_of_dest[tgt]
-        if not at.any():
-            break
-        i = idx[at]
-        g = net.group_of[cur[i], tgt[i]]
-        if (g < 0).any():
-            raise ValueError("some destinations are unreachable (failures partition the fabric)")
-        n = net.group_ptr[g + 1] - net.group_ptr[g]
-        if scheme.ecmp_width:
-            n = np.minimum(n, scheme.ecmp_width)
-        if scheme.kind == "static":
-            m = key[i] % n
-        else:
-            m = hashing.choose(h[i], seeds[cur[i]], n)
-        arc = net.group_arcs[net.group_ptr[g] + m]
-        P[i, k] = arc
-        cur[i] = net.arc_head[arc]
-    last = np.argmax(P < 0, axis=1)
-    P[np.arange(F), last] = net.nic_down[dst]
-
-
 def _hashed(net: Net, s_nic, d_nic, b, scheme: Scheme, pre: np.ndarray | None = None, conns: int = 1) -> Routed:
     """Hashed QP flows aggregated into classes; ``pre`` (transfers x 2, -1 = none) holds the NVLink
     arcs of a forwarded transfer (see :func:`relays`), prepended to each of its QPs' paths."""
     qps = flows_per_transfer(scheme, conns)
     forwarded = pre is not None and (pre >= 0).any()
-    P = hashed_paths(net, s_nic, d_nic, scheme, conns, spare=0 if forwarded else 1)
-    size = np.repeat(b / qps, qps)
-    # aggregate identical (path, size) rows into classes: the key is the path, then the size's id
-    size_id = np.unique(size, return_inverse=True)[1].reshape(-1).astype(P.dtype)
+    per = b / qps  # bytes of each member flow, per transfer
+    size_id = np.unique(per, return_inverse=True)[1].reshape(-1)
+    choices = np.zeros(len(s_nic) * qps, np.int64)
+    P = hashed_paths(net, s_nic, d_nic, scheme, conns, choices=choices)
+    # classes of identical (NVLink prefix, path, size): transfers of the same prefix, NICs and size
+    # differ only by their flows' choices (twin/twins/net/flowpaths.py)
+    kind = np.stack(([pre[:, 0], pre[:, 1]] if forwarded else []) + [s_nic, d_nic, size_id], axis=1)
+    _, kind = np.unique(kind, axis=0, return_inverse=True)
+    kind = np.asarray(kind).reshape(-1)
+    span = choice_base(net, scheme) ** (P.shape[1] - 2)
+    if len(kind) and int(kind.max()) == len(kind) - 1:  # every transfer its own kind: classes inside transfers
+        first, count = row_classes(choices.reshape(len(kind), qps))
+    elif len(kind) and int(kind.max()) < (1 << 62) // span:
+        first, _, count = first_classes(np.repeat(kind, qps) * span + choices)
+    else:  # too many kinds x choices for one int64: the paths themselves, row by row
+        key = np.concatenate(([np.repeat(pre, qps, axis=0)] if forwarded else []) + [P, np.repeat(size_id, qps)[:, None]], axis=1)
+        first, _, count = _row_classes(key)
+    del choices
+    Pc = P[first]
     if forwarded:
-        key = np.concatenate([np.repeat(pre, qps, axis=0), P, size_id[:, None]], axis=1)
-    else:
-        key = P  # its spare last column takes the size id: no second (flows x hops) array
-        key[:, -1] = size_id
-    del P
-    first, _, count = _row_classes(key)
-    Pc = key[first, :-1]
-    K = len(first)
+        Pc = np.concatenate([pre[first // qps], Pc], axis=1)
     valid = Pc >= 0
-    rows = Pc[valid]
-    cols = np.nonzero(valid)[0]
-    A = csc_matrix((count[cols].astype(float), (rows, cols)), shape=(net.n_arcs, K))
     lat = np.where(valid, net.arc_latency[np.where(valid, Pc, 0)], 0.0).sum(axis=1)
-    return Routed(A, size[first], count.astype(float), lat, len(key))
+    return Routed(class_matrix(net.n_arcs, Pc, count), per[first // qps], count.astype(float), lat, len(P))
 
 
 _ROW_MIX = np.random.default_rng(20240805).integers(1, 2**63, size=64, dtype=np.uint64) | np.uint64(1)
@@ -301,55 +242,17 @@ def _row_classes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return first[order], rank[inv], count[order]
 
 
-def spray_fractions(net: Net, leaf: int, t: int) -> tuple[np.ndarray, np.ndarray]:
-    """(arcs, fraction) of traffic from switch ``leaf`` to destination ``t`` split evenly per hop."""
-    goal = net.leaf_of_dest[t]
-    nodes = np.array([leaf])
-    mass = np.array([1.0])
-    arcs_out, frac_out = [], []
-    while len(nodes):
-        live = nodes != goal
-        nodes, mass = nodes[live], mass[live]
-        if not len(nodes):
-            break
-        g = net.group_of[nodes, t]
-        if (g < 0).any():
-            raise ValueError("some destinations are unreachable (failures partition the fabric)")
-        start, stop = net.group_ptr[g], net.group_ptr[g + 1]
-        n = stop - start
-        rep = np.repeat(np.arange(len(nodes)), n)
-        offs = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
-        arcs = net.group_arcs[start[rep] + offs]
-        f = (mass / n)[rep]
-        arcs_out.append(arcs)
-        frac_out.append(f)
-        heads = net.arc_head[arcs]
-        nodes, inv = np.unique(heads, return_inverse=True)
-        mass = np.bincount(inv.reshape(-1), weights=f, minlength=len(nodes))
-    if not arcs_out:
-        return np.zeros(0, np.int64), np.zeros(0)
-    a = np.concatenate(arcs_out)
-    f = np.concatenate(frac_out)
-    ua, inv = np.unique(a, return_inverse=True)
-    return ua, np.bincount(inv.reshape(-1), weights=f)
-
-
 def _spray(net: Net, s_nic, d_nic, b, pre: np.ndarray | None = None) -> Routed:
     src_leaf = net.nic_leaf[s_nic]
     t = net.dest_of_switch[net.nic_leaf[d_nic]]
     pair_key = src_leaf * max(1, len(net.leaf_of_dest)) + t
     pairs, pinv = np.unique(pair_key, return_inverse=True)
     pinv = pinv.reshape(-1)
-    p_arcs, p_frac, p_ptr, p_lat = [], [], [0], []
-    for pk in pairs:
-        a, f = spray_fractions(net, int(pk // max(1, len(net.leaf_of_dest))), int(pk % max(1, len(net.leaf_of_dest))))
-        p_arcs.append(a)
-        p_frac.append(f)
-        p_ptr.append(p_ptr[-1] + len(a))
-        p_lat.append(float((net.arc_latency[a] * f).sum()))  # mean over the split = per-hop latency sum
-    p_arcs_a = np.concatenate(p_arcs) if p_arcs else np.zeros(0, np.int64)
-    p_frac_a = np.concatenate(p_frac) if p_frac else np.zeros(0)
-    p_ptr_a = np.asarray(p_ptr)
+    T = max(1, len(net.leaf_of_dest))
+    p_arcs_a, p_frac_a, p_ptr_a = spray.table(net, pairs // T, pairs % T)
+    w = net.arc_latency[p_arcs_a] * p_frac_a
+    # mean over the split = per-hop latency sum; each pair's own sum (numpy's pairwise order)
+    p_lat = [float(w[a:b].sum()) for a, b in zip(p_ptr_a[:-1].tolist(), p_ptr_a[1:].tolist())]
     K = len(s_nic)
     n = p_ptr_a[pinv + 1] - p_ptr_a[pinv]
     rep = np.repeat(np.arange(K), n)

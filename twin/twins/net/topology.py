@@ -4,8 +4,9 @@ Why arrays: a 24K-GPU fabric has ~100K links and a collective has ~400K queue-pa
 networkx per flow would take minutes. We turn every cable into two directed *arcs* (parallel cables
 stay separate arcs, since ECMP hashes over them), index switches and NICs, and precompute for every
 switch ``u`` and every destination *leaf* ``t`` the ECMP group: the arcs out of ``u`` whose head is
-one BFS hop closer to ``t``. Groups are per destination switch, not per GPU, and identical groups are
-stored once, so a 1,680-switch fabric with 1,536 leaves needs ~10 MB.
+one BFS hop closer to ``t`` (:mod:`twin.twins.net.ecmp`). Groups are per destination switch, not per
+GPU, and identical groups are stored once, so a 1,680-switch fabric with 1,536 leaves needs ~10 MB.
+The graph is read once, from its node and adjacency dicts; everything after that is numpy.
 
 Worked example (2 racks, 2 CTSWs, 1 GPU per rack, 1:1): the leaf of rack 1 has a group of 2 up-arcs
 towards the leaf of rack 2 (one per CTSW); each CTSW has a group of 1 down-arc.
@@ -17,14 +18,14 @@ per-direction NVLink bandwidth, so intra-server traffic shares the same fluid mo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 
 import networkx as nx
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
 
 from twin.lang.site.families import family_traits
 from twin.physics import DEFAULT_SWITCH_LATENCY_S, FIBER_DELAY_S_PER_M
+from twin.twins.net.ecmp import ecmp_groups
 from twin.twins.net.planes import plane_ports, port_table
 from twin.twins.net.rail_graph import rail_partitions
 
@@ -111,100 +112,85 @@ def compile_graph(
     switch_latency = switch_latency or {}
     cable_length = cable_length or {}
     notes: list[str] = []
-    nodes = g.nodes
-    node_data = list(nodes(data=True) if within is None else ((n, d) for n, d in nodes(data=True) if n in within))
-    switches = sorted((n for n, d in node_data if d.get("level", -1) >= 1), key=lambda n: (nodes[n]["level"], n))
-    sidx = {n: i for i, n in enumerate(switches)}
-    servers = sorted((n for n, d in node_data if d.get("role") == "server"),
-                     key=lambda n: (nodes[n].get("zone") or 0, str(nodes[n].get("rack")), n))
+    attrs = dict(g.nodes(data=True) if within is None else ((n, d) for n, d in g.nodes(data=True) if n in within))
+    switches = sorted((n for n, d in attrs.items() if d.get("level", -1) >= 1), key=lambda n: (attrs[n]["level"], n))
+    servers = sorted((n for n, d in attrs.items() if d.get("role") == "server"),
+                     key=lambda n: (attrs[n].get("zone") or 0, str(attrs[n].get("rack")), n))
     srv_idx = {n: i for i, n in enumerate(servers)}
-    nics = sorted((n for n, d in node_data if d.get("role") == "nic"),
-                  key=lambda n: (srv_idx.get(nodes[n].get("server"), 1 << 30), nodes[n].get("gpu", 0), n))
-    nidx = {n: i for i, n in enumerate(nics)}
+    nics = sorted((n for n, d in attrs.items() if d.get("role") == "nic"),
+                  key=lambda n: (srv_idx.get(attrs[n].get("server"), 1 << 30), attrs[n].get("gpu", 0), n))
     S = len(switches)
+    index = {n: i for i, n in enumerate(switches)}  # node index: switches 0..S-1, NICs S..
+    index.update((n, S + i) for i, n in enumerate(nics))
+    cables = _cables(g, index)
+    keys = [k if type(k) is str else str(k) for _, _, k, _ in cables]
+    order = sorted(range(len(cables)), key=keys.__getitem__)  # by link id, stable
+    cables = [cables[i] for i in order]
+    keys = [keys[i] for i in order]
 
-    def node_index(n: str) -> int:
-        return sidx[n] if n in sidx else S + nidx[n]
-
-    tails, heads, caps, lats, links, tiers = [], [], [], [], [], []
-    nic_up = np.full(len(nics), -1, np.int64)
-    nic_down = np.full(len(nics), -1, np.int64)
-    nic_leaf = np.full(len(nics), -1, np.int64)
-    defaulted = 0
-    inside = sidx.keys() | nidx.keys()
-    cables = [e for e in g.edges(keys=True, data=True) if e[3].get("kind") == "link" and e[0] in inside and e[1] in inside]
-    for u, v, key, d in sorted(cables, key=lambda e: str(e[2])):
+    # every cable is two arcs, u -> v then v -> u (u: the end the graph's edge iteration meets first)
+    lengths, defaulted = [], 0
+    for _, _, key, d in cables:
         if key in cable_length:
-            length = float(cable_length[key])
+            lengths.append(float(cable_length[key]))
         elif "length" in d:
-            length = float(d["length"])
+            lengths.append(float(d["length"]))
         else:
-            length = DEFAULT_LENGTH_M.get(d.get("tier", ""), 30.0)
+            lengths.append(DEFAULT_LENGTH_M.get(d.get("tier", ""), 30.0))
             defaulted += 1
-        prop = length * FIBER_DELAY_S_PER_M
-        cap = float(d["speed"]) / 8.0
-        for a, b in ((u, v), (v, u)):
-            arc = len(tails)
-            tails.append(node_index(a))
-            heads.append(node_index(b))
-            caps.append(cap)
-            fwd = switch_latency.get(nodes[b].get("model"), DEFAULT_SWITCH_LATENCY_S) if b in sidx else 0.0
-            lats.append(prop + fwd)
-            links.append(str(key))
-            tiers.append(d.get("tier", ""))
-            if a in nidx and b in sidx and nic_up[nidx[a]] < 0:
-                nic_up[nidx[a]] = arc
-                nic_leaf[nidx[a]] = sidx[b]
-            if b in nidx and a in sidx and nic_down[nidx[b]] < 0:
-                nic_down[nidx[b]] = arc
     if defaulted:
         notes.append(f"{defaulted // 1} cable(s) without a length from the cabling pass: default lengths per tier {DEFAULT_LENGTH_M}")
-    n_link_arcs = len(tails)
+    ends = np.array([(index[u], index[v]) for u, v, _, _ in cables], np.int64).reshape(-1, 2)
+    tails_a = ends.reshape(-1)
+    heads_a = ends[:, ::-1].reshape(-1)
+    n_link_arcs = len(tails_a)
+    fwd = np.zeros(S + len(nics))  # forwarding latency of an arc's head: its switch model's, 0 at a NIC
+    fwd[:S] = [switch_latency.get(attrs[n].get("model"), DEFAULT_SWITCH_LATENCY_S) for n in switches]
+    caps = np.repeat(np.array([float(d["speed"]) for _, _, _, d in cables]) / 8.0, 2)
+    lats = np.repeat(np.asarray(lengths, float) * FIBER_DELAY_S_PER_M, 2) + fwd[heads_a]
+    links = list(chain.from_iterable(zip(keys, keys)))
+    tier = [d.get("tier", "") for _, _, _, d in cables]
+    tiers = list(chain.from_iterable(zip(tier, tier)))
+    nic_up, nic_down = _first_arcs(tails_a, heads_a, S, len(nics)), _first_arcs(heads_a, tails_a, S, len(nics))
+    nic_leaf = np.where(nic_up >= 0, heads_a[np.maximum(nic_up, 0)] if n_link_arcs else -1, -1)
 
     # GPUs, in server order; GPU k of a server uses the NIC with gpu == k (or shares one: k * nics // gpus)
     nic_by_server: dict[str, list[int]] = {}
     for i, n in enumerate(nics):
-        nic_by_server.setdefault(nodes[n].get("server"), []).append(i)
+        nic_by_server.setdefault(attrs[n].get("server"), []).append(i)
     # a multi-port NIC (plane_ports) is one node per port with the NIC's id in ``nic``: a GPU gets all its ports
-    gpu_server, gpu_local, gpu_nic, gpu_ports = [], [], [], []
+    gpu_server, gpu_local, gpu_ports = [], [], []
     for si, s in enumerate(servers):
         own: dict[str, list[int]] = {}
         for i in nic_by_server.get(s, []):
-            own.setdefault(nodes[nics[i]].get("nic", nics[i]), []).append(i)
+            own.setdefault(attrs[nics[i]].get("nic", nics[i]), []).append(i)
         cards = list(own.values())
-        ng = int(nodes[s].get("gpus", len(cards)))
+        ng = int(attrs[s].get("gpus", len(cards)))
         if not cards or ng == 0:
             continue
-        for k in range(ng):
-            ports = cards[k * len(cards) // ng]
-            gpu_server.append(si)
-            gpu_local.append(k)
-            gpu_nic.append(ports[0])
-            gpu_ports.append(ports)
+        gpu_server += [si] * ng
+        gpu_local += range(ng)
+        gpu_ports += [cards[k * len(cards) // ng] for k in range(ng)]
+    gpu_nic = [p[0] for p in gpu_ports]
     G = len(gpu_server)
     nvl_out = np.full(G, -1, np.int64)
     nvl_in = np.full(G, -1, np.int64)
-    if nvlink_bandwidth:
-        for k in range(G):
-            for arr, tag in ((nvl_out, "out"), (nvl_in, "in")):
-                arr[k] = len(tails)
-                tails.append(-1)
-                heads.append(-1)
-                caps.append(nvlink_bandwidth / 8.0)
-                lats.append(0.0)
-                links.append(f"nvl-{k}-{tag}")
-                tiers.append("nvlink")
+    if nvlink_bandwidth:  # two virtual arcs per GPU after the cables: out of it, then into it
+        nvl_out[:] = n_link_arcs + 2 * np.arange(G)
+        nvl_in[:] = nvl_out + 1
+        tails_a = np.concatenate([tails_a, np.full(2 * G, -1, np.int64)])
+        heads_a = np.concatenate([heads_a, np.full(2 * G, -1, np.int64)])
+        caps = np.concatenate([caps, np.full(2 * G, nvlink_bandwidth / 8.0)])
+        lats = np.concatenate([lats, np.zeros(2 * G)])
+        links += [f"nvl-{k}-{tag}" for k in range(G) for tag in ("out", "in")]
+        tiers += ["nvlink"] * (2 * G)
 
     # host index of each NIC among its leaf's NICs, in (server, gpu) order: static pinning reads it
+    by_leaf = np.argsort(nic_leaf, kind="stable")
+    first = np.searchsorted(nic_leaf[by_leaf], nic_leaf[by_leaf])
     nic_host = np.zeros(len(nics), np.int64)
-    seen: dict[int, int] = {}
-    for i in range(len(nics)):
-        leaf = int(nic_leaf[i])
-        nic_host[i] = seen.get(leaf, 0)
-        seen[leaf] = nic_host[i] + 1
+    nic_host[by_leaf] = np.arange(len(nics)) - first
 
-    tails_a = np.asarray(tails, np.int64)
-    heads_a = np.asarray(heads, np.int64)
     leaves = np.unique(nic_leaf[nic_leaf >= 0])
     dest_of_switch = np.full(S, -1, np.int64)
     dest_of_switch[leaves] = np.arange(len(leaves))
@@ -212,16 +198,16 @@ def compile_graph(
 
     return Net(
         switch_ids=switches,
-        switch_level=np.array([nodes[n]["level"] for n in switches], np.int64),
+        switch_level=np.array([attrs[n]["level"] for n in switches], np.int64),
         nic_ids=nics,
         nic_leaf=nic_leaf,
         nic_up=nic_up,
         nic_down=nic_down,
         nic_host=nic_host,
         server_ids=servers,
-        server_zone=np.array([nodes[s].get("zone") or 0 for s in servers], np.int64),
-        server_rack=[str(nodes[s].get("rack")) for s in servers],
-        server_building=np.array([nodes[s].get("building") or 0 for s in servers], np.int64),
+        server_zone=np.array([attrs[s].get("zone") or 0 for s in servers], np.int64),
+        server_rack=[str(attrs[s].get("rack")) for s in servers],
+        server_building=np.array([attrs[s].get("building") or 0 for s in servers], np.int64),
         gpu_server=np.asarray(gpu_server, np.int64),
         gpu_local=np.asarray(gpu_local, np.int64),
         gpu_nic=np.asarray(gpu_nic, np.int64),
@@ -229,8 +215,8 @@ def compile_graph(
         gpu_nvl_in=nvl_in,
         arc_tail=tails_a,
         arc_head=heads_a,
-        arc_cap=np.asarray(caps, float),
-        arc_latency=np.asarray(lats, float),
+        arc_cap=caps,
+        arc_latency=lats,
         arc_link=links,
         arc_tier=tiers,
         n_link_arcs=n_link_arcs,
@@ -245,68 +231,33 @@ def compile_graph(
     )
 
 
-def ecmp_groups(S: int, tails: np.ndarray, heads: np.ndarray, leaves: np.ndarray):
-    """BFS distances from every leaf and the deduplicated next-hop groups of every (switch, leaf)."""
-    sw = (tails < S) & (heads < S) & (tails >= 0) & (heads >= 0)
-    arcs = np.flatnonzero(sw)
-    T = len(leaves)
-    if S == 0 or T == 0:
-        return (np.zeros((T, S), np.int64), np.full((S, T), -2, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64))
-    adj = csr_matrix((np.ones(len(arcs)), (tails[arcs], heads[arcs])), shape=(S, S))
-    adj.data[:] = 1.0  # parallel cables: one hop
-    d = shortest_path(adj, method="D", directed=True, unweighted=True, indices=leaves)
-    # d[t, u] is the distance from leaf t to u; links are symmetric, so it is also u -> t
-    dist = np.where(np.isfinite(d), d, -1).astype(np.int64)
-    order = np.lexsort((heads[arcs], tails[arcs]))
-    arcs = arcs[order]
-    out_ptr = np.searchsorted(tails[arcs], np.arange(S + 1))
-    group_of = np.full((S, T), -2, np.int64)
-    ptr = [0]
-    members: list[np.ndarray] = []
-    for u in range(S):
-        out = arcs[out_ptr[u]:out_ptr[u + 1]]
-        du = dist[:, u]  # (T,)
-        group_of[u, du == 0] = -1
-        if len(out) == 0:
+def _cables(g: nx.MultiGraph, inside: dict[str, int]) -> list[tuple]:
+    """The cables (edges of kind ``link``) between nodes of ``inside``, as ``g.edges(keys=True,
+    data=True)`` yields them (each once, from the end met first in node order), read from the
+    adjacency dicts of the inside nodes only."""
+    out, seen = [], set()
+    add = out.append
+    for n, nbrs in g._adj.items():  # the raw dicts: the public views wrap every level
+        if n not in inside:
             continue
-        dh = dist[:, heads[out]].T  # (deg, T)
-        mask = (dh == (du - 1)[None, :]) & (du > 0)[None, :] & (dh >= 0)
-        has = mask.any(axis=0)
-        if not has.any():
-            continue
-        packed = np.packbits(mask[:, has], axis=0).T.copy()  # (T', bytes)
-        uniq, inv = _unique_rows(packed)
-        base = len(members)
-        for row in uniq:
-            bits = np.unpackbits(row)[: len(out)].astype(bool)
-            m = out[bits]
-            members.append(m)
-            ptr.append(ptr[-1] + len(m))
-        group_of[u, np.flatnonzero(has)] = base + inv
-    garcs = np.concatenate(members) if members else np.zeros(0, np.int64)
-    return dist, group_of, np.asarray(ptr, np.int64), garcs.astype(np.int64)
+        for nbr, kd in nbrs.items():
+            if nbr in inside and nbr not in seen:
+                for k, d in kd.items():
+                    if d.get("kind") == "link":
+                        add((n, nbr, k, d))
+        seen.add(n)
+    return out
 
 
-_ROW_WEIGHTS = np.random.default_rng(12345).integers(1, 2**63, size=4096, dtype=np.uint64) | np.uint64(1)
-
-
-def _unique_rows(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Unique rows of a small uint8 matrix and the inverse index. Sorting void rows is slow, so rows are
-    keyed by a 64-bit weighted sum first and the grouping is checked exactly afterwards (falling back
-    to the exact sort if two different rows ever shared a key)."""
-    nb = packed.shape[1]
-    if nb > len(_ROW_WEIGHTS):
-        uniq, inv = np.unique(packed, axis=0, return_inverse=True)
-        return uniq, np.asarray(inv).reshape(-1)
-    with np.errstate(over="ignore"):
-        key = (packed.astype(np.uint64) * _ROW_WEIGHTS[:nb]).sum(axis=1, dtype=np.uint64)
-    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    inv = np.asarray(inv).reshape(-1)
-    uniq = packed[first]
-    if not np.array_equal(uniq[inv], packed):
-        uniq, inv = np.unique(packed, axis=0, return_inverse=True)
-        inv = np.asarray(inv).reshape(-1)
-    return uniq, inv
+def _first_arcs(tails: np.ndarray, heads: np.ndarray, S: int, n_nics: int) -> np.ndarray:
+    """Each NIC's first arc (in arc order) from it to a switch (``tails``, ``heads``; swap them for the
+    arcs into it), -1 without one."""
+    cand = np.flatnonzero((tails >= S) & (heads < S))
+    nic = tails[cand] - S
+    out = np.full(n_nics, -1, np.int64)
+    _, first = np.unique(nic, return_index=True)
+    out[nic[first]] = cand[first]
+    return out
 
 
 def from_design(design, graph: nx.MultiGraph | None = None, within: set[str] | None = None) -> Net:
@@ -341,7 +292,7 @@ def cable_lengths(design) -> dict[str, float]:
         arr = getattr(cab, "stock", None)
         if arr is None:
             arr = cab.length
-        return {str(k): float(v) for k, v in zip(ids, np.asarray(arr, float))}
+        return dict(zip(map(str, ids), np.asarray(arr, float).tolist()))
     cables = getattr(cab, "cables", cab)
     out: dict[str, float] = {}
     for key, c in cables.items():
@@ -361,34 +312,36 @@ def first_gpus(g: nx.MultiGraph, gpus: int) -> set[str]:
     and leaves, the spine switches of the zones they touch, and the core only when they span zones.
     Used to keep report-time and benchmark simulations small on big sites (``from_design(d,
     within=...)`` compiles them without copying the graph)."""
-    nodes = g.nodes
-    servers = sorted((n for n, d in nodes(data=True) if d.get("role") == "server"),
-                     key=lambda n: (nodes[n].get("zone") or 0, str(nodes[n].get("rack")), n))
+    attrs = dict(g.nodes(data=True))  # plain dict lookups, not NodeView calls
+    adj = g._adj  # the raw adjacency dicts
+    servers = sorted((n for n, d in attrs.items() if d.get("role") == "server"),
+                     key=lambda n: (attrs[n].get("zone") or 0, str(attrs[n].get("rack")), n))
     keep_srv, total = [], 0
     for s in servers:
         if total >= gpus:
             break
         keep_srv.append(s)
-        total += int(nodes[s].get("gpus", 0))
-    racks = {nodes[s].get("rack") for s in keep_srv} | {nodes[s].get("pair") for s in keep_srv if nodes[s].get("pair")}
-    zones = {nodes[s].get("zone") for s in keep_srv}
+        total += int(attrs[s].get("gpus", 0))
+    racks = {attrs[s].get("rack") for s in keep_srv} | {attrs[s].get("pair") for s in keep_srv if attrs[s].get("pair")}
+    zones = {attrs[s].get("zone") for s in keep_srv}
     keep = set(keep_srv)
-    for n, d in nodes(data=True):
+    nics = []
+    for n, d in attrs.items():
         level = d.get("level", -1)
         if d.get("role") == "nic" and d.get("server") in keep:
-            keep.add(n)
+            nics.append(n)
         elif level == 1 and d.get("rack") in racks:
             keep.add(n)
         elif level == 2 and d.get("zone") in zones:
             keep.add(n)
         elif level >= 3 and len(zones) > 1:
             keep.add(n)
+    keep.update(nics)
     # tree families (fat-tree, rail): leaves without a zone, mounted on network racks; keep the kept NICs'
     # leaves and every switch above them
-    up = {nb for n in list(keep) if nodes[n].get("role") == "nic" for nb in g.neighbors(n)
-          if nodes[nb].get("level", -1) == 1 and nodes[nb].get("zone") is None}
+    up = {nb for n in nics for nb in adj[n] if attrs[nb].get("level", -1) == 1 and attrs[nb].get("zone") is None}
     while up - keep:
         new = up - keep
         keep |= new
-        up = {nb for sw in new for nb in g.neighbors(sw) if nodes[nb].get("level", -1) > nodes[sw]["level"]}
+        up = {nb for sw in new for nb in adj[sw] if attrs[nb].get("level", -1) > attrs[sw]["level"]}
     return keep
