@@ -37,6 +37,20 @@ def test_add_edges_refuses_unknown_devices_and_reused_ids():
         add_edges(g, [("a", "b", "L1", {}), ("b", "a", "L1", {})])
 
 
+@pytest.mark.parametrize("site", ["lab-2zone-2plane", "lab-campus"])
+def test_port_table_is_ports_of_every_device(site):
+    # the emitters' one-pass table: for every linked device the same ports, peers and order (link id) as Fabric.ports
+    fabric = compile_design(ROOT / "sites" / f"{site}.yaml", until="fabric").fabric
+    table = fabric.port_table()
+    linked = [n for n in fabric.graph if fabric.graph.degree(n)]
+    assert sorted(table) == sorted(linked) and len(linked) > 100
+    assert all(list(table[n].items()) == list(fabric.ports(n).items()) for n in linked)
+    switches = set(fabric.switches())
+    assert fabric.port_table(switches) == {n: table[n] for n in switches if n in table}
+    nic = next(n for n, r in fabric.graph.nodes(data="role") if r == "nic")
+    assert list(table[nic])[0] == "pcie"  # its host edge (H...) sorts before its cables (L...)
+
+
 def test_a_port_used_twice_is_named_at_build():
     from twin.compiler.fabric.graph import Builder, PortReuse
 

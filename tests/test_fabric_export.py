@@ -125,3 +125,20 @@ def test_graphml_refuses_what_xml_cannot_hold():
         model_export.graphml(_tiny(note="bell\x07"), "x")
     with pytest.raises(TypeError, match="mixes"):
         model_export.graphml(_tiny(weight="heavy"), "x")
+
+
+@pytest.mark.parametrize("attrs", [{}, {"note": "a < b & \"c\" é"}, {"weight": 1e16}, {"weight": 1e-05}, {"weight": 2**70}])
+def test_fabric_json_is_the_standard_librarys_bytes(attrs):
+    # orjson writes it where the two agree; a quote (escaped), 1e16 / 1e-05 (orjson: 1e16, 0.00001) and an
+    # integer beyond 64 bits (orjson refuses) go to the standard library: the same bytes either way
+    f = _tiny(**attrs)
+    model = model_export.Model(f, "x")
+    doc = {"nodes": model.nodes, "links": model.links}
+    want = (json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n").encode()
+    assert model_export.compact_json(doc, model) == want
+
+
+def test_fabric_json_refuses_nan_as_the_standard_library_does():
+    model = model_export.Model(_tiny(weight=float("nan")), "x")
+    with pytest.raises(ValueError, match="JSON compliant"):
+        model_export.compact_json({"nodes": model.nodes}, model)

@@ -12,10 +12,11 @@ import json
 import pytest
 
 pytest.importorskip("hypothesis", reason="hypothesis is not installed (a test extra: pip install -e '.[test]')")
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from twin.jsonfmt import _halve_indent, dumps
+from twin.jsonfmt import _OPTIONS, _halve_indent, _halve_numpy, _halve_small, dumps
 
 # keys and strings with spaces (runs of them, leading ones: the indentation must not be confused
 # with them), quotes, backslashes, control characters, DEL and non-ASCII
@@ -47,6 +48,24 @@ def test_deep_documents_and_leading_spaces():
 def test_halving_keeps_everything_but_the_first_half_of_each_indentation():
     raw = b'{\n  "a": {\n    "b": "  c"\n  }\n}\n'
     assert _halve_indent(raw) == b'{\n "a": {\n  "b": "  c"\n }\n}\n'
+
+
+@settings(max_examples=300, deadline=None)
+@given(DOC)
+def test_both_ways_of_halving_agree(doc):
+    # small documents are halved by bytes.replace passes, large ones by a numpy mask: the same bytes
+    try:
+        raw = orjson.dumps(doc, option=_OPTIONS)
+    except (orjson.JSONEncodeError, TypeError):
+        return
+    if b"\t" not in raw:
+        assert _halve_small(raw) == _halve_numpy(raw)
+
+
+def test_a_large_document_is_halved_as_a_small_one():
+    doc = {f"k{i:05d}": {"v": [i, " x", {"d": "  y"}]} for i in range(2000)}  # ~150 KB: the numpy path
+    raw = orjson.dumps(doc, option=_OPTIONS)
+    assert len(raw) > 16 << 10 and _halve_indent(raw) == _halve_small(raw) == reference(doc)
 
 
 def test_integer_keys_and_big_integers_follow_the_standard_library():

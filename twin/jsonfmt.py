@@ -39,13 +39,24 @@ def dumps(obj, ensure_ascii: bool = True) -> bytes:
     return _halve_indent(raw)
 
 
+_SMALL = 16 << 10  # below this size a few bytes.replace passes beat numpy's fixed cost per call
+
+
 def _halve_indent(raw: bytes) -> bytes:
     r"""orjson's two-space indentation as one space: after each newline, the first half of the
-    indentation is dropped (numpy: one mask over the document, no Python loop over its lines).
+    indentation is dropped (numpy: one mask over the document, no Python loop over its lines; a small
+    document, such as a switch's own SONiC tables, by :func:`_halve_small`).
 
     >>> _halve_indent(b'{\n  "a": [\n    " x"\n  ]\n}')
     b'{\n "a": [\n  " x"\n ]\n}'
     """
+    if len(raw) < _SMALL and b"\t" not in raw:
+        return _halve_small(raw)
+    return _halve_numpy(raw)
+
+
+def _halve_numpy(raw: bytes) -> bytes:
+    """:func:`_halve_indent` as one numpy mask over the document."""
     a = np.frombuffer(raw, np.uint8)
     n = len(a)
     lines = np.flatnonzero(a == 10)
@@ -59,3 +70,19 @@ def _halve_indent(raw: bytes) -> bytes:
     keep = np.ones(n, bool)
     keep[np.concatenate(drop)] = False
     return a[keep].tobytes()
+
+
+def _halve_small(raw: bytes) -> bytes:
+    r""":func:`_halve_indent` by replacing: the deepest level first, each level's indentation becomes
+    half as many tabs (so a shallower level's pattern cannot match it again), then the tabs become
+    spaces. The document must hold no tab (JSON escapes one in a string as ``\t``).
+
+    >>> _halve_small(b'{\n  "a": [\n    " x"\n  ]\n}')
+    b'{\n "a": [\n  " x"\n ]\n}'
+    """
+    depth = 1
+    while b"\n" + b"  " * depth in raw:
+        depth += 1
+    for k in range(depth - 1, 0, -1):
+        raw = raw.replace(b"\n" + b"  " * k, b"\n" + b"\t" * k)
+    return raw.replace(b"\t", b" ")

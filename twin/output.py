@@ -203,12 +203,37 @@ def write_claimed_parts(out_dir: Path, parts: Iterable[dict[str, bytes]], *, use
 
 
 def write_parts(folder: Path, parts: Iterable[dict[str, bytes]]) -> None:
-    """Each part's files under ``folder``, one part at a time."""
+    """Each part's files under ``folder``, one part at a time. Written with plain ``os`` calls: one
+    ``open``/``write``/``close`` per file and one ``makedirs`` per folder (not one per file), which
+    is most of the cost of the ~3,500 files of a 24K-GPU site besides the kernel's own work."""
+    made: set[str] = set()
+    base = os.fspath(folder)
     for files in parts:
         for rel, data in sorted(files.items()):
-            target = folder / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            target = f"{base}/{rel}"
+            parent = os.path.dirname(target)
+            if parent not in made:
+                os.makedirs(parent, exist_ok=True)
+                made.add(parent)
+            _write_file(target, data)
+
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+
+
+def _write_file(path: str, data: bytes) -> None:
+    """``Path(path).write_bytes(data)`` without the buffered file object; an error names the file."""
+    fd = os.open(path, _CREATE, 0o666)
+    try:
+        view, done = memoryview(data), 0
+        while done < len(view):  # a regular file takes it in one call but for >2 GiB; loop regardless
+            done += os.write(fd, view[done:])
+    except OSError as e:
+        if e.filename is None:
+            e.filename = path
+        raise
+    finally:
+        os.close(fd)
 
 
 def write_claimed_with(out_dir: Path, fill: Callable[[Path], None], *, use_exchange: bool = True) -> None:

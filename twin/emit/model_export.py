@@ -32,7 +32,10 @@ import math
 import operator
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import repeat
 from xml.sax.saxutils import escape, quoteattr
+
+import orjson
 
 from twin.compiler.design import Design
 from twin.compiler.fabric.graph import Fabric, Link
@@ -61,6 +64,9 @@ class Model:
         rest = self.node_fields[1:]
         self.nodes = [(n, *map(d.get, rest)) for n, d in fabric.graph.nodes(data=True)]
         self.links = list(map(_LINK_COLUMNS, fabric.links))
+        # the same rows by column (one transposition in C), which the GraphML writer formats column by column
+        self.node_cols = list(zip(*self.nodes)) or [() for _ in self.node_fields]
+        self.link_cols = list(zip(*self.links)) or [() for _ in LINK_FIELDS]
 
 
 def node_fields(fabric: Fabric) -> list[str]:
@@ -81,7 +87,7 @@ def node_fields(fabric: Fabric) -> list[str]:
 def _type(name: str, values: Iterable[object]) -> str:
     """The GraphML type of one column from the values present (None ignored; int with float is
     double). A column mixing text and numbers is a bug in the pass that made the graph."""
-    seen = {type(v) for v in values} - {type(None)}
+    seen = set(map(type, values)) - {type(None)}
     kinds = {_GRAPHML_TYPE.get(t) for t in seen}
     if None in kinds:
         raise TypeError(f"fabric attribute '{name}' holds {sorted(t.__name__ for t in seen)}; the export writes only int, float, bool and str")
@@ -125,36 +131,41 @@ def _double(v: float) -> str:
 _FORMAT = {"string": xml_text, "long": lambda v: str(int(v)), "double": _double, "boolean": lambda v: "true" if v else "false"}
 
 
-def _column(kind: str, values: Sequence[object]) -> list[str | None]:
-    """Formatted text of one column; each distinct value is formatted once (names, models and speeds
-    repeat across thousands of rows)."""
-    fmt = _FORMAT[kind]
-    done = {v: fmt(v) for v in set(values) if v is not None}
-    done[None] = None
-    return [done[v] for v in values]
+def _pieces(prefix: str, name: str, kind: str, values: Sequence[object]) -> list[str]:
+    """Each value of one column as its ``<data>`` element; each distinct value is formatted once (names,
+    models and speeds repeat across thousands of rows). A node leaves out an attribute that is None
+    (the empty string); an edge writes every attribute, None as the text None."""
+    fmt, open_ = _FORMAT[kind], f'<data key="{prefix}_{name}">'
+    done = {v: f"{open_}{fmt(v)}</data>" for v in set(values) if v is not None}
+    done[None] = "" if prefix == "n" else f"{open_}None</data>"
+    return list(map(done.__getitem__, values))
 
 
-def _elements(prefix: str, names: list[str], rows: list[tuple], first: int) -> tuple[list[str], list[tuple]]:
-    """(key declarations, formatted rows) for the columns ``first:`` of ``rows``."""
-    types, cols = [], []
-    for i, name in enumerate(names[first:], start=first):
-        col = [r[i] for r in rows]
+def _elements(prefix: str, names: list[str], cols: list[Sequence[object]], first: int) -> tuple[list[str], list[list[str]]]:
+    """(key declarations, ``<data>`` elements column by column) for the columns ``first:``."""
+    types, pieces = [], []
+    for name, col in zip(names[first:], cols[first:], strict=True):
         t = _type(name, col)
         types.append(f'  <key id="{prefix}_{name}" for="{"node" if prefix == "n" else "edge"}" attr.name={xml_attr(name)} attr.type="{t}"/>\n')
-        cols.append(_column(t, col))
-    return types, list(zip(*cols)) if cols else [() for _ in rows]
+        pieces.append(_pieces(prefix, name, t, col))
+    return types, pieces
 
 
-def _data_template(prefix: str, names: list[str], present: tuple[bool, ...]) -> str:
-    return "".join(f'<data key="{prefix}_{name}">{{}}</data>' for name, p in zip(names, present) if p)
+def _attrs(values: Sequence[str]) -> list[str]:
+    """:func:`xml_attr` of each value; one search of them all when none needs escaping (ids rarely do)."""
+    if _SPECIAL.search("".join(values)):
+        return list(map(xml_attr, values))
+    return ['"' + v + '"' for v in values]
 
 
 def iter_graphml(model: Model) -> Iterator[str]:
-    """The GraphML document as a stream of text chunks (one per line)."""
+    """The GraphML document as a stream of text chunks (the head line by line, then all nodes, all edges).
+    Lines are joined column by column (C loops): a node's ``<data>`` elements are its columns' elements,
+    an absent attribute's the empty string."""
     fabric = model.fabric
-    nkeys, ndata = _elements("n", model.node_fields, model.nodes, 1)
-    ekeys, edata = _elements("e", LINK_FIELDS, model.links, 1)
-    node_attr = {r[0]: xml_attr(r[0]) for r in model.nodes}
+    nkeys, ndata = _elements("n", model.node_fields, model.node_cols, 1)
+    ekeys, edata = _elements("e", LINK_FIELDS, model.link_cols, 1)
+    node_attr = dict(zip(model.node_cols[0], _attrs(model.node_cols[0])))
 
     yield '<?xml version="1.0" encoding="UTF-8"?>\n'
     yield ('<graphml xmlns="http://graphml.graphdrawing.org/xmlns" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
@@ -166,18 +177,11 @@ def iter_graphml(model: Model) -> Iterator[str]:
     yield from ekeys
     yield '  <graph id="fabric" edgedefault="undirected">\n'
     yield "    " + "".join(f'<data key="g_{name}">{xml_text(v)}</data>' for name, v in graph_attrs) + "\n"
-    # one template per pattern of present attributes (a NIC has server/gpu/rail, a spine no zone)
-    templates: dict[tuple[bool, ...], str] = {}
-    names = model.node_fields[1:]
-    for row, data in zip(model.nodes, ndata):
-        present = tuple(v is not None for v in data)
-        tpl = templates.get(present)
-        if tpl is None:
-            tpl = templates[present] = "    <node id={}>" + _data_template("n", names, present) + "</node>\n"
-        yield tpl.format(node_attr[row[0]], *(v for v in data if v is not None))
-    etpl = "    <edge id={} source={} target={}>" + _data_template("e", LINK_FIELDS[1:], (True,) * (len(LINK_FIELDS) - 1)) + "</edge>\n"
-    for row, data in zip(model.links, edata):
-        yield etpl.format(xml_attr(row[0]), node_attr[row[3]], node_attr[row[5]], *data)
+    yield "".join(map("".join, zip(repeat("    <node id="), map(node_attr.__getitem__, model.node_cols[0]), repeat(">"),
+                                   *ndata, repeat("</node>\n"))))
+    ids, a, b = model.link_cols[0], model.link_cols[3], model.link_cols[5]
+    yield "".join(map("".join, zip(repeat("    <edge id="), _attrs(ids), repeat(" source="), map(node_attr.__getitem__, a),
+                                   repeat(" target="), map(node_attr.__getitem__, b), repeat(">"), *edata, repeat("</edge>\n"))))
     yield "  </graph>\n</graphml>\n"
 
 
@@ -207,5 +211,22 @@ def emit(design: Design) -> dict[str, bytes]:
     if fabric is None:
         return {}
     model = Model(fabric, design.name)
-    js = json.dumps(document(design, model), separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n"
-    return {"model/fabric.graphml": "".join(iter_graphml(model)).encode("utf-8"), "model/fabric.json": js.encode("utf-8")}
+    return {"model/fabric.graphml": "".join(iter_graphml(model)).encode("utf-8"), "model/fabric.json": compact_json(document(design, model), model)}
+
+
+def compact_json(doc: dict, model: Model) -> bytes:
+    """``json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\\n"`` as UTF-8,
+    written by orjson (the standard library's encoder takes ~0.2 s for a 24K-GPU site's model) where the
+    two write the same: every float of the rows spelled alike (orjson writes ``1e16`` where ``repr`` writes
+    ``1e+16``, and NaN as null), no escape in the output (orjson's and the standard library's could
+    differ), nothing orjson refuses (integers beyond 64 bits, a lone surrogate). Otherwise the standard
+    library writes it, with its own errors."""
+    floats = {v for col in (*model.node_cols, *model.link_cols) if float in set(map(type, col)) for v in col if type(v) is float}
+    if all(orjson.dumps(v) == float.__repr__(v).encode() for v in floats):
+        try:
+            raw = orjson.dumps(doc, option=orjson.OPT_APPEND_NEWLINE)
+        except (orjson.JSONEncodeError, TypeError):
+            raw = b"\\"
+        if b"\\" not in raw:
+            return raw
+    return (json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")

@@ -6,19 +6,13 @@ from :func:`twin.emit.netbox_objects.import_set`, which ``twin netbox push`` wri
 
 from __future__ import annotations
 
-import csv
-import io
-
 from twin.compiler.design import Design
+from twin.csvfmt import table as csv_table
 from twin.emit.netbox_objects import Table, import_set, long_names
 
 
 def table_csv(table: Table) -> bytes:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(table.columns)
-    w.writerows(table.rows)
-    return buf.getvalue().encode("utf-8")
+    return csv_table(table.columns, table.rows)
 
 
 def readme(site: str, tables: list[Table]) -> str:

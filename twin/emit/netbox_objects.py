@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from operator import itemgetter
 
 from twin.compiler.design import Design
 from twin.compiler.fabric.bom import module_end
@@ -114,7 +115,29 @@ def nic_end(graph, device: str, port: str) -> tuple[str, str]:
 def partner_device(graph, server: str) -> str:
     """The device of a rack pair's second rack (NVL36x2): the system's trays standing there, named as a
     server of that rack (``gh1-r0002-s1`` for the system ``gh1-r0001-s1`` whose partner is ``gh1-r0002``)."""
-    return f"{graph.nodes[server]['pair']}-{server.rsplit('-', 1)[1]}"
+    return _partner(server, graph.nodes[server])
+
+
+def _partner(server: str, attrs: dict) -> str:
+    """:func:`partner_device` from the server's attributes."""
+    return f"{attrs['pair']}-{server.rsplit('-', 1)[1]}"
+
+
+def _cable_ends(site: str, node: dict[str, dict]) -> dict[str, tuple[str, str | None, bool]]:
+    """What :func:`nic_end` makes of each node, worked out once per node: (NetBox device name, the NIC's
+    interface name or None for a device whose ports are its interfaces, whether the NIC names its ports).
+    A cable end (node, port) is then ``(device, port)``, ``(device, "nicN/port")`` or ``(device, "nicN")``."""
+    out = {}
+    for n, d in node.items():
+        if d["role"] != "nic":
+            out[n] = (device_name(site, n), None, False)
+            continue
+        server = d["server"]
+        stem = n[len(server) + 1:]
+        if d.get("rack") != node[server]["rack"]:  # a tray in the partner rack of a rack pair (NVL36x2)
+            server = _partner(server, node[server])
+        out[n] = (device_name(site, server), stem, (d.get("ports") or 1) > 1)
+    return out
 
 
 def _fmt(x: float) -> str:
@@ -195,26 +218,31 @@ def import_set(design: Design) -> list[Table]:
                         tuple((ROLE_NAMES.get(r, r), slugify(ROLE_NAMES.get(r, r)), ROLE_COLORS.get(r, "9e9e9e"),
                                f"twin role {r}", tags) for r in roles), shared=True))
     racks = {r.id: r for r in placement.racks}
+    node = dict(g.nodes(data=True))  # read once: networkx's node view costs a lookup per access
+    ends = _cable_ends(site, node)
     dev_rows, if_rows = [], []
-    devices = [n for n, d in g.nodes(data=True) if d["role"] != "nic"]
-    for n in devices:
-        d = g.nodes[n]
+    devices = [(n, d) for n, d in node.items() if d["role"] != "nic"]
+    for n, d in devices:
         maker, _ = models[d["model"]]
-        for dev, rack_id in ((n, d["rack"]), *(((partner_device(g, n), d["pair"]),) if d.get("pair") else ())):
+        for dev, rack_id in ((n, d["rack"]), *(((_partner(n, d), d["pair"]),) if d.get("pair") else ())):
             rack = racks[rack_id]
             dev_rows.append((device_name(site, dev), ROLE_NAMES.get(d["role"], d["role"]), maker, d["model"], STATUS, site,
                              row_location(rack.position.hall, rack.position.row), rack.id, str(d["u"]), "front", dev, tags))
-    for n in devices:
-        d = g.nodes[n]
+    linked_of = fabric.port_table({n for n, d in devices if d["role"] != "server"})  # switches' and attachments' ports
+    model_ports: dict[str, list[tuple[str, str]]] = {}  # switch model -> (port, "; <its cage>" or "") in port order
+    # a peer's end as a port's description names it: "<device> " and the peer's port, or "<device> nicN" alone
+    peer_text = {n: f"{dev} {'' if stem is None else f'{stem}/' if multi else stem}" for n, (dev, stem, multi) in ends.items()}
+    with_port = {n: stem is None or multi for n, (_, stem, multi) in ends.items()}
+    nic_if = (interface_type(tech, spec.nic_speed), kbps(spec.nic_speed))
+    for n, d in devices:
         dev = device_name(site, n)
         if d["role"] == "server":
             ch = spec.catalog.chassis[d["model"]]
-            half = device_name(site, partner_device(g, n)) if d.get("pair") else dev
+            half = device_name(site, _partner(n, d)) if d.get("pair") else dev
             for k in range(1, ch.nics + 1):
                 dev = half if k > ch.nics // ch.span else device_name(site, n)  # a rack pair: the second half's trays
                 if ch.nic_ports == 1:
-                    if_rows.append((dev, f"nic{k}", interface_type(tech, spec.nic_speed), kbps(spec.nic_speed), "true",
-                                    f"backend NIC of GPU {k}", tags))
+                    if_rows.append((dev, f"nic{k}", *nic_if, "true", f"backend NIC of GPU {k}", tags))
                     continue
                 speed = spec.nic_speed / ch.nic_ports  # a multi-port NIC: one interface per port (per plane)
                 for j in range(1, ch.nic_ports + 1):
@@ -222,25 +250,21 @@ def import_set(design: Design) -> list[Table]:
                     if_rows.append((dev, f"nic{k}/port{j}", interface_type(tech, speed), kbps(speed), "true",
                                     f"backend NIC of GPU {k}, port {j} (plane {plane})", tags))
             continue
+        linked = linked_of.get(n, {})
         if d["role"] == "endpoint":  # a fabric attachment: the ports it is cabled on
             a = next(x for x in spec.fabric.attachments if x.name == d["model"])
-            for port, (lid, peer, peer_port) in fabric.ports(n).items():
+            for port, (lid, peer, peer_port) in linked.items():
                 if_rows.append((dev, port, interface_type(tech, a.speed), kbps(a.speed), "true",
                                 f"{lid} to {device_name(site, peer)} {peer_port}", tags))
             continue
         model = spec.catalog.switches[d["model"]]
-        linked = fabric.ports(n)
+        ports = model_ports.get(d["model"])
+        if ports is None:
+            ports = model_ports[d["model"]] = [(p, "" if c is None else f"; {c}") for p in port_names(model) for c in (cage_text(model, p),)]
         itype, port_kbps = interface_type(tech, model.port_speed), kbps(model.port_speed)  # the model's, every port
-        for port in port_names(model):
-            what = "unused"
-            if port in linked:
-                lid, peer, peer_port = linked[port]
-                pdev, pif = nic_end(g, peer, peer_port)
-                what = f"{lid} to {device_name(site, pdev)} {pif}"
-            cage = cage_text(model, port)
-            if cage is not None:  # a split cage: which cage and lanes the port takes
-                what = f"{what}; {cage}"
-            if_rows.append((dev, port, itype, port_kbps, "true", what, tags))
+        if_rows += [(dev, port, itype, port_kbps, "true",
+                     (f"{lk[0]} to {peer_text[lk[1]]}{lk[2] if with_port[lk[1]] else ''}" if (lk := linked.get(port)) else "unused") + cage,
+                     tags) for port, cage in ports]
     tables.append(Table("08-devices", "dcim.device", "/dcim/devices/import/",
                         ("name", "role", "manufacturer", "device_type", "status", "site", "location", "rack",
                          "position", "face", "description", "tags"), tuple(dev_rows)))
@@ -248,16 +272,22 @@ def import_set(design: Design) -> list[Table]:
                         ("device", "name", "type", "speed", "enabled", "description", "tags"), tuple(if_rows)))
     plan = design.cabling
     media = spec.catalog.media
-    cable_rows = []
-    for i, lk in enumerate(fabric.cables()):
-        med_name = plan.media[plan.medium[i]]
+    kinds = []  # per medium of the plan: its name, NetBox cable type, whether it is a twin-port module
+    for med_name in plan.media:
         med = media[med_name]
-        a_dev, a_if = nic_end(g, lk.a, lk.a_port)
-        b_dev, b_if = nic_end(g, lk.b, lk.b_port)
-        cable_rows.append((site, device_name(site, a_dev), "dcim.interface", a_if,
-                           site, device_name(site, b_dev), "dcim.interface", b_if,
-                           CABLE_TYPES[med.kind if med.kind != "optic" else med.fiber], STATUS, lk.id,
-                           _fmt(plan.stock[i]), "m", f"{med_name}, {lk.tier}" + _module_note(spec, fabric, lk, med_name), tags))
+        kinds.append((med_name, CABLE_TYPES[med.kind if med.kind != "optic" else med.fiber], med.module_ports > 1))
+    stock = plan.stock.tolist()
+    lengths = {v: _fmt(v) for v in set(stock)}
+    cable_rows = []
+    for lk, m, length in zip(fabric.cables(), plan.medium.tolist(), stock, strict=True):
+        med_name, cable_type, module = kinds[m]
+        a_dev, a_stem, a_multi = ends[lk.a]
+        b_dev, b_stem, b_multi = ends[lk.b]
+        a_if = lk.a_port if a_stem is None else f"{a_stem}/{lk.a_port}" if a_multi else a_stem
+        b_if = lk.b_port if b_stem is None else f"{b_stem}/{lk.b_port}" if b_multi else b_stem
+        cable_rows.append((site, a_dev, "dcim.interface", a_if, site, b_dev, "dcim.interface", b_if,
+                           cable_type, STATUS, lk.id, lengths[length], "m",
+                           f"{med_name}, {lk.tier}" + (_module_note(spec, fabric, lk, med_name) if module else ""), tags))
     tables.append(Table("10-cables", "dcim.cable", "/dcim/cables/import/",
                         ("side_a_site", "side_a_device", "side_a_type", "side_a_name",
                          "side_b_site", "side_b_device", "side_b_type", "side_b_name",
@@ -272,6 +302,8 @@ def long_names(tables: list[Table]) -> list[str]:
         for col in ("name", "device"):  # read by column: no record dictionaries (~200K rows on a 24K-GPU site)
             if col in t.columns:
                 i = t.columns.index(col)
+                if max(map(len, map(itemgetter(i), t.rows)), default=0) <= NAME_MAX:  # the usual case, in one C loop
+                    continue
                 out.update(f"{t.model} {r[i]!r} has {len(r[i])} characters (NetBox allows {NAME_MAX})"
                            for r in t.rows if len(r[i]) > NAME_MAX)
     return sorted(out)
