@@ -114,6 +114,34 @@ def test_only_a_folder_twin_wrote_is_replaced(tmp_path, outputs):
     assert (empty / "manifest.json").read_bytes() == a["manifest.json"]
 
 
+def test_an_edit_during_the_build_is_found_at_the_swap(tmp_path, outputs):
+    """The folder is proved twin's at the claim; before the swap only what changed since is hashed again
+    (twin/folder.py ``proved``). An artifact rewritten during the build with its size kept and its
+    modification time put back (its ctime cannot be) is still found, and the folder is left as it is."""
+    from twin.output import write_claimed_with
+
+    a, b = outputs
+    out = tmp_path / "out"
+    write_atomically(out, a)
+    report = out / "report.md"
+
+    def edit_while_rendering(folder):
+        (folder / "report.md").write_bytes(b["report.md"])
+        st = report.stat()
+        time.sleep(0.01)
+        report.write_bytes(a["report.md"][:-5] + b"EDIT\n")  # the same size
+        os.utime(report, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    with claimed(out) as real:
+        before = None
+        with pytest.raises(OutputError) as e:
+            before = tree(out)
+            write_claimed_with(real, edit_while_rendering)
+    assert "report.md (changed since twin wrote it)" in str(e.value) and e.value.code == 2
+    assert report.read_bytes().endswith(b"EDIT\n") and before is not None and set(tree(out)) == set(before)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.tmp-")] == []
+
+
 WRITER = """
 import pickle, sys
 from pathlib import Path

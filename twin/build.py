@@ -190,6 +190,10 @@ class _Twins:
         if name == self.AFTER and hasattr(os, "fork"):
             self.child = apart(lambda: run_twins(design, self.loaded))
 
+    def running(self) -> bool:
+        """The child is still at work (False where the twins run in this process)."""
+        return self.child is not None and not self.child.done()
+
     def result(self, design: Design, progress) -> Runs:
         """The twins' runs: the child's, waited for, or run here."""
         if self.child is None:
@@ -221,13 +225,16 @@ def _scenario(scenario: str | Path | None, progress) -> tuple[str, tuple] | None
 def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: dict[str, tuple[str, int]], progress) -> tuple[Runs, tuple[Verdict, ...]]:
     """Every artifact of ``design`` written under ``folder``, in two processes where the system can
     fork: a child renders and writes the emitters that read the design alone (configs, NetBox,
-    cabling, model export, ...) while the twins finish (:class:`_Twins`); then this process runs the
-    verdicts and the report, which read their results, and takes the design-only emitters the child
-    has not started yet (one queue, largest first). Each file and digest is the one the serial
+    cabling, model export, ...), and so does this process until the twins are done (:class:`_Twins`);
+    then it runs the verdicts and the report, which read their results, and takes the design-only
+    emitters nobody has started yet (one queue, largest first). Each file and digest is the one the serial
     :func:`render` makes; the child hands back its digests (or its exception) through a pipe."""
     queue = _queue(len(BY_COST))
     child = apart(lambda: _write_emitters(folder, _taken(queue), design, acyclic=True)) if hasattr(os, "fork") else None
     try:
+        # while the twins run, this process takes design-only emitters too, one at a time: no core
+        # waits for another
+        early = _write_emitters(folder, _taken(queue, progress, twins.running), design, acyclic=True)
         runs = twins.result(design, progress)
         if progress:
             progress("verdicts")
@@ -238,9 +245,6 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
         mine = _write_emitters(folder, _taken(queue, progress), design, acyclic=True)  # what the child has not started
         if progress and child is not None:
             progress("emit: the other process's emitters")
-        if dup := set(ours) & set(mine):
-            raise RuntimeError(f"two emitters write {sorted(dup)[0]}")
-        ours.update(mine)
         theirs = child.join() if child is not None else {}
     except BaseException:
         if child is not None:
@@ -248,9 +252,8 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
         raise
     finally:
         os.close(queue)
-    if both := sorted(set(ours) & set(theirs)):
-        raise RuntimeError(f"two emitters write {both[0]}")
-    digests.update(sorted({**ours, **theirs}.items()))
+    ours = _union(early, ours, mine, theirs)
+    digests.update(sorted(ours.items()))
     if progress:
         progress("write")
     man = manifest_of(design, digests, scenario)
@@ -268,9 +271,20 @@ def _queue(n: int) -> int:
     return r
 
 
-def _taken(queue: int, progress=None):
-    """The emitters this process takes from ``queue``, one at a time, until it is empty."""
-    while index := os.read(queue, 1):
+def _union(*parts: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
+    """The digests of several processes' or steps' files; a path two of them wrote is a bug."""
+    out: dict[str, tuple[str, int]] = {}
+    for part in parts:
+        if both := sorted(set(out) & set(part)):
+            raise RuntimeError(f"two emitters write {both[0]}")
+        out.update(part)
+    return out
+
+
+def _taken(queue: int, progress=None, more: Callable[[], bool] = lambda: True):
+    """The emitters this process takes from ``queue``, one at a time, until it is empty (or, asked
+    before each, ``more()`` says stop)."""
+    while more() and (index := os.read(queue, 1)):
         emitter = BY_COST[index[0]]
         if progress:
             progress(f"emit: {EMITTER_LABELS[emitter]}")

@@ -244,9 +244,13 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def foreign_entries(folder: Path, m: Manifest, limit: int = 5) -> list[str]:
+def foreign_entries(folder: Path, m: Manifest, limit: int = 5, proved: dict[str, tuple] | None = None) -> list[str]:
     """What in ``folder`` twin did not write as its manifest says: files not listed, listed files whose
-    size or sha256 differ, symlinks and special files (at most ``limit``, as relative paths with why)."""
+    size or sha256 differ, symlinks and special files (at most ``limit``, as relative paths with why).
+
+    ``proved`` (a dict, filled here): each listed file's identity (inode, size, mtime, ctime) once its
+    sha256 matched; a file whose identity is still the one recorded there is not read again (a file
+    written or replaced since has another mtime, ctime or inode, and is hashed)."""
     found: list[str] = []
     base = folder.resolve()
     for root, dirs, files in os.walk(base):
@@ -263,8 +267,16 @@ def foreign_entries(folder: Path, m: Manifest, limit: int = 5) -> list[str]:
                 continue
             elif rel not in m.artifacts:
                 found.append(f"{rel} (not in its {MANIFEST})")
-            elif st.st_size != m.artifacts[rel].size or sha256_file(p) != m.artifacts[rel].sha256:
+            elif st.st_size != m.artifacts[rel].size:
                 found.append(f"{rel} (changed since twin wrote it)")
+            else:
+                ident = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, m.artifacts[rel].sha256)
+                if proved is not None and proved.get(rel) == ident:
+                    continue
+                if sha256_file(p) != m.artifacts[rel].sha256:
+                    found.append(f"{rel} (changed since twin wrote it)")
+                elif proved is not None:
+                    proved[rel] = ident
             if len(found) >= limit:
                 return found
         dirs[:] = sorted(d for d in dirs if not (Path(root) / d).is_symlink())

@@ -47,9 +47,13 @@ class OutputError(Exception):
         return OutputError, (str(self), self.code)
 
 
+_PROVED: dict[str, dict[str, tuple]] = {}  # claimed folder -> its files' identities when their sha256 matched
+
+
 def ownership_problem(out_dir: Path) -> str | None:
     """Why ``out_dir`` must not be replaced, or None (it does not exist, is empty, or twin wrote
-    every file in it as its manifest says)."""
+    every file in it as its manifest says). Inside :func:`claimed` a file proved at the claim and not
+    touched since (the same inode, size, mtime and ctime) is not hashed a second time before the swap."""
     if not out_dir.exists() and not out_dir.is_symlink():
         return None
     if not out_dir.is_dir():
@@ -60,7 +64,7 @@ def ownership_problem(out_dir: Path) -> str | None:
         m = load_manifest(out_dir)
     except FolderError as e:
         return f"{out_dir} is not twin output ({e}); not replacing it: choose another -o or remove it yourself"
-    odd = foreign_entries(out_dir, m)
+    odd = foreign_entries(out_dir, m, proved=_PROVED.get(str(out_dir)))
     if odd:
         return (f"{out_dir} holds files twin did not write as its {MANIFEST} lists them: {', '.join(odd)}; not replacing it:"
                 " move them out or remove the folder yourself")
@@ -177,9 +181,13 @@ def claimed(out_dir: Path) -> Iterator[Path]:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         with locked(out_dir):
             clean_leftovers(out_dir)
-            if why := ownership_problem(out_dir):
-                raise OutputError(why)
-            yield out_dir
+            _PROVED[str(out_dir)] = {}
+            try:
+                if why := ownership_problem(out_dir):
+                    raise OutputError(why)
+                yield out_dir
+            finally:
+                _PROVED.pop(str(out_dir), None)
     except OSError as e:
         raise OutputError(f"{describe(e, out_dir)}; the previous output is untouched", EXIT_WRITE) from None
 
