@@ -47,7 +47,9 @@ def test_build_with_a_scenario_labels_the_scenario_twins_and_each_emitter(root):
         "read the scenario lab-power-smoothing.yaml", "validate and budget", "placement", "intent", "default twin: AllReduce over", "default twin: job lab-llama-8b",
         s + "power: the site's draw", s + "power: the trace", s + "power: busways", s + "power: mitigation: GPU power floor",
         s + "power: mitigation: GPU ramp-rate limit", s + "power: mitigation: power-shelf storage", "verdicts",
-        "emit: report", "emit: design.json", "emit: bill of materials", "emit: switch configs: FRR", "emit: switch configs: SONiC, EOS", "emit: NetBox set"])
+        "emit: report", "emit: design.json", "emit: bill of materials", "emit: switch configs: FRR",
+        "emit: switch configs: SONiC, EOS, first half of the switches", "emit: switch configs: SONiC, EOS, second half of the switches",
+        "emit: NetBox set"])
     assert missing == [], labels
 
 
