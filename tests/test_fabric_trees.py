@@ -186,3 +186,34 @@ def test_rail_optimized_partial_group_gets_its_network_racks(tmp_path):
     leaves = [n for n in switches if d.fabric.graph.nodes[n]["level"] == 1]
     assert len(leaves) == 8
     assert compile_naive(p).fabric.graph.number_of_nodes() == d.fabric.graph.number_of_nodes()
+
+
+@pytest.mark.parametrize("site", ["lab-2zone", "lab-campus", "lab-ib"])
+def test_tier_figures_count_what_the_links_say(site):
+    """The report's per-role figures (twin/compiler/fabric/figures.py, counted with numpy) against their
+    definition, one link at a time: capacity down and up, uplinks and distinct upper switches per
+    switch, ports in use (attachments use ports, not down:up)."""
+    from twin.compiler.fabric.figures import _tier_figures
+    from twin.compiler.pipeline import compile_design
+
+    d = compile_design(f"sites/{site}.yaml", until="fabric")
+    f, g = d.fabric, d.fabric.graph
+    down, up, ups, peers, ends = Counter(), Counter(), Counter(), {}, Counter()
+    for lk in f.links:
+        ends[lk.a] += 1
+        ends[lk.b] += 1
+        if lk.kind != "link" or g.nodes[lk.a]["role"] == "endpoint":
+            continue
+        down[lk.b] += lk.speed
+        up[lk.a] += lk.speed
+        ups[lk.a] += 1
+        peers.setdefault(lk.a, set()).add(lk.b)
+    tiers = _tier_figures(f, d.spec)
+    assert [t.role for t in tiers] == list(f.roles)
+    for t in tiers:
+        members = role_nodes(g, t.role)
+        assert t.count == len(members) > 0
+        assert (t.down_bps, t.up_bps) == (sum(down[n] for n in members), sum(up[n] for n in members))
+        assert t.uplinks == (min(ups[n] for n in members), max(ups[n] for n in members))
+        assert t.next_hops == (min(len(peers.get(n, ())) for n in members), max(len(peers.get(n, ())) for n in members))
+        assert t.ports_used == sum(ends[n] for n in members)
