@@ -142,6 +142,31 @@ def test_an_edit_during_the_build_is_found_at_the_swap(tmp_path, outputs):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.tmp-")] == []
 
 
+def test_a_rebuild_links_what_did_not_change(tmp_path, outputs):
+    """Replacing an output, a file whose bytes the old output holds at that path (proved at the claim)
+    is hard-linked from it instead of written (twin/output.py ``_link_same``): the same inode; a changed
+    file is a new one. The old folder's files keep their bytes until the swap."""
+    from twin.output import write_claimed_with, write_parts
+
+    a, b = outputs
+    out = tmp_path / "out"
+    write_atomically(out, a)
+    inode = {p: (out / p).stat().st_ino for p in a}
+    digests = {p: (hashlib.sha256(d).hexdigest(), len(d)) for p, d in b.items()}
+
+    def fill(folder):
+        write_parts(folder, [{p: d for p, d in b.items() if p != "manifest.json"}], digests)
+        write_parts(folder, [{"manifest.json": b["manifest.json"]}])
+        assert (out / "report.md").read_bytes() == a["report.md"]
+
+    with claimed(out) as real:
+        write_claimed_with(real, fill)
+    assert files_hash({p: (out / p).read_bytes() for p in b}) == files_hash(b)
+    same = sorted(p for p in b if (out / p).stat().st_ino == inode[p])
+    assert same == sorted(p for p in b if p not in ("report.md", "manifest.json")) and len(same) > 50
+    assert all((out / p).stat().st_nlink == 1 for p in b)  # the old output is gone, its inodes are the new output's
+
+
 WRITER = """
 import pickle, sys
 from pathlib import Path

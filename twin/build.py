@@ -306,7 +306,7 @@ def _write_emitters(folder: Path, emitters, design: Design, *, acyclic: bool = F
             if rel in digests:
                 raise RuntimeError(f"two emitters write {rel}")
             digests[rel] = (hashlib.sha256(data).hexdigest(), len(data))
-        write_parts(folder, [part])
+        write_parts(folder, [part], digests)  # a file the output being replaced holds as is: linked, not written
         del part
     return digests
 

@@ -252,14 +252,18 @@ def foreign_entries(folder: Path, m: Manifest, limit: int = 5, proved: dict[str,
     sha256 matched; a file whose identity is still the one recorded there is not read again (a file
     written or replaced since has another mtime, ctime or inode, and is hashed)."""
     found: list[str] = []
-    base = folder.resolve()
-    for root, dirs, files in os.walk(base):
-        rel_root = Path(root).relative_to(base)
-        for name in sorted(dirs + files):
-            p = Path(root) / name
-            rel = (rel_root / name).as_posix()
-            st = p.lstat()
+    base = os.fspath(folder.resolve())
+    pending = [("", base)]  # (relative folder, its path): depth first, names sorted, as os.walk would go
+    while pending:
+        rel_root, root = pending.pop()
+        with os.scandir(root) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        subdirs = []
+        for entry in entries:
+            rel = f"{rel_root}{entry.name}"
+            st = entry.stat(follow_symlinks=False)
             if stat.S_ISDIR(st.st_mode):
+                subdirs.append((f"{rel}/", entry.path))
                 continue
             if not stat.S_ISREG(st.st_mode):
                 found.append(f"{rel} (not a regular file)")
@@ -273,11 +277,11 @@ def foreign_entries(folder: Path, m: Manifest, limit: int = 5, proved: dict[str,
                 ident = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, m.artifacts[rel].sha256)
                 if proved is not None and proved.get(rel) == ident:
                     continue
-                if sha256_file(p) != m.artifacts[rel].sha256:
+                if sha256_file(Path(entry.path)) != m.artifacts[rel].sha256:
                     found.append(f"{rel} (changed since twin wrote it)")
                 elif proved is not None:
                     proved[rel] = ident
             if len(found) >= limit:
                 return found
-        dirs[:] = sorted(d for d in dirs if not (Path(root) / d).is_symlink())
+        pending.extend(reversed(subdirs))
     return found
