@@ -174,6 +174,24 @@ def netbox(netbox_package):
         yield nb
 
 
+def twin_in_process(*args, env: dict | None = None):
+    """``twin ARGS`` run in this process through the CLI's own entry point (typer's runner): its exit code,
+    stdout and stderr as a CompletedProcess, without a Python start-up and the imports per call. An
+    exception the CLI let escape (a traceback, in a real process) fails the test. Tests keep at least one
+    real ``python -m twin`` run of each command (tests/test_envelope.py runs every command so)."""
+    import subprocess
+
+    from typer.testing import CliRunner
+
+    from twin.cli.app import app
+
+    argv = [str(a) for a in args]
+    r = CliRunner().invoke(app, argv, env=env)
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise AssertionError(f"twin {' '.join(argv)} raised {r.exception!r} (a traceback in a real process)") from r.exception
+    return subprocess.CompletedProcess(["twin", *argv], r.exit_code, r.stdout, r.stderr)
+
+
 ENVELOPE = {"tool", "version", "command", "status", "units", "risks", "result"}
 
 

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import compiled, tiered, unwrap
+from conftest import compiled, tiered, twin_in_process, unwrap
 from golden import differences, files_under
 
 from twin.build import OutputError, build
@@ -181,13 +181,15 @@ def test_every_example_validates_in_the_cli():
 
 
 def test_validate_cli_exit_codes(tmp_path):
-    r = twin_cli("validate", str(ROOT / "sites" / "lab-2zone.yaml"), "--json")
+    """In this process (tests/conftest.twin_in_process: an escaped exception fails it); the validate of every
+    example below, and tests/test_envelope.py, run `twin validate` as a real process."""
+    r = twin_in_process("validate", str(ROOT / "sites" / "lab-2zone.yaml"), "--json")
     assert r.returncode == 0 and [x["status"] for x in unwrap(r.stdout)["results"]] == ["ok"], r.stdout + r.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: [\n")
-    r = twin_cli("validate", str(bad))
+    r = twin_in_process("validate", str(bad))
     assert r.returncode == 2 and "bad.yaml:" in r.stderr and "Traceback" not in r.stderr
-    r = twin_cli("validate", str(tmp_path / "missing.yaml"))
+    r = twin_in_process("validate", str(tmp_path / "missing.yaml"))
     assert r.returncode == 2 and "cannot read" in r.stderr
 
 

@@ -28,7 +28,7 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 import pytest  # noqa: E402
-from conftest import compiled, unwrap  # noqa: E402
+from conftest import compiled, twin_in_process, unwrap  # noqa: E402
 
 from twin.analysis.registry import lookup  # noqa: E402
 from twin.diff.compare import compare, folder_side, spec_side  # noqa: E402
@@ -104,13 +104,15 @@ def test_diff_cli_two_folders_and_html(atsw_change, tmp_path, browser):
 
 
 def test_diff_cli_input_errors(tmp_path):
-    assert twin_cli("diff", tmp_path / "missing.yaml", tmp_path / "also-missing").returncode == 2
+    """In this process (tests/conftest.twin_in_process: an escaped exception fails it); the tests above and
+    below run `twin diff` as a real process."""
+    assert twin_in_process("diff", tmp_path / "missing.yaml", tmp_path / "also-missing").returncode == 2
     site = ROOT / "sites" / "lab-2zone.yaml"
-    both = twin_cli("diff", site, site, "--against", tmp_path)
+    both = twin_in_process("diff", site, site, "--against", tmp_path)
     assert both.returncode == 2 and "not both" in both.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text(site.read_text().replace("  pue: 1.3 ", "  pue: -1 "))
-    r = twin_cli("diff", site, bad)
+    r = twin_in_process("diff", site, bad)
     assert r.returncode == 2 and "bad.yaml:" in r.stderr and "Traceback" not in r.stderr
 
 
