@@ -207,7 +207,7 @@ class NetBoxServer:
         (conf / "configuration.py").write_text(
             "ALLOWED_HOSTS = ['127.0.0.1', 'localhost']\n"
             f"DATABASES = {{'default': {{'ENGINE': 'django.db.backends.postgresql', 'NAME': 'netbox', 'USER': 'netbox',"
-            f" 'PASSWORD': '', 'HOST': '127.0.0.1', 'PORT': '{self.pg_port}', 'CONN_MAX_AGE': 300}}}}\n"
+            f" 'PASSWORD': '', 'HOST': {str(self.work / 'pg')!r}, 'PORT': '{self.pg_port}', 'CONN_MAX_AGE': 300}}}}\n"
             f"REDIS = {{'tasks': {{**{redis!r}, 'DATABASE': 0}}, 'caching': {{**{redis!r}, 'DATABASE': 1}}}}\n"
             f"SECRET_KEY = {secrets.token_urlsafe(60)!r}\n"
             f"API_TOKEN_PEPPERS = {{1: {secrets.token_urlsafe(60)!r}}}\n"
