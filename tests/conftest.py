@@ -38,6 +38,19 @@ def _build(name: str):
     return build(SITES / f"{name}.yaml", BUILDS[0] / name)
 
 
+@lru_cache(maxsize=None)
+def built_with_scenario(name: str, scenario: str) -> Path:
+    """The folder ``twin build sites/<name>.yaml --scenario scenarios/<scenario>.yaml`` wrote, once per test
+    session (the twins run once for every test that reads the folder; read it, do not change it)."""
+    from twin.build import build
+
+    if not BUILDS:
+        BUILDS.append(Path(tempfile.mkdtemp(prefix="twin-test-builds-")))
+    out = BUILDS[0] / f"{name}+{scenario}"
+    build(SITES / f"{name}.yaml", out, scenario=ROOT / "scenarios" / f"{scenario}.yaml")
+    return out
+
+
 def compiled(name: str):
     """The Design of sites/<name>.yaml, compiled once per test session (designs are frozen)."""
     return build_of(name).design

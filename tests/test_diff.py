@@ -28,7 +28,7 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 import pytest  # noqa: E402
-from conftest import compiled, twin_in_process, unwrap  # noqa: E402
+from conftest import built_with_scenario, compiled, twin_in_process, unwrap  # noqa: E402
 
 from twin.analysis.registry import lookup  # noqa: E402
 from twin.diff.compare import compare, folder_side, spec_side  # noqa: E402
@@ -133,16 +133,16 @@ def test_diff_names_a_scenario_difference(tmp_path):
     """A folder built with a scenario against the same spec without one: the review says why the report
     moved; with --scenario on the spec side nothing changes (exit 0)."""
     site, scenario = ROOT / "sites" / "lab-2zone.yaml", ROOT / "scenarios" / "lab-twins.yaml"
-    build(site, tmp_path / "out", scenario=scenario)
-    res = compare(folder_side(tmp_path / "out"), spec_side(site))
+    out = built_with_scenario("lab-2zone", "lab-twins")  # the session's build, read only
+    res = compare(folder_side(out), spec_side(site))
     assert "report.md" in res.changed and any("different scenarios" in n for n in res.notes)
     # the scenario's figures (job, campaign, power twin: named in the registry) and energy, priced at the
     # power twin's mean draw where it ran
-    scenario_keys = {r["key"] for r in json.loads((tmp_path / "out" / "review.json").read_text())["figures"]
+    scenario_keys = {r["key"] for r in json.loads((out / "review.json").read_text())["figures"]
                      if lookup(r["key"]).needs in ("jobs", "campaign", "power")}
     assert {f["key"] for f in res.figures} == scenario_keys | {"draw_mw", "energy_cost_per_year"}
     assert scenario_keys >= {"step_time_s", "ettr_p50", "mtti_h", "grid_peak_mw", "distribution_limits_failing"}
-    r = twin_cli("diff", tmp_path / "out", site, "--scenario", scenario, "--json")
+    r = twin_cli("diff", out, site, "--scenario", scenario, "--json")
     assert r.returncode == 0, r.stdout[-2000:]
 
 

@@ -8,7 +8,7 @@ import re
 from collections import Counter
 
 import pytest
-from conftest import compiled, tiered
+from conftest import built_with_scenario, compiled, tiered
 
 from twin.emit import pic_fabric, pic_floor
 
@@ -129,14 +129,13 @@ def test_fabric_diagram_states_oversubscription_asked_and_built(built):
         assert f"<code>{w.file.rsplit('/', 1)[-1]}:{w.line}:{w.col}</code>" in page
 
 
-def test_build_with_a_scenario_carries_every_twin(tmp_path, browser, built):
+def test_build_with_a_scenario_carries_every_twin(browser, built):
     """`twin build --scenario`: the report has the scenario's job, the reliability twin's and the power
     twin's sections exactly as those twins write them for the same run, review.json their figures, the
     manifest the scenario's sha256; without a scenario the report says which twins did not run."""
     import hashlib
     import json
 
-    from twin.build import build
     from twin.emit.report import normalise_blank_lines
     from twin.emit.report_power import markdown_section
     from twin.emit.report_reliability import markdown as campaign_markdown
@@ -145,21 +144,21 @@ def test_build_with_a_scenario_carries_every_twin(tmp_path, browser, built):
 
     root = compiled("lab-2zone").spec.source_path.rsplit("/sites/", 1)[0]
     scenario = f"{root}/scenarios/lab-twins.yaml"
-    build(f"{root}/sites/lab-2zone.yaml", tmp_path / "out", scenario=scenario)
-    md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    out = built_with_scenario("lab-2zone", "lab-twins")  # the session's build with the scenario, read only
+    md = (out / "report.md").read_text(encoding="utf-8")
     data = simulate(compiled("lab-2zone"), *load_scenario(scenario)).data
     assert normalise_blank_lines(campaign_markdown(data["campaign"])) in md  # as the report joins sections
     assert normalise_blank_lines(markdown_section(data["power"])) in md
     assert "## Scenario `lab-twins` (twin)" in md and "## Twins not run" not in md
-    review = {r["key"]: r["value"] for r in json.loads((tmp_path / "out" / "review.json").read_text())["figures"]}
+    review = {r["key"]: r["value"] for r in json.loads((out / "review.json").read_text())["figures"]}
     assert review["ettr_p50"] == round(data["campaign"]["ettr"]["p50"], 4)
     assert review["grid_peak_mw"] == round(data["power"]["grid"]["peak_W"] / 1e6, 4)
-    man = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    man = json.loads((out / "manifest.json").read_text())
     assert man["scenario"] == "lab-twins.yaml"
     assert man["scenario_sha256"] == hashlib.sha256(open(scenario, "rb").read()).hexdigest()
-    page = browser.open_page(tmp_path / "out" / "report.html")
+    page = browser.open_page(out / "report.html")
     assert page.errors == [] and page.load_ms < 2000
-    assert page.evaluate("document.querySelectorAll('figure svg').length") == len(list((tmp_path / "out" / "report").glob("*.svg")))
+    assert page.evaluate("document.querySelectorAll('figure svg').length") == len(list((out / "report").glob("*.svg")))
     plain = (built("lab-2zone") / "report.md").read_text(encoding="utf-8")
     assert "## Twins not run" in plain and "## Training campaign" not in plain and "## Power and thermal" not in plain
 
