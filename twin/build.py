@@ -13,7 +13,7 @@ import gc
 import hashlib
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from twin.emit.report import emit as report_emit
 from twin.folder import MANIFEST, safe_relative
 from twin.forked import apart
 from twin.jsonfmt import dumps as json_dumps
-from twin.output import OutputError, claimed, write_atomically, write_claimed_with, write_parts
+from twin.output import OutputError, adopt_links, claimed, links_made, write_atomically, write_claimed_with, write_parts
 from twin.twins.default import design_results
 from twin.twins.results import Runs
 from twin.version import __version__
@@ -149,30 +149,31 @@ def named_files(scenario_file: str, scn) -> tuple[tuple[str, str], ...]:
 def build(spec_path: str | Path, out: str | Path | None = None, progress: Callable[[str], None] | None = None,
           scenario: str | Path | None = None) -> BuildResult:
     """Render (:func:`render`) and write atomically into ``out`` (default: generated/<site>). With
-    ``out`` given the folder is claimed first (locked, proved twin's), so a build that could not
-    write stops before compiling; OutputError says why. The same files as :func:`render`, written by
-    two processes at once (:func:`_emit_into`)."""
-    held = claimed(Path(out)) if out is not None else nullcontext(None)
+    ``out`` given the folder is claimed first (locked; its names and sizes checked at once, its bytes
+    hashed while the build compiles, :func:`twin.output.claimed`), so a build that could not write
+    mostly stops before compiling; generated/<site> is claimed once placement has named the site.
+    OutputError says why. The same files as :func:`render`, written by two processes at once
+    (:func:`_emit_into`)."""
     digests: dict[str, tuple[str, int]] = {}
     done: dict[str, object] = {}
-    with held as out_dir:
+    with ExitStack() as held:
+        folder = [held.enter_context(claimed(Path(out)))] if out is not None else []
         twins = _Twins(_scenario(scenario, progress))
-        try:
-            design = compile_design(spec_path, progress=progress, on_pass=twins.start_after)
+        held.callback(twins.stop)
 
-            def fill(folder: Path) -> None:
-                done["runs"], done["risks"] = _emit_into(folder, design, twins, scenario, digests, progress)
+        def passed(name: str, design: Design) -> None:
+            if not folder and name == "placement":  # the site's name is known: claim generated/<site> now,
+                folder.append(held.enter_context(claimed(Path("generated") / design.name)))  # proved meanwhile
+            twins.start_after(name, design)
 
-            if out_dir is None:
-                out_dir = Path("generated") / design.name
-                with claimed(out_dir) as real:
-                    write_claimed_with(real, fill)
-            else:
-                write_claimed_with(out_dir, fill)
-        finally:
-            twins.stop()
-    return BuildResult(design, Path(out) if out is not None else out_dir, {p: sha for p, (sha, _n) in sorted(digests.items())},
-                       done["risks"], done["runs"])
+        design = compile_design(spec_path, progress=progress, on_pass=passed)
+
+        def fill(tmp: Path) -> None:
+            done["runs"], done["risks"] = _emit_into(tmp, design, twins, scenario, digests, progress)
+
+        write_claimed_with(folder[0], fill)
+    return BuildResult(design, Path(out) if out is not None else Path("generated") / design.name,
+                       {p: sha for p, (sha, _n) in sorted(digests.items())}, done["risks"], done["runs"])
 
 
 class _Twins:
@@ -230,7 +231,7 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
     emitters nobody has started yet (one queue, largest first). Each file and digest is the one the serial
     :func:`render` makes; the child hands back its digests (or its exception) through a pipe."""
     queue = _queue(len(BY_COST))
-    child = apart(lambda: _write_emitters(folder, _taken(queue), design, acyclic=True)) if hasattr(os, "fork") else None
+    child = apart(lambda: (_write_emitters(folder, _taken(queue), design, acyclic=True), links_made(folder))) if hasattr(os, "fork") else None
     try:
         # while the twins run, this process takes design-only emitters too, one at a time: no core
         # waits for another
@@ -245,7 +246,8 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
         mine = _write_emitters(folder, _taken(queue, progress), design, acyclic=True)  # what the child has not started
         if progress and child is not None:
             progress("emit: the other process's emitters")
-        theirs = child.join() if child is not None else {}
+        theirs, links = child.join() if child is not None else ({}, {})
+        adopt_links(folder, links)  # what it linked from the old output: proved, not hashed again at the swap
     except BaseException:
         if child is not None:
             child.kill()
