@@ -16,20 +16,19 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from twin.analysis.verdicts import Verdict
-from twin.analysis.verdicts_twins import verdicts
 from twin.compiler.design import Design
 from twin.compiler.pipeline import compile_design
-from twin.emit import BY_COST, EMITTER_LABELS, emit_all
-from twin.emit.report import emit as report_emit
 from twin.folder import MANIFEST, safe_relative
 from twin.forked import apart
 from twin.jsonfmt import dumps as json_dumps
 from twin.output import OutputError, adopt_links, claimed, links_made, write_atomically, write_claimed_with, write_parts
-from twin.twins.default import design_results
-from twin.twins.results import Runs
 from twin.version import __version__
+
+if TYPE_CHECKING:  # the emitters, the verdicts and the twins load where they run (after the twins' fork)
+    from twin.analysis.verdicts import Verdict
+    from twin.twins.results import Runs
 
 __all__ = ["MANIFEST", "OutputError", "BuildResult", "Rendered", "build", "manifest", "render", "render_all", "run_twins", "write_atomically"]
 
@@ -84,6 +83,9 @@ def render_all(spec_path: str | Path, scenario: str | Path | None = None, progre
     ``scenario`` (a scenario file) the twins it names run too and the report carries their sections
     (SpecError for a bad scenario, located in its file). ``twin diff`` compares these; ``twin build``
     writes the same, emitter by emitter."""
+    from twin.analysis.verdicts_twins import verdicts
+    from twin.emit import emit_all
+
     design, runs = _compiled(spec_path, scenario, progress)
     if progress:
         progress("verdicts")
@@ -117,6 +119,9 @@ def _release_free_memory() -> None:
 def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progress: Callable[[str], None] | None = None) -> Runs:
     """The twins a build runs, once: the default run (the report's twin section, its pictures and
     review.json) and, with ``scenario`` ((file, loaded scenario)), that scenario's twins."""
+    from twin.twins.default import design_results
+    from twin.twins.results import Runs
+
     if progress:
         progress("default twin")
     default = design_results(design, progress)
@@ -230,7 +235,10 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
     then it runs the verdicts and the report, which read their results, and takes the design-only
     emitters nobody has started yet (one queue, largest first). Each file and digest is the one the serial
     :func:`render` makes; the child hands back its digests (or its exception) through a pipe."""
-    queue = _queue(len(BY_COST))
+    from twin.analysis.verdicts_twins import verdicts
+    from twin.emit.report import emit as report_emit
+
+    queue = _queue(_emitters())
     child = apart(lambda: (_write_emitters(folder, _taken(queue), design, acyclic=True), links_made(folder))) if hasattr(os, "fork") else None
     try:
         # while the twins run, this process takes design-only emitters too, one at a time: no core
@@ -264,6 +272,12 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
     return runs, risks
 
 
+def _emitters() -> int:
+    from twin.emit import BY_COST
+
+    return len(BY_COST)
+
+
 def _queue(n: int) -> int:
     """A pipe holding the indices 0..n-1 of :data:`BY_COST` as bytes, its write end closed: each read of
     one byte takes the next emitter, and no emitter is taken twice, whichever process reads it."""
@@ -286,6 +300,8 @@ def _union(*parts: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
 def _taken(queue: int, progress=None, more: Callable[[], bool] = lambda: True):
     """The emitters this process takes from ``queue``, one at a time, until it is empty (or, asked
     before each, ``more()`` says stop)."""
+    from twin.emit import BY_COST, EMITTER_LABELS
+
     while more() and (index := os.read(queue, 1)):
         emitter = BY_COST[index[0]]
         if progress:
