@@ -241,8 +241,12 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
     queue = _queue(_emitters())
     child = apart(lambda: (_write_emitters(folder, _taken(queue), design, acyclic=True), links_made(folder))) if hasattr(os, "fork") else None
     try:
-        # while the twins run, this process takes design-only emitters too, one at a time: no core
-        # waits for another
+        # while the twins run, this process computes the report's figures of the design alone, then
+        # takes design-only emitters too, one at a time: no core waits for another
+        if design.fabric is not None and twins.running():
+            from twin.compiler.fabric.figures import compute
+
+            compute(design.fabric, design.spec)  # memoised (twin.memo): the report and the verdicts read it
         early = _write_emitters(folder, _taken(queue, progress, twins.running), design, acyclic=True)
         runs = twins.result(design, progress)
         if progress:
