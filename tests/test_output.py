@@ -208,23 +208,61 @@ def _alive(pid: int) -> bool:
 
 def test_a_linked_file_is_not_hashed_again_at_the_swap(tmp_path, monkeypatch):
     """A rebuild proves the old output once (at the claim); the files it links from it are proved
-    by that (the same inode, size and mtime after the link, twin/output.py ``links_made``), also those
-    the build's forked emitting child linked (``adopt_links``): the check before the swap reads none
-    of them again. Counted on a real rebuild of lab-2zone, whose output is small enough to be hashed
-    in this process at the claim: each file is read once, not twice."""
+    by that (the same inode, size and mtime after the link, twin/rebuild.py), also those the build's
+    forked emitting child linked (handed back): the check before the swap reads none of them again.
+    Counted on a real rebuild of lab-2zone from its spec with a comment added (design.json and the
+    report change, the rest links), whose output is small enough to be hashed in this process at the
+    claim: each file is read once, not twice."""
     import twin.folder
     from twin.build import build
 
     out = tmp_path / "lab"
     build(SPEC, out)
+    edited = tmp_path / "lab-2zone.yaml"
+    edited.write_text(SPEC.read_text() + "# a comment changes the spec's sha256, not the design\n")
     files = sum(1 for p in out.rglob("*") if p.is_file() and p.name != "manifest.json")
     reads = []
     real = twin.folder.sha256_file
     monkeypatch.setattr(twin.folder, "sha256_file", lambda path: reads.append(path) or real(path))
-    inode = {p: p.stat().st_ino for p in out.rglob("*") if p.is_file()}
-    build(SPEC, out)
+    inode = {p.relative_to(out): p.stat().st_ino for p in out.rglob("*") if p.is_file()}
+    build(edited, out)
     assert len(reads) == files > 20  # the claim's proof, and nothing at the swap
-    assert sum(p.stat().st_ino == inode.get(p) for p in out.rglob("*") if p.is_file()) == files  # all linked
+    changed = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.stat().st_ino != inode.get(p.relative_to(out)))
+    assert changed == ["design.json", "manifest.json", "report.html", "report.md"]
+
+
+def test_a_rebuild_that_changes_nothing_keeps_the_output(tmp_path, outputs):
+    """The same spec built again by the same twin (its manifest says so): every file comes out the
+    same, so the output folder is kept as it stands (the same folder and file inodes, nothing
+    created or removed, the manifest's mtime that of the build). Built from the same inputs but with
+    one file different after all (``expect_same`` and a changed report.md), the waiting files are
+    linked at the end and the build swaps as usual."""
+    from twin.build import build
+    from twin.output import write_claimed_with, write_parts
+
+    out = tmp_path / "lab"
+    build(SPEC, out)
+    before = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in [out, *out.rglob("*")]}
+    build(SPEC, out)
+    after = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in [out, *out.rglob("*")]}
+    assert after.keys() == before.keys() and sorted(p.name for p in tmp_path.iterdir()) == ["lab"]
+    assert [p.name for p in after if after[p] != before[p]] == ["manifest.json"] and after[out / "manifest.json"][0] == before[out / "manifest.json"][0]
+
+    a, b = outputs
+    old = tmp_path / "old"
+    write_atomically(old, a)
+    inode = {p: (old / p).stat().st_ino for p in a}
+    digests = {p: (hashlib.sha256(d).hexdigest(), len(d)) for p, d in b.items()}
+
+    def fill(folder):
+        write_parts(folder, [{p: d for p, d in b.items() if p != "manifest.json"}], digests)
+        assert [e.name for e in folder.iterdir()] == ["report.md"]  # the rest waits: no folder made
+        write_parts(folder, [{"manifest.json": b["manifest.json"]}])
+
+    with claimed(old) as real:
+        write_claimed_with(real, fill, expect_same=True)
+    assert files_hash({p: (old / p).read_bytes() for p in b}) == files_hash(b)
+    assert sorted(p for p in b if (old / p).stat().st_ino != inode[p]) == ["manifest.json", "report.md"]
 
 
 WRITER = """

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, nullcontext
@@ -20,10 +21,10 @@ from typing import TYPE_CHECKING
 
 from twin.compiler.design import Design
 from twin.compiler.pipeline import compile_design
-from twin.folder import MANIFEST, safe_relative
+from twin.folder import JSON_LIMIT, MANIFEST, FolderError, read_bytes, safe_relative
 from twin.forked import apart
 from twin.jsonfmt import dumps as json_dumps
-from twin.output import OutputError, adopt_links, claimed, links_made, write_atomically, write_claimed_with, write_parts
+from twin.output import OutputError, adopt, claimed, handed_back, write_atomically, write_claimed_with, write_parts
 from twin.version import __version__
 
 if TYPE_CHECKING:  # the emitters, the verdicts and the twins load where they run (after the twins' fork)
@@ -179,9 +180,20 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
         # the rest allocates little that is cyclic, and a full collection would only traverse the
         # design, alive to the end (0.2 s at 24K GPUs, 0.8 s at 100K, once or twice)
         with _collector_paused():
-            write_claimed_with(folder[0], fill)
+            write_claimed_with(folder[0], fill, expect_same=_same_inputs(folder[0], design, scenario))
     return BuildResult(design, Path(out) if out is not None else Path("generated") / design.name,
                        {p: sha for p, (sha, _n) in sorted(digests.items())}, done["risks"], done["runs"])
+
+
+def _same_inputs(out_dir: Path, design: Design, scenario) -> bool:
+    """The output being replaced says it was built by this twin from this spec (and scenario): its files
+    are expected to come out the same (:mod:`twin.rebuild`; only a hint, every file is still compared)."""
+    try:
+        old = json.loads(read_bytes(out_dir, MANIFEST, JSON_LIMIT))
+    except (FolderError, ValueError):
+        return False
+    new = json.loads(manifest_of(design, {}, scenario))
+    return isinstance(old, dict) and {k: v for k, v in old.items() if k != "artifacts"} == {k: v for k, v in new.items() if k != "artifacts"}
 
 
 class _Twins:
@@ -242,7 +254,7 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
     from twin.emit.report import emit as report_emit
 
     queue = _queue(_emitters())
-    child = apart(lambda: (_write_emitters(folder, _taken(queue), design, acyclic=True), links_made(folder))) if hasattr(os, "fork") else None
+    child = apart(lambda: (_write_emitters(folder, _taken(queue), design, acyclic=True), handed_back(folder))) if hasattr(os, "fork") else None
     try:
         # while the twins run, this process computes the report's figures of the design alone, then
         # takes design-only emitters too, one at a time: no core waits for another
@@ -261,8 +273,8 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
         mine = _write_emitters(folder, _taken(queue, progress), design, acyclic=True)  # what the child has not started
         if progress and child is not None:
             progress("emit: the other process's emitters")
-        theirs, links = child.join() if child is not None else ({}, {})
-        adopt_links(folder, links)  # what it linked from the old output: proved, not hashed again at the swap
+        theirs, handed = child.join() if child is not None else ({}, None)
+        adopt(folder, handed)  # what it linked from the old output (proved: not hashed again) and what waits
     except BaseException:
         if child is not None:
             child.kill()

@@ -16,17 +16,18 @@
 - **Leftovers.** A build killed mid-write leaves ``.<name>.tmp-*`` / ``.<name>.old-*``; the next
   build of that folder removes them (while it holds the lock, so never another build's).
 - **Disk full, read-only, no permission** end in one line (exit 3) with the previous output intact.
+- **Only what changed.** A large old output is hashed by a forked child while the build compiles; a
+  file it holds as the new one is hard-linked, not written, and an output that comes out the same as
+  the one it replaces is kept as it stands (:mod:`twin.rebuild`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno
 import fcntl
 import os
 import shutil
-import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -34,6 +35,7 @@ from pathlib import Path
 
 from twin.folder import MANIFEST, FolderError, foreign_entries, load_manifest
 from twin.forked import Child, apart
+from twin.rebuild import ChangedDuringBuild, Replacing
 
 EXIT_NOT_OURS = 2  # the folder is not twin output: invalid input
 EXIT_WRITE = 3  # the folder could not be written: disk full, read-only, no permission, another build
@@ -257,25 +259,21 @@ def write_claimed_parts(out_dir: Path, parts: Iterable[dict[str, bytes]], *, use
     write_claimed_with(out_dir, lambda tmp: write_parts(tmp, parts), use_exchange=use_exchange)
 
 
-# a build's sibling folder -> the folder it replaces, its proved files, the identities this process linked
-_REPLACING: dict[str, tuple[str, dict[str, tuple], dict[str, tuple]]] = {}
+_REPLACING: dict[str, Replacing] = {}  # a build's sibling folder -> the output it replaces (twin.rebuild)
 
 
-def links_made(folder: Path) -> dict[str, tuple]:
-    """The old output's files this process hard-linked into ``folder`` (the sibling being filled), each
-    with its identity right after the link (a link changes the ctime): for the process that swaps,
-    :func:`adopt_links`, so that the check before the swap need not hash them again."""
-    entry = _REPLACING.get(os.fspath(folder))
-    return dict(entry[2]) if entry else {}
+def handed_back(folder: Path) -> tuple | None:
+    """What this process linked into ``folder`` (the sibling being filled) from the old output, and
+    what waits to be: for the process that swaps (:func:`adopt`)."""
+    rep = _REPLACING.get(os.fspath(folder))
+    return rep.handed_back() if rep else None
 
 
-def adopt_links(folder: Path, links: dict[str, tuple]) -> None:
-    """Another process's :func:`links_made` for ``folder``, taken as proved (each was proved before
-    it was linked and is the same inode, size and mtime after)."""
-    if entry := _REPLACING.get(os.fspath(folder)):
-        for rel, ident in links.items():
-            if rel in entry[1]:
-                entry[1][rel] = entry[2][rel] = ident
+def adopt(folder: Path, handed: tuple | None) -> None:
+    """Another process's :func:`handed_back` for ``folder``: its links are proved (each was proved
+    before it was linked and is the same inode, size and mtime after), its waiting files wait here."""
+    if handed and (rep := _REPLACING.get(os.fspath(folder))):
+        rep.adopt(handed)
 
 
 def write_parts(folder: Path, parts: Iterable[dict[str, bytes]], digests: dict[str, tuple[str, int]] | None = None) -> None:
@@ -285,47 +283,23 @@ def write_parts(folder: Path, parts: Iterable[dict[str, bytes]], digests: dict[s
 
     With ``digests`` ({path: (sha256, bytes)} of these files) and ``folder`` the sibling of a build
     replacing an output (:func:`write_claimed_with`), a file whose bytes are those the previous output
-    holds at that path is hard-linked from it (:func:`_link_same`) instead of written: a rebuild
-    creates a new inode only for what changed (on ext4 an inode costs ~15x a link)."""
+    holds at that path is hard-linked from it instead of written, or waits to be
+    (:class:`twin.rebuild.Replacing`): a rebuild creates a new inode only for what changed."""
     made: set[str] = set()
     base = os.fspath(folder)
     replacing = _REPLACING.get(base) if digests is not None else None
     for files in parts:
         for rel, data in sorted(files.items()):
             target = f"{base}/{rel}"
-            parent = os.path.dirname(target)
-            if parent not in made:
-                os.makedirs(parent, exist_ok=True)
-                made.add(parent)
-            if replacing is None or not _link_same(replacing, rel, digests.get(rel), target):
-                _write_file(target, data)
-
-
-def _link_same(replacing: tuple[str, dict[str, tuple]], rel: str, digest: tuple[str, int] | None, target: str) -> bool:
-    """Hard-link ``rel`` of the output being replaced to ``target`` when it holds ``digest``'s bytes:
-    it was proved at the claim (its sha256 and size are these) and is the same regular file since (inode,
-    size, mtime, ctime). False, with nothing left at ``target``, when it is not or the link fails.
-    Its identity after the link (the same inode, size and mtime, the link's ctime) is the proved one
-    from then on: the check before the swap hashes it again only if it changes after that."""
-    out_dir, proved, linked = replacing
-    ident = proved.get(rel)
-    if digest is None or ident is None or (ident[4], ident[1]) != digest:
-        return False
-    src = f"{out_dir}/{rel}"
-    try:
-        st = os.lstat(src)
-        if not stat.S_ISREG(st.st_mode) or (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != ident[:4]:
-            return False
-        os.link(src, target, follow_symlinks=False)
-        st = os.lstat(target)  # our own entry: the very inode proved, a regular file (not one swapped in meanwhile)
-        if stat.S_ISREG(st.st_mode) and (st.st_ino, st.st_size, st.st_mtime_ns) == ident[:3]:
-            proved[rel] = linked[rel] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, ident[4])
-            return True
-        os.unlink(target)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(target)
-    return False
+            if replacing is not None:
+                if replacing.take(rel, digests.get(rel), target, made):
+                    continue
+            else:
+                parent = os.path.dirname(target)
+                if parent not in made:
+                    os.makedirs(parent, exist_ok=True)
+                    made.add(parent)
+            _write_file(target, data)
 
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
@@ -346,18 +320,31 @@ def _write_file(path: str, data: bytes) -> None:
         os.close(fd)
 
 
-def write_claimed_with(out_dir: Path, fill: Callable[[Path], None], *, use_exchange: bool = True) -> None:
+def write_claimed_with(out_dir: Path, fill: Callable[[Path], None], *, use_exchange: bool = True,
+                       expect_same: bool = False) -> None:
     """:func:`write_claimed` for a caller that fills the sibling folder itself (``fill(folder)``; the
-    build: two processes writing their emitters' files at once), then the same check and swap."""
+    build: two processes writing their emitters' files at once), then the same check and swap.
+    ``expect_same``: the old output was built from the same inputs, so its files wait to be linked
+    and, if every file (the manifest too) comes out the same, it is kept as it is, its manifest's
+    modification time that of this build (:mod:`twin.rebuild`)."""
     _proved(out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    rep = None
     if (proved := _PROVED.get(str(out_dir))) is not None:
-        _REPLACING[str(tmp)] = (str(out_dir), proved, {})
+        rep = _REPLACING[str(tmp)] = Replacing(str(out_dir), proved, defer=expect_same and bool(proved))
     try:
         fill(tmp)
         os.chmod(tmp, 0o755)
+        try:
+            kept = rep is not None and rep.settle(tmp)
+        except ChangedDuringBuild as e:
+            raise OutputError(ownership_problem(out_dir) or f"{out_dir / str(e)} changed while the build rendered; not replacing it") from None
         if why := ownership_problem(out_dir):  # changed while the build rendered
             raise OutputError(why)
+        if kept:  # nothing changed: the previous output is this build's, as it stands
+            os.utime(out_dir / MANIFEST)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
         if not out_dir.exists():
             os.rename(tmp, out_dir)
             return
