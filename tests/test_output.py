@@ -167,6 +167,60 @@ def test_a_rebuild_links_what_did_not_change(tmp_path, outputs):
     assert all((out / p).stat().st_nlink == 1 for p in b)  # the old output is gone, its inodes are the new output's
 
 
+def test_the_claim_hashes_a_large_output_in_a_child_and_finds_an_edit_before_writing(tmp_path, outputs):
+    """An output of PROVE_APART_BYTES or more is hashed by a forked child while the build compiles
+    (``prove_apart_above=0`` forces that here): an artifact edited in place with its size kept is
+    found before anything is written (OutputError, exit 2, no sibling folder), the child is reaped,
+    and an unedited output is replaced as before."""
+    from twin.output import _PROVING, write_claimed
+
+    a, b = outputs
+    out = tmp_path / "out"
+    write_atomically(out, a)
+    report = out / "report.md"
+    report.write_bytes(a["report.md"][:-5] + b"EDIT\n")  # the same size: only its bytes tell
+    with claimed(out, prove_apart_above=0) as real:  # names and sizes agree: the claim itself passes
+        child = _PROVING[str(real)]
+        with pytest.raises(OutputError) as e:
+            write_claimed(real, b)
+    assert "report.md (changed since twin wrote it)" in str(e.value) and e.value.code == 2
+    assert str(real) not in _PROVING and not _alive(child.pid)
+    assert report.read_bytes().endswith(b"EDIT\n") and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    report.write_bytes(a["report.md"])
+    with claimed(out, prove_apart_above=0) as real:
+        write_claimed(real, b)
+    assert (out / "report.md").read_bytes() == b["report.md"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_linked_file_is_not_hashed_again_at_the_swap(tmp_path, monkeypatch):
+    """A rebuild proves the old output once (at the claim); the files it links from it are proved
+    by that (the same inode, size and mtime after the link, twin/output.py ``links_made``), also those
+    the build's forked emitting child linked (``adopt_links``): the check before the swap reads none
+    of them again. Counted on a real rebuild of lab-2zone, whose output is small enough to be hashed
+    in this process at the claim: each file is read once, not twice."""
+    import twin.folder
+    from twin.build import build
+
+    out = tmp_path / "lab"
+    build(SPEC, out)
+    files = sum(1 for p in out.rglob("*") if p.is_file() and p.name != "manifest.json")
+    reads = []
+    real = twin.folder.sha256_file
+    monkeypatch.setattr(twin.folder, "sha256_file", lambda path: reads.append(path) or real(path))
+    inode = {p: p.stat().st_ino for p in out.rglob("*") if p.is_file()}
+    build(SPEC, out)
+    assert len(reads) == files > 20  # the claim's proof, and nothing at the swap
+    assert sum(p.stat().st_ino == inode.get(p) for p in out.rglob("*") if p.is_file()) == files  # all linked
+
+
 WRITER = """
 import pickle, sys
 from pathlib import Path

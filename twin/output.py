@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from twin.folder import MANIFEST, FolderError, foreign_entries, load_manifest
+from twin.forked import Child, apart
 
 EXIT_NOT_OURS = 2  # the folder is not twin output: invalid input
 EXIT_WRITE = 3  # the folder could not be written: disk full, read-only, no permission, another build
@@ -50,27 +51,66 @@ class OutputError(Exception):
 
 
 _PROVED: dict[str, dict[str, tuple]] = {}  # claimed folder -> its files' identities when their sha256 matched
+_PROVING: dict[str, Child] = {}  # claimed folder -> the forked child hashing its files meanwhile
+PROVE_APART_BYTES = 32 << 20  # an old output this large is hashed in a child while the build compiles
 
 
-def ownership_problem(out_dir: Path) -> str | None:
+def ownership_problem(out_dir: Path, *, contents: bool = True) -> str | None:
     """Why ``out_dir`` must not be replaced, or None (it does not exist, is empty, or twin wrote
     every file in it as its manifest says). Inside :func:`claimed` a file proved at the claim and not
-    touched since (the same inode, size, mtime and ctime) is not hashed a second time before the swap."""
+    touched since (the same inode, size, mtime and ctime) is not hashed a second time before the swap.
+    ``contents=False``: names, kinds and sizes only (:func:`twin.folder.foreign_entries`)."""
+    return _problem(out_dir, contents)[0]
+
+
+def _problem(out_dir: Path, contents: bool) -> tuple[str | None, int]:
+    """:func:`ownership_problem` and the bytes the folder's manifest lists."""
     if not out_dir.exists() and not out_dir.is_symlink():
-        return None
+        return None, 0
     if not out_dir.is_dir():
-        return f"{out_dir} exists and is not a folder; not replacing it"
+        return f"{out_dir} exists and is not a folder; not replacing it", 0
     if not any(out_dir.iterdir()):
-        return None
+        return None, 0
     try:
         m = load_manifest(out_dir)
     except FolderError as e:
-        return f"{out_dir} is not twin output ({e}); not replacing it: choose another -o or remove it yourself"
-    odd = foreign_entries(out_dir, m, proved=_PROVED.get(str(out_dir)))
+        return f"{out_dir} is not twin output ({e}); not replacing it: choose another -o or remove it yourself", 0
+    odd = foreign_entries(out_dir, m, proved=_PROVED.get(str(out_dir)), contents=contents)
     if odd:
         return (f"{out_dir} holds files twin did not write as its {MANIFEST} lists them: {', '.join(odd)}; not replacing it:"
-                " move them out or remove the folder yourself")
-    return None
+                " move them out or remove the folder yourself"), 0
+    return None, sum(a.size for a in m.artifacts.values())
+
+
+def _prove(out_dir: Path, apart_above: int) -> None:
+    """The claim's proof: names, kinds and sizes now (OutputError), then every file's sha256, here
+    or, for an output of ``apart_above`` bytes or more, in a forked child while the build compiles
+    (the other core is idle until the twins start); :func:`_proved` waits for it before anything
+    is written."""
+    why, size = _problem(out_dir, contents=False)
+    if why:
+        raise OutputError(why)
+    if size and size >= apart_above and hasattr(os, "fork"):
+        key = str(out_dir)
+        _PROVING[key] = apart(lambda: (ownership_problem(out_dir), _PROVED[key]))
+    elif size and (why := ownership_problem(out_dir)):
+        raise OutputError(why)
+
+
+def _proved(out_dir: Path) -> None:
+    """The claim's proof finished (OutputError if a file's bytes are not those its manifest lists);
+    its identities recorded for :func:`_link_same` and the check before the swap."""
+    key = str(out_dir)
+    if (child := _PROVING.pop(key, None)) is None:
+        return
+    try:
+        why, proved = child.join()
+    except Exception:  # noqa: BLE001 - the child died (killed, out of memory): prove it here instead
+        why, proved = ownership_problem(out_dir), None
+    if proved is not None:
+        _PROVED[key].update(proved)
+    if why:
+        raise OutputError(why)
 
 
 # ------------------------------------------------------------------ the exchange
@@ -175,21 +215,24 @@ def describe(e: OSError, out_dir: Path) -> str:
 
 
 @contextmanager
-def claimed(out_dir: Path) -> Iterator[Path]:
+def claimed(out_dir: Path, prove_apart_above: int = PROVE_APART_BYTES) -> Iterator[Path]:
     """The output folder, held for one build: the lock taken, leftovers cleaned, the folder proved
-    twin's (or absent or empty). Yields the resolved path; OSErrors become one-line OutputErrors."""
+    twin's (or absent or empty): its names, kinds and sizes at once, its bytes before anything is
+    written (:func:`_prove`). Yields the resolved path; OSErrors become one-line OutputErrors."""
     out_dir = out_dir.resolve() if out_dir.exists() else out_dir.absolute()
+    key = str(out_dir)
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         with locked(out_dir):
             clean_leftovers(out_dir)
-            _PROVED[str(out_dir)] = {}
+            _PROVED[key] = {}
             try:
-                if why := ownership_problem(out_dir):
-                    raise OutputError(why)
+                _prove(out_dir, prove_apart_above)
                 yield out_dir
             finally:
-                _PROVED.pop(str(out_dir), None)
+                _PROVED.pop(key, None)
+                if (child := _PROVING.pop(key, None)) is not None:
+                    child.kill()
     except OSError as e:
         raise OutputError(f"{describe(e, out_dir)}; the previous output is untouched", EXIT_WRITE) from None
 
@@ -212,7 +255,25 @@ def write_claimed_parts(out_dir: Path, parts: Iterable[dict[str, bytes]], *, use
     write_claimed_with(out_dir, lambda tmp: write_parts(tmp, parts), use_exchange=use_exchange)
 
 
-_REPLACING: dict[str, tuple[str, dict[str, tuple]]] = {}  # a build's sibling folder -> the folder it replaces, its proved files
+# a build's sibling folder -> the folder it replaces, its proved files, the identities this process linked
+_REPLACING: dict[str, tuple[str, dict[str, tuple], dict[str, tuple]]] = {}
+
+
+def links_made(folder: Path) -> dict[str, tuple]:
+    """The old output's files this process hard-linked into ``folder`` (the sibling being filled), each
+    with its identity right after the link (a link changes the ctime): for the process that swaps,
+    :func:`adopt_links`, so that the check before the swap need not hash them again."""
+    entry = _REPLACING.get(os.fspath(folder))
+    return dict(entry[2]) if entry else {}
+
+
+def adopt_links(folder: Path, links: dict[str, tuple]) -> None:
+    """Another process's :func:`links_made` for ``folder``, taken as proved (each was proved before
+    it was linked and is the same inode, size and mtime after)."""
+    if entry := _REPLACING.get(os.fspath(folder)):
+        for rel, ident in links.items():
+            if rel in entry[1]:
+                entry[1][rel] = entry[2][rel] = ident
 
 
 def write_parts(folder: Path, parts: Iterable[dict[str, bytes]], digests: dict[str, tuple[str, int]] | None = None) -> None:
@@ -241,9 +302,10 @@ def write_parts(folder: Path, parts: Iterable[dict[str, bytes]], digests: dict[s
 def _link_same(replacing: tuple[str, dict[str, tuple]], rel: str, digest: tuple[str, int] | None, target: str) -> bool:
     """Hard-link ``rel`` of the output being replaced to ``target`` when it holds ``digest``'s bytes:
     it was proved at the claim (its sha256 and size are these) and is the same regular file since (inode,
-    size, mtime, ctime). False, with nothing left at ``target``, when it is not or the link fails. The
-    check before the swap hashes again every file of the old output whose ctime the link changed."""
-    out_dir, proved = replacing
+    size, mtime, ctime). False, with nothing left at ``target``, when it is not or the link fails.
+    Its identity after the link (the same inode, size and mtime, the link's ctime) is the proved one
+    from then on: the check before the swap hashes it again only if it changes after that."""
+    out_dir, proved, linked = replacing
     ident = proved.get(rel)
     if digest is None or ident is None or (ident[4], ident[1]) != digest:
         return False
@@ -254,7 +316,8 @@ def _link_same(replacing: tuple[str, dict[str, tuple]], rel: str, digest: tuple[
             return False
         os.link(src, target, follow_symlinks=False)
         st = os.lstat(target)  # our own entry: the very inode proved, a regular file (not one swapped in meanwhile)
-        if stat.S_ISREG(st.st_mode) and st.st_ino == ident[0] and st.st_size == ident[1]:
+        if stat.S_ISREG(st.st_mode) and (st.st_ino, st.st_size, st.st_mtime_ns) == ident[:3]:
+            proved[rel] = linked[rel] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, ident[4])
             return True
         os.unlink(target)
     except OSError:
@@ -284,9 +347,10 @@ def _write_file(path: str, data: bytes) -> None:
 def write_claimed_with(out_dir: Path, fill: Callable[[Path], None], *, use_exchange: bool = True) -> None:
     """:func:`write_claimed` for a caller that fills the sibling folder itself (``fill(folder)``; the
     build: two processes writing their emitters' files at once), then the same check and swap."""
+    _proved(out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     if (proved := _PROVED.get(str(out_dir))) is not None:
-        _REPLACING[str(tmp)] = (str(out_dir), proved)
+        _REPLACING[str(tmp)] = (str(out_dir), proved, {})
     try:
         fill(tmp)
         os.chmod(tmp, 0o755)

@@ -369,6 +369,10 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("interrupted", style="red")
         sys.exit(130)
+    finally:
+        # What is alive at the end goes to the permanent generation: the interpreter's last full
+        # collection at exit would otherwise traverse all of it (0.3-0.8 s after a 24K-GPU build).
+        gc.freeze()
 
 
 if __name__ == "__main__":
