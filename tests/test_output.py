@@ -168,10 +168,11 @@ def test_a_rebuild_links_what_did_not_change(tmp_path, outputs):
 
 
 def test_the_claim_hashes_a_large_output_in_a_child_and_finds_an_edit_before_writing(tmp_path, outputs):
-    """An output of PROVE_APART_BYTES or more is hashed by a forked child while the build compiles
-    (``prove_apart_above=0`` forces that here): an artifact edited in place with its size kept is
-    found before anything is written (OutputError, exit 2, no sibling folder), the child is reaped,
-    and an unedited output is replaced as before."""
+    """An output of PROVE_APART_BYTES or more is checked by a forked child while the build compiles
+    (``prove_apart_above=0`` forces that here; the claim itself reads only the manifest): an artifact
+    edited in place with its size kept, or a file added, is found before anything is written
+    (OutputError, exit 2, no sibling folder), the child is reaped, and an unedited output is
+    replaced as before."""
     from twin.output import _PROVING, write_claimed
 
     a, b = outputs
@@ -187,6 +188,11 @@ def test_the_claim_hashes_a_large_output_in_a_child_and_finds_an_edit_before_wri
     assert str(real) not in _PROVING and not _alive(child.pid)
     assert report.read_bytes().endswith(b"EDIT\n") and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     report.write_bytes(a["report.md"])
+    (out / "notes.txt").write_text("mine")  # a file twin did not write: found by the child too
+    with claimed(out, prove_apart_above=0) as real, pytest.raises(OutputError) as e:
+        write_claimed(real, b)
+    assert "notes.txt (not in its manifest.json)" in str(e.value) and (out / "notes.txt").read_text() == "mine"
+    (out / "notes.txt").unlink()
     with claimed(out, prove_apart_above=0) as real:
         write_claimed(real, b)
     assert (out / "report.md").read_bytes() == b["report.md"]

@@ -176,7 +176,10 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
         def fill(tmp: Path) -> None:
             done["runs"], done["risks"] = _emit_into(tmp, design, twins, scenario, digests, progress)
 
-        write_claimed_with(folder[0], fill)
+        # the rest allocates little that is cyclic, and a full collection would only traverse the
+        # design, alive to the end (0.2 s at 24K GPUs, 0.8 s at 100K, once or twice)
+        with _collector_paused():
+            write_claimed_with(folder[0], fill)
     return BuildResult(design, Path(out) if out is not None else Path("generated") / design.name,
                        {p: sha for p, (sha, _n) in sorted(digests.items())}, done["risks"], done["runs"])
 

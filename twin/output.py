@@ -60,11 +60,13 @@ def ownership_problem(out_dir: Path, *, contents: bool = True) -> str | None:
     every file in it as its manifest says). Inside :func:`claimed` a file proved at the claim and not
     touched since (the same inode, size, mtime and ctime) is not hashed a second time before the swap.
     ``contents=False``: names, kinds and sizes only (:func:`twin.folder.foreign_entries`)."""
-    return _problem(out_dir, contents)[0]
+    return _problem(out_dir, "contents" if contents else "names")[0]
 
 
-def _problem(out_dir: Path, contents: bool) -> tuple[str | None, int]:
-    """:func:`ownership_problem` and the bytes the folder's manifest lists."""
+def _problem(out_dir: Path, depth: str) -> tuple[str | None, int]:
+    """:func:`ownership_problem` to ``depth`` ("manifest": a twin manifest is there; "names": and
+    every entry is a file it lists, at its size; "contents": and at its sha256), and the bytes the
+    manifest lists."""
     if not out_dir.exists() and not out_dir.is_symlink():
         return None, 0
     if not out_dir.is_dir():
@@ -75,25 +77,25 @@ def _problem(out_dir: Path, contents: bool) -> tuple[str | None, int]:
         m = load_manifest(out_dir)
     except FolderError as e:
         return f"{out_dir} is not twin output ({e}); not replacing it: choose another -o or remove it yourself", 0
-    odd = foreign_entries(out_dir, m, proved=_PROVED.get(str(out_dir)), contents=contents)
-    if odd:
+    size = sum(a.size for a in m.artifacts.values())
+    if depth != "manifest" and (odd := foreign_entries(out_dir, m, proved=_PROVED.get(str(out_dir)), contents=depth == "contents")):
         return (f"{out_dir} holds files twin did not write as its {MANIFEST} lists them: {', '.join(odd)}; not replacing it:"
-                " move them out or remove the folder yourself"), 0
-    return None, sum(a.size for a in m.artifacts.values())
+                " move them out or remove the folder yourself"), size
+    return None, size
 
 
 def _prove(out_dir: Path, apart_above: int) -> None:
-    """The claim's proof: names, kinds and sizes now (OutputError), then every file's sha256, here
-    or, for an output of ``apart_above`` bytes or more, in a forked child while the build compiles
-    (the other core is idle until the twins start); :func:`_proved` waits for it before anything
-    is written."""
-    why, size = _problem(out_dir, contents=False)
+    """The claim's proof: a twin manifest is there now (OutputError), then every entry is a file it
+    lists with its size and sha256, checked here or, for an output of ``apart_above`` bytes or more,
+    in a forked child while the build compiles (the other core is idle until the twins start);
+    :func:`_proved` waits for it before anything is written."""
+    why, size = _problem(out_dir, "manifest")
     if why:
         raise OutputError(why)
     if size and size >= apart_above and hasattr(os, "fork"):
         key = str(out_dir)
         _PROVING[key] = apart(lambda: (ownership_problem(out_dir), _PROVED[key]))
-    elif size and (why := ownership_problem(out_dir)):
+    elif why := ownership_problem(out_dir):
         raise OutputError(why)
 
 

@@ -75,7 +75,9 @@ class Fabric:
     def server_count(self) -> int:
         """GPU servers: the server nodes (a tree family's last rack may be part-filled, so not always
         racks x servers per rack). The one server count: cost, review.json, the sweeps and the report read it."""
-        return sum(1 for _, r in self.graph.nodes(data="role") if r == "server")
+        if "servers" not in self._memo:
+            self._memo["servers"] = sum(1 for d in self.graph._node.values() if d.get("role") == "server")
+        return self._memo["servers"]
 
     def switches(self) -> list[str]:
         """Switch node ids in insertion (= name) order."""
