@@ -124,7 +124,8 @@ def validate(
             from twin.compiler.pipeline import compile_design
 
             try:
-                risks = ranked(design_verdicts(compile_design(path, until="addressing")))  # the checks read no config intent
+                # the checks read no config intent; the spec is the one checked above
+                risks = ranked(design_verdicts(compile_design(path, until="addressing", checked=checked)))
             except InfeasibleError as e:
                 status, problems = "infeasible", list(e.diagnosis)
         worst = max(worst, {"ok": 0, "infeasible": EXIT_INFEASIBLE, "invalid": EXIT_INVALID}[status])
