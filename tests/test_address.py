@@ -56,6 +56,10 @@ def test_addresses_unique_and_inside_their_pools():
     assert len(subnets) == 8 and all(s.prefixlen == 27 for s in subnets)  # 16 NICs + gateway
     assert not any(s.overlaps(t) for i, s in enumerate(subnets) for t in subnets[i + 1:])
     assert all(s.subnet_of(ipaddress.ip_network(r.rack_pool)) for s in subnets)
+    # the pools' use (report, verdicts) counts what ipaddress counts: 8 racks x /27
+    use = a.pool_use()
+    assert use["rack_pool"] == (sum(s.num_addresses for s in subnets), ipaddress.ip_network(r.rack_pool).num_addresses) == (8 * 32, 2**20)
+    assert use["p2p_pool"][0] == 2 * 192 and use["loopback_pool"][0] == len(los)
 
 
 def test_infiniband_has_no_ip_plan():

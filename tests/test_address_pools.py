@@ -136,5 +136,7 @@ def test_needs_equal_what_the_addressing_pass_hands_out(tmp_path):
         start = int(ipaddress.ip_network(a.pools["rack_pool"]).network_address)
         end = max(int(ipaddress.ip_network(s).broadcast_address) + 1 for s in a.rack_subnet.values())
         assert rack_span(n.leaf_nics) == end - start, d.spec.name
+        # the pools' use, the report's table and the verdicts: handed out as ipaddress counts them
+        assert a.pool_use()["rack_pool"][0] == sum(ipaddress.ip_network(s).num_addresses for s in a.rack_subnet.values()) > 0
         seen += n.links > 0
     assert seen >= 6

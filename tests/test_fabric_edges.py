@@ -62,6 +62,16 @@ def test_a_port_used_twice_is_named_at_build():
     b.link("nic2", "port2", "sw", "Ethernet1", 400e9, "nic-rtsw")
     with pytest.raises(PortReuse, match="sw port Ethernet1 used twice"):
         b.build("ai-zone", "roce", ("nic-rtsw",), ("rtsw",))
+    # an a-end too (a NIC's port cabled twice), the first repeat in link order named
+    b = Builder()
+    for n in ("nic1", "sw", "sw2"):
+        b.node(n, role="nic")
+    b.link("nic1", "port1", "sw", "Ethernet1", 400e9, "nic-rtsw")
+    b.link("sw2", "Ethernet1", "sw", "Ethernet2", 400e9, "rtsw-ctsw")
+    b.link("nic1", "port1", "sw2", "Ethernet2", 400e9, "nic-rtsw")
+    b.link("sw2", "Ethernet1", "sw", "Ethernet3", 400e9, "rtsw-ctsw")
+    with pytest.raises(PortReuse, match="nic1 port port1 used twice"):
+        b.build("ai-zone", "roce", ("nic-rtsw",), ("rtsw",))
 
 
 def test_add_nodes_is_add_nodes_from():

@@ -167,6 +167,104 @@ def test_a_rebuild_links_what_did_not_change(tmp_path, outputs):
     assert all((out / p).stat().st_nlink == 1 for p in b)  # the old output is gone, its inodes are the new output's
 
 
+def test_the_claim_hashes_a_large_output_in_a_child_and_finds_an_edit_before_writing(tmp_path, outputs):
+    """An output of PROVE_APART_BYTES or more is checked by a forked child while the build compiles
+    (``prove_apart_above=0`` forces that here; the claim itself reads only the manifest): an artifact
+    edited in place with its size kept, or a file added, is found before anything is written
+    (OutputError, exit 2, no sibling folder), the child is reaped, and an unedited output is
+    replaced as before."""
+    from twin.output import _PROVING, write_claimed
+
+    a, b = outputs
+    out = tmp_path / "out"
+    write_atomically(out, a)
+    report = out / "report.md"
+    report.write_bytes(a["report.md"][:-5] + b"EDIT\n")  # the same size: only its bytes tell
+    with claimed(out, prove_apart_above=0) as real:  # names and sizes agree: the claim itself passes
+        child = _PROVING[str(real)]
+        with pytest.raises(OutputError) as e:
+            write_claimed(real, b)
+    assert "report.md (changed since twin wrote it)" in str(e.value) and e.value.code == 2
+    assert str(real) not in _PROVING and not _alive(child.pid)
+    assert report.read_bytes().endswith(b"EDIT\n") and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    report.write_bytes(a["report.md"])
+    (out / "notes.txt").write_text("mine")  # a file twin did not write: found by the child too
+    with claimed(out, prove_apart_above=0) as real, pytest.raises(OutputError) as e:
+        write_claimed(real, b)
+    assert "notes.txt (not in its manifest.json)" in str(e.value) and (out / "notes.txt").read_text() == "mine"
+    (out / "notes.txt").unlink()
+    with claimed(out, prove_apart_above=0) as real:
+        write_claimed(real, b)
+    assert (out / "report.md").read_bytes() == b["report.md"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_linked_file_is_not_hashed_again_at_the_swap(tmp_path, monkeypatch):
+    """A rebuild proves the old output once (at the claim); the files it links from it are proved
+    by that (the same inode, size and mtime after the link, twin/rebuild.py), also those the build's
+    forked emitting child linked (handed back): the check before the swap reads none of them again.
+    Counted on a real rebuild of lab-2zone from its spec with a comment added (design.json and the
+    report change, the rest links), whose output is small enough to be hashed in this process at the
+    claim: each file is read once, not twice."""
+    import twin.folder
+    from twin.build import build
+
+    out = tmp_path / "lab"
+    build(SPEC, out)
+    edited = tmp_path / "lab-2zone.yaml"
+    edited.write_text(SPEC.read_text() + "# a comment changes the spec's sha256, not the design\n")
+    files = sum(1 for p in out.rglob("*") if p.is_file() and p.name != "manifest.json")
+    reads = []
+    real = twin.folder.sha256_file
+    monkeypatch.setattr(twin.folder, "sha256_file", lambda path: reads.append(path) or real(path))
+    inode = {p.relative_to(out): p.stat().st_ino for p in out.rglob("*") if p.is_file()}
+    build(edited, out)
+    assert len(reads) == files > 20  # the claim's proof, and nothing at the swap
+    changed = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.stat().st_ino != inode.get(p.relative_to(out)))
+    assert changed == ["design.json", "manifest.json", "report.html", "report.md"]
+
+
+def test_a_rebuild_that_changes_nothing_keeps_the_output(tmp_path, outputs):
+    """The same spec built again by the same twin (its manifest says so): every file comes out the
+    same, so the output folder is kept as it stands (the same folder and file inodes, nothing
+    created or removed, the manifest's mtime that of the build). Built from the same inputs but with
+    one file different after all (``expect_same`` and a changed report.md), the waiting files are
+    linked at the end and the build swaps as usual."""
+    from twin.build import build
+    from twin.output import write_claimed_with, write_parts
+
+    out = tmp_path / "lab"
+    build(SPEC, out)
+    before = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in [out, *out.rglob("*")]}
+    build(SPEC, out)
+    after = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in [out, *out.rglob("*")]}
+    assert after.keys() == before.keys() and sorted(p.name for p in tmp_path.iterdir()) == ["lab"]
+    assert [p.name for p in after if after[p] != before[p]] == ["manifest.json"] and after[out / "manifest.json"][0] == before[out / "manifest.json"][0]
+
+    a, b = outputs
+    old = tmp_path / "old"
+    write_atomically(old, a)
+    inode = {p: (old / p).stat().st_ino for p in a}
+    digests = {p: (hashlib.sha256(d).hexdigest(), len(d)) for p, d in b.items()}
+
+    def fill(folder):
+        write_parts(folder, [{p: d for p, d in b.items() if p != "manifest.json"}], digests)
+        assert [e.name for e in folder.iterdir()] == ["report.md"]  # the rest waits: no folder made
+        write_parts(folder, [{"manifest.json": b["manifest.json"]}])
+
+    with claimed(old) as real:
+        write_claimed_with(real, fill, expect_same=True)
+    assert files_hash({p: (old / p).read_bytes() for p in b}) == files_hash(b)
+    assert sorted(p for p in b if (old / p).stat().st_ino != inode[p]) == ["manifest.json", "report.md"]
+
+
 WRITER = """
 import pickle, sys
 from pathlib import Path

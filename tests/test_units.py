@@ -96,3 +96,36 @@ def _refused(text, kind) -> str:
     with pytest.raises(u.QuantityError) as e:
         u.parse(text, kind)
     return str(e.value)
+
+
+NUMBERS = (3.0, 0.1, 7.25e3, 123456.789, 1e-9, 0.3)
+
+
+def test_parse_is_pints_conversion_bit_for_bit():
+    # parse() converts a plain unit by the factor it found for that unit once (units._factor): the value
+    # must be exactly what pint's own conversion of that value gives, not merely close
+    ureg = u.registry()
+    for unit, kind in WRITTEN:
+        for x in NUMBERS:
+            pint_value = float(ureg.Quantity(x, ureg.parse_units(unit)).to(kind.canonical).magnitude)
+            assert u.parse(f"{x!r} {unit}", kind) == pint_value, (x, unit)
+    # a refused unit is refused every time, with the value as written
+    for _ in range(2):
+        assert "'5 m' is a length, expected a power" in _refused("5 m", u.POWER)
+
+
+def test_pint_reads_the_same_without_numpy():
+    # twin imports pint with numpy, scipy and dask hidden (units._import_pint) unless they are loaded
+    # already: both ways, every written unit converts to the same float
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys\n{first}from twin.lang import units as u\n"
+            "from tests.test_units import WRITTEN, NUMBERS\n"
+            "print('numpy' in sys.modules, repr([u.parse(f'{{x!r}} {{unit}}', kind) for unit, kind in WRITTEN for x in NUMBERS]))")
+    out = [subprocess.run([sys.executable, "-c", code.format(first=first)], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).parent.parent).stdout
+           for first in ("", "import numpy\n")]
+    assert out[0].startswith("False ") and out[1].startswith("True ")
+    assert out[0].split(" ", 1)[1] == out[1].split(" ", 1)[1]

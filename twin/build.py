@@ -11,25 +11,25 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import json
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from twin.analysis.verdicts import Verdict
-from twin.analysis.verdicts_twins import verdicts
 from twin.compiler.design import Design
 from twin.compiler.pipeline import compile_design
-from twin.emit import BY_COST, EMITTER_LABELS, emit_all
-from twin.emit.report import emit as report_emit
-from twin.folder import MANIFEST, safe_relative
+from twin.folder import JSON_LIMIT, MANIFEST, FolderError, read_bytes, safe_relative
 from twin.forked import apart
 from twin.jsonfmt import dumps as json_dumps
-from twin.output import OutputError, claimed, write_atomically, write_claimed_with, write_parts
-from twin.twins.default import design_results
-from twin.twins.results import Runs
+from twin.output import OutputError, adopt, claimed, handed_back, write_atomically, write_claimed_with, write_parts
 from twin.version import __version__
+
+if TYPE_CHECKING:  # the emitters, the verdicts and the twins load where they run (after the twins' fork)
+    from twin.analysis.verdicts import Verdict
+    from twin.twins.results import Runs
 
 __all__ = ["MANIFEST", "OutputError", "BuildResult", "Rendered", "build", "manifest", "render", "render_all", "run_twins", "write_atomically"]
 
@@ -84,6 +84,9 @@ def render_all(spec_path: str | Path, scenario: str | Path | None = None, progre
     ``scenario`` (a scenario file) the twins it names run too and the report carries their sections
     (SpecError for a bad scenario, located in its file). ``twin diff`` compares these; ``twin build``
     writes the same, emitter by emitter."""
+    from twin.analysis.verdicts_twins import verdicts
+    from twin.emit import emit_all
+
     design, runs = _compiled(spec_path, scenario, progress)
     if progress:
         progress("verdicts")
@@ -117,6 +120,9 @@ def _release_free_memory() -> None:
 def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progress: Callable[[str], None] | None = None) -> Runs:
     """The twins a build runs, once: the default run (the report's twin section, its pictures and
     review.json) and, with ``scenario`` ((file, loaded scenario)), that scenario's twins."""
+    from twin.twins.default import design_results
+    from twin.twins.results import Runs
+
     if progress:
         progress("default twin")
     default = design_results(design, progress)
@@ -149,30 +155,45 @@ def named_files(scenario_file: str, scn) -> tuple[tuple[str, str], ...]:
 def build(spec_path: str | Path, out: str | Path | None = None, progress: Callable[[str], None] | None = None,
           scenario: str | Path | None = None) -> BuildResult:
     """Render (:func:`render`) and write atomically into ``out`` (default: generated/<site>). With
-    ``out`` given the folder is claimed first (locked, proved twin's), so a build that could not
-    write stops before compiling; OutputError says why. The same files as :func:`render`, written by
-    two processes at once (:func:`_emit_into`)."""
-    held = claimed(Path(out)) if out is not None else nullcontext(None)
+    ``out`` given the folder is claimed first (locked; its names and sizes checked at once, its bytes
+    hashed while the build compiles, :func:`twin.output.claimed`), so a build that could not write
+    mostly stops before compiling; generated/<site> is claimed once placement has named the site.
+    OutputError says why. The same files as :func:`render`, written by two processes at once
+    (:func:`_emit_into`)."""
     digests: dict[str, tuple[str, int]] = {}
     done: dict[str, object] = {}
-    with held as out_dir:
+    with ExitStack() as held:
+        folder = [held.enter_context(claimed(Path(out)))] if out is not None else []
         twins = _Twins(_scenario(scenario, progress))
-        try:
-            design = compile_design(spec_path, progress=progress, on_pass=twins.start_after)
+        held.callback(twins.stop)
 
-            def fill(folder: Path) -> None:
-                done["runs"], done["risks"] = _emit_into(folder, design, twins, scenario, digests, progress)
+        def passed(name: str, design: Design) -> None:
+            if not folder and name == "placement":  # the site's name is known: claim generated/<site> now,
+                folder.append(held.enter_context(claimed(Path("generated") / design.name)))  # proved meanwhile
+            twins.start_after(name, design)
 
-            if out_dir is None:
-                out_dir = Path("generated") / design.name
-                with claimed(out_dir) as real:
-                    write_claimed_with(real, fill)
-            else:
-                write_claimed_with(out_dir, fill)
-        finally:
-            twins.stop()
-    return BuildResult(design, Path(out) if out is not None else out_dir, {p: sha for p, (sha, _n) in sorted(digests.items())},
-                       done["risks"], done["runs"])
+        design = compile_design(spec_path, progress=progress, on_pass=passed)
+
+        def fill(tmp: Path) -> None:
+            done["runs"], done["risks"] = _emit_into(tmp, design, twins, scenario, digests, progress)
+
+        # the rest allocates little that is cyclic, and a full collection would only traverse the
+        # design, alive to the end (0.2 s at 24K GPUs, 0.8 s at 100K, once or twice)
+        with _collector_paused():
+            write_claimed_with(folder[0], fill, expect_same=_same_inputs(folder[0], design, scenario))
+    return BuildResult(design, Path(out) if out is not None else Path("generated") / design.name,
+                       {p: sha for p, (sha, _n) in sorted(digests.items())}, done["risks"], done["runs"])
+
+
+def _same_inputs(out_dir: Path, design: Design, scenario) -> bool:
+    """The output being replaced says it was built by this twin from this spec (and scenario): its files
+    are expected to come out the same (:mod:`twin.rebuild`; only a hint, every file is still compared)."""
+    try:
+        old = json.loads(read_bytes(out_dir, MANIFEST, JSON_LIMIT))
+    except (FolderError, ValueError):
+        return False
+    new = json.loads(manifest_of(design, {}, scenario))
+    return isinstance(old, dict) and {k: v for k, v in old.items() if k != "artifacts"} == {k: v for k, v in new.items() if k != "artifacts"}
 
 
 class _Twins:
@@ -229,11 +250,18 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
     then it runs the verdicts and the report, which read their results, and takes the design-only
     emitters nobody has started yet (one queue, largest first). Each file and digest is the one the serial
     :func:`render` makes; the child hands back its digests (or its exception) through a pipe."""
-    queue = _queue(len(BY_COST))
-    child = apart(lambda: _write_emitters(folder, _taken(queue), design, acyclic=True)) if hasattr(os, "fork") else None
+    from twin.analysis.verdicts_twins import verdicts
+    from twin.emit.report import emit as report_emit
+
+    queue = _queue(_emitters())
+    child = apart(lambda: (_write_emitters(folder, _taken(queue), design, acyclic=True), handed_back(folder))) if hasattr(os, "fork") else None
     try:
-        # while the twins run, this process takes design-only emitters too, one at a time: no core
-        # waits for another
+        # while the twins run, this process computes the report's figures of the design alone, then
+        # takes design-only emitters too, one at a time: no core waits for another
+        if design.fabric is not None and twins.running():
+            from twin.compiler.fabric.figures import compute
+
+            compute(design.fabric, design.spec)  # memoised (twin.memo): the report and the verdicts read it
         early = _write_emitters(folder, _taken(queue, progress, twins.running), design, acyclic=True)
         runs = twins.result(design, progress)
         if progress:
@@ -245,7 +273,8 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
         mine = _write_emitters(folder, _taken(queue, progress), design, acyclic=True)  # what the child has not started
         if progress and child is not None:
             progress("emit: the other process's emitters")
-        theirs = child.join() if child is not None else {}
+        theirs, handed = child.join() if child is not None else ({}, None)
+        adopt(folder, handed)  # what it linked from the old output (proved: not hashed again) and what waits
     except BaseException:
         if child is not None:
             child.kill()
@@ -260,6 +289,12 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
     digests[MANIFEST] = (hashlib.sha256(man).hexdigest(), len(man))
     write_parts(folder, [{MANIFEST: man}])
     return runs, risks
+
+
+def _emitters() -> int:
+    from twin.emit import BY_COST
+
+    return len(BY_COST)
 
 
 def _queue(n: int) -> int:
@@ -284,6 +319,8 @@ def _union(*parts: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
 def _taken(queue: int, progress=None, more: Callable[[], bool] = lambda: True):
     """The emitters this process takes from ``queue``, one at a time, until it is empty (or, asked
     before each, ``more()`` says stop)."""
+    from twin.emit import BY_COST, EMITTER_LABELS
+
     while more() and (index := os.read(queue, 1)):
         emitter = BY_COST[index[0]]
         if progress:

@@ -16,23 +16,26 @@
 - **Leftovers.** A build killed mid-write leaves ``.<name>.tmp-*`` / ``.<name>.old-*``; the next
   build of that folder removes them (while it holds the lock, so never another build's).
 - **Disk full, read-only, no permission** end in one line (exit 3) with the previous output intact.
+- **Only what changed.** A large old output is hashed by a forked child while the build compiles; a
+  file it holds as the new one is hard-linked, not written, and an output that comes out the same as
+  the one it replaces is kept as it stands (:mod:`twin.rebuild`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno
 import fcntl
 import os
 import shutil
-import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from twin.folder import MANIFEST, FolderError, foreign_entries, load_manifest
+from twin.forked import Child, apart
+from twin.rebuild import ChangedDuringBuild, Replacing
 
 EXIT_NOT_OURS = 2  # the folder is not twin output: invalid input
 EXIT_WRITE = 3  # the folder could not be written: disk full, read-only, no permission, another build
@@ -50,27 +53,68 @@ class OutputError(Exception):
 
 
 _PROVED: dict[str, dict[str, tuple]] = {}  # claimed folder -> its files' identities when their sha256 matched
+_PROVING: dict[str, Child] = {}  # claimed folder -> the forked child hashing its files meanwhile
+PROVE_APART_BYTES = 32 << 20  # an old output this large is hashed in a child while the build compiles
 
 
-def ownership_problem(out_dir: Path) -> str | None:
+def ownership_problem(out_dir: Path, *, contents: bool = True) -> str | None:
     """Why ``out_dir`` must not be replaced, or None (it does not exist, is empty, or twin wrote
     every file in it as its manifest says). Inside :func:`claimed` a file proved at the claim and not
-    touched since (the same inode, size, mtime and ctime) is not hashed a second time before the swap."""
+    touched since (the same inode, size, mtime and ctime) is not hashed a second time before the swap.
+    ``contents=False``: names, kinds and sizes only (:func:`twin.folder.foreign_entries`)."""
+    return _problem(out_dir, "contents" if contents else "names")[0]
+
+
+def _problem(out_dir: Path, depth: str) -> tuple[str | None, int]:
+    """:func:`ownership_problem` to ``depth`` ("manifest": a twin manifest is there; "names": and
+    every entry is a file it lists, at its size; "contents": and at its sha256), and the bytes the
+    manifest lists."""
     if not out_dir.exists() and not out_dir.is_symlink():
-        return None
+        return None, 0
     if not out_dir.is_dir():
-        return f"{out_dir} exists and is not a folder; not replacing it"
+        return f"{out_dir} exists and is not a folder; not replacing it", 0
     if not any(out_dir.iterdir()):
-        return None
+        return None, 0
     try:
         m = load_manifest(out_dir)
     except FolderError as e:
-        return f"{out_dir} is not twin output ({e}); not replacing it: choose another -o or remove it yourself"
-    odd = foreign_entries(out_dir, m, proved=_PROVED.get(str(out_dir)))
-    if odd:
+        return f"{out_dir} is not twin output ({e}); not replacing it: choose another -o or remove it yourself", 0
+    size = sum(a.size for a in m.artifacts.values())
+    if depth != "manifest" and (odd := foreign_entries(out_dir, m, proved=_PROVED.get(str(out_dir)), contents=depth == "contents")):
         return (f"{out_dir} holds files twin did not write as its {MANIFEST} lists them: {', '.join(odd)}; not replacing it:"
-                " move them out or remove the folder yourself")
-    return None
+                " move them out or remove the folder yourself"), size
+    return None, size
+
+
+def _prove(out_dir: Path, apart_above: int) -> None:
+    """The claim's proof: a twin manifest is there now (OutputError), then every entry is a file it
+    lists with its size and sha256, checked here or, for an output of ``apart_above`` bytes or more,
+    in a forked child while the build compiles (the other core is idle until the twins start);
+    :func:`_proved` waits for it before anything is written."""
+    why, size = _problem(out_dir, "manifest")
+    if why:
+        raise OutputError(why)
+    if size and size >= apart_above and hasattr(os, "fork"):
+        key = str(out_dir)
+        _PROVING[key] = apart(lambda: (ownership_problem(out_dir), _PROVED[key]))
+    elif why := ownership_problem(out_dir):
+        raise OutputError(why)
+
+
+def _proved(out_dir: Path) -> None:
+    """The claim's proof finished (OutputError if a file's bytes are not those its manifest lists);
+    its identities recorded for :func:`_link_same` and the check before the swap."""
+    key = str(out_dir)
+    if (child := _PROVING.pop(key, None)) is None:
+        return
+    try:
+        why, proved = child.join()
+    except Exception:  # noqa: BLE001 - the child died (killed, out of memory): prove it here instead
+        why, proved = ownership_problem(out_dir), None
+    if proved is not None:
+        _PROVED[key].update(proved)
+    if why:
+        raise OutputError(why)
 
 
 # ------------------------------------------------------------------ the exchange
@@ -175,21 +219,24 @@ def describe(e: OSError, out_dir: Path) -> str:
 
 
 @contextmanager
-def claimed(out_dir: Path) -> Iterator[Path]:
+def claimed(out_dir: Path, prove_apart_above: int = PROVE_APART_BYTES) -> Iterator[Path]:
     """The output folder, held for one build: the lock taken, leftovers cleaned, the folder proved
-    twin's (or absent or empty). Yields the resolved path; OSErrors become one-line OutputErrors."""
+    twin's (or absent or empty): its names, kinds and sizes at once, its bytes before anything is
+    written (:func:`_prove`). Yields the resolved path; OSErrors become one-line OutputErrors."""
     out_dir = out_dir.resolve() if out_dir.exists() else out_dir.absolute()
+    key = str(out_dir)
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         with locked(out_dir):
             clean_leftovers(out_dir)
-            _PROVED[str(out_dir)] = {}
+            _PROVED[key] = {}
             try:
-                if why := ownership_problem(out_dir):
-                    raise OutputError(why)
+                _prove(out_dir, prove_apart_above)
                 yield out_dir
             finally:
-                _PROVED.pop(str(out_dir), None)
+                _PROVED.pop(key, None)
+                if (child := _PROVING.pop(key, None)) is not None:
+                    child.kill()
     except OSError as e:
         raise OutputError(f"{describe(e, out_dir)}; the previous output is untouched", EXIT_WRITE) from None
 
@@ -212,7 +259,21 @@ def write_claimed_parts(out_dir: Path, parts: Iterable[dict[str, bytes]], *, use
     write_claimed_with(out_dir, lambda tmp: write_parts(tmp, parts), use_exchange=use_exchange)
 
 
-_REPLACING: dict[str, tuple[str, dict[str, tuple]]] = {}  # a build's sibling folder -> the folder it replaces, its proved files
+_REPLACING: dict[str, Replacing] = {}  # a build's sibling folder -> the output it replaces (twin.rebuild)
+
+
+def handed_back(folder: Path) -> tuple | None:
+    """What this process linked into ``folder`` (the sibling being filled) from the old output, and
+    what waits to be: for the process that swaps (:func:`adopt`)."""
+    rep = _REPLACING.get(os.fspath(folder))
+    return rep.handed_back() if rep else None
+
+
+def adopt(folder: Path, handed: tuple | None) -> None:
+    """Another process's :func:`handed_back` for ``folder``: its links are proved (each was proved
+    before it was linked and is the same inode, size and mtime after), its waiting files wait here."""
+    if handed and (rep := _REPLACING.get(os.fspath(folder))):
+        rep.adopt(handed)
 
 
 def write_parts(folder: Path, parts: Iterable[dict[str, bytes]], digests: dict[str, tuple[str, int]] | None = None) -> None:
@@ -222,45 +283,23 @@ def write_parts(folder: Path, parts: Iterable[dict[str, bytes]], digests: dict[s
 
     With ``digests`` ({path: (sha256, bytes)} of these files) and ``folder`` the sibling of a build
     replacing an output (:func:`write_claimed_with`), a file whose bytes are those the previous output
-    holds at that path is hard-linked from it (:func:`_link_same`) instead of written: a rebuild
-    creates a new inode only for what changed (on ext4 an inode costs ~15x a link)."""
+    holds at that path is hard-linked from it instead of written, or waits to be
+    (:class:`twin.rebuild.Replacing`): a rebuild creates a new inode only for what changed."""
     made: set[str] = set()
     base = os.fspath(folder)
     replacing = _REPLACING.get(base) if digests is not None else None
     for files in parts:
         for rel, data in sorted(files.items()):
             target = f"{base}/{rel}"
-            parent = os.path.dirname(target)
-            if parent not in made:
-                os.makedirs(parent, exist_ok=True)
-                made.add(parent)
-            if replacing is None or not _link_same(replacing, rel, digests.get(rel), target):
-                _write_file(target, data)
-
-
-def _link_same(replacing: tuple[str, dict[str, tuple]], rel: str, digest: tuple[str, int] | None, target: str) -> bool:
-    """Hard-link ``rel`` of the output being replaced to ``target`` when it holds ``digest``'s bytes:
-    it was proved at the claim (its sha256 and size are these) and is the same regular file since (inode,
-    size, mtime, ctime). False, with nothing left at ``target``, when it is not or the link fails. The
-    check before the swap hashes again every file of the old output whose ctime the link changed."""
-    out_dir, proved = replacing
-    ident = proved.get(rel)
-    if digest is None or ident is None or (ident[4], ident[1]) != digest:
-        return False
-    src = f"{out_dir}/{rel}"
-    try:
-        st = os.lstat(src)
-        if not stat.S_ISREG(st.st_mode) or (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != ident[:4]:
-            return False
-        os.link(src, target, follow_symlinks=False)
-        st = os.lstat(target)  # our own entry: the very inode proved, a regular file (not one swapped in meanwhile)
-        if stat.S_ISREG(st.st_mode) and st.st_ino == ident[0] and st.st_size == ident[1]:
-            return True
-        os.unlink(target)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(target)
-    return False
+            if replacing is not None:
+                if replacing.take(rel, digests.get(rel), target, made):
+                    continue
+            else:
+                parent = os.path.dirname(target)
+                if parent not in made:
+                    os.makedirs(parent, exist_ok=True)
+                    made.add(parent)
+            _write_file(target, data)
 
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
@@ -281,17 +320,31 @@ def _write_file(path: str, data: bytes) -> None:
         os.close(fd)
 
 
-def write_claimed_with(out_dir: Path, fill: Callable[[Path], None], *, use_exchange: bool = True) -> None:
+def write_claimed_with(out_dir: Path, fill: Callable[[Path], None], *, use_exchange: bool = True,
+                       expect_same: bool = False) -> None:
     """:func:`write_claimed` for a caller that fills the sibling folder itself (``fill(folder)``; the
-    build: two processes writing their emitters' files at once), then the same check and swap."""
+    build: two processes writing their emitters' files at once), then the same check and swap.
+    ``expect_same``: the old output was built from the same inputs, so its files wait to be linked
+    and, if every file (the manifest too) comes out the same, it is kept as it is, its manifest's
+    modification time that of this build (:mod:`twin.rebuild`)."""
+    _proved(out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    rep = None
     if (proved := _PROVED.get(str(out_dir))) is not None:
-        _REPLACING[str(tmp)] = (str(out_dir), proved)
+        rep = _REPLACING[str(tmp)] = Replacing(str(out_dir), proved, defer=expect_same and bool(proved))
     try:
         fill(tmp)
         os.chmod(tmp, 0o755)
+        try:
+            kept = rep is not None and rep.settle(tmp)
+        except ChangedDuringBuild as e:
+            raise OutputError(ownership_problem(out_dir) or f"{out_dir / str(e)} changed while the build rendered; not replacing it") from None
         if why := ownership_problem(out_dir):  # changed while the build rendered
             raise OutputError(why)
+        if kept:  # nothing changed: the previous output is this build's, as it stands
+            os.utime(out_dir / MANIFEST)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
         if not out_dir.exists():
             os.rename(tmp, out_dir)
             return

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from twin.lang.reference import render
 from twin.lang.scenario.models import Scenario
-from twin.lang.site.hall_types import PARTIAL_OF, SiteInput
+from twin.lang.site.written import PARTIAL_OF, SiteInput
 from twin.lang.sweep.models import SweepFile
 from twin.resources import data_dir, in_checkout
 from twin.twins.results import Envelope, ReviewDocument, SimulateDocument

@@ -124,7 +124,8 @@ def validate(
             from twin.compiler.pipeline import compile_design
 
             try:
-                risks = ranked(design_verdicts(compile_design(path, until="addressing")))  # the checks read no config intent
+                # the checks read no config intent; the spec is the one checked above
+                risks = ranked(design_verdicts(compile_design(path, until="addressing", checked=checked)))
             except InfeasibleError as e:
                 status, problems = "infeasible", list(e.diagnosis)
         worst = max(worst, {"ok": 0, "infeasible": EXIT_INFEASIBLE, "invalid": EXIT_INVALID}[status])
@@ -369,6 +370,10 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("interrupted", style="red")
         sys.exit(130)
+    finally:
+        # What is alive at the end goes to the permanent generation: the interpreter's last full
+        # collection at exit would otherwise traverse all of it (0.3-0.8 s after a 24K-GPU build).
+        gc.freeze()
 
 
 if __name__ == "__main__":

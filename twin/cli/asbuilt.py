@@ -10,8 +10,6 @@ from typing import Optional
 
 import typer
 
-from twin.output import EXIT_WRITE
-
 EXIT_INVALID = 2
 
 
@@ -41,6 +39,7 @@ def run_as_built(generated: Path, neighbours: list[Path], output: Path | None, a
     from twin.asbuilt import check
     from twin.asbuilt.page import page
     from twin.asbuilt.report import document, status, terminal, work_order
+    from twin.output import EXIT_WRITE  # here, not at the top: every command registers this one at start-up
 
     if output is not None:
         bad = output.exists() and not output.is_dir()

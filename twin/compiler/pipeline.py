@@ -77,15 +77,17 @@ def bill_and_budget(spec, d: Design) -> dict:
 
 
 def compile_design(path: str | Path, progress: Callable[[str], None] | None = None, until: str | None = None,
-                   placement_method: str | None = None, on_pass: Callable[[str, Design], None] | None = None) -> Design:
+                   placement_method: str | None = None, on_pass: Callable[[str, Design], None] | None = None,
+                   checked: Checked | None = None) -> Design:
     """Every pass on the spec at ``path`` (up to and including ``until``); raise SpecError or
     InfeasibleError on failure. ``placement_method`` overrides the spec's (``naive`` pins the
     reading-order fill, for tests and benchmarks about later passes). ``on_pass(name, design)`` is
     told of each pass as it ends, with the design so far (the build starts the twins once what they
-    read is compiled)."""
+    read is compiled). ``checked``: :func:`check` of ``path`` when the caller has it already (`twin
+    validate` checks every spec first), so the file is read and validated once."""
     if progress:
         progress("validate and budget")
-    checked = check(path)
+    checked = checked if checked is not None else check(path)
     if checked.spec is None:
         raise SpecError(list(checked.diagnostics))
     if checked.budget.problems:

@@ -21,21 +21,27 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
+# What pint.compat probes for and twin does not hand it: dask (so that quantities can wrap dask arrays;
+# it brings jinja2, toolz and more, a third of twin's start-up), numpy and scipy (arrays and constants:
+# ~0.13 s, most of pint's import, where `twin validate --fast` needs no numpy at all).
+_PINT_OPTIONAL = ("dask", "numpy", "scipy")
+
 
 def _import_pint():
-    """pint, imported without its dask support: pint.compat imports dask.base whenever dask is installed
-    (so that quantities can wrap dask arrays), and dask brings jinja2, toolz and more, a third of
-    twin's start-up. twin hands pint strings only. A ``None`` in ``sys.modules`` makes the import
-    system report dask as absent while pint loads; where dask is already loaded (a sweep worker)
-    nothing changes."""
-    hide = "dask" not in sys.modules
-    if hide:
-        sys.modules["dask"] = None
+    """pint, imported without its optional support for the packages of :data:`_PINT_OPTIONAL`: twin hands
+    pint strings and Python floats only, and pint converts a float with the same operations either way
+    (tests/test_units.py holds the figures to a pint that has numpy). A ``None`` in ``sys.modules`` makes
+    the import system report a package as absent while pint loads; one already loaded (numpy in a
+    command that imported it first, dask in a sweep worker) stays as it is."""
+    hidden = [name for name in _PINT_OPTIONAL if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None
     try:
         import pint
     finally:
-        if hide and sys.modules.get("dask", 0) is None:
-            del sys.modules["dask"]
+        for name in hidden:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
     return pint
 
 
@@ -125,6 +131,30 @@ def parse(value: Any, kind: Kind) -> float:
     number, unit = float(m.group(1)), m.group(2)
     if len(unit) > 40:
         raise QuantityError(f"unit '{unit[:40]}...' is too long")
+    factor = _factor(unit, kind) if kind.dimensionality != "K" else None
+    out = number * factor if factor is not None else _convert(number, unit, kind, written)
+    if not math.isfinite(out):
+        raise QuantityError(f"'{written}' is not finite")
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _factor(unit: str, kind: Kind) -> float | None:
+    """One ``unit`` of ``kind`` in its canonical unit, or None when ``unit`` is not one of the kind's
+    (:func:`_convert` then says why, naming the value as written). pint converts a plain (not offset)
+    unit as ``magnitude * factor`` with this factor, so ``number * _factor(unit, kind)`` is bit for bit
+    its conversion; the ~500 quantities of a site and the built-in catalog, in ~20 units, pay for pint's
+    parse and checks once per unit instead of once per value. Temperatures (offset units: degC, degF)
+    are not a multiple of their canonical unit and go through pint every time."""
+    try:
+        return _convert(1.0, unit, kind, unit)
+    except QuantityError:
+        return None
+
+
+def _convert(number: float, unit: str, kind: Kind, written: str) -> float:
+    """``number`` ``unit`` in ``kind``'s canonical unit, through pint, after checking the unit is one of
+    ``kind``'s; a QuantityError names ``written`` and what was expected."""
     ureg = registry()
     try:
         q = ureg.Quantity(number, ureg.parse_units(unit))
@@ -141,10 +171,7 @@ def parse(value: Any, kind: Kind) -> float:
             raise QuantityError(f"'{written}' is not a {kind.name}; expected e.g. '{kind.example}'")
     if any(w in str(q.units) for w in kind.must_not_mention):
         raise QuantityError(f"'{written}' is not a {kind.name}; expected e.g. '{kind.example}'")
-    out = float(q.to(kind.canonical).magnitude)
-    if not math.isfinite(out):
-        raise QuantityError(f"'{written}' is not finite")
-    return out
+    return float(q.to(kind.canonical).magnitude)
 
 
 def dollars(value: str) -> str:

@@ -55,8 +55,9 @@ class Addressing:
 
     def pool_use(self) -> dict[str, tuple[int, int]]:
         """Pool name -> (addresses handed out, addresses in the pool): the report's table and the verdicts."""
+        # each rack subnet is an IPv4 CIDR this pass wrote: 2^(32 - prefix length) addresses
         used = {"loopback_pool": len(self.loopback), "p2p_pool": 2 * len(self.p2p),
-                "rack_pool": sum(ipaddress.ip_network(s).num_addresses for s in self.rack_subnet.values())}
+                "rack_pool": sum(1 << (32 - int(s.rpartition("/")[2])) for s in self.rack_subnet.values())}
         return {name: (used[name], ipaddress.ip_network(cidr).num_addresses) for name, cidr in sorted(self.pools.items())}
 
 

@@ -69,7 +69,7 @@ def solve_hall(h: Hall, pue: float, groups: list[tuple[int, int]], types: list[N
     network-to-network flow's sums, every power and cooling limit, the peak.
     """
     t0 = time.perf_counter()
-    grid = HallGrid(h)
+    grid = HallGrid(local(h))
     slots = HallSlots.of(h)
     n_net = sum(t.count for t in types)
     ppr = h.positions_per_row
@@ -175,6 +175,71 @@ def solve_hall(h: Hall, pue: float, groups: list[tuple[int, int]], types: list[N
     canonical_zones(groups, types, w_gpu, w_net, ext, gpu, net)
     return HallResult(gpu, net, r.objective, r.bound, r.status, time.perf_counter() - t0,
                       nf * len(pairs) + len(QA) * len(npairs) + nP * nG + nQ * nT)
+
+
+def local(h: Hall) -> Hall:
+    """``h`` with its origin at (0, 0): the hall model measures tray runs inside the hall and to its door,
+    where the hall stands on the site changes no length, and with hall-local coordinates not even a
+    float's last bit, so that halls of one floor plan pose one model (:func:`problem_key`)."""
+    return h if h.origin == (0.0, 0.0) else h.model_copy(update={"origin": (0.0, 0.0)})
+
+
+def _zones(groups: list[tuple[int, int]], types: list[NetType]) -> list[int]:
+    """The zones the hall model names (its GPU groups' and its network racks'), in order."""
+    return sorted({z for z, _n in groups} | {t.zone for t in types if t.zone is not None})
+
+
+def problem_key(h: Hall, pue: float, groups: list[tuple[int, int]], types: list[NetType], gpu_power: float,
+                w_gpu: dict, w_net: dict, ext: dict, reach: float, time_limit: float, liquid_share: float = 0.0,
+                span: int = 1) -> tuple:
+    """Everything :func:`solve_hall` reads, as a hashable key, less what its model does not depend on: the
+    hall's name and origin (:func:`local`) and the zones' labels, which it only sorts and compares (each
+    is replaced by its rank among the hall's zones). Two halls with equal keys pose the same MILP, the
+    same columns, rows and costs in the same order; HiGHS (one thread, a fixed seed) solves it to the
+    same answer, so one solve serves both (:func:`relabel`)."""
+    rank = {z: k for k, z in enumerate(_zones(groups, types))}
+    return (repr(h.model_dump(exclude={"name", "origin"})), pue, tuple((rank[z], n) for z, n in groups),
+            tuple((t.role, None if t.zone is None else rank[t.zone], t.count, t.switches, t.power, t.weight) for t in types),
+            gpu_power, tuple(sorted(w_gpu.items())), tuple(sorted(w_net.items())), tuple(sorted(ext.items())), reach,
+            time_limit, liquid_share, span)
+
+
+def relabel(res: HallResult, groups: list[tuple[int, int]], types: list[NetType], solved_groups: list[tuple[int, int]],
+            solved_types: list[NetType], seconds: float) -> HallResult:
+    """The result of a hall whose :func:`problem_key` equals that of the solved hall (``solved_groups``,
+    ``solved_types``), for this hall's zones: the same positions, each zone of the solved hall handed to
+    the zone of the same rank here; the solver's figures are the model's, ``seconds`` this hall's own."""
+    to = dict(zip(_zones(solved_groups, solved_types), _zones(groups, types)))
+    return HallResult({to[z]: list(p) for z, p in res.gpu.items()}, {t: list(p) for t, p in res.net.items()},
+                      res.objective, res.bound, res.status, seconds, res.variables)
+
+
+def solve_halls(problems: dict[int, tuple], names: list[str]) -> tuple[dict[int, HallResult], list[dict]]:
+    """:func:`solve_hall` for each hall's arguments (``problems[i]``, in hall order), each distinct problem
+    once: a hall whose :func:`problem_key` a hall before it had takes that hall's answer for its own zones
+    (the eight halls of a Meta building, one floor plan with one AI zone each, are one MILP). Returns the
+    results and a row of solver figures per hall (``same_model_as``: the hall whose solve it took); stops
+    after the first hall that does not fit."""
+    results: dict[int, HallResult] = {}
+    rows: list[dict] = []
+    solved: dict[tuple, int] = {}  # problem key -> the hall solved for it
+    for i, problem in problems.items():
+        t0 = time.perf_counter()
+        key = problem_key(*problem)
+        row = {"hall": names[i]}
+        if key in solved:
+            first = solved[key]
+            res = relabel(results[first], problem[2], problem[3], problems[first][2], problems[first][3], time.perf_counter() - t0)
+            row["same_model_as"] = names[first]
+        else:
+            res = solve_hall(*problem)
+            solved[key] = i
+        results[i] = res
+        rows.append({**row, "status": res.status, "objective_m": res.objective, "bound_m": res.bound,
+                     "seconds": res.seconds, "variables": res.variables})
+        if res.objective == math.inf:
+            break
+    return results, rows
 
 
 def _flow_sums(m: Milp, flow: np.ndarray, at: np.ndarray, ends: np.ndarray, per: float, n: int) -> None:

@@ -16,7 +16,9 @@ Objective, in order: GPUs placed (stage 1: all or a diagnosis), fiber metres (st
 breaker the peak row load (spreading load evens the busways and blocks; with 2N dual-corded racks A
 and B carry equal halves by construction). HiGHS runs single-threaded with a fixed seed, identical zones
 of a hall are relabelled in position order (:func:`.hall_milp.canonical_zones`), and ids are assigned by
-position order, so the same spec gives the same bytes.
+position order, so the same spec gives the same bytes. The same determinism lets a hall that poses the
+same MILP as a hall before it (one floor plan, the same racks and weights: the eight halls of a Meta
+building) take that hall's answer instead of a second solve (:func:`.hall_milp.solve_halls`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import time
 from twin.compiler.place import diagnose, naive, powercap
 from twin.compiler.place.assign import Assignment, assign, hall_capacity
 from twin.compiler.place.figures import campus_links_per_atsw, figures, links_of
-from twin.compiler.place.hall_milp import HallResult, NetType, solve_hall
+from twin.compiler.place.hall_milp import NetType, solve_halls
 from twin.compiler.place.model import HallGrid, PlacedRack, Placement, Position
 from twin.compiler.resolve.feasibility import Budget, hall_pue
 from twin.compiler.resolve.liquid import liquid_share
@@ -66,60 +68,11 @@ def place(spec: Spec, budget: Budget | None = None) -> Placement:
     if asg.placed_racks < spec.racks:
         raise InfeasibleError(diagnose.explain(spec, asg))
     medium, reach = uplink_reach(spec)
-    links = links_of(spec)
-    P = spec.rack.power
-    empty = spec.rack_type.weight
-    # network rack types per hall, and the core switches in each hall (for links through the door)
-    types_by_hall: dict[int, list[NetType]] = {i: [] for i in range(len(halls))}
-    acc: dict[tuple, list] = {}
-    for nr in asg.plan:
-        acc.setdefault((nr.hall, nr.role, nr.zone, nr.switches, nr.power), []).append(1)
-    for (hi, role, zone, n, power), lst in sorted(acc.items(), key=lambda kv: (kv[0][0], kv[0][1], -1 if kv[0][2] is None else kv[0][2], kv[0][3])):
-        device = naive.network_device(spec, role)
-        types_by_hall[hi].append(NetType(role, zone, len(lst), n, power, empty + n * device.weight))
-    core_sw_in = {i: sum(t.count * t.switches for t in ts if t.role == "atsw") for i, ts in types_by_hall.items()}
-    spine_sw_in = {i: sum(t.count * t.switches for t in ts if t.role == "ctsw") for i, ts in types_by_hall.items()}
-    # links between halls stay in their building (a campus: a zone's CTSWs reach its own building's ATSWs)
-    building = [spec.campus.hall_building[h.name] if spec.campus is not None else 0 for h in halls]
-    total_core = {b: sum(n for j, n in core_sw_in.items() if building[j] == b) for b in set(building)}
-    total_spine = {b: sum(n for j, n in spine_sw_in.items() if building[j] == b) for b in set(building)}
-    campus_up = campus_links_per_atsw(spec)
-    results: dict[int, HallResult] = {}
-    hall_rows = []
-    for i, h in enumerate(halls):
-        groups = asg.hall_groups[i]
-        types = types_by_hall[i]
-        if not groups and not types:
-            continue
-        w_gpu: dict = {}
-        for g, (zone, _n) in enumerate(groups):
-            for t, ty in enumerate(types):
-                if ty.role == links.spine_role and (ty.zone is None or ty.zone == zone):
-                    if ty.role == "fabric":
-                        hall_sw = sum(x.count * x.switches for x in types if x.role == "fabric")
-                        w_gpu[g, t] = links.gpu_to_spine["per_rack"] * ty.switches / max(1, hall_sw)
-                    else:
-                        w_gpu[g, t] = links.gpu_to_spine["per_rack"] * ty.switches
-        w_net: dict = {}
-        ext: dict = {}
-        if links.spine_to_core:
-            for t, ty in enumerate(types):
-                if ty.role == "ctsw":
-                    ext[t] = ty.switches * links.spine_to_core * (total_core[building[i]] - core_sw_in[i])
-                    for s, ty2 in enumerate(types):
-                        if ty2.role == "atsw":
-                            w_net[min(t, s), max(t, s)] = ty.switches * ty2.switches * links.spine_to_core
-                elif ty.role == "atsw":
-                    ext[t] = ty.switches * links.spine_to_core * (total_spine[building[i]] - spine_sw_in[i])
-                    if campus_up:  # its campus links leave the building: out through the hall door
-                        ext[t] += ty.switches * campus_up
-        res = solve_hall(h, hall_pue(spec, h.name), groups, types, P, w_gpu, w_net, ext, reach - 2 * h.tray_height,
-                         opts.time_limit, liquid_share(spec.site), spec.chassis.span)
+    types_by_hall, problems = hall_problems(spec, asg, reach)
+    results, hall_rows = solve_halls(problems, [h.name for h in halls])
+    for i, res in results.items():
         if res.objective == math.inf:
             raise InfeasibleError(diagnose.explain(spec, asg, hall_index=i, reach=(medium, reach)))
-        results[i] = res
-        hall_rows.append({"hall": h.name, "status": res.status, "objective_m": res.objective, "bound_m": res.bound,
-                          "seconds": res.seconds, "variables": res.variables})
     racks = placed_racks(spec, asg, types_by_hall, results, halls)
     naive.system_racks(spec, racks)  # a rack pair's racks side by side (the hall MILPs keep them so)
     fig = figures(spec, racks, grids)
@@ -155,6 +108,62 @@ def place(spec: Spec, budget: Budget | None = None) -> Placement:
         fig["naive"] = {"error": list(e.diagnosis)}
     fig["powercap"] = powercap.tradeoff(spec, asg)
     return Placement(tuple(racks), "optimized", fig)
+
+
+def hall_problems(spec: Spec, asg: Assignment, reach: float) -> tuple[dict[int, list[NetType]], dict[int, tuple]]:
+    """Stage 2's input: the network rack types of every hall and, for each hall with something to place,
+    :func:`.hall_milp.solve_hall`'s arguments (its GPU groups, those types, the fiber weights between them
+    and through the door, the reach left after the rise and drop in both racks)."""
+    halls = spec.site.halls
+    links = links_of(spec)
+    P = spec.rack.power
+    empty = spec.rack_type.weight
+    # network rack types per hall, and the core switches in each hall (for links through the door)
+    types_by_hall: dict[int, list[NetType]] = {i: [] for i in range(len(halls))}
+    acc: dict[tuple, list] = {}
+    for nr in asg.plan:
+        acc.setdefault((nr.hall, nr.role, nr.zone, nr.switches, nr.power), []).append(1)
+    for (hi, role, zone, n, power), lst in sorted(acc.items(), key=lambda kv: (kv[0][0], kv[0][1], -1 if kv[0][2] is None else kv[0][2], kv[0][3])):
+        device = naive.network_device(spec, role)
+        types_by_hall[hi].append(NetType(role, zone, len(lst), n, power, empty + n * device.weight))
+    core_sw_in = {i: sum(t.count * t.switches for t in ts if t.role == "atsw") for i, ts in types_by_hall.items()}
+    spine_sw_in = {i: sum(t.count * t.switches for t in ts if t.role == "ctsw") for i, ts in types_by_hall.items()}
+    # links between halls stay in their building (a campus: a zone's CTSWs reach its own building's ATSWs)
+    building = [spec.campus.hall_building[h.name] if spec.campus is not None else 0 for h in halls]
+    total_core = {b: sum(n for j, n in core_sw_in.items() if building[j] == b) for b in set(building)}
+    total_spine = {b: sum(n for j, n in spine_sw_in.items() if building[j] == b) for b in set(building)}
+    campus_up = campus_links_per_atsw(spec)
+    problems: dict[int, tuple] = {}
+    for i, h in enumerate(halls):
+        groups = asg.hall_groups[i]
+        types = types_by_hall[i]
+        if not groups and not types:
+            continue
+        w_gpu: dict = {}
+        for g, (zone, _n) in enumerate(groups):
+            for t, ty in enumerate(types):
+                if ty.role == links.spine_role and (ty.zone is None or ty.zone == zone):
+                    if ty.role == "fabric":
+                        hall_sw = sum(x.count * x.switches for x in types if x.role == "fabric")
+                        w_gpu[g, t] = links.gpu_to_spine["per_rack"] * ty.switches / max(1, hall_sw)
+                    else:
+                        w_gpu[g, t] = links.gpu_to_spine["per_rack"] * ty.switches
+        w_net: dict = {}
+        ext: dict = {}
+        if links.spine_to_core:
+            for t, ty in enumerate(types):
+                if ty.role == "ctsw":
+                    ext[t] = ty.switches * links.spine_to_core * (total_core[building[i]] - core_sw_in[i])
+                    for s, ty2 in enumerate(types):
+                        if ty2.role == "atsw":
+                            w_net[min(t, s), max(t, s)] = ty.switches * ty2.switches * links.spine_to_core
+                elif ty.role == "atsw":
+                    ext[t] = ty.switches * links.spine_to_core * (total_spine[building[i]] - spine_sw_in[i])
+                    if campus_up:  # its campus links leave the building: out through the hall door
+                        ext[t] += ty.switches * campus_up
+        problems[i] = (h, hall_pue(spec, h.name), groups, types, P, w_gpu, w_net, ext, reach - 2 * h.tray_height,
+                       spec.site.placement.time_limit, liquid_share(spec.site), spec.chassis.span)
+    return types_by_hall, problems
 
 
 def upper_bound(spec) -> int:

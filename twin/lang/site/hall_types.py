@@ -15,26 +15,21 @@ the loaded YAML (:class:`~twin.lang.loader.Source`), before the models see it, s
 the type that gave it, and :func:`origin` tells validation which hall and type a path came from, so an
 error in an inherited field points at the type and names the hall ("hall dh3 (type meta-hall): ...").
 
-The models below describe the language as written (with ``hall_types`` and ``type``) for the JSON
-Schema and ``schemas/reference.md``; validation itself runs :class:`~twin.lang.site.models.Site` on the
-expanded halls.
+The language as written (with ``hall_types`` and ``type``) is described for the JSON Schema and
+``schemas/reference.md`` by :mod:`twin.lang.site.written`; validation itself runs
+:class:`~twin.lang.site.models.Site` on the expanded halls.
 """
 
 from __future__ import annotations
 
-import copy
 import difflib
 import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
-
-from twin.lang.base import SLUG, Model, Slug
+from twin.lang.base import SLUG
 from twin.lang.diagnostics import Diagnostic, Severity
 from twin.lang.loader import PathT, Source
-from twin.lang.site.campus import Building
-from twin.lang.site.models import Hall, Site
 
 
 @dataclass(frozen=True)
@@ -44,91 +39,6 @@ class Inherited:
     hall: str
     type: str
     type_path: PathT
-
-
-# ---------------------------------------------------------------- the language as written (schema, reference)
-
-_MERGE_NOTE = "nested sections merge field by field with the hall's own; lists are replaced whole"
-
-
-PARTIAL_OF: dict[type[BaseModel], type[BaseModel]] = {}
-"""Each partial model (every field optional) and the model whose fields it takes (for the reference)."""
-
-
-def _partial(model: type[BaseModel], name: str, doc: str, keep: tuple[str, ...] = (), drop: tuple[str, ...] = (),
-             first: dict[str, tuple] | None = None) -> type[BaseModel]:
-    """``model`` with every field optional (``keep`` stays required), nested models partial in turn."""
-    fields: dict[str, tuple] = dict(first or {})
-    for key, f in model.model_fields.items():
-        if key in drop:
-            continue
-        ann = f.annotation
-        if isinstance(ann, type) and issubclass(ann, BaseModel):
-            ann = _nested_partial(ann)
-        info = copy.copy(f)
-        if key not in keep:
-            info.default, info.default_factory = None, None
-        fields[key] = (ann, info)
-    partial = create_model(name, __base__=Model, __doc__=doc, **fields)
-    PARTIAL_OF[partial] = model
-    return partial
-
-
-def _nested_partial(model: type[BaseModel]) -> type[BaseModel]:
-    for partial, of in PARTIAL_OF.items():
-        if of is model and partial.__name__ == f"Partial{model.__name__}":
-            return partial
-    return _partial(model, f"Partial{model.__name__}", f"Any field of {model.__name__}, all optional.")
-
-
-HallType = _partial(
-    Hall, "HallType",
-    f"A named hall template under hall_types: any field of Hall except name, all optional. A hall that names "
-    f"the type with `type:` takes every field it does not set from here; {_MERGE_NOTE}.",
-    drop=("name",),
-)
-
-TypedHall = _partial(
-    Hall, "TypedHall",
-    f"A hall that names a hall type: name and type, then any field of Hall to override the type's; {_MERGE_NOTE}.",
-    keep=("name",),
-    first={"type": (Slug, Field(description="a name under hall_types: the hall takes every field it does not set from it"))},
-)
-
-
-def _building_input() -> type[BaseModel]:
-    """A campus building as written: its halls in full or with a hall type (expanded by twin.lang.site.campus)."""
-    fields: dict[str, tuple] = {}
-    for key, f in Building.model_fields.items():
-        if key == "halls":
-            fields[key] = (list[Hall | TypedHall], Field(min_length=1, description="the building's halls: every field, or a `type:` plus overrides"))
-        else:
-            fields[key] = (f.annotation, copy.copy(f))
-    return create_model("Building", __base__=Model, __doc__=Building.__doc__, **fields)
-
-
-def _site_input() -> type[BaseModel]:
-    fields: dict[str, tuple] = {}
-    for key, f in Site.model_fields.items():
-        if key == "halls":
-            fields["halls"] = (list[Hall | TypedHall], Field(
-                default_factory=list, description="the data halls: every field, or a `type:` from hall_types plus overrides "
-                "(a campus writes them under buildings instead)"))
-            fields["hall_types"] = (dict[Slug, HallType], Field(
-                default_factory=dict, description="named hall templates that halls name with `type:` (write a repeated hall once)"))
-        elif key == "buildings":
-            fields[key] = (list[_building_input()], Field(default_factory=list, description=f.description))
-        else:
-            fields[key] = (f.annotation, copy.copy(f))
-    model = create_model("Site", __base__=Model, __doc__=Site.__doc__, **fields)
-    model.model_config = ConfigDict(**{**Model.model_config, "title": Site.model_config.get("title"),
-                                       "json_schema_extra": {"anyOf": [{"required": ["halls"]}, {"required": ["buildings"]}]}})
-    model.model_rebuild(force=True)
-    return model
-
-
-SiteInput = _site_input()
-"""The site language as written: :class:`~twin.lang.site.models.Site` plus ``hall_types`` and typed halls."""
 
 
 # ---------------------------------------------------------------- expansion
