@@ -23,7 +23,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno
 import fcntl
@@ -36,7 +35,7 @@ from pathlib import Path
 
 from twin.folder import MANIFEST, FolderError, foreign_entries, load_manifest
 from twin.forked import Child, apart
-from twin.rebuild import ChangedDuringBuild, Replacing
+from twin.rebuild import ChangedDuringBuild, Replacing, folders_of, prune
 
 EXIT_NOT_OURS = 2  # the folder is not twin output: invalid input
 EXIT_WRITE = 3  # the folder could not be written: disk full, read-only, no permission, another build
@@ -118,21 +117,12 @@ def _ahead(out_dir: Path, tmp: Path | None) -> tuple[str | None, dict[str, tuple
     the proved old output made in ``tmp``: a rebuild after an edit of the spec writes most of them
     again (a 24K-GPU site has 1,540, and a folder is an inode: 0.4-0.8 ms each on this machine's
     ext4), here beside the compile instead of on the emitters' way. Those the new output leaves empty
-    are removed before the swap (:func:`_prune`)."""
+    are removed before the swap (:func:`twin.rebuild.prune`)."""
     why = ownership_problem(out_dir)
     proved = _PROVED[str(out_dir)]
     if why is None and tmp is not None:
-        for folder in sorted({rel.rpartition("/")[0] for rel in proved} - {""}):
-            os.makedirs(tmp / folder, exist_ok=True)
+        folders_of(tmp, proved)
     return why, proved
-
-
-def _prune(tmp: Path) -> None:
-    """Remove the folders made ahead (:func:`_ahead`) that the new output left empty, deepest first."""
-    for root, _dirs, files in os.walk(tmp, topdown=False):
-        if root != os.fspath(tmp) and not files:
-            with contextlib.suppress(OSError):  # not empty: a folder below it holds a file
-                os.rmdir(root)
 
 
 def _proved(out_dir: Path) -> None:
@@ -374,7 +364,7 @@ def write_claimed_with(out_dir: Path, fill: Callable[[Path], None], *, use_excha
     try:
         fill(tmp)
         if ahead is not None:
-            _prune(tmp)
+            prune(tmp)
         os.chmod(tmp, 0o755)
         try:
             kept = rep is not None and rep.settle(tmp)
