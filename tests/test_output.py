@@ -198,6 +198,32 @@ def test_the_claim_hashes_a_large_output_in_a_child_and_finds_an_edit_before_wri
     assert (out / "report.md").read_bytes() == b["report.md"]
 
 
+def test_folders_made_ahead_leave_no_trace(tmp_path, outputs):
+    """After an edit of the spec the claim's child makes the build's sibling folder with the old
+    output's folders in it while the build compiles (``folders_ahead``): the new output holds exactly
+    its own files and folders (one the new output does not use is removed, not left empty), and a
+    build that stops before writing leaves no sibling folder behind."""
+    from twin.output import write_claimed
+
+    a, b = outputs
+    out = tmp_path / "out"
+    old = {**a, "old-only/deep/x.txt": b"gone in the new output\n"}
+    m = json.loads(a["manifest.json"])
+    m["artifacts"].append({"path": "old-only/deep/x.txt", "sha256": hashlib.sha256(old["old-only/deep/x.txt"]).hexdigest(),
+                           "bytes": len(old["old-only/deep/x.txt"])})
+    old["manifest.json"] = json.dumps(m, indent=1, sort_keys=True).encode()
+    write_atomically(out, old)
+    with claimed(out, prove_apart_above=0, folders_ahead=True):
+        pass  # the compile failed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    with claimed(out, prove_apart_above=0, folders_ahead=True) as real:
+        write_claimed(real, b)
+    assert tree(out) == {**{p: hashlib.sha256(d).hexdigest() for p, d in b.items()},
+                         **{str(d): "dir" for p in b for d in Path(p).parents if str(d) != "."}}
+    assert not (out / "old-only").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

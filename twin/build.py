@@ -163,13 +163,14 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
     digests: dict[str, tuple[str, int]] = {}
     done: dict[str, object] = {}
     with ExitStack() as held:
-        folder = [held.enter_context(claimed(Path(out)))] if out is not None else []
+        folder = [held.enter_context(claimed(Path(out), folders_ahead=_spec_edited(Path(out), spec_path)))] if out is not None else []
         twins = _Twins(_scenario(scenario, progress))
         held.callback(twins.stop)
 
         def passed(name: str, design: Design) -> None:
             if not folder and name == "placement":  # the site's name is known: claim generated/<site> now,
-                folder.append(held.enter_context(claimed(Path("generated") / design.name)))  # proved meanwhile
+                at = Path("generated") / design.name  # proved meanwhile
+                folder.append(held.enter_context(claimed(at, folders_ahead=_spec_edited(at, spec_path))))
             twins.start_after(name, design)
 
         design = compile_design(spec_path, progress=progress, on_pass=passed)
@@ -185,15 +186,31 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
                        {p: sha for p, (sha, _n) in sorted(digests.items())}, done["risks"], done["runs"])
 
 
-def _same_inputs(out_dir: Path, design: Design, scenario) -> bool:
-    """The output being replaced says it was built by this twin from this spec (and scenario): its files
-    are expected to come out the same (:mod:`twin.rebuild`; only a hint, every file is still compared)."""
+def _old_manifest(out_dir: Path) -> dict:
+    """The header of the manifest of the output being replaced ({} when there is none or it is not
+    JSON): only a hint, the claim proves the folder."""
     try:
         old = json.loads(read_bytes(out_dir, MANIFEST, JSON_LIMIT))
     except (FolderError, ValueError):
+        return {}
+    return {k: v for k, v in old.items() if k != "artifacts"} if isinstance(old, dict) else {}
+
+
+def _spec_edited(out_dir: Path, spec_path: str | Path) -> bool:
+    """The output being replaced was built from another version of this spec file: most of its
+    folders come back, so the claim makes them ahead (:func:`twin.output.claimed`)."""
+    old = _old_manifest(out_dir).get("spec_sha256")
+    try:
+        return old is not None and old != hashlib.sha256(Path(spec_path).read_bytes()).hexdigest()
+    except OSError:
         return False
+
+
+def _same_inputs(out_dir: Path, design: Design, scenario) -> bool:
+    """The output being replaced says it was built by this twin from this spec (and scenario): its files
+    are expected to come out the same (:mod:`twin.rebuild`; only a hint, every file is still compared)."""
     new = json.loads(manifest_of(design, {}, scenario))
-    return isinstance(old, dict) and {k: v for k, v in old.items() if k != "artifacts"} == {k: v for k, v in new.items() if k != "artifacts"}
+    return _old_manifest(out_dir) == {k: v for k, v in new.items() if k != "artifacts"}
 
 
 class _Twins:

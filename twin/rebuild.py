@@ -126,3 +126,18 @@ def _parent(target: str, made: set[str]) -> None:
 def _only_manifest(folder: Path) -> bool:
     with os.scandir(folder) as it:
         return [(e.name, e.is_file(follow_symlinks=False)) for e in it] == [(MANIFEST, True)]
+
+
+def folders_of(tmp: Path, files: dict[str, tuple] | set[str]) -> None:
+    """Make in ``tmp`` every folder the relative paths ``files`` lie in (the old output's, made ahead of
+    the new one's files: :func:`twin.output.claimed`)."""
+    for folder in sorted({rel.rpartition("/")[0] for rel in files} - {""}):
+        os.makedirs(tmp / folder, exist_ok=True)
+
+
+def prune(tmp: Path) -> None:
+    """Remove the folders made ahead (:func:`folders_of`) that the new output left empty, deepest first."""
+    for root, _dirs, files in os.walk(tmp, topdown=False):
+        if root != os.fspath(tmp) and not files:
+            with contextlib.suppress(OSError):  # not empty: a folder below it holds a file
+                os.rmdir(root)

@@ -10,6 +10,7 @@ Errors are printed as ``FILE:LINE:COL: field.path: message (expected ...)`` and 
 
 from __future__ import annotations
 
+import atexit
 import gc
 import sys
 from pathlib import Path
@@ -365,15 +366,16 @@ def main() -> None:
     # models, the fabric graph) and few cycles: a young-generation collection every 100,000
     # allocations instead of every 700 saves ~18% of the import time and rescans of the graph.
     gc.set_threshold(100_000, 50, 100)
+    # At exit, what is alive goes to the permanent generation (atexit runs before the interpreter's
+    # last full collection, which would traverse all of it: 0.3-0.8 s after a 24K-GPU build). Only
+    # then: a caller that runs main() in its own process (the tests) keeps its collector as it was.
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
     try:
         app()
     except KeyboardInterrupt:
         err.print("interrupted", style="red")
         sys.exit(130)
-    finally:
-        # What is alive at the end goes to the permanent generation: the interpreter's last full
-        # collection at exit would otherwise traverse all of it (0.3-0.8 s after a 24K-GPU build).
-        gc.freeze()
 
 
 if __name__ == "__main__":
