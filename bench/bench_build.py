@@ -85,7 +85,7 @@ def build_kinds(site: str, tmp: Path) -> dict[str, object]:
 
     def edited(code: Path) -> list[str]:
         runs["edit"] += 1
-        spec = tmp / f"edit-{runs['edit']}" / f"{site}.yaml"
+        spec = tmp / f"edit-{site}-{runs['edit']}" / f"{site}.yaml"
         spec.parent.mkdir()
         spec.write_text((ROOT / "sites" / f"{site}.yaml").read_text() + f"# edit {runs['edit']}\n")
         return [sys.executable, "-m", "twin", "build", str(spec), "-o", str(out), "-q"]
