@@ -65,6 +65,26 @@ def files_hash(files: dict[str, bytes]) -> dict[str, str]:
     return {p: hashlib.sha256(d).hexdigest() for p, d in files.items()}
 
 
+def replaced(out: Path, a: dict[str, bytes], b: dict[str, bytes], between, expect_same: bool = False) -> dict[str, int]:
+    """``a`` written as ``out``, then replaced by ``b`` as a build does: b's files with their digests
+    (linked from ``a`` where the bytes are a's), ``between(folder)`` asserted, then the manifest.
+    Returns a's inodes."""
+    from twin.output import write_claimed_with, write_parts
+
+    write_atomically(out, a)
+    inode = {p: (out / p).stat().st_ino for p in a}
+    digests = {p: (hashlib.sha256(d).hexdigest(), len(d)) for p, d in b.items()}
+
+    def fill(folder):
+        write_parts(folder, [{p: d for p, d in b.items() if p != "manifest.json"}], digests)
+        assert between(folder)
+        write_parts(folder, [{"manifest.json": b["manifest.json"]}])
+
+    with claimed(out) as real:
+        write_claimed_with(real, fill, expect_same=expect_same)
+    return inode
+
+
 def test_unrelated_manifest_folder_left_untouched(tmp_path):
     """A web project that happens to hold a manifest.json: `twin build -o` refuses it (exit 2, one line,
     before compiling) and every file in it keeps its bytes and modification time."""
@@ -146,21 +166,9 @@ def test_a_rebuild_links_what_did_not_change(tmp_path, outputs):
     """Replacing an output, a file whose bytes the old output holds at that path (proved at the claim)
     is hard-linked from it instead of written (twin/output.py ``_link_same``): the same inode; a changed
     file is a new one. The old folder's files keep their bytes until the swap."""
-    from twin.output import write_claimed_with, write_parts
-
     a, b = outputs
     out = tmp_path / "out"
-    write_atomically(out, a)
-    inode = {p: (out / p).stat().st_ino for p in a}
-    digests = {p: (hashlib.sha256(d).hexdigest(), len(d)) for p, d in b.items()}
-
-    def fill(folder):
-        write_parts(folder, [{p: d for p, d in b.items() if p != "manifest.json"}], digests)
-        write_parts(folder, [{"manifest.json": b["manifest.json"]}])
-        assert (out / "report.md").read_bytes() == a["report.md"]
-
-    with claimed(out) as real:
-        write_claimed_with(real, fill)
+    inode = replaced(out, a, b, lambda folder: (out / "report.md").read_bytes() == a["report.md"])
     assert files_hash({p: (out / p).read_bytes() for p in b}) == files_hash(b)
     same = sorted(p for p in b if (out / p).stat().st_ino == inode[p])
     assert same == sorted(p for p in b if p not in ("report.md", "manifest.json")) and len(same) > 50
@@ -264,7 +272,6 @@ def test_a_rebuild_that_changes_nothing_keeps_the_output(tmp_path, outputs):
     one file different after all (``expect_same`` and a changed report.md), the waiting files are
     linked at the end and the build swaps as usual."""
     from twin.build import build
-    from twin.output import write_claimed_with, write_parts
 
     out = tmp_path / "lab"
     build(SPEC, out)
@@ -276,17 +283,8 @@ def test_a_rebuild_that_changes_nothing_keeps_the_output(tmp_path, outputs):
 
     a, b = outputs
     old = tmp_path / "old"
-    write_atomically(old, a)
-    inode = {p: (old / p).stat().st_ino for p in a}
-    digests = {p: (hashlib.sha256(d).hexdigest(), len(d)) for p, d in b.items()}
-
-    def fill(folder):
-        write_parts(folder, [{p: d for p, d in b.items() if p != "manifest.json"}], digests)
-        assert [e.name for e in folder.iterdir()] == ["report.md"]  # the rest waits: no folder made
-        write_parts(folder, [{"manifest.json": b["manifest.json"]}])
-
-    with claimed(old) as real:
-        write_claimed_with(real, fill, expect_same=True)
+    # the rest waits: no folder made
+    inode = replaced(old, a, b, lambda folder: [e.name for e in folder.iterdir()] == ["report.md"], expect_same=True)
     assert files_hash({p: (old / p).read_bytes() for p in b}) == files_hash(b)
     assert sorted(p for p in b if (old / p).stat().st_ino != inode[p]) == ["manifest.json", "report.md"]
 
