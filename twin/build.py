@@ -162,15 +162,21 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
     (:func:`_emit_into`)."""
     digests: dict[str, tuple[str, int]] = {}
     done: dict[str, object] = {}
+    folder: list[tuple[Path, dict]] = []  # the claimed output folder, the header of the manifest it holds
     with ExitStack() as held:
-        folder = [held.enter_context(claimed(Path(out), folders_ahead=_spec_edited(Path(out), spec_path)))] if out is not None else []
+
+        def claim(at: Path) -> None:
+            old = _old_manifest(at)
+            folder.append((held.enter_context(claimed(at, folders_ahead=_spec_edited(old, spec_path))), old))
+
+        if out is not None:
+            claim(Path(out))
         twins = _Twins(_scenario(scenario, progress))
         held.callback(twins.stop)
 
         def passed(name: str, design: Design) -> None:
             if not folder and name == "placement":  # the site's name is known: claim generated/<site> now,
-                at = Path("generated") / design.name  # proved meanwhile
-                folder.append(held.enter_context(claimed(at, folders_ahead=_spec_edited(at, spec_path))))
+                claim(Path("generated") / design.name)  # proved meanwhile
             twins.start_after(name, design)
 
         design = compile_design(spec_path, progress=progress, on_pass=passed)
@@ -181,7 +187,8 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
         # the rest allocates little that is cyclic, and a full collection would only traverse the
         # design, alive to the end (0.2 s at 24K GPUs, 0.8 s at 100K, once or twice)
         with _collector_paused():
-            write_claimed_with(folder[0], fill, expect_same=_same_inputs(folder[0], design, scenario))
+            (at, old), = folder
+            write_claimed_with(at, fill, expect_same=_same_inputs(old, design, scenario))
     return BuildResult(design, Path(out) if out is not None else Path("generated") / design.name,
                        {p: sha for p, (sha, _n) in sorted(digests.items())}, done["risks"], done["runs"])
 
@@ -196,21 +203,21 @@ def _old_manifest(out_dir: Path) -> dict:
     return {k: v for k, v in old.items() if k != "artifacts"} if isinstance(old, dict) else {}
 
 
-def _spec_edited(out_dir: Path, spec_path: str | Path) -> bool:
-    """The output being replaced was built from another version of this spec file: most of its
-    folders come back, so the claim makes them ahead (:func:`twin.output.claimed`)."""
-    old = _old_manifest(out_dir).get("spec_sha256")
+def _spec_edited(old: dict, spec_path: str | Path) -> bool:
+    """The output being replaced (its manifest's header ``old``) was built from another version of this
+    spec file: most of its folders come back, so the claim makes them ahead (:func:`twin.output.claimed`)."""
     try:
-        return old is not None and old != hashlib.sha256(Path(spec_path).read_bytes()).hexdigest()
+        return "spec_sha256" in old and old["spec_sha256"] != hashlib.sha256(Path(spec_path).read_bytes()).hexdigest()
     except OSError:
         return False
 
 
-def _same_inputs(out_dir: Path, design: Design, scenario) -> bool:
-    """The output being replaced says it was built by this twin from this spec (and scenario): its files
-    are expected to come out the same (:mod:`twin.rebuild`; only a hint, every file is still compared)."""
+def _same_inputs(old: dict, design: Design, scenario) -> bool:
+    """The output being replaced (its manifest's header ``old``) says it was built by this twin from this
+    spec (and scenario): its files are expected to come out the same (:mod:`twin.rebuild`; only a hint,
+    every file is still compared)."""
     new = json.loads(manifest_of(design, {}, scenario))
-    return _old_manifest(out_dir) == {k: v for k, v in new.items() if k != "artifacts"}
+    return old == {k: v for k, v in new.items() if k != "artifacts"}
 
 
 class _Twins:
@@ -268,9 +275,10 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
     emitters nobody has started yet (one queue, largest first). Each file and digest is the one the serial
     :func:`render` makes; the child hands back its digests (or its exception) through a pipe."""
     from twin.analysis.verdicts_twins import verdicts
+    from twin.emit import BY_COST
     from twin.emit.report import emit as report_emit
 
-    queue = _queue(_emitters())
+    queue = _queue(len(BY_COST))
     child = apart(lambda: (_write_emitters(folder, _taken(queue), design, acyclic=True), handed_back(folder))) if hasattr(os, "fork") else None
     try:
         # while the twins run, this process computes the report's figures of the design alone, then
@@ -306,12 +314,6 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
     digests[MANIFEST] = (hashlib.sha256(man).hexdigest(), len(man))
     write_parts(folder, [{MANIFEST: man}])
     return runs, risks
-
-
-def _emitters() -> int:
-    from twin.emit import BY_COST
-
-    return len(BY_COST)
 
 
 def _queue(n: int) -> int:

@@ -244,11 +244,9 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def foreign_entries(folder: Path, m: Manifest, limit: int = 5, proved: dict[str, tuple] | None = None,
-                    contents: bool = True) -> list[str]:
+def foreign_entries(folder: Path, m: Manifest, limit: int = 5, proved: dict[str, tuple] | None = None) -> list[str]:
     """What in ``folder`` twin did not write as its manifest says: files not listed, listed files whose
     size or sha256 differ, symlinks and special files (at most ``limit``, as relative paths with why).
-    ``contents=False``: names, kinds and sizes only, no file read (the quick half of a claim).
 
     ``proved`` (a dict, filled here): each listed file's identity (inode, size, mtime, ctime) once its
     sha256 matched; a file whose identity is still the one recorded there is not read again (a file
@@ -275,7 +273,7 @@ def foreign_entries(folder: Path, m: Manifest, limit: int = 5, proved: dict[str,
                 found.append(f"{rel} (not in its {MANIFEST})")
             elif st.st_size != m.artifacts[rel].size:
                 found.append(f"{rel} (changed since twin wrote it)")
-            elif contents:
+            else:
                 ident = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, m.artifacts[rel].sha256)
                 if proved is not None and proved.get(rel) == ident:
                     continue

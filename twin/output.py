@@ -35,7 +35,7 @@ from pathlib import Path
 
 from twin.folder import MANIFEST, FolderError, foreign_entries, load_manifest
 from twin.forked import Child, apart
-from twin.rebuild import ChangedDuringBuild, Replacing, folders_of, prune
+from twin.rebuild import ChangedDuringBuild, Replacing, folder_for, folders_of, prune
 
 EXIT_NOT_OURS = 2  # the folder is not twin output: invalid input
 EXIT_WRITE = 3  # the folder could not be written: disk full, read-only, no permission, another build
@@ -57,18 +57,16 @@ _PROVING: dict[str, Child] = {}  # claimed folder -> the forked child hashing it
 PROVE_APART_BYTES = 32 << 20  # an old output this large is hashed in a child while the build compiles
 
 
-def ownership_problem(out_dir: Path, *, contents: bool = True) -> str | None:
+def ownership_problem(out_dir: Path) -> str | None:
     """Why ``out_dir`` must not be replaced, or None (it does not exist, is empty, or twin wrote
     every file in it as its manifest says). Inside :func:`claimed` a file proved at the claim and not
-    touched since (the same inode, size, mtime and ctime) is not hashed a second time before the swap.
-    ``contents=False``: names, kinds and sizes only (:func:`twin.folder.foreign_entries`)."""
-    return _problem(out_dir, "contents" if contents else "names")[0]
+    touched since (the same inode, size, mtime and ctime) is not hashed a second time before the swap."""
+    return _problem(out_dir, whole=True)[0]
 
 
-def _problem(out_dir: Path, depth: str) -> tuple[str | None, int]:
-    """:func:`ownership_problem` to ``depth`` ("manifest": a twin manifest is there; "names": and
-    every entry is a file it lists, at its size; "contents": and at its sha256), and the bytes the
-    manifest lists."""
+def _problem(out_dir: Path, whole: bool) -> tuple[str | None, int]:
+    """:func:`ownership_problem` (``whole=False``: only that a twin manifest is there), and the bytes
+    the manifest lists."""
     if not out_dir.exists() and not out_dir.is_symlink():
         return None, 0
     if not out_dir.is_dir():
@@ -80,7 +78,7 @@ def _problem(out_dir: Path, depth: str) -> tuple[str | None, int]:
     except FolderError as e:
         return f"{out_dir} is not twin output ({e}); not replacing it: choose another -o or remove it yourself", 0
     size = sum(a.size for a in m.artifacts.values())
-    if depth != "manifest" and (odd := foreign_entries(out_dir, m, proved=_PROVED.get(str(out_dir)), contents=depth == "contents")):
+    if whole and (odd := foreign_entries(out_dir, m, proved=_PROVED.get(str(out_dir)))):
         return (f"{out_dir} holds files twin did not write as its {MANIFEST} lists them: {', '.join(odd)}; not replacing it:"
                 " move them out or remove the folder yourself"), size
     return None, size
@@ -92,7 +90,7 @@ def _prove(out_dir: Path, apart_above: int, folders_ahead: bool) -> None:
     in a forked child while the build compiles (the other core is idle until the twins start);
     :func:`_proved` waits for it before anything is written. ``folders_ahead``: that child also makes
     the build's sibling folder with the old output's folders in it (:func:`_ahead`)."""
-    why, size = _problem(out_dir, "manifest")
+    why, size = _problem(out_dir, whole=False)
     if why:
         raise OutputError(why)
     if size and size >= apart_above and hasattr(os, "fork"):
@@ -320,13 +318,10 @@ def write_parts(folder: Path, parts: Iterable[dict[str, bytes]], digests: dict[s
         for rel, data in sorted(files.items()):
             target = f"{base}/{rel}"
             if replacing is not None:
-                if replacing.take(rel, digests.get(rel), target, made):
+                if replacing.take(rel, digests.get(rel), target, made):  # linked, or waits to be
                     continue
             else:
-                parent = os.path.dirname(target)
-                if parent not in made:
-                    os.makedirs(parent, exist_ok=True)
-                    made.add(parent)
+                folder_for(target, made)
             _write_file(target, data)
 
 

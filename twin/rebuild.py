@@ -43,11 +43,11 @@ class Replacing:
             if self.defer:
                 self.waiting[rel] = ident
                 return True
-            _parent(target, made)
+            folder_for(target, made)
             if self._link(rel, ident, target):
                 return True
         self.differs = True
-        _parent(target, made)
+        folder_for(target, made)
         return False
 
     def _same(self, rel: str, digest: tuple[str, int] | None) -> tuple | None:
@@ -105,7 +105,7 @@ class Replacing:
         base = os.fspath(folder)
         for rel, ident in sorted(self.waiting.items()):
             target = f"{base}/{rel}"
-            _parent(target, made)
+            folder_for(target, made)
             if self._same(rel, (ident[4], ident[1])) is None or not self._link(rel, ident, target):
                 raise ChangedDuringBuild(rel)
         self.waiting.clear()
@@ -116,7 +116,8 @@ class ChangedDuringBuild(Exception):
     """A file of the old output the new one was to link changed while the build rendered."""
 
 
-def _parent(target: str, made: set[str]) -> None:
+def folder_for(target: str, made: set[str]) -> None:
+    """The folder ``target`` goes in, made once (``made``: the folders made so far)."""
     parent = os.path.dirname(target)
     if parent not in made:
         os.makedirs(parent, exist_ok=True)
