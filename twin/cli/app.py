@@ -99,8 +99,9 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print diagnostics as JSON."),
     accept_risks: bool = typer.Option(False, "--accept-risks", help=ACCEPT_RISKS),
     fast: bool = typer.Option(False, "--fast", help="The spec alone (structure, references, sizing, the budget), in about "
-                              "a second: no placement, fabric or verdicts, so a limit only the compiled design shows (lossless "
-                              "reach, a busway after a failure) is not checked."),
+                              "half a second: no placement (HiGHS proving a large hall's placement optimal can take tens of "
+                              "seconds: sites/selene-a100.yaml ~30 s), fabric or verdicts, so a limit only the compiled design "
+                              "shows (lossless reach, a busway after a failure) is not checked."),
 ) -> None:
     """Check site specs and report every error and warning with FILE:LINE:COL, then compile each valid
     one (placement, fabric, cabling; no twin) and hold it to every check of the design: the verdicts
