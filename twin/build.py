@@ -125,7 +125,11 @@ def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progres
 
     if progress:
         progress("default twin")
-    default = design_results(design, progress)
+    why = None
+    try:
+        default = design_results(design, progress)
+    except Exception as e:  # noqa: BLE001 - a twin that cannot run is a line of the report, not a failed build
+        default, why = None, one_line(e)
     data = sha = views = None
     if scenario is not None:
         from twin.twins.run import simulate
@@ -136,8 +140,21 @@ def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progres
         result = simulate(design, *scenario[1], progress=progress and (lambda m: progress(f"scenario {name}: {m}")))
         data, views = (scenario[0], result.data), result.power_views or None
         sha = hashlib.sha256(Path(scenario[0]).read_bytes()).hexdigest() if Path(scenario[0]).is_file() else None
-        return Runs(default, data, sha, views, named_files(scenario[0], scenario[1][0]))
-    return Runs(default, data, sha, views)
+        return Runs(default, data, sha, views, named_files(scenario[0], scenario[1][0]), default_error=why)
+    return Runs(default, data, sha, views, default_error=why)
+
+
+def one_line(e: BaseException, limit: int = 300) -> str:
+    """Why a twin could not run, in one line: the exception's first line (its type where it says nothing).
+
+    >>> one_line(ValueError("some destinations are unreachable\\nmore"))
+    'some destinations are unreachable'
+    >>> one_line(ZeroDivisionError())
+    'ZeroDivisionError'
+    """
+    text = str(e).strip().splitlines()
+    line = text[0] if text else type(e).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def named_files(scenario_file: str, scn) -> tuple[tuple[str, str], ...]:

@@ -238,11 +238,15 @@ def build(
             "warnings": [w.to_json() for w in d.warnings],
             "artifacts": result.files,
             "twins": {"default": result.runs.default if result.runs else None,
+                      "default_error": result.runs.default_error if result.runs else None,
                       "scenario": result.runs.scenario[1] if result.runs and result.runs.scenario else None},
         })
         raise typer.Exit(code)
     if quiet and code:  # -q hides progress and warnings, not why the exit code is 4
         print_risks(result.risks, fails_only=True)
+    if result.runs and result.runs.default_error:
+        err.print(f"{spec}: warning: the default twin could not run: {result.runs.default_error} (the design's artifacts are written)",
+                  style="yellow", markup=False)
     if not quiet:
         print_risks(result.risks)  # the spec's warnings are among the verdicts
         if solver:

@@ -258,7 +258,7 @@ def compose(d: Design, runs: Runs | None = None, risks: list[Verdict] | None = N
             note = pic_twin.versus_scenario((results or {}).get("job"), scenario[1] if scenario else None)
             pics = pic_twin.pictures(results, note)
             pictures.update({f"report/{n}": svg for _r, n, _c, svg in pics})
-            text = design_section(results, {role: "\n" + image(n, c) + "\n" for role, n, c, _s in pics}, note)
+            text = design_section(results, {role: "\n" + image(n, c) + "\n" for role, n, c, _s in pics}, note, runs.default_error)
         elif sec is twins_section:
             texts, pics = report_twins.twin_sections(Path(d.spec.source_path).name, scenario[1] if scenario else None,
                                                      scenario[0] if scenario else None, runs.power_views,

@@ -126,12 +126,13 @@ def channels_note(ch: dict) -> str:
             "case of Meta's \"up to 40%\" for E-ECMP with 16 QPs ([meta-roce], [meta-roce-blog]).")
 
 
-def design_section(r: dict | None, pictures: dict[str, str] | None = None, note: str = "") -> str | None:
+def design_section(r: dict | None, pictures: dict[str, str] | None = None, note: str = "", error: str | None = None) -> str | None:
     """Report section "Collective performance (twin)" from the build's default twin run
     (:func:`twin.twins.default.design_results`); ``pictures`` maps a picture's role (busbw, load, job)
-    to its Markdown image line."""
+    to its Markdown image line; ``error``: why the run could not run (the section says so)."""
     if r is None:
-        return None
+        return None if error is None else (f"## Collective performance (twin)\n\nThe build's default twin could not run: {error}. "
+                                           "The design's other artifacts are complete; this report has no twin figures.")
 
     pictures = pictures or {}
     big = len(r["sizes"]) - 1

@@ -33,6 +33,7 @@ class Runs:
     scenario_sha256: str | None = None  # of the scenario file, as the manifest records it
     power_views: dict | None = None  # the power twin's arrays (traces, spectrum) of the scenario run, for the report's pictures
     named_files: tuple[tuple[str, str], ...] = ()  # (name, sha256) of each file the scenario names (a weather CSV)
+    default_error: str | None = None  # why the default run could not run (one line; ``default`` is then None)
 
 
 class _Doc(BaseModel):

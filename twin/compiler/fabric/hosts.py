@@ -43,8 +43,10 @@ def add_hosts(b: Builder, spec: Spec, rack: PlacedRack, speed: float, servers: i
     for s in range(spec.rack_type.servers if servers is None else servers):
         sid = f"{rack.id}-s{s + 1}"
         u = server_u(ch.height_u, s)
+        # a high-bandwidth domain of several servers (rail-only, hb_domain above the server's GPUs): which one
+        domain = {"domain": (first_server + s) * ch.gpus // hb_domain} if hb_domain and hb_domain > ch.gpus else {}
         b.node(sid, role="server", level=-1, hall=hall, zone=rack.zone, rack=rack.id, gpus=ch.gpus, model=spec.rack_type.chassis, u=u,
-               **trays)
+               **trays, **domain)
         for g in range(ch.nics):
             nid = f"{sid}-nic{g + 1}"
             rail = ((first_server + s) * ch.gpus + g) % hb_domain if hb_domain else g

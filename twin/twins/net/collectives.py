@@ -183,7 +183,7 @@ def plan(net: Net, op: str, algorithm: str, ranks: np.ndarray, peers: np.ndarray
         src, dst = ranks[i[off]], ranks[j[off]]
         frac = np.full(len(src), 1.0 / n)
         rel = routing.relays(net, src, dst)
-        rel[net.gpu_server[src] == net.gpu_server[dst]] = -1
+        rel[net.domain[src] == net.domain[dst]] = -1  # inside an NVLink domain: NVLink, no relay
         posts = max(0, _net_peers(net, ranks) - 1)
         if (rel >= 0).any():
             return _forwarded_alltoall(net, src, dst, frac, rel, posts, lib), "ring"
@@ -265,7 +265,7 @@ def _forwarded_alltoall(net: Net, src, dst, frac, rel, posts: int, lib: Library)
     costs the NVLink step's time on top of the network step; with 450 GB/s NVLink and 50 GB/s NICs
     that is ~10%, inside the paper's 8.2-11.2% overhead for all-to-all traffic."""
     fw = rel >= 0
-    local = net.gpu_server[src] == net.gpu_server[dst]
+    local = net.domain[src] == net.domain[dst]
     direct = ~fw & ~local
     p1 = _merge(net, np.concatenate([src[fw], src[local]]), np.concatenate([rel[fw], dst[local]]),
                 np.concatenate([frac[fw], frac[local]]), "forward to the destination's rail (NVLink)")

@@ -17,7 +17,9 @@ queue pairs (NCCL_IB_QPS_PER_CONNECTION), each pinned to one path by the switche
 On a rail-only fabric the rails never meet: a transfer to another rail on another server is
 forwarded over NVLink to the source server's GPU on the destination's rail, which sends it over that
 rail (:func:`relays`; the rail-only paper's scheme, and NCCL's PXN). Its flows then cross both
-NVLink arcs and the network path, pipelined as PXN does.
+NVLink arcs and the network path, pipelined as PXN does. Where the NVLink domain spans several servers
+(the paper's 256-GPU domain of 8-GPU servers: ``Net.gpu_domain``), the domain takes the server's part:
+GPUs of one domain talk over NVLink, and the relay is the source domain's GPU on the destination's rail.
 
 Flows with the same path and size are aggregated into one *class* with a count: their max-min rates
 are equal, so the fluid model solves one variable per class. A 24K-GPU ring step has 393K QP flows and
@@ -84,7 +86,7 @@ def route(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray, nbytes: np.ndarray
     nbytes = np.asarray(nbytes, float)
     keep = (src_gpu != dst_gpu) & (nbytes > 0)
     src_gpu, dst_gpu, nbytes = src_gpu[keep], dst_gpu[keep], nbytes[keep]
-    same = net.gpu_server[src_gpu] == net.gpu_server[dst_gpu]
+    same = net.domain[src_gpu] == net.domain[dst_gpu]
     nvl = same & (net.gpu_nvl_out[src_gpu] >= 0)
     parts = []
     if nvl.any():
@@ -138,6 +140,12 @@ def relays(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray) -> np.ndarray:
     need = ~reaches(src_gpu, dst_gpu) & (net.nic_leaf[net.gpu_nic[src_gpu]] >= 0) & (net.nic_leaf[net.gpu_nic[dst_gpu]] >= 0)
     if not need.any():
         return out
+    if (net.gpu_nvl_out[src_gpu[need]] < 0).any():
+        k = int(np.flatnonzero(need & (net.gpu_nvl_out[src_gpu] < 0))[0])
+        raise ValueError(f"GPU {int(dst_gpu[k])} is unreachable from GPU {int(src_gpu[k])}: no network path (their rails never meet) and "
+                         "no NVLink to forward over (the chassis has no nvlink_bandwidth)")
+    if net.gpu_domain is not None:
+        return _domain_relays(net, src_gpu, dst_gpu, need, reaches, out)
     srv = net.gpu_server
     first = np.searchsorted(srv, srv[src_gpu[need]])  # GPUs are numbered server by server
     width = np.bincount(srv, minlength=int(srv.max()) + 1)[srv[src_gpu[need]]]
@@ -156,10 +164,47 @@ def relays(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray) -> np.ndarray:
     return out
 
 
+def domain_peers(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray) -> np.ndarray:
+    """The GPU of each source's NVLink domain on the destination's rail (``Net.gpu_domain`` and
+    ``gpu_rail``), -1 where the domain has none.
+
+    >>> class N: gpu_domain = np.array([0, 0, 1, 1]); gpu_rail = np.array([1, 0, 0, 1])
+    >>> domain_peers(N, np.array([0, 2, 3]), np.array([2, 0, 1])).tolist()
+    [1, 3, 2]
+    """
+    rails = int(net.gpu_rail.max(initial=0)) + 1
+    key = net.gpu_domain * rails + net.gpu_rail
+    order = np.argsort(key, kind="stable")
+    want = net.gpu_domain[src_gpu] * rails + net.gpu_rail[dst_gpu]
+    at = np.minimum(np.searchsorted(key[order], want), len(order) - 1)
+    return np.where(key[order][at] == want, order[at], -1)
+
+
+def _domain_relays(net: Net, src_gpu, dst_gpu, need, reaches, out) -> np.ndarray:
+    """:func:`relays` where NVLink domains span servers: the source domain's GPU on the destination's
+    rail, else the first GPU of the domain whose NIC reaches the destination."""
+    idx = np.flatnonzero(need & (net.gpu_nvl_out[src_gpu] >= 0))
+    cand = domain_peers(net, src_gpu[idx], dst_gpu[idx])
+    ok = (cand >= 0) & reaches(np.maximum(cand, 0), dst_gpu[idx])
+    out[idx[ok]] = cand[ok]
+    for k in np.flatnonzero(~ok):  # rare: no GPU of that rail in the domain; search the domain
+        peers = np.flatnonzero(net.gpu_domain == net.gpu_domain[src_gpu[idx[k]]])
+        hit = peers[reaches(peers, np.full(len(peers), dst_gpu[idx[k]]))]
+        if len(hit):
+            out[idx[k]] = hit[0]
+    return out
+
+
 def pxn_relays(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray) -> np.ndarray:
     """PXN: the source-server GPU with the destination's local index, for transfers between servers
-    whose GPUs differ in local index (another rail) and whose server has NVLink; -1 elsewhere."""
+    whose GPUs differ in local index (another rail) and whose server has NVLink; -1 elsewhere (where a
+    domain spans servers: the source domain's GPU on the destination's rail)."""
     out = np.full(len(src_gpu), -1, np.int64)
+    if net.gpu_domain is not None:
+        cross = (net.gpu_domain[src_gpu] != net.gpu_domain[dst_gpu]) & (net.gpu_rail[src_gpu] != net.gpu_rail[dst_gpu])
+        cross &= net.gpu_nvl_out[src_gpu] >= 0
+        out[cross] = domain_peers(net, src_gpu[cross], dst_gpu[cross])
+        return out
     cross = (net.gpu_server[src_gpu] != net.gpu_server[dst_gpu]) & (net.gpu_local[src_gpu] != net.gpu_local[dst_gpu])
     cross &= net.gpu_nvl_out[src_gpu] >= 0
     if not cross.any():

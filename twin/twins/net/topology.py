@@ -71,6 +71,15 @@ class Net:
     group_arcs: np.ndarray
     notes: list[str] = field(default_factory=list)
     gpu_ports: np.ndarray | None = None  # (GPUs, ports) NIC indices of each GPU's NIC ports, -1 padded; None: one port
+    # an NVLink domain of several servers (rail-only, hb_domain above the server's GPUs): GPU -> domain
+    # and GPU -> rail (its rank in the domain); None where the domain is the server
+    gpu_domain: np.ndarray | None = None
+    gpu_rail: np.ndarray | None = None
+
+    @property
+    def domain(self) -> np.ndarray:
+        """GPU -> NVLink domain: the GPUs one NVLink reaches without the network (the server by default)."""
+        return self.gpu_server if self.gpu_domain is None else self.gpu_domain
 
     @property
     def planes(self) -> int:
@@ -173,6 +182,12 @@ def compile_graph(
         gpu_ports += [cards[k * len(cards) // ng] for k in range(ng)]
     gpu_nic = [p[0] for p in gpu_ports]
     G = len(gpu_server)
+    gpu_domain = gpu_rail = None
+    if any(attrs[s].get("domain") is not None for s in servers):  # an NVLink domain of several servers
+        ids = {d: i for i, d in enumerate(sorted({attrs[s].get("domain", -1) for s in servers}))}
+        by_server = np.array([ids[attrs[s].get("domain", -1)] for s in servers], np.int64)
+        gpu_domain = by_server[np.asarray(gpu_server, np.int64)] if G else np.zeros(0, np.int64)
+        gpu_rail = np.array([attrs[nics[i]].get("rail", 0) for i in gpu_nic], np.int64)
     nvl_out = np.full(G, -1, np.int64)
     nvl_in = np.full(G, -1, np.int64)
     if nvlink_bandwidth:  # two virtual arcs per GPU after the cables: out of it, then into it
@@ -228,6 +243,8 @@ def compile_graph(
         group_arcs=garcs,
         notes=notes,
         gpu_ports=port_table(gpu_ports),
+        gpu_domain=gpu_domain,
+        gpu_rail=gpu_rail,
     )
 
 
