@@ -10,9 +10,11 @@ package; a wheel must carry them inside it (``pyproject.toml`` maps them to ``tw
 
 from __future__ import annotations
 
+import ast
 import itertools
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -159,12 +161,124 @@ def index_problem() -> str | None:
     return None
 
 
+# Import names whose distribution is named otherwise; every other import is its distribution's name.
+DISTRIBUTION = {"yaml": "pyyaml", "jinja2": "jinja2", "pydantic_core": "pydantic-core"}
+# What a code path needs without importing it by name: distributed's Security.temporary() (the sweep's
+# private TLS cluster) makes its key and certificate with cryptography, which distributed does not require.
+NEEDED_UNIMPORTED = {"cryptography": ("twin/sweep/cluster.py", "Security.temporary()")}
+
+
+def declared(requirements: list[str]) -> set[str]:
+    return {re.match(r"[A-Za-z0-9_.-]+", r).group(0).lower().replace("_", "-") for r in requirements}
+
+
+def third_party_imports() -> dict[str, set[str]]:
+    """Top-level modules twin's code imports that are neither the standard library nor twin, with the files."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "twin").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top != "twin":
+                    found.setdefault(top, set()).add(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_every_import_is_a_declared_dependency():
+    """A plain install (the README's first command) gets only pyproject's dependencies: every module twin
+    imports must be one of them, or of the extra whose command uses it (`twin netbox push`); and what a
+    code path needs unimported (cryptography for the sweep's TLS) is declared beside them."""
+    project = pyproject()["project"]
+    core = declared(project["dependencies"])
+    netbox = declared(project["optional-dependencies"]["netbox"])
+    missing = []
+    for module, files in sorted(third_party_imports().items()):
+        dist = DISTRIBUTION.get(module, module).lower().replace("_", "-")
+        if dist in core:
+            continue
+        if dist in netbox and all("netbox" in f for f in files):
+            continue
+        missing.append(f"{module} ({', '.join(sorted(files))})")
+    assert not missing, f"imported but not declared in pyproject's dependencies: {missing}"
+    for dist, (file, use) in NEEDED_UNIMPORTED.items():
+        assert use in (ROOT / file).read_text(encoding="utf-8"), f"{file} no longer uses {use}: is {dist} still needed?"
+        assert dist in core, f"{file} needs {dist} for {use}, and it is not a dependency"
+    assert {"pyyaml", "jinja2", "pydantic-core", "distributed", "cryptography"} <= core  # the map above is not dead
+
+
+def readme_commands() -> list[tuple[int, str]]:
+    """Every twin command in the README's bash and untagged code blocks (line number, command), a line's
+    ``a && b`` as two, comments and a ``$ `` prompt dropped."""
+    found, lang = [], None
+    for n, line in enumerate((ROOT / "README.md").read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("```"):
+            lang = None if lang is not None else line[3:].strip()
+            continue
+        if lang not in ("", "bash"):
+            continue
+        text = re.split(r"\s#", line.strip().removeprefix("$ "))[0]
+        found += [(n, part.strip()) for part in text.split("&&") if part.strip().startswith("twin ")]
+    return found
+
+
+# README commands the clean venv cannot run, and why: they need what only an operator has.
+NOT_RUNNABLE = {
+    "twin netbox push": "needs a NetBox server and its token (tests/test_netbox_live.py pushes into a real one)",
+    "--scheduler tls://10.0.0.5": "needs an operator's Dask scheduler and the certificates it issued",
+}
+
+
+def runnable(command: str, tmp: Path) -> tuple[list[str] | None, str]:
+    """The README command as the test runs it (``/tmp/`` inside the test's folder, ``[--opt]`` given),
+    or None and why it cannot run here."""
+    for key, why in NOT_RUNNABLE.items():
+        if key in command:
+            return None, why
+    args = shlex.split(re.sub(r"\[([^\]]*)\]", r"\1", command).replace("/tmp/", f"{tmp}/"))
+    if args[1] == "verify" and not shutil.which("ibsim"):
+        return None, "needs ibsim and OpenSM (Debian ibsim-utils, opensm), not installed on this machine"
+    return args, ""
+
+
+def neighbour_inputs(src: Path, command: list[str]) -> None:
+    """The inputs a README command reads that the reader makes on their cluster: LLDP tables (a few
+    devices' worth: a partial collection is checked for what it covers), ibnetdiscover's output, an
+    edited spec, a second build to compare."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from asbuilt_synth import collection, planned_wiring, topology
+
+    from twin.asbuilt.plan import load
+
+    if command[1] == "as-built":
+        built = src / command[2]
+        plan, problems = load(built)
+        assert plan is not None, problems
+        target = src / command[3]
+        if command[3].endswith("/"):
+            target.mkdir(parents=True, exist_ok=True)
+            devices = sorted(plan.devices)[:6]
+            for name, data in collection(plan, planned_wiring(plan), only=set(devices)).items():
+                (target / name).write_bytes(data)
+        else:
+            target.write_text(topology(plan, (built / "model" / "topology.net").read_text(encoding="utf-8"), planned_wiring(plan)))
+    if command[1] == "diff":
+        for side in command[2:4]:
+            if side.startswith("edited/"):
+                (src / "edited").mkdir(exist_ok=True)
+                spec = (src / "sites" / Path(side).name).read_text(encoding="utf-8")
+                assert "pue: 1.3" in spec
+                (src / side).write_text(spec.replace("pue: 1.3", "pue: 1.4"), encoding="utf-8")
+
+
 @pytest.mark.slow
 def test_readme_install_in_clean_venv_without_compiler(tmp_path):
     """The README's first command in a virtualenv of its own (no system site-packages, so every dependency
     comes from the index; pip's cache keeps reruns fast), with no compiler anywhere (CC and CXX are
     /bin/false, PATH holds only the venv): it installs twin and its dependencies from wheels alone, without
-    the test extras, and the build runs."""
+    the test extras, and every twin command the README shows then runs to the end (the sweep on its private
+    TLS cluster of 2 local workers included), save those that need an operator's server."""
     install, build = quick_start()
     if why := index_problem():
         pytest.skip(why)
@@ -190,12 +304,49 @@ def test_readme_install_in_clean_venv_without_compiler(tmp_path):
     assert manifest["site"] == "lab-2zone" and {a["path"] for a in manifest["artifacts"]} == set(built) - {"manifest.json"}
     assert json.loads(built["design.json"])["derived"]["gpus"] == 128
 
+    # Every command the README shows, in its order (a later one reads what an earlier one built).
+    run(venv / "bin" / "twin", "build", "sites/lab-2zone.yaml", "-o", tmp_path / "lab-new", "-q", cwd=src, env=env, timeout=600)
+    ran, skipped = [], []
+    env = {**env, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}  # verify runs ibsim and OpenSM where installed
+    for line, command in readme_commands():
+        args, why = runnable(command, tmp_path)
+        if args is None:
+            skipped.append(f"README.md:{line}: {command}: {why}")
+            continue
+        neighbour_inputs(src, args)
+        res = subprocess.run([str(venv / "bin" / "twin"), *args[1:]], cwd=src, env=env, capture_output=True, text=True, timeout=900)
+        said = res.stdout + res.stderr
+        # 0; 4: a verdict fails, the output written all the same; diff's 1: the sides differ (README "Commands"); never a traceback
+        allowed = (0, 1) if args[1] == "diff" else (0, 4)
+        assert res.returncode in allowed and "Traceback" not in said, f"README.md:{line}: {command} exited {res.returncode}\n{said[-3000:]}"
+        ran.append(command)
+    sweeps = [c for c in ran if c.startswith("twin sweep") and "--workers 2" in c]
+    assert sweeps, "the README's sweep on 2 local workers did not run"
+    results = (src / "generated" / "sweep-meta-oversubscription" / "results.csv").read_text(encoding="utf-8").splitlines()
+    assert len(results) == 1 + 5 and all(",ok," in row for row in results[1:]), results
+    assert len(ran) >= 20, (ran, skipped)
+    print("\n".join(skipped))
+
     # Without the test extras (pytest alone added), collection runs through: the tests of a missing
     # optional package skip, saying why, instead of stopping it.
     run(venv / "bin" / "pip", "install", "-q", "pytest", cwd=tmp_path, env=env, timeout=600)
     collected = run(py, "-m", "pytest", "--collect-only", "-q", "-rs", "-p", "no:cacheprovider", cwd=src, env=env, timeout=600).stdout
     for missing in ("libyang", "hypothesis", "pynetbox"):
         assert f"{missing} is not installed" in collected, collected[-3000:]
+
+
+def test_readme_commands_are_all_run_or_said_why():
+    """The list the clean venv test runs is the README's: each command found, runnable here or named in
+    NOT_RUNNABLE (or verify without ibsim), and the sweep on 2 local workers among them."""
+    commands = [c for _, c in readme_commands()]
+    assert commands[0] == "twin build sites/meta-24k-roce.yaml" and "twin verify generated/lab-ib" in commands
+    assert "twin sweep sweeps/meta-oversubscription.yaml --root . --workers 2" in commands
+    assert "twin as-built generated/lab-ib fabric.txt --json" in commands
+    for key in NOT_RUNNABLE:
+        assert any(key in c for c in commands), f"NOT_RUNNABLE names {key!r}, which the README no longer shows"
+    args, _ = runnable("twin simulate s.yaml --scenario x.yaml [--json] [--plot-dir out/]", Path("/t"))
+    assert args == ["twin", "simulate", "s.yaml", "--scenario", "x.yaml", "--json", "--plot-dir", "out/"]
+    assert runnable("twin diff a /tmp/lab-new", Path("/t"))[0][-1] == "/t/lab-new"
 
 
 def test_schema_command_writes_checks_and_prints(tmp_path):
