@@ -82,6 +82,19 @@ def mutations(all_paths: list[tuple], max_size: int = 3):
     return st.lists(one, min_size=1, max_size=max_size)
 
 
+# what breaks physics rather than types: zero, negative, tiny, huge, infinite, NaN, a yes/no for a number
+EDGES = st.sampled_from([0, -1, 0.0, -0.0, 1e-300, 1e30, 10**20, float("inf"), -float("inf"), float("nan"), True, False])
+
+
+def physical_mutations(all_paths: list[tuple], max_size: int = 2):
+    """Mutations aimed at the domain of numbers (catalog figures, job fields): scale a value or a
+    quantity's number by an edge factor, or set an edge value; now and then a junk value."""
+    one = st.one_of(st.tuples(st.just("scale"), st.sampled_from(all_paths), FACTORS),
+                    st.tuples(st.just("set"), st.sampled_from(all_paths), EDGES),
+                    st.tuples(st.just("set"), st.sampled_from(all_paths), JUNK))
+    return st.lists(one, min_size=1, max_size=max_size)
+
+
 def mutate(doc, ops) -> None:
     """Apply ``(op, path, value)`` in place; a mutation whose parent an earlier one removed (or that does
     not apply to the value there) is skipped."""

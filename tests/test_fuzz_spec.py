@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 pytest.importorskip("hypothesis", reason="hypothesis is not installed (a test extra: pip install -e '.[test]')")
+from fuzz_helpers import assert_located, mutate, physical_mutations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -122,3 +123,70 @@ def test_structural_mutations_of_hall_types(tmp_path, mutations):
         except (KeyError, IndexError, TypeError):
             continue
     check_text(yaml.safe_dump(doc, sort_keys=False), tmp_path)
+
+
+# The lab with its own catalog entries (the chassis and rack switch it uses, copied from the built-in
+# catalog, and a stack), so mutations reach catalog figures and the job's fields: every value the
+# twins compute with. A valid mutant is compiled and the build's default twin run on it: its numbers
+# must be finite, never a traceback, a NaN or a step time below zero.
+def _with_catalog() -> dict:
+    builtin = yaml.safe_load((Path(__file__).resolve().parents[1] / "twin" / "lang" / "catalog" / "builtin.yaml").read_text())
+    doc = copy.deepcopy(LAB)
+    rack = doc["rack_types"][doc["fabric"]["rack_type"]]
+    doc["catalog"] = {"chassis": {"gt-fuzz": builtin["chassis"][rack["chassis"]]},
+                      "switches": {"mp2-fuzz": builtin["switches"][rack["rtsw"]]},
+                      "stacks": {"stack-fuzz": builtin["stacks"]["meta-production-2024"]}}
+    rack["chassis"], rack["rtsw"] = "gt-fuzz", "mp2-fuzz"
+    doc["workloads"][0]["stack"] = "stack-fuzz"
+    return doc
+
+
+CATALOG = _with_catalog()
+
+
+def _number_or_quantity(doc, path) -> bool:
+    import re
+
+    for p in path:
+        doc = doc[p]
+    return isinstance(doc, (int, float)) and not isinstance(doc, bool) or isinstance(doc, str) and bool(re.match(r"\s*[-+]?[\d.]", doc))
+
+
+# the numbers and quantities of the catalog entries and the job (names, sources and port maps aside)
+CATALOG_PATHS = [p for p in _paths(CATALOG) if (p[:1] == ("catalog",) and len(p) > 3 and "port_map" not in p
+                                                or p[:2] == ("workloads", 0) and len(p) > 2) and _number_or_quantity(CATALOG, p)]
+
+
+def check_twin(text: str, tmp_path: Path) -> None:
+    """Validate, compile and run the build's default twin: a located error, an infeasible design or
+    finite, physical figures."""
+    import math
+
+    from twin.twins.default import design_results
+
+    spec, diags = validate_text(text, "fuzz.yaml")
+    if spec is None:
+        assert_located(diags, ("fuzz.yaml",))
+        return
+    p = tmp_path / "fuzz.yaml"
+    p.write_text(text)
+    try:
+        d = compile_design(p, until="bom", placement_method="naive")
+    except (SpecError, InfeasibleError) as e:
+        assert str(e)
+        return
+    r = design_results(d)
+    for s in r["schemes"]:
+        assert all(math.isfinite(v) and v > 0 for v in s["busbw_GBps"] + s["time_ms"]), s
+    job = r["job"]
+    if job is not None and "error" not in job:
+        for s in job["schemes"]:
+            assert math.isfinite(s["step_s"]) and s["step_s"] > 0, s
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(physical_mutations(CATALOG_PATHS))
+def test_catalog_and_job_mutations(tmp_path, ops):
+    doc = copy.deepcopy(CATALOG)
+    mutate(doc, ops)
+    check_twin(yaml.safe_dump(doc, sort_keys=False), tmp_path)

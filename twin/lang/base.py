@@ -8,7 +8,7 @@ import re
 import unicodedata
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator
 
 SLUG = r"^[a-z0-9][a-z0-9-]{0,62}$"
 
@@ -25,7 +25,43 @@ Slug = Annotated[str, Field(pattern=SLUG, description="lower-case letters, digit
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    """The language's models: unknown fields refused, frozen, no infinite or NaN number anywhere, and a
+    yes/no (``true``) never read as the number 1."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_number(cls, v: Any, info: ValidationInfo) -> Any:
+        if isinstance(v, bool) and info.field_name is not None and _numeric(cls, info.field_name):
+            raise ValueError(f"{str(v).lower()} is a yes/no, not a number")
+        return v
+
+
+_NUMERIC: dict[tuple[type, str], bool] = {}
+
+
+def _numeric(model: type[BaseModel], name: str) -> bool:
+    """The field takes a number (int or float, a Literal of numbers) and not a yes/no."""
+    key = (model, name)
+    if key not in _NUMERIC:
+        leaves = _leaves(model.model_fields[name].annotation)
+        _NUMERIC[key] = bool(leaves & {int, float}) and bool not in leaves
+    return _NUMERIC[key]
+
+
+def _leaves(ann: Any) -> set:
+    """The plain types a field annotation accepts (through Optional, unions, Annotated and Literal)."""
+    import typing
+
+    origin = typing.get_origin(ann)
+    if origin is typing.Annotated:
+        return _leaves(typing.get_args(ann)[0])
+    if origin is typing.Literal:
+        return {type(a) for a in typing.get_args(ann)}
+    if origin is not None and origin not in (list, dict, tuple, set):
+        return set().union(*(_leaves(a) for a in typing.get_args(ann)))
+    return {ann} if isinstance(ann, type) else set()
 
 
 # ---------------------------------------------------------------- free text

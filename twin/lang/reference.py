@@ -14,7 +14,7 @@ from enum import Enum
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from twin.lang.units import AREAL_LOAD, DATA_RATE, DATA_SIZE, LENGTH, MASS, POWER, TEMPERATURE, TIME, fmt
+from twin.lang.units import AREAL_LOAD, DATA_RATE, DATA_SIZE, LENGTH, MASS, POWER, TEMPERATURE, TIME, Bounds, fmt, readable
 
 _KINDS = {"Power": POWER, "Length": LENGTH, "Mass": MASS, "ArealLoad": AREAL_LOAD, "DataRate": DATA_RATE,
           "DataSize": DATA_SIZE, "Time": TIME, "Temperature": TEMPERATURE}
@@ -44,6 +44,35 @@ def _kind_in_annotation(ann) -> object | None:
             if k:
                 return k
     return None
+
+
+def _range(field, kind) -> str:
+    """The field's domain as the reference prints it (``> 0 W, <= 10 kW``; ``>= 1, <= 10000``), or ""."""
+    found = [m for m in _metadata(field.metadata, field.annotation) if isinstance(m, Bounds)]
+    if found and kind is not None:
+        return found[0].text(kind)
+    words = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+    meta = _metadata(field.metadata, field.annotation)
+    parts = [f"{sign} {readable(getattr(m, op), kind) if kind else _number(getattr(m, op))}" for op, sign in words.items() for m in meta
+             if isinstance(getattr(m, op, None), (int, float)) and not isinstance(getattr(m, op), bool)]
+    return ", ".join(dict.fromkeys(parts))
+
+
+def _number(v: float) -> str:
+    """``1,000,000``, ``0.5``, ``1e+16``."""
+    return f"{int(v):,}" if float(v).is_integer() and abs(v) < 1e15 else f"{v:g}"
+
+
+def _metadata(own: list, ann) -> list:
+    """A field's constraints: its own and those of its annotation (through Optional and Annotated)."""
+    out = list(own)
+    if typing.get_origin(ann) is typing.Annotated:
+        out += [m for m in ann.__metadata__ if not hasattr(m, "metadata")]
+        out += [c for m in ann.__metadata__ for c in getattr(m, "metadata", [])]
+    elif typing.get_origin(ann) in (typing.Union, types.UnionType):
+        for a in typing.get_args(ann):
+            out += _metadata([], a)
+    return out
 
 
 def _type_name(ann) -> str:
@@ -118,6 +147,8 @@ def render(root: type[BaseModel], title: str, partial_of: dict[type[BaseModel], 
                 typ = f"{kind.name} (`{kind.example}`)" + (" (optional)" if optional else "")
             else:
                 typ = _type_name(f.annotation)
+            if bounds := _range(f, kind):
+                typ += f"; {bounds}"
             if f.is_required():
                 default = "**required**"
             elif f.default_factory is not None:

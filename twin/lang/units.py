@@ -236,6 +236,77 @@ def _annotated(kind: Kind):
     ]
 
 
+_PREFIXES = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "u"), (1e-9, "n")]
+
+
+def readable(value: float, kind: Kind) -> str:
+    """A bound as a person writes it, with an SI prefix (``10 kW``, ``100 Tbit/s``, ``1 ms``).
+
+    >>> readable(10e3, POWER), readable(1e14, DATA_RATE), readable(1e13, DATA_SIZE), readable(0.0, TIME), readable(1e-3, TIME)
+    ('10 kW', '100 Tbit/s', '10 TB', '0 s', '1 ms')
+    >>> readable(400 * 86400.0, TIME), readable(3600.0, TIME)
+    ('400 days', '1 h')
+    """
+    unit = "B" if kind.canonical == "byte" else kind.canonical
+    if value == 0 or "USD" in unit or "/" in unit and not unit.endswith("/s") or unit in ("degC", "K"):
+        return f"{value:g} {unit}"
+    if unit == "s" and abs(value) >= 60:  # long times in the units people use: 400 days, not 34.56 Ms
+        scale, name = next((f, n) for f, n in ((86400.0, "days"), (3600.0, "h"), (60.0, "min")) if abs(value) >= f)
+        return f"{value / scale:g} {name}"
+    scale, prefix = next(((f, p) for f, p in _PREFIXES if abs(value) >= f), _PREFIXES[-1])
+    return f"{value / scale:g} {prefix}{unit}"
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The domain of a quantity field, in its canonical unit: above ``above`` (exclusive) or from
+    ``at_least`` (inclusive), up to ``at_most``. A value outside is a located error saying the range;
+    the field reference prints it (:mod:`twin.lang.reference`)."""
+
+    above: float | None = None
+    at_least: float | None = None
+    at_most: float | None = None
+
+    def holds(self, v: float) -> bool:
+        return ((self.above is None or v > self.above) and (self.at_least is None or v >= self.at_least)
+                and (self.at_most is None or v <= self.at_most))
+
+    def text(self, kind: Kind) -> str:
+        """``> 0 W, <= 10 kW``."""
+        parts = ([f"> {readable(self.above, kind)}"] if self.above is not None else []) + \
+                ([f">= {readable(self.at_least, kind)}"] if self.at_least is not None else []) + \
+                ([f"<= {readable(self.at_most, kind)}"] if self.at_most is not None else [])
+        return ", ".join(parts)
+
+
+def bounded(kind: Kind, above: float | None = None, at_least: float | None = None, at_most: float | None = None):
+    """A quantity of ``kind`` that must lie in the range given (canonical units): a power, a rate, a
+    memory that is physical, not merely a number with a unit.
+
+    >>> from pydantic import TypeAdapter
+    >>> TypeAdapter(bounded(POWER, above=0, at_most=10e3)).validate_python("700 W")
+    700.0
+    >>> try:
+    ...     TypeAdapter(bounded(POWER, above=0, at_most=10e3)).validate_python("1e30 W")
+    ... except ValueError as e:
+    ...     print(e.errors()[0]["msg"])
+    Value error, '1e30 W' is out of range: expected a power > 0 W, <= 10 kW
+    """
+    bounds = Bounds(above, at_least, at_most)
+
+    def validate(v: Any) -> float:
+        out = parse(v, kind)
+        if not bounds.holds(out):
+            raise QuantityError(f"'{v}' is out of range: expected a {kind.name} {bounds.text(kind)}")
+        return out
+
+    base = _annotated(kind)
+    meta = [m if not isinstance(m, BeforeValidator) else BeforeValidator(validate) for m in base.__metadata__]
+    schema = next(m for m in meta if isinstance(m, WithJsonSchema))
+    meta[meta.index(schema)] = WithJsonSchema({**schema.json_schema, "description": schema.json_schema["description"] + f"; {bounds.text(kind)}"})
+    return Annotated[(float, *meta, bounds)]
+
+
 Power = _annotated(POWER)
 Length = _annotated(LENGTH)
 Mass = _annotated(MASS)

@@ -70,6 +70,8 @@ def pydantic_diagnostics(src: Source, exc: ValidationError, root: type[BaseModel
         elif typ == "string_pattern_mismatch":
             expected = PATTERN_WORDS.get((err.get("ctx") or {}).get("pattern", ""), "the form the field reference gives")
             msg = f"{_short(err.get('input'))!r} is not valid"
+        elif typ == "finite_number":
+            msg, expected = f"{_short(err.get('input'))} is not a finite number", "a finite number (the field reference gives its range)"
         elif typ in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "too_short", "too_long"):
             expected = msg.replace("Input should be ", "").replace("Input should ", "").replace("String should ", "")
             msg = f"{_short(err.get('input'))!r} is out of range" if "than" in typ else f"{_short(err.get('input'))!r} is not valid"

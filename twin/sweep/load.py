@@ -79,6 +79,9 @@ def load_sweep(path: str | Path, root: str | Path | None = None) -> Sweep:
         elif (need := figs.needs(name)) and need not in has and not (need == "sim" and has):
             err(("figures", k), f"figure '{name}' needs a scenario with {need if need != 'sim' else 'jobs, a campaign or power'}",
                 "a scenario: that runs that twin")
+    jobs = scenario.get("jobs") or [] if scenario is not None else []
+    if sf.job > 1 and sf.job > len(jobs):  # job 1 of a scenario without jobs gives no job figures, and says so
+        err(("job",), f"job {sf.job:,} of a scenario with {len(jobs)} job(s)", f"1-{len(jobs)}" if jobs else "job: 1, or a scenario with jobs:")
     if sf.scheme is not None and scenario is not None:
         names = [r.get("name") for r in scenario.get("routing") or [] if isinstance(r, dict)]
         if sf.scheme not in names:
@@ -206,7 +209,8 @@ def _expand_range(r: Range, where: tuple, err) -> list:
     if s <= 0 or b < a:
         err(where, "a range needs from <= to and a positive step", "e.g. {from: 1, to: 4, step: 1}")
         return []
-    n = math.floor((b - a) / s + 1e-9) + 1
+    span = (b - a) / s  # infinite when the bounds are finite but their difference is not (-1e308 to 1e308)
+    n = math.floor(span + 1e-9) + 1 if math.isfinite(span) else math.inf
     if msg := limits.exceeded("sweep_variants", n, "values"):
         err(where, msg, "a larger step")
         return []

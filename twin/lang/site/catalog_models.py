@@ -5,7 +5,7 @@ cable media and the catalog that holds them (built-in entries in ``twin/lang/cat
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -15,7 +15,25 @@ from twin.lang.site.cost_models import FacilityCost
 from twin.lang.site.portmap import PortMap
 from twin.lang.site.power import PhasePower
 from twin.lang.site.reliability_models import FailureClass
-from twin.lang.units import DataRate, DataSize, Length, Mass, Power, Price, PricePerLength, Time
+from twin.lang.units import DATA_RATE, DATA_SIZE, LENGTH, MASS, POWER, PRICE, TIME, Length, PricePerLength, bounded
+
+# The physical domain of the catalog's figures (canonical units), each with room to spare above today's
+# largest part: a value outside is a located error, never a division by zero or a run without end in a twin.
+GpuPower = bounded(POWER, above=0, at_most=10e3)  # one GPU: B300 is 1.4 kW
+SystemPower = bounded(POWER, above=0, at_most=2e6)  # a server, or a whole rack-scale system (NVL72 ~132 kW)
+SwitchPower = bounded(POWER, at_least=0, at_most=1e6)
+EndPower = bounded(POWER, at_least=0, at_most=1e3)  # one transceiver
+PortRate = bounded(DATA_RATE, above=0, at_most=1e13)  # a NIC or switch port: 10 Tbit/s
+NvlinkRate = bounded(DATA_RATE, above=0, at_most=1e14)  # per GPU and direction: NVLink 5 is 7.2 Tbit/s
+HbmRate = bounded(DATA_RATE, above=0, at_most=1e15)  # per GPU: B300 is 8 TB/s = 64 Tbit/s
+Memory = bounded(DATA_SIZE, above=0, at_most=1e13)  # GPU HBM (B300: 288 GB) or a switch buffer
+Latency = bounded(TIME, at_least=0, at_most=0.01)
+UnitMass = bounded(MASS, above=0, at_most=1e4)
+MassPerLength = bounded(MASS, at_least=0, at_most=100)  # per metre of cable
+Cost = bounded(PRICE, at_least=0, at_most=1e10)
+Reach = bounded(LENGTH, above=0, at_most=1e7)
+MinLength = bounded(LENGTH, at_least=0, at_most=1e7)
+Fraction = Annotated[float, Field(gt=0, le=1)]
 
 # ---------------------------------------------------------------- catalog
 
@@ -30,9 +48,9 @@ class Kernels(Model):
     all run at ``sustained`` of their benchmark speed."""
 
     gemm_efficiency: float = Field(gt=0, le=1, description="large BF16 GEMMs in a benchmark: fraction of the dense peak")
-    gemm_half_dim: float = Field(64.0, gt=0, description="GEMM dimension at which a dimension halves the efficiency")
+    gemm_half_dim: float = Field(64.0, gt=0, le=1e6, description="GEMM dimension at which a dimension halves the efficiency")
     attention_efficiency: float = Field(gt=0, le=1, description="fused attention forward at long context: fraction of peak")
-    attention_half_context: float = Field(256.0, gt=0, description="context length (tokens) at which attention runs at half its efficiency")
+    attention_half_context: float = Field(256.0, gt=0, le=1e9, description="context length (tokens) at which attention runs at half its efficiency")
     attention_backward: float = Field(0.75, gt=0, le=2, description="backward attention efficiency relative to forward")
     hbm_efficiency: float = Field(0.9, gt=0, le=1, description="fraction of HBM bandwidth memory-bound kernels sustain")
     fp8_gemm_efficiency: float | None = Field(None, gt=0, le=1, description="large FP8 GEMMs in a benchmark: fraction of the FP8 "
@@ -82,30 +100,30 @@ class Chassis(Model):
     vendor: Text = Field("", description="maker of the chassis (NetBox manufacturer)")
     gpus: int = Field(ge=0, le=256)
     gpu_model: Text = "H100-SXM"
-    gpu_tdp: Power
-    gpu_min_power: Power | None = Field(None, description="lowest settable GPU power cap")
-    max_power: Power = Field(description="server input power at full load with GPUs at TDP")
+    gpu_tdp: GpuPower
+    gpu_min_power: GpuPower | None = Field(None, description="lowest settable GPU power cap")
+    max_power: SystemPower = Field(description="server input power at full load with GPUs at TDP")
     nics: int = Field(ge=0, le=256, description="backend (GPU fabric) NICs")
-    nic_speed: DataRate
+    nic_speed: PortRate
     nic_ports: int = Field(1, ge=1, le=8, description="network ports of one backend NIC, sharing its speed (e.g. an 800G "
                            "ConnectX-8 as 2 x 400G); fabric.planes spreads them over the planes")
-    nvlink_bandwidth: DataRate | None = Field(None, description="per-GPU NVLink bandwidth, one direction")
-    gpu_peak_tflops: float = Field(989.0, gt=0, description="dense BF16 peak per GPU")
-    gpu_peak_fp8_tflops: float | None = Field(None, gt=0, description="dense FP8 peak per GPU (FP8 GEMMs; none: no FP8)")
+    nvlink_bandwidth: NvlinkRate | None = Field(None, description="per-GPU NVLink bandwidth, one direction")
+    gpu_peak_tflops: float = Field(989.0, gt=0, le=1e5, description="dense BF16 peak per GPU")
+    gpu_peak_fp8_tflops: float | None = Field(None, gt=0, le=1e5, description="dense FP8 peak per GPU (FP8 GEMMs; none: no FP8)")
     nvlink_domain: int | None = Field(None, ge=1, le=4096, description="GPUs that share one NVLink switch domain (default: the chassis' GPUs)")
     nvls: bool = Field(False, description="NVSwitch reductions (NVLink SHARP): NCCL's NVLS AllReduce inside the NVLink domain")
-    perf_vs_power: list[tuple[float, float]] = Field(
-        default_factory=list,
-        description="GPU throughput (fraction of TDP throughput) at power cap (fraction of TDP); concave",
+    perf_vs_power: list[tuple[Fraction, Fraction]] = Field(
+        default_factory=list, max_length=100,
+        description="[power cap, throughput] pairs, each a fraction of its value at TDP (> 0, <= 1); concave",
     )
     phase_power: PhasePower | None = Field(None, description="per-GPU power by training phase (the power twin)")
-    hbm_bandwidth: DataRate | None = Field(None, description="per-GPU HBM bandwidth (datasheet); the roofline's memory roof")
-    gpu_memory: DataSize | None = Field(None, description="per-GPU HBM capacity; serving deployments must fit in it")
-    nic_latency: Time = Field(1e-6, description="RDMA NIC per-message latency (send and receive NIC together)")
+    hbm_bandwidth: HbmRate | None = Field(None, description="per-GPU HBM bandwidth (datasheet); the roofline's memory roof")
+    gpu_memory: Memory | None = Field(None, description="per-GPU HBM capacity; serving deployments must fit in it")
+    nic_latency: Latency = Field(1e-6, description="RDMA NIC per-message latency (send and receive NIC together)")
     kernels: Kernels | None = Field(None, description="sustained kernel efficiencies of the GPU (the compute model's constants)")
     height_u: int = Field(ge=1, le=60)
-    weight: Mass
-    price: Price | None = Field(None, description="purchase price of one server, e.g. '270000 USD' (capex)")
+    weight: UnitMass
+    price: Cost | None = Field(None, description="purchase price of one server, e.g. '270000 USD' (capex)")
     rack_scale: RackScale | None = Field(None, description="a rack-scale NVLink system: trays, switch trays, liquid share")
     source: Text = Field(min_length=1, description="where the figures come from, or 'assumed'")
 
@@ -171,7 +189,7 @@ class SwitchModel(Model):
     )
     asic: Text = Field("", description="switch ASIC, shown in the report's fabric table")
     ports: int = Field(ge=1, le=4096, description="logical ports at port_speed")
-    port_speed: DataRate
+    port_speed: PortRate
     ports_per_cage: int = Field(1, ge=1, le=8, description="e.g. 2 for an 800G OSFP cage split 2x400G")
     port_name: str = Field(
         "Ethernet{n}",
@@ -179,13 +197,13 @@ class SwitchModel(Model):
         "{cage} 1-based cage, {sub} 1-based lane",
     )
     port_map: PortMap | None = Field(None, description="SONiC platform port layout (required for SONiC configs)")
-    power: Power = Field(description="typical power with optics excluded")
-    max_power: Power | None = None
-    buffer: DataSize | None = Field(None, description="packet buffer; SONiC buffer pools are sized from it")
-    latency: Time = Field(description="port-to-port forwarding latency")
+    power: SwitchPower = Field(description="typical power with optics excluded")
+    max_power: SwitchPower | None = None
+    buffer: Memory | None = Field(None, description="packet buffer; SONiC buffer pools are sized from it")
+    latency: Latency = Field(description="port-to-port forwarding latency")
     height_u: int = Field(ge=1, le=60)
-    weight: Mass
-    price: Price | None = Field(None, description="purchase price of one switch with its software licence (capex)")
+    weight: UnitMass
+    price: Cost | None = Field(None, description="purchase price of one switch with its software licence (capex)")
     source: Text = Field(min_length=1)
 
     @field_validator("port_name")
@@ -241,15 +259,15 @@ class Medium(Model):
 
     description: Text = ""
     kind: Literal["dac", "aec", "aoc", "optic"]
-    speed: DataRate
-    reach: Length
-    min_length: Length = 0.0
-    power_per_end: Power = 0.0
+    speed: PortRate
+    reach: Reach
+    min_length: MinLength = 0.0
+    power_per_end: EndPower = 0.0
     fiber: Literal["copper", "mmf", "smf"]
     connector: Text = ""
     stock_lengths: list[Length] = Field(min_length=1)
-    weight_per_metre: Mass = Field(description="cable mass per metre of length")
-    price: Price | None = Field(None, description="optic: one transceiver; DAC, AEC, AOC: one cable assembly (capex)")
+    weight_per_metre: MassPerLength = Field(description="cable mass per metre of length")
+    price: Cost | None = Field(None, description="optic: one transceiver; DAC, AEC, AOC: one cable assembly (capex)")
     price_per_metre: PricePerLength = Field(0.0, description="optic: its fiber per metre; DAC, AEC, AOC: added to the assembly per metre")
     module_ports: int = Field(1, ge=1, le=8, description="optic: links one transceiver at the switch end carries (2: a twin-port "
                               "800G OSFP with two 400G fibers, one to each NIC); used only where fabric.media lists it")

@@ -21,19 +21,22 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from twin.lang.base import Model, Text
-from twin.lang.units import Frequency, Power, PowerRate, Time
+from twin.lang.units import POWER, Frequency, Power, PowerRate, Time, bounded
+
+PhaseWatts = bounded(POWER, at_least=0, at_most=10e3)  # one GPU in a phase (the chassis' gpu_tdp has the same ceiling)
+RestWatts = bounded(POWER, at_least=0, at_most=2e6)  # the rest of a server or rack-scale system
 
 
 class PhasePower(Model):
     """Per-GPU power in each phase of a training step (W at TDP; clipped to the GPU power cap)."""
 
-    compute: Power = Field(description="math-bound phase (GEMMs); near TDP")
-    communication: Power = Field(description="waiting on exposed collectives (NCCL kernels on a few SMs)")
-    waiting: Power = Field(description="idle-waiting: pipeline bubble, a peer stage not ready")
-    checkpoint: Power = Field(description="synchronous checkpoint write or restore: GPUs stalled on I/O")
-    idle: Power = Field(description="no job on the GPU (after a failure, before a restart)")
-    rest_of_server: Power | None = Field(None, description="CPUs, memory, NICs, fans, PSU loss while a job runs; default max_power - gpus x gpu_tdp")
-    rest_of_server_idle: Power | None = Field(None, description="the rest of the server with no job; default half of rest_of_server")
+    compute: PhaseWatts = Field(description="math-bound phase (GEMMs); near TDP")
+    communication: PhaseWatts = Field(description="waiting on exposed collectives (NCCL kernels on a few SMs)")
+    waiting: PhaseWatts = Field(description="idle-waiting: pipeline bubble, a peer stage not ready")
+    checkpoint: PhaseWatts = Field(description="synchronous checkpoint write or restore: GPUs stalled on I/O")
+    idle: PhaseWatts = Field(description="no job on the GPU (after a failure, before a restart)")
+    rest_of_server: RestWatts | None = Field(None, description="CPUs, memory, NICs, fans, PSU loss while a job runs; default max_power - gpus x gpu_tdp")
+    rest_of_server_idle: RestWatts | None = Field(None, description="the rest of the server with no job; default half of rest_of_server")
     source: Text = Field("assumed", min_length=1)
 
     @model_validator(mode="after")

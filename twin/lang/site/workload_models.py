@@ -24,7 +24,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from twin.lang.base import Count, Model, Slug, Text
-from twin.lang.units import DataSize
+from twin.lang.units import DATA_SIZE, bounded
 
 RecomputeModule = Literal["core-attention", "attention", "mlp", "experts", "activation", "norm"]
 RECOMPUTE_POLICIES = {"none": (), "selective": ("core-attention",), "full": ("attention", "mlp", "experts", "norm")}
@@ -37,7 +37,7 @@ class Moe(Model):
 
     experts: int = Field(ge=1, le=4096, description="routed experts per MoE layer")
     top_k: int = Field(2, ge=1, le=64, description="experts each token is routed to")
-    expert_ffn_hidden_size: int | None = Field(None, ge=1, description="FFN width of one expert (default: ffn_hidden_size)")
+    expert_ffn_hidden_size: int | None = Field(None, ge=1, le=10_000_000, description="FFN width of one expert (default: ffn_hidden_size)")
     shared_experts: int = Field(0, ge=0, le=64, description="experts every token visits (DeepSeek-style), beside the routed ones")
     capacity_factor: float | None = Field(None, gt=0, le=64, description="tokens an expert takes, as a multiple of the balanced "
                                           "share; the excess is dropped and short experts pad (default: dropless, balanced)")
@@ -55,20 +55,20 @@ class TrainingJob(Model):
 
     name: Slug
     kind: Literal["training"] = "training"
-    parameters: Count
+    parameters: Count = Field(le=1e16, description="model parameters, e.g. 405B (at most 10 quadrillion)")
     layers: int = Field(ge=1, le=10_000)
-    hidden_size: int = Field(ge=1)
-    ffn_hidden_size: int | None = Field(None, ge=1)
-    heads: int | None = Field(None, ge=1)
-    sequence_length: int = Field(ge=1)
-    global_batch: int = Field(ge=1, description="sequences per optimizer step")
-    tp: int = Field(1, ge=1)
-    cp: int = Field(1, ge=1)
-    pp: int = Field(1, ge=1)
-    dp: int = Field(1, ge=1)
-    ep: int = Field(1, ge=1, description="expert parallelism: MoE experts split over this many data-parallel ranks")
-    kv_heads: int | None = Field(None, ge=1, description="key/value heads (grouped-query attention); default: heads")
-    vocab_size: int | None = Field(None, ge=1, description="vocabulary size (output layer); default 0: no output layer counted")
+    hidden_size: int = Field(ge=1, le=1_000_000)
+    ffn_hidden_size: int | None = Field(None, ge=1, le=10_000_000)
+    heads: int | None = Field(None, ge=1, le=100_000)
+    sequence_length: int = Field(ge=1, le=100_000_000)
+    global_batch: int = Field(ge=1, le=1_000_000_000, description="sequences per optimizer step")
+    tp: int = Field(1, ge=1, le=1_000_000)
+    cp: int = Field(1, ge=1, le=1_000_000)
+    pp: int = Field(1, ge=1, le=1_000_000)
+    dp: int = Field(1, ge=1, le=1_000_000)
+    ep: int = Field(1, ge=1, le=1_000_000, description="expert parallelism: MoE experts split over this many data-parallel ranks")
+    kv_heads: int | None = Field(None, ge=1, le=100_000, description="key/value heads (grouped-query attention); default: heads")
+    vocab_size: int | None = Field(None, ge=1, le=100_000_000, description="vocabulary size (output layer); default 0: no output layer counted")
     # the model family
     family: Literal["llama", "gpt"] = Field("llama", description="llama: RMSNorm, SwiGLU, RoPE, no dropout; gpt: LayerNorm, "
                                             "GELU, learned positions, dropout (Megatron-LM's GPT)")
@@ -76,11 +76,11 @@ class TrainingJob(Model):
     positions: Literal["rope", "learned", "alibi"] | None = Field(None, description="position encoding; default: the family's")
     dropout: bool | None = Field(None, description="dropout on attention probabilities and residuals; default: the family's")
     parallel_block: bool = Field(False, description="attention and MLP in parallel off one norm (GPT-J, PaLM): one TP exchange per layer")
-    attention_window: int | None = Field(None, ge=1, description="sliding-window attention: each token attends to at most this many "
+    attention_window: int | None = Field(None, ge=1, le=100_000_000, description="sliding-window attention: each token attends to at most this many "
                                          "previous tokens (default: the whole causal context)")
     moe: Moe | None = Field(None, description="mixture of experts (default: dense)")
     # the recipe
-    micro_batch: int = Field(1, ge=1, description="sequences per micro-batch")
+    micro_batch: int = Field(1, ge=1, le=1_000_000, description="sequences per micro-batch")
     virtual_stages: int = Field(1, ge=1, le=64, description="interleaved pipeline: model chunks per GPU")
     recompute: Literal["none", "selective", "full"] | list[RecomputeModule] = Field(
         "none", description="activation recomputation: none, selective (core attention, Korthikanti et al. 2022), full (every "
@@ -93,7 +93,7 @@ class TrainingJob(Model):
                                       "forward and backward, every micro-batch)")
     overlap_grad_reduce: bool | None = Field(None, description="gradient reduction overlaps the backward pass (default: the stack's)")
     overlap_param_gather: bool | None = Field(None, description="the weight all-gather overlaps the forward pass (default: the stack's)")
-    grad_bucket: DataSize = Field(40e6 * 4, description="gradient bucket: the last one reduces after the backward pass ends "
+    grad_bucket: bounded(DATA_SIZE, above=0, at_most=1e12) = Field(40e6 * 4, description="gradient bucket: the last one reduces after the backward pass ends "
                                   "(default 160 MB: Megatron-LM's 40M FP32 elements)")
     fp8: Literal["none", "linear"] | list[Fp8Gemm] = Field("none", description="GEMMs run in FP8: none, linear (every linear layer "
                                                          "of the blocks), or a list of qkv, proj, fc1, fc2, experts, output")
@@ -105,9 +105,9 @@ class TrainingJob(Model):
         "(hardware FLOPs with recomputation, Narayanan et al. SC'21 Eq. 3) or megatron-core (6N + attention over the full square: "
         "Megatron-LM's num_floating_point_operations, NeMo's Model TFLOP/s)")
     measured_tflops_per_gpu: float | None = Field(
-        None, gt=0, description="a measured end-to-end BF16 TFLOPs per GPU to compare the twin's prediction with (never an input of the math)"
+        None, gt=0, le=1e5, description="a measured end-to-end BF16 TFLOPs per GPU to compare the twin's prediction with (never an input of the math)"
     )
-    tflops_per_gpu: float | None = Field(None, gt=0, description="deprecated alias of measured_tflops_per_gpu")
+    tflops_per_gpu: float | None = Field(None, gt=0, le=1e5, description="deprecated alias of measured_tflops_per_gpu")
     mfu: float | None = Field(None, gt=0, le=1, description="deprecated: a measured MFU (compare-only), as measured_tflops_per_gpu / peak")
     bytes_per_param: int = Field(2, ge=1, le=8)
     source: Text = ""

@@ -40,6 +40,10 @@ Target = Literal["site", "scenario"]
 
 
 class Range(Model):
+    # an infinite or NaN bound is refused where the range is expanded, in one message at the range
+    # (twin/sweep/load.py), not once per member of the union below
+    model_config = {**Model.model_config, "allow_inf_nan": True}
+
     from_: int | float | str = Field(alias="from", description="first value: a number or a quantity such as '500 W'")
     to: int | float | str = Field(description="last value (included when the steps reach it)")
     step: int | float | str = Field(description="increment, in any unit of the same dimension")
@@ -78,7 +82,7 @@ class SweepFile(Model):
     placement: Literal["spec", "naive", "optimize"] = "spec"
     axes: list[Axis] = Field(default_factory=list)
     figures: list[str] | None = None
-    job: int = Field(1, ge=1, description="which of the scenario's jobs gives the job figures")
+    job: int = Field(1, ge=1, le=10_000, description="which of the scenario's jobs gives the job figures (at most the scenario's jobs)")
     scheme: str | None = Field(None, description="its routing scheme (default: the first)")
 
 
