@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from twin.asbuilt import ibnet, lldp
-from twin.asbuilt.files import Lines, Problems, decode, first_key, json_error, line_col, load_json, members, read_bytes
+from twin.asbuilt.files import Lines, Problems, decode, first_key, json_error, line_col, load_json, lone_surrogate, members, read_bytes, shown_name
 from twin.asbuilt.plan import End, Plan
 
 SUFFIXES = (".json", ".txt", ".out", ".log")
@@ -69,7 +69,7 @@ def collect(plan: Plan, inputs: list[Path]) -> Collection:
     col = Collection(plan)
     for src in inputs:
         if src.is_dir():
-            files = sorted(p for p in src.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(src).parts))
+            files = _files_in(col, src)
             if not files:
                 col.problems.warn(str(src), 1, 1, "an empty folder", "neighbour files")
             for f in files:
@@ -82,6 +82,28 @@ def collect(plan: Plan, inputs: list[Path]) -> Collection:
         shown = str(inputs[0]) if inputs else "."
         col.problems.error(shown, 1, 1, "no neighbour table was read: nothing to check", FORMATS)
     return col
+
+
+def _files_in(col: Collection, src: Path) -> list[Path]:
+    """The regular files under a folder (hidden ones skipped), never through a symbolic link: a link
+    is told and left unread, so nothing outside the folder given is read."""
+    import os
+
+    found = []
+    for top, dirs, names in os.walk(src, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names):
+            p = Path(top) / name
+            if name.startswith("."):
+                continue
+            if p.is_symlink():
+                col.problems.warn(str(p), 1, 1, "a symbolic link: not followed (a neighbour folder is read as given)", "a regular file")
+            elif p.is_file():
+                found.append(p)
+        for d in dirs:
+            if (Path(top) / d).is_symlink():
+                col.problems.warn(str(Path(top) / d), 1, 1, "a symbolic link: not followed (a neighbour folder is read as given)", "a folder")
+    return sorted(found)
 
 
 def stem(path: Path) -> str:
@@ -107,7 +129,10 @@ def _file(col: Collection, path: Path) -> None:
     if not head:
         col.problems.error(shown, 1, 1, "empty file", FORMATS)
     elif head[0] in "{[":
-        _json(col, text, shown, path)
+        try:
+            _json(col, text, shown, path)
+        except MemoryError:
+            col.problems.error(shown, 1, 1, "too large to read in the memory left", "a smaller file (split a merged file by device)")
     elif ibnet.looks_like(text):
         ibnet.read(col.plan, text, shown, col)
     else:
@@ -130,10 +155,11 @@ def _json(col: Collection, text: str, shown: str, path: Path) -> None:
                 col.problems.error(shown, 1, 1, "JSON of no known neighbour format", NOT_KNOWN)
             return
         devices, count, fmts = 0, 0, set()
-        for name, at, sub in members(text):
+        for name, at, sub, end in members(text):
+            lines.end = end
             k = lldp.kind(sub)
             if k is None:
-                col.problems.error(shown, *line_col(text, at), f"{name!r} holds no neighbour table of a known format", NOT_KNOWN)
+                col.problems.error(shown, *lines.line_col(at), f"{name!r} holds no neighbour table of a known format", NOT_KNOWN)
                 continue
             fmts.add("lldpd" if k == "lldpd" else "eos")
             d, n = _device(col, lldp.local_name(sub, k) or name, sub, k, lines, at, shown)
@@ -148,12 +174,19 @@ def _json(col: Collection, text: str, shown: str, path: Path) -> None:
 def _device(col: Collection, raw: str, doc: dict, fmt: str, lines: Lines, start: int, shown: str) -> tuple[int, int]:
     """Claims of one device's table; (1, entries) when it was read, (0, 0) when not."""
     plan = col.plan
-    at = (lines.at(start), start - lines.text.rfind("\n", 0, start))  # before the entries: Lines only counts forward
+    at = lines.line_col(start)  # before the entries: Lines only counts forward
     try:
         raws = lldp.entries(doc, fmt, lines, start)
     except lldp.Malformed as e:
         col.problems.error(shown, *line_col(lines.text, e.offset), str(e), e.expected)
         return 0, 0
+    bad = next((r for r in raws if any(lone_surrogate(x) for x in (r.local, r.remote, *r.ports))), None)
+    if lone_surrogate(raw) or bad is not None:
+        col.problems.error(shown, bad.line if bad else at[0], 1 if bad else at[1], "a name with half of a UTF-16 surrogate pair (a lone \\ud800-\\udfff escape)",
+                           "names of printable characters")
+        return 0, 0
+    raw = shown_name(raw)
+    raws = [r._replace(local=shown_name(r.local), remote=shown_name(r.remote), ports=tuple(map(shown_name, r.ports))) for r in raws]
     rep = plan.device(raw)
     if rep is None:
         names = {r.remote for r in raws}

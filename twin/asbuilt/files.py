@@ -18,7 +18,10 @@ from pathlib import Path
 
 from twin.lang.diagnostics import Diagnostic, Severity
 
-MAX_BYTES = 2 * 1024**3  # a neighbour table larger than this is not one
+# a neighbour table larger than this is not one (a merged file of a 24K-GPU site is tens of MB); checked
+# before a byte is read. Reading holds about 5x a one-line merged file's size (20 MB: 183 MB peak with
+# the interpreter's ~90 MB, issue 38), so this bounds the reader near 1.5 GB.
+MAX_BYTES = 256 * 1024**2
 FOLDER_ERROR = re.compile(r"^(?P<file>[^:\n]+?)(?::(?P<line>\d+):(?P<col>\d+))?: (?P<what>.*)$", re.S)
 
 
@@ -59,14 +62,23 @@ class Lines:
     """
 
     def __init__(self, text: str) -> None:
-        self.text, self.pos, self.n = text, 0, 1
+        self.text, self.pos, self.n, self.nl = text, 0, 1, -1
+        self.end = len(text)  # where the document being read ends: key searches stop there (find_key)
 
     def at(self, pos: int) -> int:
         if pos < self.pos:
-            self.pos, self.n = 0, 1
+            self.pos, self.n, self.nl = 0, 1, -1
         self.n += self.text.count("\n", self.pos, pos)
+        k = self.text.rfind("\n", self.pos, pos)
+        self.nl = k if k >= 0 else self.nl
         self.pos = pos
         return self.n
+
+    def line_col(self, pos: int) -> tuple[int, int]:
+        """(line, column) of ``pos`` met in increasing order, without rescanning the text before it
+        (a one-line file of 20 MB has no newline to stop a backward search)."""
+        line = self.at(pos)
+        return line, pos - self.nl
 
 
 def read_bytes(path: Path, shown: str, problems: Problems) -> bytes | None:
@@ -118,11 +130,15 @@ def json_error(e: json.JSONDecodeError, text: str, shown: str, problems: Problem
 
 
 def load_json(text: str, shown: str, problems: Problems) -> object | None:
-    """Parsed JSON, or None with the place it breaks."""
+    """Parsed JSON, or None with the place it breaks (an integer too long to be one located too)."""
     try:
-        return json.loads(text)
+        return _DECODER.decode(text)
     except json.JSONDecodeError as e:
         json_error(e, text, shown, problems)
+        return None
+    except NotANumber as e:
+        digits = re.search(r"\d{%d,}" % (MAX_DIGITS + 1), text)
+        problems.error(shown, *line_col(text, digits.start() if digits else 0), str(e), f"a number of at most {MAX_DIGITS} digits")
         return None
     except RecursionError:
         problems.error(shown, 1, 1, "JSON nested too deeply", "a neighbour table")
@@ -130,7 +146,39 @@ def load_json(text: str, shown: str, problems: Problems) -> object | None:
 
 
 _WS = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
+MAX_DIGITS = 30  # an integer in a neighbour table (a port, a chassis id) longer than this is not one
+
+
+class NotANumber(ValueError):
+    """A JSON integer outside any neighbour table's domain (refused before Python converts it)."""
+
+
+def _int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_DIGITS:
+        raise NotANumber(f"an integer of {len(digits.lstrip('-')):,} digits")
+    return int(digits)
+
+
+_DECODER = json.JSONDecoder(parse_int=_int)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(s: str) -> bool:
+    """A name holding half of a UTF-16 pair (JSON's ``\\ud800``): no text, and no file can hold it."""
+    return bool(_SURROGATE.search(s))
+
+
+def shown_name(s: str, limit: int = 200) -> str:
+    """A name from a neighbour file as the terminal, CSV and HTML show it: every character that is not
+    printable (escape sequences, bidirectional overrides, newlines) written as its Python escape, at
+    most ``limit`` characters.
+
+    >>> print(shown_name("spine\\x1b[2J\\u202e01"))
+    spine\\x1b[2J\\u202e01
+    """
+    if not s.isprintable():
+        s = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in s)
+    return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
 def first_key(text: str) -> str | None:
@@ -153,13 +201,14 @@ def first_key(text: str) -> str | None:
 
 
 def members(text: str) -> Iterator[tuple[str, int, object]]:
-    """The members of a top-level JSON object one at a time: (key, offset of the key, value). A merged
+    """The members of a top-level JSON object one at a time: (key, offset of the key, value, offset after
+    the value). A merged
     file of thousands of devices is parsed device by device, each key found where it really is (a
     search could meet the same name first as a neighbour). Raises ``json.JSONDecodeError`` at the
     place the text stops being JSON.
 
-    >>> [(k, at) for k, at, _v in members('{"a": 1, "b": {"c": 2}}')]
-    [('a', 1), ('b', 9)]
+    >>> [(k, at, end) for k, at, _v, end in members('{"a": 1, "b": {"c": 2}}')]
+    [('a', 1, 7), ('b', 9, 22)]
     """
     try:
         i = _WS.match(text, 0).end()
@@ -175,8 +224,11 @@ def members(text: str) -> Iterator[tuple[str, int, object]]:
             j = _WS.match(text, j).end()
             if text[j] != ":":
                 raise json.JSONDecodeError("Expecting ':' delimiter", text, j)
-            value, end = _DECODER.raw_decode(text, _WS.match(text, j + 1).end())
-            yield key, i, value
+            try:
+                value, end = _DECODER.raw_decode(text, _WS.match(text, j + 1).end())
+            except NotANumber as e:
+                raise json.JSONDecodeError(f"{e} in {key!r} (at most {MAX_DIGITS} digits)", text, i) from None
+            yield key, i, value, end
             i = _WS.match(text, end).end()
             if text[i] == "}":
                 if text[i + 1:].strip():
@@ -189,24 +241,26 @@ def members(text: str) -> Iterator[tuple[str, int, object]]:
         raise json.JSONDecodeError("Expecting value", text, len(text)) from None
 
 
-def find_key(text: str, key: str, start: int = 0) -> int:
+def find_key(text: str, key: str, start: int = 0, end: int | None = None) -> int:
     """Offset of ``"key":`` (as JSON writes it, raw or \\u-escaped) at or after ``start``; ``start``
     when absent. The readers use it to give each neighbour entry a line without a second parser: JSON
-    objects keep their order, so the entries are found in one forward pass.
+    objects keep their order, so the entries are found in one forward pass. ``end``: where the
+    document being read ends; a key written with escapes the search does not try (``\\/``,
+    ``\\u0045``) costs a scan to ``end``, never to the end of a merged file of thousands of devices.
 
     >>> find_key('{"a": {"b": 1}, "b": 2}', "b", 8)
     16
     """
     plain = key.isascii() and key.isprintable() and '"' not in key and "\\" not in key
     for needle in (f'"{key}"',) if plain else dict.fromkeys((json.dumps(key, ensure_ascii=False), json.dumps(key))):
-        i = text.find(needle, start)
+        i = text.find(needle, start, end)
         while i >= 0:
             j = i + len(needle)
             while j < len(text) and text[j] in " \t\r\n":
                 j += 1
             if j < len(text) and text[j] == ":":
                 return i
-            i = text.find(needle, i + 1)
+            i = text.find(needle, i + 1, end)
     return start
 
 

@@ -45,6 +45,10 @@ def read(plan, text: str, shown: str, col) -> None:
         if m and cur is not None:
             port, own_guid, peer, pport, peer_guid, comment = m.groups()
             comment = comment or ""
+            if max(len(port), len(pport)) > 4 or own_guid and len(own_guid) > 34:  # a port number of thousands of digits is none
+                col.problems.error(shown, n, 1, f"port number {max(port, pport, key=len)[:12]}... of {max(len(port), len(pport)):,} digits"
+                                   if max(len(port), len(pport)) > 4 else "a GUID longer than 16 hex digits", "a port number of at most 4 digits")
+                continue
             rate = RATE.search(comment)
             descs = DESC.findall(comment)
             if own_guid:

@@ -96,7 +96,7 @@ def entries(doc: dict, fmt: str, lines: Lines, start: int = 0) -> list[Raw]:
 def _lldpd(doc: dict, lines: Lines, start: int) -> list[Raw]:
     text = lines.text
     lldp = doc["lldp"]
-    at = find_key(text, "lldp", start)
+    at = find_key(text, "lldp", start, lines.end)
     if isinstance(lldp, list):  # json0-like wrapping of the one object
         lldp = lldp[0] if len(lldp) == 1 and isinstance(lldp[0], dict) else None
     if not isinstance(lldp, dict):
@@ -110,14 +110,14 @@ def _lldpd(doc: dict, lines: Lines, start: int) -> list[Raw]:
     elif isinstance(ifs, list):  # several: [{ifname: entry}, ...]
         for item in ifs:
             if not isinstance(item, dict) or len(item) != 1:
-                raise Malformed("an interface list item is not {ifname: entry}", find_key(text, "interface", at), "one interface per item")
+                raise Malformed("an interface list item is not {ifname: entry}", find_key(text, "interface", at, lines.end), "one interface per item")
             pairs += item.items()
     else:
-        raise Malformed("interface is neither an object nor a list", find_key(text, "interface", at), "an object (one neighbour) or a list")
+        raise Malformed("interface is neither an object nor a list", find_key(text, "interface", at, lines.end), "an object (one neighbour) or a list")
     out = []
-    pos = find_key(text, "interface", at)
+    pos = find_key(text, "interface", at, lines.end)
     for ifname, entry in pairs:
-        pos = find_key(text, ifname, pos + 1)
+        pos = find_key(text, ifname, pos + 1, lines.end)
         if not isinstance(entry, dict):
             raise Malformed(f"interface {ifname} is not an object", pos, "via, chassis, port")
         name, ports = _lldpd_neighbour(entry, pos)
@@ -148,21 +148,21 @@ def _lldpd_neighbour(entry: dict, pos: int) -> tuple[str, tuple[str, ...]]:
 def _eos(doc: dict, lines: Lines, start: int) -> list[Raw]:
     text = lines.text
     table = doc["lldpNeighbors"]
-    at = find_key(text, "lldpNeighbors", start)
+    at = find_key(text, "lldpNeighbors", start, lines.end)
     out = []
     if isinstance(table, list):  # show lldp neighbors | json (the summary)
         pos = at
         for item in table:
             if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in ("port", "neighborDevice", "neighborPort")):
                 raise Malformed("a neighbour without port, neighborDevice and neighborPort", pos, "the summary's fields")
-            pos = find_key(text, "port", pos + 1)
+            pos = find_key(text, "port", pos + 1, lines.end)
             out.append(Raw(item["port"], item["neighborDevice"], (item["neighborPort"],), lines.at(pos)))
         return out
     if not isinstance(table, dict):
         raise Malformed("lldpNeighbors is neither an object nor a list", at, "{port: {lldpNeighborInfo: [...]}}")
     pos = at
     for port, info in table.items():
-        pos = find_key(text, port, pos + 1)
+        pos = find_key(text, port, pos + 1, lines.end)
         nbrs = info.get("lldpNeighborInfo") if isinstance(info, dict) else None
         if not isinstance(nbrs, list):
             raise Malformed(f"port {port} has no lldpNeighborInfo list", pos, "lldpNeighborInfo: [neighbour, ...]")

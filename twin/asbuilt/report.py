@@ -13,6 +13,7 @@ import io
 from collections import Counter
 
 from twin.asbuilt.findings import FAULTS, Result
+from twin.sweep.output import cell
 
 WORK_COLUMNS = ["step", "hall", "row", "rack", "u", "device", "port", "finding", "cables", "action", "now_at", "belongs_at",
                 "a_label", "b_label", "evidence", "sources"]
@@ -66,8 +67,9 @@ def work_order(res: Result) -> bytes:
         hall, row, _slot, rack, u, dev, port = res.plan.place(f.work)
         placed = dev in res.plan.devices
         a, b = (" | ".join(e[k] for e in f.ends) for k in (0, 1))  # a swap names both cables' ends
-        w.writerow([n, hall if placed else "", row if placed else "", rack, u if placed else "", dev, port, f.kind, " ".join(f.cables), f.action,
-                    f.now, f.belongs, a, b, f.evidence, " ".join(f.sources)])
+        # every text cell may carry a name a neighbour sent: never a formula to a spreadsheet
+        w.writerow([n] + [cell(v) for v in (hall if placed else "", row if placed else "", rack, u if placed else "", dev, port, f.kind,
+                                            " ".join(f.cables), f.action, f.now, f.belongs, a, b, f.evidence, " ".join(f.sources))])
     return buf.getvalue().encode("utf-8")
 
 
