@@ -102,3 +102,31 @@ def test_a_20_mb_one_line_merged_file_of_unknown_devices_reads_in_linear_time(tm
     took = time.monotonic() - t
     assert res.returncode == 2 and "Traceback" not in res.stderr and "is a device of site lab-2zone" in res.stderr
     assert took < 10, f"{took:.1f} s"
+
+
+@pytest.mark.parametrize("column, value", [("a_u", "9" * 5000), ("a_row", "²")])
+def test_a_tampered_plan_is_refused(tmp_path, column, value):
+    """cables.csv edited and its sha256 put back in the manifest (the manifest vouches for nothing then):
+    the edited field is a located error and nothing is checked, as `twin diff` and `twin verify` refuse it."""
+    import hashlib
+    import shutil
+
+    folder = tmp_path / "lab"
+    shutil.copytree(LAB, folder)
+    cables = folder / "cabling" / "cables.csv"
+    lines = cables.read_text(encoding="utf-8").splitlines()
+    head, row = lines[0].split(","), lines[1].split(",")
+    row[head.index(column)] = value
+    lines[1] = ",".join(row)
+    cables.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    for a in manifest["artifacts"]:
+        if a["path"] == "cabling/cables.csv":
+            a["sha256"] = hashlib.sha256(cables.read_bytes()).hexdigest()
+            a.update({k: cables.stat().st_size for k in ("bytes", "size") if k in a})
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    (tmp_path / "x.json").write_text('{"lldp": {}}', encoding="utf-8")
+    res = subprocess.run([sys.executable, "-m", "twin", "as-built", str(folder), str(tmp_path / "x.json")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert f"{cables}:2:" in res.stderr and "whole numbers of at most 6 digits" in res.stderr and "nothing was checked" in res.stderr

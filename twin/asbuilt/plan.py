@@ -236,6 +236,16 @@ def _bad(problems: Problems, shown: str, n: int, row: list[str], col: dict[str, 
     problems.error(shown, n, at, f"{field} {row[col[field]]!r}: {what}", expected)
 
 
+def _whole(v: str) -> bool:
+    """A row, slot or U as twin writes it: ASCII digits, at most 6 (``isdigit`` alone takes '²', which
+    ``int`` refuses, and thousands of digits, which it refuses too).
+
+    >>> _whole("47"), _whole("²"), _whole("9" * 5000)
+    (True, False, False)
+    """
+    return v.isascii() and v.isdigit() and len(v) <= 6
+
+
 def _device(plan: Plan, key: tuple, side: str, row: list[str], n: int, col: dict[str, int], shown: str, problems: Problems) -> str:
     """A device's columns checked once: names, whole numbers, one place per device. Its label
     prefix (``hall/Rrow/rack/Uu/device/``), or "" when they are wrong."""
@@ -244,8 +254,9 @@ def _device(plan: Plan, key: tuple, side: str, row: list[str], n: int, col: dict
         if not NAME.match(v):
             _bad(problems, shown, n, row, col, f"{side}_{k}", "not a name", "letters, digits and . _ : / @ + -")
             return ""
-    if not (r.isdigit() and u.isdigit()):
-        _bad(problems, shown, n, row, col, f"{side}_row", "row and U must be whole numbers", "e.g. 3 and 47")
+    if not (_whole(r) and _whole(u)):
+        _bad(problems, shown, n, row, col, f"{side}_row" if not _whole(r) else f"{side}_u",
+             "row and U must be whole numbers of at most 6 digits", "e.g. 3 and 47")
         return ""
     known = plan.devices.get(dev)
     if known is not None and (known.hall, known.row, known.rack, known.u) != (hall, int(r), rack, int(u)):
@@ -394,7 +405,7 @@ def _floor(plan: Plan, reader: Folder) -> None:
         reader.problems.error(reader.shown(rel), 1, 1, "not twin's floor plan header", "hall,row,slot,rack,...")
         return
     for n, row in enumerate(rows, start=2):
-        if len(row) < 4 or not row[1].isdigit() or not row[2].isdigit() or not NAME.match(row[0]) or not NAME.match(row[3]):
+        if len(row) < 4 or not (_whole(row[1]) and _whole(row[2])) or not NAME.match(row[0]) or not NAME.match(row[3]):
             reader.problems.error(reader.shown(rel), n, 1, "not a rack position", "hall,row,slot,rack with whole row and slot numbers")
             return
         plan.floor[row[3]] = (row[0], int(row[1]), int(row[2]))
