@@ -257,3 +257,31 @@ def test_a_sweep_runs_on_a_tls_scheduler_with_the_operators_certificates(tmp_pat
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
         answer = unwrap(r.stdout)
         assert answer["status"] == "invalid" and "cannot reach the Dask scheduler" in answer["error"], answer
+
+
+def _worker_dir(dask_worker) -> str:
+    return str(dask_worker.local_directory)
+
+
+def test_the_scratch_space_is_a_private_folder_the_run_makes_and_removes(tmp_path, monkeypatch):
+    """Issue 38: the workers used $TMPDIR/dask-scratch-space, which another local user can make first (a
+    symbolic link to where they like). Now a fresh 0700 folder of the run's own, removed at the end."""
+    import os
+    import stat
+    import tempfile
+
+    planted, target = tmp_path / "dask-scratch-space", tmp_path / "chosen-by-another-user"
+    target.mkdir()
+    planted.symlink_to(target)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR read again, as a fresh process would
+    client = engine.connect(None, 1)
+    try:
+        scratch = Path(client.cluster.twin_scratch)
+        assert scratch.parent == tmp_path and scratch.name.startswith("twin-sweep-") and not scratch.is_symlink()
+        assert stat.S_IMODE(os.stat(scratch).st_mode) == 0o700
+        dirs = client.run(_worker_dir)
+        assert dirs and all(Path(d).resolve().is_relative_to(scratch.resolve()) for d in dirs.values()), dirs
+    finally:
+        engine.close_client(client)
+    assert not scratch.exists() and not any(target.iterdir())

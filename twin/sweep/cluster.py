@@ -13,6 +13,11 @@ Dask also starts an HTTP server in the scheduler (the dashboard, on 8787 by defa
 their routes are emptied before they start and the servers are stopped once the cluster is up, so
 nothing answers HTTP; the scheduler's is put on a free port first, so 8787 is never taken.
 
+The workers' scratch space (spilled data, locks) is a folder the run makes itself with
+``tempfile.mkdtemp`` (mode 0700, a name nobody could plant beforehand) and removes when the cluster
+closes (:func:`remove_scratch`): never Dask's shared ``$TMPDIR/dask-scratch-space``, which another local
+user can create first, or make a symbolic link, and so choose where a root sweep writes.
+
 Running as root is allowed but warned about (:func:`root_warning`): every variant then runs as root.
 
 An existing scheduler (``--scheduler``, :class:`Remote`) is trusted with more than the sweep: it runs
@@ -27,6 +32,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,10 +98,16 @@ def private_cluster(workers: int, dashboard: str | None = None):
 
     security = Security.temporary()  # require_encryption: tls:// everywhere, certificates checked both ways
     quiet = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
-    with dask.config.set(quiet) if dashboard is None else contextlib.nullcontext():
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host=HOST, protocol="tls://",
-                               security=security, dashboard_address=dashboard or f"{HOST}:0",
-                               worker_dashboard_address=None, silence_logs=logging.ERROR)
+    scratch = tempfile.mkdtemp(prefix="twin-sweep-")  # 0700, made by this run: no other user's folder or link
+    try:
+        with dask.config.set({"temporary-directory": scratch}), dask.config.set(quiet) if dashboard is None else contextlib.nullcontext():
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host=HOST, protocol="tls://",
+                                   security=security, dashboard_address=dashboard or f"{HOST}:0", local_directory=scratch,
+                                   worker_dashboard_address=None, silence_logs=logging.ERROR)
+    except BaseException:
+        remove_scratch(scratch)
+        raise
+    cluster.twin_scratch = scratch
     try:
         client = Client(cluster, security=security, set_as_default=False)
         if dashboard is None:
@@ -102,8 +115,15 @@ def private_cluster(workers: int, dashboard: str | None = None):
             client.run(_stop_worker_http)
     except BaseException:
         cluster.close()
+        remove_scratch(scratch)
         raise
     return client
+
+
+def remove_scratch(folder: str | None) -> None:
+    """The run's scratch folder removed (after its cluster closed); never a path another user chose."""
+    if folder and Path(folder).name.startswith("twin-sweep-"):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 async def _stop_scheduler_http(scheduler) -> None:

@@ -29,7 +29,7 @@ import yaml
 
 from twin.lang.sweep.models import Sweep
 from twin.lang.sweep.paths import apply
-from twin.sweep.cluster import Remote, private_cluster
+from twin.sweep.cluster import Remote, private_cluster, remove_scratch
 from twin.sweep.worker import evaluate, peak_rss_bytes
 from twin.version import __version__
 
@@ -275,6 +275,7 @@ def close_client(client) -> None:
             cluster.close(timeout=10)
     except Exception:  # closing after an interrupt may race the workers' shutdown; nothing to keep
         pass
+    remove_scratch(getattr(cluster, "twin_scratch", None))
 
 
 def scheduler_is_local(client) -> bool:
