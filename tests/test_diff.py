@@ -209,3 +209,16 @@ def test_oversubscription_change_shows_cross_zone_bandwidth_and_bisection(tmp_pa
     r = res.racks
     assert (r["added"], r["removed"], r["unreadable_rows"]) == (0, 0, 0) and r["moved"] == len(r["examples"]) >= 1
     assert r["examples"][0].split(":")[0] in spec_side(site).read("placement/floor.csv").decode()
+
+
+@pytest.mark.parametrize("target", ["/dev/full", "/proc/twin-cannot-make-this/review.html"])
+def test_html_that_cannot_be_written_is_one_line_exit_3(target):
+    """Issue 38: `twin diff --html` onto /dev/full or into a folder that cannot be made was two tracebacks."""
+    import subprocess
+    import sys
+
+    lab = str(Path(__file__).resolve().parents[1] / "generated" / "lab-2zone")
+    res = subprocess.run([sys.executable, "-m", "twin", "diff", lab, lab, "--html", target], cwd=Path(__file__).resolve().parents[1],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 3 and "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines() == [next(ln for ln in res.stderr.splitlines() if ln.startswith(f"--html {target}: not written ("))]

@@ -10,6 +10,7 @@ import typer
 from twin.lang.diagnostics import InfeasibleError, SpecError
 
 EXIT_INVALID = 2
+EXIT_WRITE = 3  # the page could not be written (disk full, no such folder, no permission): one line, as `twin build`
 
 
 def run_diff(old: Path, new: Path | None, against: Path | None, as_json: bool, html: Path | None, scenario: Path | None,
@@ -56,8 +57,16 @@ def run_diff(old: Path, new: Path | None, against: Path | None, as_json: bool, h
             err.print(f"infeasible: {line}", markup=False)
         return EXIT_INVALID
     if html is not None:
-        html.parent.mkdir(parents=True, exist_ok=True)
-        html.write_bytes(page(res))
+        try:
+            html.parent.mkdir(parents=True, exist_ok=True)
+            html.write_bytes(page(res))
+        except OSError as e:  # /dev/full, a folder that cannot be made, a read-only disk
+            why = f"--html {printable(str(html))}: not written ({e.strerror or e})"
+            if as_json:
+                emit_json({"status": "not written", "error": why, "exit": EXIT_WRITE})
+            else:
+                err.print(why, style="red", markup=False)
+            return EXIT_WRITE
     if as_json:
         emit_json({**res.to_json(), "status": "same" if res.empty else "changed"})
     else:
