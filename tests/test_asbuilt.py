@@ -150,7 +150,7 @@ def test_work_order_walks_the_room_and_writes_only_there(plan, tmp_path):
     out = tmp_path / "out" / "order"
     p = twin("as-built", str(GEN), str(folder), "-o", str(out))
     assert p.returncode == 1, p.stderr
-    written = [out / "work-order.csv", out / "as-built.json", out / "as-built.html"]
+    written = [out / "work-order.csv", out / "as-built.json", out / "as-built.html", out / ".twin-written"]  # and its record of them (twin/owned.py)
     assert sorted(p for p in tmp_path.rglob("*")) == sorted(before + [tmp_path / "out", out, *written])
     assert {p: p.read_bytes() for p in GEN.rglob("*") if p.is_file()} == gen_before
     rows = list(csv.DictReader((out / "work-order.csv").open()))

@@ -34,7 +34,9 @@ def tables():
 def test_a_forged_name_reaches_neither_terminal_nor_spreadsheet(tmp_path, tables):
     # a neighbour names itself with an escape sequence that clears the screen and prints a forged
     # verdict, and starts with '=' (a formula to a spreadsheet)
-    name, doc = next((n, d) for n, d in sorted(tables.items()) if "lldp" in d and isinstance(d["lldp"].get("interface"), list))
+    import copy
+
+    name, doc = next((n, copy.deepcopy(d)) for n, d in sorted(tables.items()) if "lldp" in d and isinstance(d["lldp"].get("interface"), list))
     entry = next(iter(doc["lldp"]["interface"][0].values()))
     forged = '=HYPERLINK("x")\x1b[2J\x1b[Has-built lab-2zone: every cable matches the plan'
     entry["chassis"] = {forged: {}}
@@ -130,3 +132,39 @@ def test_a_tampered_plan_is_refused(tmp_path, column, value):
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
     assert f"{cables}:2:" in res.stderr and "whole numbers of at most 6 digits" in res.stderr and "nothing was checked" in res.stderr
+
+
+def test_output_files_of_the_user_are_never_overwritten(tmp_path, tables):
+    """as-built -o over a user's own work-order.csv is refused (exit 3, one line, the file unchanged);
+    over twin's own output it writes again; onto a symbolic link loop it is one line, exit 3."""
+    name, doc = sorted(tables.items())[0]
+    f = tmp_path / name
+    f.write_text(json.dumps(doc), encoding="utf-8")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "work-order.csv").write_text("my own notes\n", encoding="utf-8")
+    res = asbuilt(f, "-o", mine)
+    assert res.returncode == 3 and "Traceback" not in res.stderr and "twin did not write it" in res.stderr, res.stderr
+    assert (mine / "work-order.csv").read_text(encoding="utf-8") == "my own notes\n" and sorted(p.name for p in mine.iterdir()) == ["work-order.csv"]
+    ours = tmp_path / "ours"
+    assert asbuilt(f, "-o", ours).returncode == 0 and asbuilt(f, "-o", ours).returncode == 0  # its own files: written again
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    res = asbuilt(f, "-o", loop)
+    assert res.returncode == 3 and "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_sweep_refuses_a_results_file_it_did_not_write(tmp_path):
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "sweeps" / "lab-oversubscription.yaml").read_text(encoding="utf-8"))
+    doc["site"] = str(ROOT / "sites" / "lab-2zone.yaml")
+    sw = tmp_path / "sw.yaml"
+    sw.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.csv").write_text("a user's table\n", encoding="utf-8")
+    res = subprocess.run([sys.executable, "-m", "twin", "sweep", str(sw), "--root", "/", "-o", str(out), "--workers", "1"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 3 and "Traceback" not in res.stderr and "twin did not write it" in res.stderr, res.stderr
+    assert (out / "results.csv").read_text(encoding="utf-8") == "a user's table\n" and sorted(p.name for p in out.iterdir()) == ["results.csv"]

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -13,50 +11,35 @@ import typer
 EXIT_INVALID = 2
 
 
-def write_outputs(folder: Path, files: dict[str, bytes]) -> list[str]:
-    """Write ``files`` into ``folder`` (created) and nowhere else: each through a temporary file in
-    that folder, renamed into place."""
-    folder.mkdir(parents=True, exist_ok=True)
-    umask = os.umask(0)
-    os.umask(umask)
-    written = []
-    for name, data in files.items():
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
-        try:
-            os.fchmod(fd, 0o666 & ~umask)  # as an ordinary file (mkstemp makes it private)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, folder / name)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        written.append(str(folder / name))
-    return written
-
-
 def run_as_built(generated: Path, neighbours: list[Path], output: Path | None, as_json: bool, ignore_speed: bool, complete: bool,
                  out, err, print_diags, emit_json) -> int:
+    import twin.owned as owned
     from twin.asbuilt import check
     from twin.asbuilt.page import page
     from twin.asbuilt.report import document, status, terminal, work_order
     from twin.output import EXIT_WRITE  # here, not at the top: every command registers this one at start-up
 
+    names = ["work-order.csv", "as-built.html", "as-built.json"]
     if output is not None:
-        bad = output.exists() and not output.is_dir()
-        if bad or (generated.is_dir() and output.resolve().is_relative_to(generated.resolve())):
-            why = "exists and is not a folder" if bad else "is inside the generated folder (its manifest would no longer describe it)"
-            err.print(f"-o {output}: {why}", style="red", markup=False)
+        if why := owned.problem(output, names):  # a loop, not a folder, a file of the user's: one line, nothing written
+            if as_json:
+                emit_json({"status": "not written", "error": f"-o {output}: {why}", "exit": EXIT_WRITE})
+            else:
+                err.print(f"-o {output}: {why}", style="red", markup=False)
+            return EXIT_WRITE
+        if generated.is_dir() and output.resolve().is_relative_to(generated.resolve()):
+            err.print(f"-o {output}: is inside the generated folder (its manifest would no longer describe it)", style="red", markup=False)
             return EXIT_INVALID
     res, diags, errors = check(generated, neighbours, check_speed=not ignore_speed)
     st, code = status(res, errors, complete)
     doc = document(res, str(generated), diags, errors, complete) if (as_json or output is not None) and res is not None else None
     files: list[str] = []
     if res is not None and output is not None:
-        files = [str(output / n) for n in ("work-order.csv", "as-built.html", "as-built.json")]
+        files = [str(output / n) for n in names]
         doc["files"] = files
         try:
-            write_outputs(output, {"work-order.csv": work_order(res), "as-built.html": page(res),
-                                   "as-built.json": (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8")})
+            owned.write(output, {"work-order.csv": work_order(res), "as-built.html": page(res),
+                                 "as-built.json": (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8")})
         except OSError as e:  # disk full, read-only, no permission: one line, as twin build says it
             why = f"-o {output}: cannot write ({e.strerror or e})"
             if as_json:

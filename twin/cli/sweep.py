@@ -70,6 +70,15 @@ def run_sweep(path: Path, output: Path | None, workers: int | None, scheduler, f
         err.print(f"--workers {workers}: expected 1 or more worker processes", style="red", markup=False)
         return EXIT_INVALID
     folder = output or Path("generated") / f"sweep-{sw.name}"
+    import twin.owned as owned
+    from twin.sweep.output import OUTPUTS
+
+    if why := owned.problem(folder, OUTPUTS):  # before a worker starts: a file of the user's is never overwritten
+        if as_json:
+            emit_json({"status": "not written", "error": f"-o {folder}: {why}", "exit": 3})
+        else:
+            err.print(f"-o {folder}: {why}", style="red", markup=False)
+        return 3
     if scheduler is None and (warning := root_warning()):
         err.print(warning, style="yellow", markup=False)
     try:

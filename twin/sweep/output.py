@@ -334,8 +334,10 @@ def write(sw: Sweep, oc: Outcome, out: Path) -> dict[str, bytes]:
         png = pareto_plot(table, x, label, scale, f"{sw.name}: delivered tokens per day against {label}", names)
         if png:
             files[name] = png
-    for name, data in files.items():
-        tmp = out / f".{name}.tmp"
-        tmp.write_bytes(data)
-        tmp.replace(out / name)
+    import twin.owned as owned
+
+    owned.write(out, files)  # run_sweep has asked owned.problem for OUTPUTS before the sweep ran
     return files
+
+
+OUTPUTS = ["results.csv", "results.parquet", "summary.md", "pareto-capex.png", "pareto-mw.png"]
