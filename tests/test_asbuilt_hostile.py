@@ -168,3 +168,12 @@ def test_sweep_refuses_a_results_file_it_did_not_write(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 3 and "Traceback" not in res.stderr and "twin did not write it" in res.stderr, res.stderr
     assert (out / "results.csv").read_text(encoding="utf-8") == "a user's table\n" and sorted(p.name for p in out.iterdir()) == ["results.csv"]
+
+
+def test_build_onto_a_symlink_loop_is_one_line_exit_3(tmp_path):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    res = subprocess.run([sys.executable, "-m", "twin", "build", "sites/lab-2zone.yaml", "-o", str(loop), "-q"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 3 and "Traceback" not in res.stderr and res.stderr.strip().splitlines() == [
+        f"sites/lab-2zone.yaml: {loop}: cannot be resolved (Symlink loop from '{loop}'); not written"], res.stderr

@@ -215,7 +215,7 @@ def _old_manifest(out_dir: Path) -> dict:
     JSON): only a hint, the claim proves the folder."""
     try:
         old = json.loads(read_bytes(out_dir, MANIFEST, JSON_LIMIT))
-    except (FolderError, ValueError):
+    except (FolderError, ValueError, RuntimeError, OSError):  # RuntimeError: a link loop (the claim says so in one line)
         return {}
     return {k: v for k, v in old.items() if k != "artifacts"} if isinstance(old, dict) else {}
 

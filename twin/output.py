@@ -247,7 +247,10 @@ def claimed(out_dir: Path, prove_apart_above: int = PROVE_APART_BYTES, *, folder
     anything is written (:func:`_prove`; ``folders_ahead``: the build's sibling folder made
     meanwhile with the old output's folders). Yields the resolved path; OSErrors become one-line
     OutputErrors."""
-    out_dir = out_dir.resolve() if out_dir.exists() else out_dir.absolute()
+    try:
+        out_dir = out_dir.resolve() if out_dir.exists() or out_dir.is_symlink() else out_dir.absolute()
+    except (RuntimeError, OSError) as e:  # a symbolic link loop (RuntimeError before Python 3.13)
+        raise OutputError(f"{out_dir}: cannot be resolved ({e}); not written", EXIT_WRITE) from None
     key = str(out_dir)
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
