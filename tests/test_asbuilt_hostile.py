@@ -175,5 +175,6 @@ def test_build_onto_a_symlink_loop_is_one_line_exit_3(tmp_path):
     loop.symlink_to(loop)
     res = subprocess.run([sys.executable, "-m", "twin", "build", "sites/lab-2zone.yaml", "-o", str(loop), "-q"], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
-    assert res.returncode == 3 and "Traceback" not in res.stderr and res.stderr.strip().splitlines() == [
-        f"sites/lab-2zone.yaml: {loop}: cannot be resolved (Symlink loop from '{loop}'); not written"], res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 3 and "Traceback" not in res.stderr and len(lines) == 1, res.stderr
+    assert lines[0].startswith(f"sites/lab-2zone.yaml: {loop}: cannot be resolved (") and lines[0].endswith("); not written")
