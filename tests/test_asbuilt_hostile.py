@@ -178,3 +178,16 @@ def test_build_onto_a_symlink_loop_is_one_line_exit_3(tmp_path):
     lines = res.stderr.strip().splitlines()
     assert res.returncode == 3 and "Traceback" not in res.stderr and len(lines) == 1, res.stderr
     assert lines[0].startswith(f"sites/lab-2zone.yaml: {loop}: cannot be resolved (") and lines[0].endswith("); not written")
+
+
+def test_a_lock_file_twin_did_not_write_is_neither_taken_nor_removed(tmp_path):
+    """A user's own `.out.lock` beside `-o out` was locked and then removed; now the build stops (exit 3)
+    and the file stays. A lock twin left (its mark, or an empty file) is still taken over."""
+    lock = tmp_path / ".out.lock"
+    lock.write_text("my notes\n", encoding="utf-8")
+    cmd = [sys.executable, "-m", "twin", "build", "sites/lab-2zone.yaml", "-o", str(tmp_path / "out"), "-q"]
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 3 and "is not a twin lock" in res.stderr and "Traceback" not in res.stderr, res.stderr
+    assert lock.read_text(encoding="utf-8") == "my notes\n" and not (tmp_path / "out").exists()
+    lock.write_bytes(b"twin build lock\n")  # a killed build's stale lock
+    assert subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300).returncode == 0 and not lock.exists()

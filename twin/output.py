@@ -173,6 +173,9 @@ def exchange(a: Path, b: Path) -> bool:
 
 
 # ------------------------------------------------------------------ the lock
+LOCK_MARK = b"twin build lock\n"
+
+
 @contextmanager
 def locked(out_dir: Path) -> Iterator[None]:
     """Hold ``.<name>.lock`` beside ``out_dir`` (OutputError, exit 3, when another build holds it).
@@ -190,7 +193,12 @@ def locked(out_dir: Path) -> Iterator[None]:
             same = os.fstat(fd).st_ino == os.stat(path).st_ino
         except FileNotFoundError:
             same = False
+        if same and (mine := os.pread(fd, len(LOCK_MARK) + 1, 0)) not in (b"", LOCK_MARK):
+            os.close(fd)  # a file of that name that is not twin's lock: neither taken over nor removed
+            raise OutputError(f"{path} exists and is not a twin lock; nothing written: move it, or give -o another folder", EXIT_WRITE)
         if same:
+            if not mine:
+                os.pwrite(fd, LOCK_MARK, 0)  # twin's mark: the next build knows a stale lock for its own
             break
         os.close(fd)  # the previous holder removed it between our open and lock: take the new one
     try:
