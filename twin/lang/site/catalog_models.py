@@ -23,7 +23,8 @@ from twin.lang.units import DataRate, DataSize, Length, Mass, Power, Price, Pric
 class Kernels(Model):
     """How close a GPU's kernels come to its datasheet peaks: the few constants of the twin's compute
     model (twin/twins/workload/compute.py). Efficiency of a GEMM with dimensions m, n, k is
-    ``gemm_efficiency x f(m) f(n) f(k)`` with ``f(d) = d / (d + gemm_half_dim)``; of an attention kernel
+    ``gemm_efficiency x w(m, n) f(k)`` with ``f(d) = d / (d + gemm_half_dim)`` and ``w`` the share of the
+    SMs its output tiles keep busy (``sms``; without it ``f(m) f(n)``); of an attention kernel
     over a context of c tokens ``attention_efficiency x c / (c + attention_half_context)`` (forward) and
     ``attention_backward`` times that (backward); memory-bound kernels move ``hbm_efficiency`` of the
     datasheet HBM bandwidth. Every kernel is also held under the roofline ``bytes / HBM bandwidth``, and
@@ -37,6 +38,8 @@ class Kernels(Model):
     hbm_efficiency: float = Field(0.9, gt=0, le=1, description="fraction of HBM bandwidth memory-bound kernels sustain")
     fp8_gemm_efficiency: float | None = Field(None, gt=0, le=1, description="large FP8 GEMMs in a benchmark: fraction of the FP8 "
                                               "dense peak (with gemm_half_dim as for BF16)")
+    sms: int | None = Field(None, ge=1, le=1024, description="streaming multiprocessors (datasheet): GEMM output tiles run in waves "
+                            "of this many (tile and wave quantization); without it the smooth factor f(m) f(n)")
     sustained: float = Field(1.0, gt=0, le=1, description="share of benchmark kernel speed the hardware keeps through a step "
                              "(what a framework loses belongs to its stack: catalog stacks:)")
     source: Text = Field(min_length=1)

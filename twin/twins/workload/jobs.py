@@ -14,7 +14,8 @@ chunks per GPU:
 - Compute (:mod:`twin.twins.workload.compute`): m x (forward + recomputation + backward) of one
   micro-batch on the slowest stage, plus the optimizer; the recipe and the software stack
   (:mod:`twin.twins.workload.recipe`) say what runs and how well.
-- Pipeline bubble (interleaved 1F1B): (PP - 1) / v x that micro-batch's compute.
+- Pipeline bubble (:meth:`compute.TrainingCompute.bubble_s`): 1F1B waits for one micro-batch through
+  every other stage, forward and backward; interleaved, (PP - 1) / v x the slowest stage's micro-batch.
 - Communication (:mod:`twin.twins.workload.comm`): TP, CP, EP, PP and DP by ZeRO stage, every collective
   timed on the fabric by :mod:`twin.twins.net.collectives` (fluid model + NCCL's latency model), so a
   crowded or long fabric shows up in the exposed time.
@@ -133,7 +134,7 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
     v = r.virtual_stages
     t_f, t_b, t_r = c.forward.seconds, c.backward.seconds, c.recompute.seconds
     t_compute = m * c.microbatch_s + c.optimizer_s
-    bubble = (w.pp - 1) / v * c.microbatch_s
+    bubble = c.bubble_s(w.pp, v)
     grad_groups = rank_groups(gpus, sizes, dims, ("cp", "dp")) if w.cp * w.dp > 1 else []
     g = comm.Groups(groups["tp"], groups["cp"], groups["pp"], grad_groups,
                     moe.ep_groups(grad_groups, w.ep) if shape.moe and w.ep > 1 else [],
