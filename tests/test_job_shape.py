@@ -79,3 +79,22 @@ def test_megatron_91b_runs_fastest_at_micro_batch_two():
     # each micro-batch size moves the step: per sequence, 2 runs its GEMMs faster than 1 (fewer partial waves)
     assert tflops[2] > 1.01 * tflops[1] and tflops[8] < 0.97 * tflops[2]
     assert all(140 < x < 185 for x in tflops.values())  # near Table 1 at this scale (145.6B at (8, 8): 148 TFLOPs/GPU)
+
+
+def test_tp_overlap_hides_behind_the_gemms_and_the_breakdown_shows_it(lab):
+    """Overlap is a recipe input by kind (stack default, workload override): with TP all-gathers and
+    reduce-scatters overlapped, each hides all but its first of TP chunks while the layer's GEMMs last."""
+    from test_job_recipe import run
+    from twin.twins.net import topology
+
+    net = topology.from_design(lab)
+    off = run(lab, net, overlap_tp=[])["schemes"][0]
+    on = run(lab, net, overlap_tp=["allgather", "reducescatter"])["schemes"][0]
+    ag_off, ag_on = off["comm_by_kind"]["tp_allgather"], on["comm_by_kind"]["tp_allgather"]
+    assert ag_off["hidden_s"] == 0 and ag_off["exposed_s"] == pytest.approx(ag_off["total_s"])
+    assert ag_on["total_s"] == pytest.approx(ag_off["total_s"])  # the same traffic, less of it exposed
+    assert ag_on["exposed_s"] == pytest.approx(ag_on["total_s"] / 8)  # TP8, GEMMs longer than the exchanges
+    assert on["tp_s"] == pytest.approx(ag_on["exposed_s"] + on["comm_by_kind"]["tp_reducescatter"]["exposed_s"])
+    assert on["step_s"] < off["step_s"]
+    only_ag = run(lab, net, overlap_tp=["allgather"])["schemes"][0]["comm_by_kind"]
+    assert only_ag["tp_reducescatter"]["hidden_s"] == 0 and only_ag["tp_allgather"]["hidden_s"] > 0

@@ -21,6 +21,11 @@ class Job(Model):
     dp_overlap: float = Field(1.0, ge=0, le=1, description="share of the first forward / last backward micro-batch that hides the DP all-gather / reduce-scatter")
     kv_heads: int | None = Field(None, ge=1, description="GQA key/value heads (default: the workload's)")
     virtual_stages: int | None = Field(None, ge=1, le=64, description="interleaved pipeline stages per GPU (default: the workload's)")
+    overlap_tp: list[Literal["allgather", "reducescatter"]] | None = Field(None, description="TP collectives overlapped with GEMMs (default: the workload's)")
+    overlap_pp: bool | None = Field(None, description="pipeline transfers overlap the steady state (default: the workload's)")
+    overlap_cp: bool | None = Field(None, description="a CP ring hides behind attention (default: the workload's)")
+    overlap_grad_reduce: bool | None = Field(None, description="gradient reduction overlaps the backward pass (default: the workload's)")
+    overlap_param_gather: bool | None = Field(None, description="the weight all-gather overlaps the forward pass (default: the workload's)")
     seed: int = 7
 
 

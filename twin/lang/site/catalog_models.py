@@ -57,6 +57,12 @@ class Stack(Model):
                                                    "as batched GEMMs around a softmax kernel over the materialised scores")
     overlap_grad_reduce: bool = Field(True, description="gradient reduction overlaps the backward pass (a recipe may override)")
     overlap_param_gather: bool = Field(True, description="the weight all-gather overlaps the next forward pass (a recipe may override)")
+    overlap_tp: list[Literal["allgather", "reducescatter"]] = Field(
+        default_factory=list, description="TP collectives (sequence parallelism) overlapped with the GEMMs next to them, by kind "
+        "(Megatron-Core/Transformer Engine userbuffers); a recipe may override")
+    overlap_pp: bool = Field(True, description="pipeline sends and receives overlap the steady state's compute (false: each micro-batch "
+                             "waits for its transfers, Megatron-LM 2021); a recipe may override")
+    overlap_cp: bool = Field(True, description="a context-parallel ring's K/V exchange hides behind the attention kernel; a recipe may override")
     year: int | None = Field(None, ge=2015, le=2100, description="when the stack was measured")
     source: Text = Field(min_length=1)
 
