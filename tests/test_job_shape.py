@@ -85,6 +85,7 @@ def test_tp_overlap_hides_behind_the_gemms_and_the_breakdown_shows_it(lab):
     """Overlap is a recipe input by kind (stack default, workload override): with TP all-gathers and
     reduce-scatters overlapped, each hides all but its first of TP chunks while the layer's GEMMs last."""
     from test_job_recipe import run
+
     from twin.twins.net import topology
 
     net = topology.from_design(lab)
