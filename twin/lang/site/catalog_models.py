@@ -63,6 +63,9 @@ class Stack(Model):
     overlap_pp: bool = Field(True, description="pipeline sends and receives overlap the steady state's compute (false: each micro-batch "
                              "waits for its transfers, Megatron-LM 2021); a recipe may override")
     overlap_cp: bool = Field(True, description="a context-parallel ring's K/V exchange hides behind the attention kernel; a recipe may override")
+    zero3_bucket: DataSize | None = Field(None, description="ZeRO-3: bytes of the next layer's weight gather (and of a layer's gradient "
+                                          "reduce-scatter) that may run ahead of need (DeepSpeed's stage3_prefetch_bucket_size); none: "
+                                          "a whole layer (FSDP units); a recipe may override")
     year: int | None = Field(None, ge=2015, le=2100, description="when the stack was measured")
     source: Text = Field(min_length=1)
 

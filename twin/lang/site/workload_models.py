@@ -97,6 +97,7 @@ class TrainingJob(Model):
         None, description="TP collectives overlapped with their GEMMs, by kind (default: the stack's; [] for none)")
     overlap_pp: bool | None = Field(None, description="pipeline transfers overlap the steady state (default: the stack's)")
     overlap_cp: bool | None = Field(None, description="a CP ring's exchange hides behind attention (default: the stack's)")
+    zero3_bucket: DataSize | None = Field(None, description="ZeRO-3 prefetch/reduce bucket (default: the stack's; none there: a whole layer)")
     grad_bucket: DataSize = Field(40e6 * 4, description="gradient bucket: the last one reduces after the backward pass ends "
                                   "(default 160 MB: Megatron-LM's 40M FP32 elements)")
     fp8: Literal["none", "linear"] | list[Fp8Gemm] = Field("none", description="GEMMs run in FP8: none, linear (every linear layer "

@@ -23,8 +23,10 @@ Data parallelism over the DP x CP ranks of a stage (G = its gradients, 2 bytes p
   (``overlap_param_gather``) hides behind the first micro-batch's forward.
 - ZeRO 3 (FSDP full shard): per layer and micro-batch, an all-gather of the layer's weights before its
   forward and again before its backward, and a reduce-scatter of its gradients after it; with prefetch
-  (``overlap_param_gather``) each hides behind the previous layer's compute where it is shorter, except
-  the first gather and the last reduce-scatter of every micro-batch.
+  (``overlap_param_gather``, and ``overlap_grad_reduce`` for the reduce-scatter) each hides behind the
+  previous layer's compute where it is shorter, at most the ``zero3_bucket`` share of a layer running
+  ahead (DeepSpeed's prefetch bucket; FSDP: the whole layer), except the first gather and the last
+  reduce-scatter of every micro-batch.
   The per-step count grows with micro-batches and layers, and each collective's latency with DP:
   ZeRO 3 loses throughput as data parallelism grows at a fixed micro-batch.
 
@@ -192,10 +194,12 @@ def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
     gathers = 2 + (1 if {"attention", "mlp"} & r.recomputed() else 0)
     n = m * c.layers
     total = n * (gathers + 1) * t_l
-    if r.overlap_param_gather:  # prefetch: the next layer's collectives behind this layer's compute; the first
-        fwd = max(0.0, (gathers - 1) * t_l - c.layer_forward_s)  # gather of each micro-batch and its last
-        bwd = max(0.0, 2 * t_l - c.layer_backward_s)  # reduce-scatter have nothing to hide behind
-        exposed = m * ((c.layers - 1) * (fwd + bwd) + 2 * t_l)
-    else:
-        exposed = total
+    # prefetch: the next layer's collectives behind this layer's compute, as far as the bucket lets them run ahead
+    # (DeepSpeed's stage3_prefetch_bucket_size; FSDP: a whole layer); the first gather of each micro-batch and its
+    # last reduce-scatter have nothing to hide behind
+    share = min(1.0, r.zero3_bucket / layer) if r.zero3_bucket else 1.0
+    og, orr = r.overlap_param_gather, r.overlap_grad_reduce
+    fwd = (gathers - 1) * t_l - min(og * share * (gathers - 1) * t_l, c.layer_forward_s)
+    bwd = 2 * t_l - min((og + orr) * share * t_l, c.layer_backward_s)
+    exposed = m * ((c.layers - 1) * (fwd + bwd) + (2 * t_l if og or orr else (gathers + 1) * t_l))
     return total, exposed, n * (gathers + 1) * l_l

@@ -51,6 +51,7 @@ class Recipe:
     overlap_tp: tuple[str, ...] = ()
     overlap_pp: bool = True
     overlap_cp: bool = True
+    zero3_bucket: float = 0.0  # bytes of a ZeRO-3 layer's gather / reduce-scatter that run ahead of need (0: the whole layer)
     grad_bucket: float = 160e6
     fp8: tuple[str, ...] = ()
     cp_comm: str = "all-gather"
@@ -83,6 +84,7 @@ class Recipe:
             zero=w.zero, grad_bucket=w.grad_bucket, fp8=w.fp8_gemms, cp_comm=w.cp_comm,
             overlap_grad_reduce=pick("overlap_grad_reduce"), overlap_param_gather=pick("overlap_param_gather"),
             overlap_tp=tuple(pick("overlap_tp")) if w.tp > 1 else (), overlap_pp=pick("overlap_pp"), overlap_cp=pick("overlap_cp"),
+            zero3_bucket=pick("zero3_bucket") or 0.0,
             fused_attention=st.attention == "fused", kernel_share=st.kernel_share, stack=name, stack_defaulted=w.stack is None,
             dp_overlap=job.dp_overlap if job is not None else 1.0, flops_convention=w.flops_convention)
 
