@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from twin.lang.base import Model, Slug, pattern
+from twin.lang.site.workload_models import Stragglers
 
 
 class Job(Model):
@@ -26,6 +27,7 @@ class Job(Model):
     overlap_cp: bool | None = Field(None, description="a CP ring hides behind attention (default: the workload's)")
     overlap_grad_reduce: bool | None = Field(None, description="gradient reduction overlaps the backward pass (default: the workload's)")
     overlap_param_gather: bool | None = Field(None, description="the weight all-gather overlaps the forward pass (default: the workload's)")
+    stragglers: Stragglers | None = Field(None, description="per-rank slowdown whose slowest rank sets each step (default: the workload's)")
     seed: int = 7
 
 

@@ -15,6 +15,7 @@ from twin.lang.site.cost_models import FacilityCost
 from twin.lang.site.portmap import PortMap
 from twin.lang.site.power import PhasePower
 from twin.lang.site.reliability_models import FailureClass
+from twin.lang.site.workload_models import Stragglers
 from twin.lang.units import DataRate, DataSize, Length, Mass, Power, Price, PricePerLength, Time
 
 # ---------------------------------------------------------------- catalog
@@ -66,6 +67,7 @@ class Stack(Model):
     zero3_bucket: DataSize | None = Field(None, description="ZeRO-3: bytes of the next layer's weight gather (and of a layer's gradient "
                                           "reduce-scatter) that may run ahead of need (DeepSpeed's stage3_prefetch_bucket_size); none: "
                                           "a whole layer (FSDP units); a recipe may override")
+    stragglers: Stragglers | None = Field(None, description="per-rank slowdown of a step under this stack (none: no stragglers; a recipe may state one)")
     year: int | None = Field(None, ge=2015, le=2100, description="when the stack was measured")
     source: Text = Field(min_length=1)
 

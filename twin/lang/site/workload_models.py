@@ -50,6 +50,14 @@ class Moe(Model):
         return self
 
 
+class Stragglers(Model):
+    """Per-rank slowdown of a synchronous step: each rank takes 1 + X times its nominal compute, X drawn afresh
+    every step; the slowest rank sets the step (twin/twins/workload/stragglers.py)."""
+
+    distribution: Literal["exponential", "uniform"] = Field(description="law of the per-rank slowdown X: exponential, or uniform on [0, 2 mean]")
+    mean: float = Field(ge=0, le=10, description="mean per-rank slowdown, a fraction of the nominal time (0.01: 1%)")
+
+
 class TrainingJob(Model):
     """A training job: the model, the recipe and the software stack (module docstring)."""
 
@@ -98,6 +106,7 @@ class TrainingJob(Model):
     overlap_pp: bool | None = Field(None, description="pipeline transfers overlap the steady state (default: the stack's)")
     overlap_cp: bool | None = Field(None, description="a CP ring's exchange hides behind attention (default: the stack's)")
     zero3_bucket: DataSize | None = Field(None, description="ZeRO-3 prefetch/reduce bucket (default: the stack's; none there: a whole layer)")
+    stragglers: Stragglers | None = Field(None, description="per-rank slowdown whose slowest rank sets each step (default: the stack's; none: no stragglers)")
     grad_bucket: DataSize = Field(40e6 * 4, description="gradient bucket: the last one reduces after the backward pass ends "
                                   "(default 160 MB: Megatron-LM's 40M FP32 elements)")
     fp8: Literal["none", "linear"] | list[Fp8Gemm] = Field("none", description="GEMMs run in FP8: none, linear (every linear layer "

@@ -51,6 +51,7 @@ class Recipe:
     overlap_tp: tuple[str, ...] = ()
     overlap_pp: bool = True
     overlap_cp: bool = True
+    stragglers: tuple[str, float] | None = None  # (distribution, mean per-rank slowdown): the slowest rank sets each step
     zero3_bucket: float = 0.0  # bytes of a ZeRO-3 layer's gather / reduce-scatter that run ahead of need (0: the whole layer)
     grad_bucket: float = 160e6
     fp8: tuple[str, ...] = ()
@@ -85,6 +86,7 @@ class Recipe:
             overlap_grad_reduce=pick("overlap_grad_reduce"), overlap_param_gather=pick("overlap_param_gather"),
             overlap_tp=tuple(pick("overlap_tp")) if w.tp > 1 else (), overlap_pp=pick("overlap_pp"), overlap_cp=pick("overlap_cp"),
             zero3_bucket=pick("zero3_bucket") or 0.0,
+            stragglers=(lambda x: (x.distribution, x.mean) if x is not None else None)(pick("stragglers")),
             fused_attention=st.attention == "fused", kernel_share=st.kernel_share, stack=name, stack_defaulted=w.stack is None,
             dp_overlap=job.dp_overlap if job is not None else 1.0, flops_convention=w.flops_convention)
 
