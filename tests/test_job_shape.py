@@ -99,3 +99,33 @@ def test_tp_overlap_hides_behind_the_gemms_and_the_breakdown_shows_it(lab):
     assert on["step_s"] < off["step_s"]
     only_ag = run(lab, net, overlap_tp=["allgather"])["schemes"][0]["comm_by_kind"]
     assert only_ag["tp_reducescatter"]["hidden_s"] == 0 and only_ag["tp_allgather"]["hidden_s"] > 0
+
+
+def test_a_scenario_job_overrides_any_recipe_field_checked_as_the_workload_is(lab):
+    """Jobs as data (item 8): ``recipe:`` lays any recipe or stack field over the workload for one job."""
+    from test_job_recipe import run
+
+    from twin.lang.diagnostics import SpecError
+    from twin.lang.scenario.models import parse_scenario
+    from twin.twins.net import topology
+    from twin.twins.run import simulate
+
+    scn, src = parse_scenario("""name: what-if
+routing: [{name: e16, scheme: e-ecmp, qps: 16}]
+jobs:
+  - {workload: lab-llama-8b, recipe: {micro_batch: 2, recompute: full, stack: megatron-core-2025}}
+""", "s.yaml")
+    job = simulate(lab, scn, src).data["cases"][0]["jobs"][0]
+    want = run(lab, topology.from_design(lab), micro_batch=2, recompute="full", stack="megatron-core-2025")
+    assert (job["microbatches"], job["stack"], job["recipe"]["recompute"]) == (4, "megatron-core-2025", ["attention", "mlp", "experts", "norm"])
+    assert job["schemes"][0]["step_s"] == pytest.approx(want["schemes"][0]["step_s"])
+    scn, src = parse_scenario("""name: bad
+routing: [{name: e16, scheme: e-ecmp, qps: 16}]
+jobs:
+  - workload: lab-llama-8b
+    recipe: {micro_batch: 16}
+""", "s.yaml")
+    with pytest.raises(SpecError) as e:
+        simulate(lab, scn, src)
+    d = e.value.diagnostics[0]
+    assert (d.file, d.line, d.dotted) == ("s.yaml", 5, "jobs[0].recipe.micro_batch") and "larger than the batch" in d.message

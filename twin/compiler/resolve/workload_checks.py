@@ -20,11 +20,15 @@ E, W = Severity.ERROR, Severity.WARNING
 
 def workloads(spec: Spec) -> Iterator[Finding]:
     for i, j in enumerate(spec.site.workloads):
-        base = ("workloads", i)
-        found = [*_layout(spec, j, base), *_recipe(spec, j, base), *_measured(spec, j, base)]
-        yield from found
-        if not any(f[0] is E for f in found):
-            yield from _memory(spec, j, base)
+        yield from one(spec, j, ("workloads", i))
+
+
+def one(spec: Spec, j, base: tuple) -> Iterator[Finding]:
+    """The checks of one training job (a site's workload, or a scenario job's recipe laid over it) at ``base``."""
+    found = [*_layout(spec, j, base), *_recipe(spec, j, base), *_measured(spec, j, base)]
+    yield from found
+    if not any(f[0] is E for f in found):
+        yield from _memory(spec, j, base)
 
 
 def _layout(spec: Spec, j, base: tuple) -> Iterator[Finding]:

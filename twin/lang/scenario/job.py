@@ -7,12 +7,12 @@ scenario schema (its power and campaign models) to do so.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from twin.lang.base import Model, Slug, pattern
-from twin.lang.site.workload_models import Stragglers
+from twin.lang.site.workload_models import RECIPE_FIELDS, Stragglers
 
 
 class Job(Model):
@@ -28,6 +28,15 @@ class Job(Model):
     overlap_grad_reduce: bool | None = Field(None, description="gradient reduction overlaps the backward pass (default: the workload's)")
     overlap_param_gather: bool | None = Field(None, description="the weight all-gather overlaps the forward pass (default: the workload's)")
     stragglers: Stragglers | None = Field(None, description="per-rank slowdown whose slowest rank sets each step (default: the workload's)")
+    recipe: dict[str, Any] | None = Field(None, description="any recipe or stack field of the workload (tp, micro_batch, recompute, zero, "
+                                          "fp8, stack, ...), laid over the workload's for this job and checked as the workload's are")
+
+    @model_validator(mode="after")
+    def _recipe_fields(self) -> "Job":
+        bad = sorted(set(self.recipe or {}) - set(RECIPE_FIELDS))
+        if bad:
+            raise ValueError(f"recipe: {', '.join(bad)} is not a recipe field (one of: {', '.join(RECIPE_FIELDS)})")
+        return self
     seed: int = 7
 
 

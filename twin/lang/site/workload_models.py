@@ -28,6 +28,10 @@ from twin.lang.units import DataSize
 
 RecomputeModule = Literal["core-attention", "attention", "mlp", "experts", "activation", "norm"]
 RECOMPUTE_POLICIES = {"none": (), "selective": ("core-attention",), "full": ("attention", "mlp", "experts", "norm")}
+# the fields of a workload's recipe and stack: what a scenario job may override (twin/lang/scenario/job.py ``recipe:``)
+RECIPE_FIELDS = ("tp", "cp", "pp", "dp", "ep", "sequence_length", "global_batch", "micro_batch", "virtual_stages", "recompute",
+                 "sequence_parallel", "zero", "overlap_grad_reduce", "overlap_param_gather", "overlap_tp", "overlap_pp", "overlap_cp",
+                 "zero3_bucket", "grad_bucket", "fp8", "cp_comm", "stack", "stragglers")
 DEFAULT_STACK = "meta-production-2024"  # the stack of a workload that names none (the twin says so in its result)
 Fp8Gemm = Literal["qkv", "proj", "fc1", "fc2", "experts", "output"]
 

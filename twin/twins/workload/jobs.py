@@ -103,6 +103,38 @@ def step_profile(job: dict, scheme: str | None = None) -> StepProfile:
                        bubble_s=job["bubble_s"], tokens_per_step=job["tokens_per_step"], gpus=job["gpus"])
 
 
+def _with_recipe(design, w, recipe: dict, src, path):
+    """The workload with a scenario job's recipe fields laid over it, validated and checked as a site's workload is."""
+    from typing import Annotated
+
+    from pydantic import TypeAdapter, ValidationError
+
+    from twin.compiler.resolve import workload_checks
+    from twin.lang.site.workload_models import TrainingJob
+
+    upd = {}
+    for k, v in recipe.items():  # each field validated by the workload's own type and bounds
+        f = TrainingJob.model_fields[k]
+        try:
+            upd[k] = TypeAdapter(Annotated[f.annotation, *f.metadata] if f.metadata else f.annotation).validate_python(v)
+        except ValidationError as e:
+            x = e.errors()[0]
+            raise SpecError([error(src, path + (k, *x["loc"]), x["msg"], f.description or "a valid value")]) from None
+    w2 = w.model_copy(update=upd)
+    errs = [error(src, path + tuple(f[1][2:]), f[2], f[3]) for f in workload_checks.one(design.spec, w2, ("workloads", 0))
+            if f[0].value == "error"]
+    if errs:
+        raise SpecError(errs)
+    return w2
+
+
+def _with_workload(design, w):
+    import dataclasses
+
+    site = design.spec.site.model_copy(update={"workloads": [w if x.name == w.name else x for x in design.spec.site.workloads]})
+    return dataclasses.replace(design, spec=dataclasses.replace(design.spec, site=site))
+
+
 def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], src, path) -> dict:
     if design is None:
         raise SpecError([error(src, path, "jobs need a site design (its workloads)")])
@@ -110,6 +142,9 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
     if cfg.workload not in wl:
         raise SpecError([error(src, path + ("workload",), f"unknown workload '{cfg.workload}'", ", ".join(sorted(wl)) or "a workload of the site")])
     w = wl[cfg.workload]
+    if getattr(cfg, "recipe", None):
+        w = _with_recipe(design, w, cfg.recipe, src, path + ("recipe",))
+        design = _with_workload(design, w)
     stacks = design.spec.catalog.stacks
     if (w.stack or DEFAULT_STACK) not in stacks:
         raise SpecError([error(src, path + ("workload",), f"workload {w.name}: unknown software stack '{w.stack or DEFAULT_STACK}'",
