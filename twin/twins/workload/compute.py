@@ -256,9 +256,9 @@ class TrainingCompute:
     attention_forward_s: float = 0.0  # the attention kernel per layer and micro-batch (CP rings hide behind it)
     attention_backward_s: float = 0.0
     convention_flops_per_step: float = 0.0  # the step's FLOPs in the workload's measured convention
+    notes: list[str] = field(default_factory=list)
     other_stages_s: float = 0.0  # one micro-batch on the other stages, their mean (the 1F1B fill and drain)
     layer_gemm_s: float = 0.0  # one layer's GEMMs per micro-batch, forward, recomputation and backward (TP overlap hides behind them)
-    notes: list[str] = field(default_factory=list)
 
     @property
     def microbatch_s(self) -> float:
@@ -322,5 +322,5 @@ def training(gpu: Gpu, s: Shape, r, moe_work=None) -> TrainingCompute:
     conv = conv(s, seq, r.global_batch) if conv else flops
     return TrainingCompute(fwd, bwd, rc, opt, flops, tokens, n_layers, n_layers * frac,
                            layer_f.seconds + layer_r.seconds, layer_b.seconds,
-                           fwd_mod["core-attention"].seconds, bwd_mod["core-attention"].seconds, conv, others,
-                           layer_f.gemm_s + layer_b.gemm_s + layer_r.gemm_s)
+                           fwd_mod["core-attention"].seconds, bwd_mod["core-attention"].seconds, conv,
+                           other_stages_s=others, layer_gemm_s=layer_f.gemm_s + layer_b.gemm_s + layer_r.gemm_s)

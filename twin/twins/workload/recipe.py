@@ -48,11 +48,6 @@ class Recipe:
     zero: int = 0
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
-    overlap_tp: tuple[str, ...] = ()
-    overlap_pp: bool = True
-    overlap_cp: bool = True
-    stragglers: tuple[str, float] | None = None  # (distribution, mean per-rank slowdown): the slowest rank sets each step
-    zero3_bucket: float = 0.0  # bytes of a ZeRO-3 layer's gather / reduce-scatter that run ahead of need (0: the whole layer)
     grad_bucket: float = 160e6
     fp8: tuple[str, ...] = ()
     cp_comm: str = "all-gather"
@@ -63,6 +58,12 @@ class Recipe:
     dp_overlap: float = 1.0
     flops_convention: str = "model"
     notes: list[str] = field(default_factory=list)
+    # added after the original fields (callers may construct a Recipe positionally)
+    overlap_tp: tuple[str, ...] = ()
+    overlap_pp: bool = True
+    overlap_cp: bool = True
+    stragglers: tuple[str, float] | None = None  # (distribution, mean per-rank slowdown): the slowest rank sets each step
+    zero3_bucket: float = 0.0  # bytes of a ZeRO-3 layer's gather / reduce-scatter that run ahead of need (0: the whole layer)
 
     @classmethod
     def of(cls, w, stacks: dict, job=None) -> Recipe:
