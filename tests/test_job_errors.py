@@ -55,12 +55,21 @@ def _line(text: str, needle: str) -> int:
     ("    virtual_stages: 17\n", "workloads[0].virtual_stages", "virtual_stages", "a stage holds at most 16 layer(s)"),
     ("    stack: pytorch-2030\n", "workloads[0].stack", "stack:", "unknown software stack 'pytorch-2030'"),
     ("    ep: 2\n", "workloads[0].ep", "ep: 2", "expert parallelism needs moe:"),
+    ("    sequence_parallel: false\n    overlap_tp: [allgather]\n", "workloads[0].overlap_tp", "overlap_tp", "userbuffers do not split"),
 ])
 def test_bad_recipe_is_a_located_error(root, extra, field, needle, words):
     text = (root / LAB).read_text().rstrip("\n") + "\n" + extra
     errs = errors(text)
     assert [d.dotted for d in errs] == [field], [d.format() for d in errs]
     assert words in errs[0].message and errs[0].line == _line(text, needle) and errs[0].file == "w.yaml"
+
+
+def test_overlap_and_bucket_inputs_are_accepted_where_they_apply(root):
+    text = (root / LAB).read_text().rstrip("\n") + "\n    overlap_tp: [reducescatter]\n    overlap_pp: false\n    zero3_bucket: 1 GB\n"
+    spec, diags = validate_text(text, "w.yaml")
+    assert spec is not None, [d.format() for d in diags]
+    w = spec.site.workloads[0]
+    assert (w.overlap_tp, w.overlap_pp, w.zero3_bucket) == (["reducescatter"], False, 1e9)
 
 
 def test_unknown_stack_exits_2_with_the_stacks_it_knows(root, tmp_path):

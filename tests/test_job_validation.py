@@ -42,12 +42,24 @@ def test_validation_table_holds_the_open_set():
     data = unwrap(res.stdout)
     every, s = data["rows"], data["summary"]
     rows = [r for r in every if r["open_set"]]
-    assert len(rows) == 20 and s["open_set"]["rows"] == 20
-    assert {r["group"] for r in rows} == {"llama3-table4", "megatron-sc21-table1", "nccl-dgx-h100"}
-    # out of sample: NVIDIA's H100 FP8 recipes, reported beside the open set and never calibrated on
+    assert len(rows) == 22 and s["open_set"]["rows"] == 22
+    assert {r["group"] for r in rows} == {"llama3-table4", "megatron-sc21-table1", "nemo-h100", "megatron-sc21-table2", "nccl-dgx-h100"}
+    # NVIDIA's H100 FP8 recipes under the megatron-core-2025 stack: the 8B row (TP1) sets its kernel_share and joins
+    # the open set; the 70B (TP4, its TP exchanges overlapped with the GEMMs) and the 405B are out of sample
+    nemo = [r for r in every if r["group"] == "nemo-h100"]
+    assert all("megatron-bridge-perf" in r["source"] and "megatron-core-2025" in r["inputs"] for r in nemo)
+    assert [r["open_set"] for r in nemo] == [True, False, False] and abs(nemo[0]["error"]) < 0.002
     oos = [r for r in every if not r["open_set"]]
-    assert [r["group"] for r in oos] == ["nemo-h100"] * 3 and s["out_of_sample"]["rows"] == 3
-    assert all("megatron-bridge-perf" in r["source"] and "meta-production-2024" in r["inputs"] for r in oos)
+    assert [r["group"] for r in oos] == ["nemo-h100"] * 2 + ["megatron-sc21-table2"] * 5 and s["out_of_sample"]["rows"] == 7
+    assert abs(oos[0]["error"]) < 0.10  # the 70B row, -13.4% before TP overlap: within 10% (the 405B row: +10.2%, reported)
+    # [megatron-sc21] Table 2 at a fixed batch of 1,536: ZeRO-3 (megatron-deepspeed-2021, set on its 384-GPU row) loses
+    # per-GPU throughput with scale as published (144 -> 88 -> 44, more than 2.5x from 384 to 1,536 GPUs): each GPU
+    # gathers the whole model per step, however little compute it has; PTD-P (predicted) keeps most of its rate
+    t2 = {r["extra"]["workload"]: r for r in every if r["group"] == "megatron-sc21-table2"}
+    z, p = [t2[f"zero3-175b-{n}"]["predicted"] for n in (384, 768, 1536)], [t2[f"ptdp-175b-{n}"]["predicted"] for n in (384, 768, 1536)]
+    assert z[0] > z[1] > z[2] and z[0] / z[2] > 2.5
+    assert p[0] > p[2] > 0.85 * p[0]  # measured -7.8%; the twin -12% (its static-routing DP all-reduce at DP 16)
+    assert all(abs(r["error"]) < 0.11 for r in t2.values())
     for r in rows:
         assert r["source"] and r["inputs"] and r["convention"] and r["unit"]
         assert abs(r["error"]) < 0.10, (r["source"], r["predicted"], r["measured"])

@@ -19,9 +19,10 @@ def register(app, out, err, emit_json) -> None:
         (paper, table, row), inputs, the twin's prediction, the error and the convention compared in.
 
         The open validation set: Llama 3 Table 4 (sites/meta-24k-roce.yaml), Megatron-LM SC'21 Table 1
-        (sites/selene-a100.yaml) and nccl-tests AllReduce on one DGX H100; out of sample (never calibrated
-        on): NVIDIA's NeMo H100 FP8 recipes (sites/dgx-h100-pod.yaml). Runs from a source checkout (it
-        compiles the example sites); about a minute on two cores.
+        (sites/selene-a100.yaml), nccl-tests AllReduce on one DGX H100, and the rows each added stack is set
+        on (NVIDIA's Megatron-Bridge LLAMA3_8B row, SC'21 Table 2's ZeRO-3 384-GPU row); out of sample
+        (never calibrated on): the other Megatron-Bridge H100 FP8 rows (sites/dgx-h100-pod.yaml) and the
+        other SC'21 Table 2 rows. Runs from a source checkout (it compiles the example sites).
 
         Example: twin validate-jobs
 

@@ -20,11 +20,15 @@ E, W = Severity.ERROR, Severity.WARNING
 
 def workloads(spec: Spec) -> Iterator[Finding]:
     for i, j in enumerate(spec.site.workloads):
-        base = ("workloads", i)
-        found = [*_layout(spec, j, base), *_recipe(spec, j, base), *_measured(spec, j, base)]
-        yield from found
-        if not any(f[0] is E for f in found):
-            yield from _memory(spec, j, base)
+        yield from one(spec, j, ("workloads", i))
+
+
+def one(spec: Spec, j, base: tuple) -> Iterator[Finding]:
+    """The checks of one training job (a site's workload, or a scenario job's recipe laid over it) at ``base``."""
+    found = [*_layout(spec, j, base), *_recipe(spec, j, base), *_measured(spec, j, base)]
+    yield from found
+    if not any(f[0] is E for f in found):
+        yield from _memory(spec, j, base)
 
 
 def _layout(spec: Spec, j, base: tuple) -> Iterator[Finding]:
@@ -85,6 +89,13 @@ def _recipe(spec: Spec, j, base: tuple) -> Iterator[Finding]:
         yield E, base + ("fp8",), f"FP8 GEMMs on {spec.chassis.gpu_model}, which has no FP8 peak in the catalog", "fp8: none, or a chassis with gpu_peak_fp8_tflops"
     if isinstance(j.fp8, list) and "experts" in j.fp8 and j.moe is None:
         yield E, base + ("fp8",), "FP8 'experts', but the model has no MoE layer", "qkv, proj, fc1, fc2, output"
+    if j.overlap_tp and (j.tp == 1 or not j.sequence_parallel):
+        why = "TP1 has no TP exchange" if j.tp == 1 else "without sequence parallelism TP exchanges are all-reduces, which userbuffers do not split"
+        yield E, base + ("overlap_tp",), f"TP communication overlap ({', '.join(j.overlap_tp)}), but {why}", \
+            "overlap_tp: [] or tp > 1 with sequence_parallel: true"
+    if j.overlap_cp is True and j.cp > 1 and j.cp_comm == "all-gather":
+        yield E, base + ("overlap_cp",), "overlap_cp hides a CP ring behind attention, but cp_comm is all-gather (gathered before attention)", \
+            "cp_comm: ring, or no overlap_cp"
     if j.attention_window is not None and j.cp > 1 and j.cp_comm == "all-gather":
         yield W, base + ("attention_window",), "a sliding window with all-gather CP gathers keys no query needs", "cp_comm: ring"
 

@@ -7,11 +7,12 @@ scenario schema (its power and campaign models) to do so.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from twin.lang.base import Model, Slug, pattern
+from twin.lang.site.workload_models import RECIPE_FIELDS, Stragglers
 
 
 class Job(Model):
@@ -21,6 +22,21 @@ class Job(Model):
     dp_overlap: float = Field(1.0, ge=0, le=1, description="share of the first forward / last backward micro-batch that hides the DP all-gather / reduce-scatter")
     kv_heads: int | None = Field(None, ge=1, description="GQA key/value heads (default: the workload's)")
     virtual_stages: int | None = Field(None, ge=1, le=64, description="interleaved pipeline stages per GPU (default: the workload's)")
+    overlap_tp: list[Literal["allgather", "reducescatter"]] | None = Field(None, description="TP collectives overlapped with GEMMs (default: the workload's)")
+    overlap_pp: bool | None = Field(None, description="pipeline transfers overlap the steady state (default: the workload's)")
+    overlap_cp: bool | None = Field(None, description="a CP ring hides behind attention (default: the workload's)")
+    overlap_grad_reduce: bool | None = Field(None, description="gradient reduction overlaps the backward pass (default: the workload's)")
+    overlap_param_gather: bool | None = Field(None, description="the weight all-gather overlaps the forward pass (default: the workload's)")
+    stragglers: Stragglers | None = Field(None, description="per-rank slowdown whose slowest rank sets each step (default: the workload's)")
+    recipe: dict[str, Any] | None = Field(None, description="any recipe or stack field of the workload (tp, micro_batch, recompute, zero, "
+                                          "fp8, stack, ...), laid over the workload's for this job and checked as the workload's are")
+
+    @model_validator(mode="after")
+    def _recipe_fields(self) -> "Job":
+        bad = sorted(set(self.recipe or {}) - set(RECIPE_FIELDS))
+        if bad:
+            raise ValueError(f"recipe: {', '.join(bad)} is not a recipe field (one of: {', '.join(RECIPE_FIELDS)})")
+        return self
     seed: int = 7
 
 

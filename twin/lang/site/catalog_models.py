@@ -15,6 +15,7 @@ from twin.lang.site.cost_models import FacilityCost
 from twin.lang.site.portmap import PortMap
 from twin.lang.site.power import PhasePower
 from twin.lang.site.reliability_models import FailureClass
+from twin.lang.site.workload_models import Stragglers
 from twin.lang.units import DATA_RATE, DATA_SIZE, LENGTH, MASS, POWER, PRICE, TIME, Length, PricePerLength, bounded
 
 # The physical domain of the catalog's figures (canonical units), each with room to spare above today's
@@ -41,7 +42,8 @@ Fraction = Annotated[float, Field(gt=0, le=1)]
 class Kernels(Model):
     """How close a GPU's kernels come to its datasheet peaks: the few constants of the twin's compute
     model (twin/twins/workload/compute.py). Efficiency of a GEMM with dimensions m, n, k is
-    ``gemm_efficiency x f(m) f(n) f(k)`` with ``f(d) = d / (d + gemm_half_dim)``; of an attention kernel
+    ``gemm_efficiency x w(m, n) f(k)`` with ``f(d) = d / (d + gemm_half_dim)`` and ``w`` the share of the
+    SMs its output tiles keep busy (``sms``; without it ``f(m) f(n)``); of an attention kernel
     over a context of c tokens ``attention_efficiency x c / (c + attention_half_context)`` (forward) and
     ``attention_backward`` times that (backward); memory-bound kernels move ``hbm_efficiency`` of the
     datasheet HBM bandwidth. Every kernel is also held under the roofline ``bytes / HBM bandwidth``, and
@@ -55,6 +57,8 @@ class Kernels(Model):
     hbm_efficiency: float = Field(0.9, gt=0, le=1, description="fraction of HBM bandwidth memory-bound kernels sustain")
     fp8_gemm_efficiency: float | None = Field(None, gt=0, le=1, description="large FP8 GEMMs in a benchmark: fraction of the FP8 "
                                               "dense peak (with gemm_half_dim as for BF16)")
+    sms: int | None = Field(None, ge=1, le=1024, description="streaming multiprocessors (datasheet): GEMM output tiles run in waves "
+                            "of this many (tile and wave quantization); without it the smooth factor f(m) f(n)")
     sustained: float = Field(1.0, gt=0, le=1, description="share of benchmark kernel speed the hardware keeps through a step "
                              "(what a framework loses belongs to its stack: catalog stacks:)")
     source: Text = Field(min_length=1)
@@ -72,6 +76,16 @@ class Stack(Model):
                                                    "as batched GEMMs around a softmax kernel over the materialised scores")
     overlap_grad_reduce: bool = Field(True, description="gradient reduction overlaps the backward pass (a recipe may override)")
     overlap_param_gather: bool = Field(True, description="the weight all-gather overlaps the next forward pass (a recipe may override)")
+    overlap_tp: list[Literal["allgather", "reducescatter"]] = Field(
+        default_factory=list, description="TP collectives (sequence parallelism) overlapped with the GEMMs next to them, by kind "
+        "(Megatron-Core/Transformer Engine userbuffers); a recipe may override")
+    overlap_pp: bool = Field(True, description="pipeline sends and receives overlap the steady state's compute (false: each micro-batch "
+                             "waits for its transfers, Megatron-LM 2021); a recipe may override")
+    overlap_cp: bool = Field(True, description="a context-parallel ring's K/V exchange hides behind the attention kernel; a recipe may override")
+    zero3_bucket: bounded(DATA_SIZE, above=0, at_most=1e12) | None = Field(None, description="ZeRO-3: bytes of the next layer's weight gather (and of a layer's gradient "
+                                          "reduce-scatter) that may run ahead of need (DeepSpeed's stage3_prefetch_bucket_size); none: "
+                                          "a whole layer (FSDP units); a recipe may override")
+    stragglers: Stragglers | None = Field(None, description="per-rank slowdown of a step under this stack (none: no stragglers; a recipe may state one)")
     year: int | None = Field(None, ge=2015, le=2100, description="when the stack was measured")
     source: Text = Field(min_length=1)
 

@@ -28,6 +28,10 @@ from twin.lang.units import DATA_SIZE, bounded
 
 RecomputeModule = Literal["core-attention", "attention", "mlp", "experts", "activation", "norm"]
 RECOMPUTE_POLICIES = {"none": (), "selective": ("core-attention",), "full": ("attention", "mlp", "experts", "norm")}
+# the fields of a workload's recipe and stack: what a scenario job may override (twin/lang/scenario/job.py ``recipe:``)
+RECIPE_FIELDS = ("tp", "cp", "pp", "dp", "ep", "sequence_length", "global_batch", "micro_batch", "virtual_stages", "recompute",
+                 "sequence_parallel", "zero", "overlap_grad_reduce", "overlap_param_gather", "overlap_tp", "overlap_pp", "overlap_cp",
+                 "zero3_bucket", "grad_bucket", "fp8", "cp_comm", "stack", "stragglers")
 DEFAULT_STACK = "meta-production-2024"  # the stack of a workload that names none (the twin says so in its result)
 Fp8Gemm = Literal["qkv", "proj", "fc1", "fc2", "experts", "output"]
 
@@ -48,6 +52,14 @@ class Moe(Model):
         if self.top_k > self.experts:
             raise ValueError(f"top_k ({self.top_k}) must not exceed experts ({self.experts})")
         return self
+
+
+class Stragglers(Model):
+    """Per-rank slowdown of a synchronous step: each rank takes 1 + X times its nominal compute, X drawn afresh
+    every step; the slowest rank sets the step (twin/twins/workload/stragglers.py)."""
+
+    distribution: Literal["exponential", "uniform"] = Field(description="law of the per-rank slowdown X: exponential, or uniform on [0, 2 mean]")
+    mean: float = Field(ge=0, le=10, description="mean per-rank slowdown, a fraction of the nominal time (0.01: 1%)")
 
 
 class TrainingJob(Model):
@@ -93,6 +105,12 @@ class TrainingJob(Model):
                                       "forward and backward, every micro-batch)")
     overlap_grad_reduce: bool | None = Field(None, description="gradient reduction overlaps the backward pass (default: the stack's)")
     overlap_param_gather: bool | None = Field(None, description="the weight all-gather overlaps the forward pass (default: the stack's)")
+    overlap_tp: list[Literal["allgather", "reducescatter"]] | None = Field(
+        None, description="TP collectives overlapped with their GEMMs, by kind (default: the stack's; [] for none)")
+    overlap_pp: bool | None = Field(None, description="pipeline transfers overlap the steady state (default: the stack's)")
+    overlap_cp: bool | None = Field(None, description="a CP ring's exchange hides behind attention (default: the stack's)")
+    zero3_bucket: bounded(DATA_SIZE, above=0, at_most=1e12) | None = Field(None, description="ZeRO-3 prefetch/reduce bucket (default: the stack's; none there: a whole layer)")
+    stragglers: Stragglers | None = Field(None, description="per-rank slowdown whose slowest rank sets each step (default: the stack's; none: no stragglers)")
     grad_bucket: bounded(DATA_SIZE, above=0, at_most=1e12) = Field(40e6 * 4, description="gradient bucket: the last one reduces after the backward pass ends "
                                   "(default 160 MB: Megatron-LM's 40M FP32 elements)")
     fp8: Literal["none", "linear"] | list[Fp8Gemm] = Field("none", description="GEMMs run in FP8: none, linear (every linear layer "

@@ -23,8 +23,10 @@ Data parallelism over the DP x CP ranks of a stage (G = its gradients, 2 bytes p
   (``overlap_param_gather``) hides behind the first micro-batch's forward.
 - ZeRO 3 (FSDP full shard): per layer and micro-batch, an all-gather of the layer's weights before its
   forward and again before its backward, and a reduce-scatter of its gradients after it; with prefetch
-  (``overlap_param_gather``) each hides behind the previous layer's compute where it is shorter, except
-  the first gather and the last reduce-scatter of every micro-batch.
+  (``overlap_param_gather``, and ``overlap_grad_reduce`` for the reduce-scatter) each hides behind the
+  previous layer's compute where it is shorter, at most the ``zero3_bucket`` share of a layer running
+  ahead (DeepSpeed's prefetch bucket; FSDP: the whole layer), except the first gather and the last
+  reduce-scatter of every micro-batch.
   The per-step count grows with micro-batches and layers, and each collective's latency with DP:
   ZeRO 3 loses throughput as data parallelism grows at a fixed micro-batch.
 
@@ -41,6 +43,8 @@ import numpy as np
 from twin.twins.net import collectives as coll
 from twin.twins.workload import moe as moe_mod
 from twin.twins.workload.compute import BF16
+
+KINDS = ("tp_allgather", "tp_reducescatter", "tp_allreduce", "cp_exchange", "ep_alltoall", "pp_sendrecv", "dp")
 
 
 @dataclass
@@ -97,51 +101,67 @@ def time_comm(net, g: Groups, r, s, c, scheme, lib, nvls: bool, cache: dict) -> 
     layers = c.layers
     out = {"tp_s": 0.0, "cp_s": 0.0, "ep_s": 0.0, "pp_exposed_s": 0.0, "dp_s": 0.0, "dp_exposed_s": 0.0}
     lat = 0.0
+    kinds = {k: [0.0, 0.0] for k in KINDS}  # kind: [communication time, exposed time]
     if r.tp > 1:
         key = "nvlink" if g.intra_tp else "tp"
-        per = 0.0
+        ov = r.overlaps()
         for is_moe, n in ((False, layers - c.moe_layers), (True, c.moe_layers)):
             x = r.tp_exchanges(is_moe, s.parallel_block)
             t_ag, l_ag = timed(key, "allgather", ["ring"], g.tp).at(act) if x["allgather"] and n else (0.0, 0.0)
             t_ar, l_ar = timed(key, "allreduce", _allreduce_algorithms(net, g.tp[0], nvls), g.tp).at(act) \
                 if x["allreduce"] and n else (0.0, 0.0)
-            per += n * ((x["allgather"] + x["reducescatter"]) * t_ag + x["allreduce"] * t_ar)
+            # overlapped (userbuffers): each collective runs in TP chunks beside its GEMM, which hides all but
+            # the first chunk, as long as the GEMM is longer; the layer's GEMMs shared among its collectives
+            budget = c.layer_gemm_s / max(1, x["allgather"] + x["reducescatter"])
+            for kind, count, t in (("tp_allgather", x["allgather"], t_ag), ("tp_reducescatter", x["reducescatter"], t_ag),
+                                   ("tp_allreduce", x["allreduce"], t_ar)):
+                each = max(t / r.tp, t - budget) if ov.get(kind) else t
+                kinds[kind][0] += rounds * n * count * t
+                kinds[kind][1] += rounds * n * count * each
             lat += rounds * n * ((x["allgather"] + x["reducescatter"]) * l_ag + x["allreduce"] * l_ar)
-        out["tp_s"] = rounds * per
+        out["tp_s"] = sum(kinds[k][1] for k in ("tp_allgather", "tp_reducescatter", "tp_allreduce"))
     if r.cp > 1:
         kv = r.micro_batch * 2 * r.seq * s.kv_dim / min(r.tp, s.kv_heads) * BF16  # this GPU's K and V heads, whole sequence
         redo = 1 if {"core-attention"} & r.recomputed() else 0
         if r.cp_comm == "ring":
             p2p = timed("cp-ring", "sendrecv", ["direct"], [np.concatenate(g.cp)], [np.concatenate([np.roll(x, -1) for x in g.cp])])
             t1, l1 = p2p.at(kv / r.cp)
-            fwd = max(0.0, (r.cp - 1) * t1 - c.attention_forward_s)
-            bwd = max(0.0, 2 * (r.cp - 1) * t1 - c.attention_backward_s)
+            hide_f, hide_b = (c.attention_forward_s, c.attention_backward_s) if r.overlap_cp else (0.0, 0.0)
+            fwd = max(0.0, (r.cp - 1) * t1 - hide_f)
+            bwd = max(0.0, 2 * (r.cp - 1) * t1 - hide_b)
             out["cp_s"] = rounds * layers * ((1 + redo) * fwd + bwd)
+            kinds["cp_exchange"] = [rounds * layers * (3 + redo) * (r.cp - 1) * t1, out["cp_s"]]
             lat += rounds * layers * (3 + redo) * (r.cp - 1) * l1
         else:
             ag = timed("cp", "allgather", ["ring"], g.cp)
             t1, l1 = ag.at(kv)
             out["cp_s"] = rounds * layers * (2 + redo) * t1
+            kinds["cp_exchange"] = [out["cp_s"], out["cp_s"]]
             lat += rounds * layers * (2 + redo) * l1
     if g.ep and c.moe_layers:
         a2a = timed("ep", "alltoall", ["direct"], g.ep)
         t1, l1 = a2a.at(moe_mod.alltoall_bytes(s, r.tokens, r.tp))
         n = 4 + (2 if "experts" in r.recomputed() else 0)
         out["ep_s"] = rounds * c.moe_layers * n * t1
+        kinds["ep_alltoall"] = [out["ep_s"], out["ep_s"]]
         lat += rounds * c.moe_layers * n * l1
     if r.pp > 1:
         stages = g.pp
         p2p = timed("pp", "sendrecv", ["direct"], [np.concatenate([x[:-1] for x in stages])], [np.concatenate([x[1:] for x in stages])])
         t1, l1 = p2p.at(act / r.tp)
-        out["pp_exposed_s"] = 2 * (r.pp - 1) * t1
-        lat += 2 * (r.pp - 1) * l1
+        steady = 2 * m * v * t1  # each micro-batch crosses each GPU v times, forward and backward
+        out["pp_exposed_s"] = 2 * (r.pp - 1) * t1 + (0.0 if r.overlap_pp else steady)
+        kinds["pp_sendrecv"] = [2 * (r.pp - 1) * t1 + steady, out["pp_exposed_s"]]
+        lat += 2 * (r.pp - 1) * l1 + (0.0 if r.overlap_pp else 2 * m * v * l1)
     if g.grad:
         d_t, d_exp, d_lat = _data_parallel(timed, g, r, s, c)
         out["dp_s"], out["dp_exposed_s"] = d_t, d_exp
+        kinds["dp"] = [d_t, d_exp]
         lat += d_lat
     exposed = out["tp_s"] + out["cp_s"] + out["ep_s"] + out["pp_exposed_s"] + out["dp_exposed_s"]
     comm = out["tp_s"] + out["cp_s"] + out["ep_s"] + out["pp_exposed_s"] + out["dp_s"]
-    out.update(exposed_comm_s=exposed, comm_latency_s=lat, latency_share=lat / comm if comm else 0.0)
+    out.update(exposed_comm_s=exposed, comm_latency_s=lat, latency_share=lat / comm if comm else 0.0,
+               comm_by_kind={k: {"total_s": t, "exposed_s": e, "hidden_s": t - e} for k, (t, e) in kinds.items() if t > 0})
     return out
 
 
@@ -174,10 +194,12 @@ def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
     gathers = 2 + (1 if {"attention", "mlp"} & r.recomputed() else 0)
     n = m * c.layers
     total = n * (gathers + 1) * t_l
-    if r.overlap_param_gather:  # prefetch: the next layer's collectives behind this layer's compute; the first
-        fwd = max(0.0, (gathers - 1) * t_l - c.layer_forward_s)  # gather of each micro-batch and its last
-        bwd = max(0.0, 2 * t_l - c.layer_backward_s)  # reduce-scatter have nothing to hide behind
-        exposed = m * ((c.layers - 1) * (fwd + bwd) + 2 * t_l)
-    else:
-        exposed = total
+    # prefetch: the next layer's collectives behind this layer's compute, as far as the bucket lets them run ahead
+    # (DeepSpeed's stage3_prefetch_bucket_size; FSDP: a whole layer); the first gather of each micro-batch and its
+    # last reduce-scatter have nothing to hide behind
+    share = min(1.0, r.zero3_bucket / layer) if r.zero3_bucket else 1.0
+    og, orr = r.overlap_param_gather, r.overlap_grad_reduce
+    fwd = (gathers - 1) * t_l - min(og * share * (gathers - 1) * t_l, c.layer_forward_s)
+    bwd = 2 * t_l - min((og + orr) * share * t_l, c.layer_backward_s)
+    exposed = m * ((c.layers - 1) * (fwd + bwd) + (2 * t_l if og or orr else (gathers + 1) * t_l))
     return total, exposed, n * (gathers + 1) * l_l

@@ -52,6 +52,9 @@ from twin.compiler.resolve.transformer import Shape, megatron_core_flops, megatr
 
 BF16 = 2  # bytes per element of activations and weights
 ADAM_BYTES_PER_PARAM = 28  # read FP32 master, m, v and the BF16 gradient; write master, m, v, BF16 weight
+# cuBLAS's usual CTA tiles (m x n) and their rate against the largest ([nvidia-gemm] s2.3: larger tiles reuse
+# more data; the rates are assumed, scaled by the tile's arithmetic intensity mn / (m + n) against 256 x 128's)
+TILES = ((256, 128, 1.0), (128, 256, 1.0), (128, 128, 0.9), (128, 64, 0.75), (64, 128, 0.75))
 MODULES = ("norm", "attention", "core-attention", "mlp", "activation", "experts")
 __all__ = ["Gpu", "Shape", "Work", "TrainingCompute", "training", "layer_work", "head_work", "total", "BF16"]
 
@@ -71,6 +74,7 @@ class Gpu:
     clock: float = 1.0  # throughput at the power cap relative to TDP x the hardware's sustained share x the stack's kernel share
     fp8_peak: float = 0.0
     fp8_efficiency: float = 0.0
+    sms: int = 0  # streaming multiprocessors: GEMM output tiles run in waves of this many (0: the smooth size factor for m and n)
 
     @classmethod
     def of(cls, chassis, clock: float = 1.0) -> Gpu:
@@ -81,29 +85,52 @@ class Gpu:
         fp8 = (chassis.gpu_peak_fp8_tflops or 0.0) * 1e12
         return cls(chassis.gpu_peak_tflops * 1e12, chassis.hbm_bandwidth / 8, k.gemm_efficiency, k.gemm_half_dim,
                    k.attention_efficiency, k.attention_half_context, k.attention_backward, k.hbm_efficiency, clock * k.sustained,
-                   fp8, k.fp8_gemm_efficiency or k.gemm_efficiency)
+                   fp8, k.fp8_gemm_efficiency or k.gemm_efficiency, k.sms or 0)
 
     def size_factor(self, d: float) -> float:
         return d / (d + self.gemm_half_dim)
 
-    def gemm(self, m: float, n: float, k: float, fp8: bool = False) -> float:
-        """Seconds for an (m x k) @ (k x n) GEMM, BF16 (or FP8 inputs).
+    def shape_factor(self, m: float, n: float, batch: float = 1.0) -> float:
+        """Share of the tensor cores an (m x n) output (``batch`` of them) keeps busy: the output is cut into
+        tiles, one per SM at a time, and the last wave of tiles runs on part of the GPU ([nvidia-gemm] s3:
+        tile and wave quantization). The best of cuBLAS's usual tiles, each at its own rate; below one wave
+        the library splits K across the idle SMs instead (the smooth factor). Without an SM count: the
+        smooth factor ``f(m) f(n)``."""
+        if not self.sms:
+            return self.size_factor(m) * self.size_factor(n)
+        best = 0.0
+        for tm, tn, rate in TILES:
+            tiles = batch * -(-m // tm) * -(-n // tn)
+            waves = tiles / self.sms
+            if waves < 1.0:
+                eff = rate * self.size_factor(m) * self.size_factor(n) * (m * n * batch) / (tiles * tm * tn)
+            else:
+                eff = rate * (m * n * batch) / (-(-waves // 1) * self.sms * tm * tn)
+            best = max(best, eff)
+        return best
+
+    def gemm(self, m: float, n: float, k: float, fp8: bool = False, batch: float = 1.0) -> float:
+        """Seconds for ``batch`` (m x k) @ (k x n) GEMMs, BF16 (or FP8 inputs): the roofline of the FLOPs at the
+        shape's rate and the bytes at the HBM's.
 
         >>> g = Gpu(1e15, 3e12, 0.8, 128, 0.6, 256, 0.75, 0.9)
         >>> round(g.gemm(8192, 8192, 8192) * 1e3, 3)  # compute-bound: 1.1e12 FLOPs at ~76% of 1 PFLOP/s
         1.44
         >>> round(g.gemm(1, 8192, 8192) * 1e6, 1)     # a decode GEMV reads the weights: 134 MB at 2.7 TB/s
         49.7
+        >>> h = Gpu(1e15, 3e12, 0.8, 64, 0.6, 256, 0.75, 0.9, sms=132)
+        >>> [round(h.shape_factor(2048, n), 3) for n in (4096, 3840)]  # 256 tiles of 256 x 128: 1.94 waves; 240: 1.82
+        [0.97, 0.909]
         """
-        flops = 2.0 * m * n * k
-        sizes = self.size_factor(m) * self.size_factor(n) * self.size_factor(k)
+        flops = 2.0 * m * n * k * batch
+        sizes = self.shape_factor(m, n, batch) * self.size_factor(k)
         if fp8 and self.fp8_peak:
             rate = self.fp8_peak * self.fp8_efficiency * sizes
             nbytes = m * k + k * n + BF16 * m * n
         else:
             rate = self.peak * self.gemm_efficiency * sizes
             nbytes = BF16 * (m * k + k * n + m * n)
-        return max(flops / (rate * self.clock), nbytes / (self.hbm * self.hbm_efficiency * self.clock))
+        return max(flops / (rate * self.clock), batch * nbytes / (self.hbm * self.hbm_efficiency * self.clock))
 
     def attention(self, flops: float, context: float, nbytes: float, backward: bool = False) -> float:
         eff = self.attention_efficiency * context / (context + self.attention_half_context)
@@ -166,7 +193,7 @@ def core_attention(gpu: Gpu, s: Shape, tokens: float, context: float, kv_tokens:
         scores = batch * q * kv_tokens
         per_score = (11.0 if s.dropout else 6.0) if backward else (9.0 if s.dropout else 4.0)
         mult = 2 if backward else 1
-        t = batch * mult * (gpu.gemm(q, kv_tokens, s.head_dim) + gpu.gemm(q, s.head_dim, kv_tokens))
+        t = mult * (gpu.gemm(q, kv_tokens, s.head_dim, batch=batch) + gpu.gemm(q, s.head_dim, kv_tokens, batch=batch))
         return Work(t, 0.0, gpu.memory(per_score * scores), mult * 4 * scores * s.head_dim)
     fwd = 4 * tokens * context * s.head_dim * heads
     kv_bytes = sequences * 2 * kv_tokens * s.kv_dim / min(tp, s.kv_heads) * BF16  # K and V this GPU's heads read
@@ -230,10 +257,21 @@ class TrainingCompute:
     attention_backward_s: float = 0.0
     convention_flops_per_step: float = 0.0  # the step's FLOPs in the workload's measured convention
     notes: list[str] = field(default_factory=list)
+    other_stages_s: float = 0.0  # one micro-batch on the other stages, their mean (the 1F1B fill and drain)
+    layer_gemm_s: float = 0.0  # one layer's GEMMs per micro-batch, forward, recomputation and backward (TP overlap hides behind them)
 
     @property
     def microbatch_s(self) -> float:
         return self.forward.seconds + self.backward.seconds + self.recompute.seconds
+
+    def bubble_s(self, pp: int, v: int) -> float:
+        """The pipeline bubble of one step on the slowest stage. 1F1B (``v`` = 1): it waits while one
+        micro-batch passes every other stage forward (fill) and backward (drain): the sum of their times,
+        not ``PP - 1`` of its own. Interleaved: the slowest stage sets every one of the ``(PP - 1) / v``
+        chunk slots ([megatron-sc21] s2.2.2)."""
+        if pp <= 1:
+            return 0.0
+        return (pp - 1) * (self.other_stages_s if v <= 1 and self.other_stages_s else self.microbatch_s / v)
 
 
 def training(gpu: Gpu, s: Shape, r, moe_work=None) -> TrainingCompute:
@@ -261,14 +299,18 @@ def training(gpu: Gpu, s: Shape, r, moe_work=None) -> TrainingCompute:
         layer_r = dense_r.scaled(1 - frac) + moe_r.scaled(frac)
     else:
         layer_f, layer_b, layer_r = dense_f, dense_b, dense_r
-    _, mid, last = stage_layers(s.layers, r.pp)
+    first, mid, last = stage_layers(s.layers, r.pp)
     hf = head_work(gpu, s, tokens, r.tp, False, "output" in fp8)
     hb = head_work(gpu, s, tokens, r.tp, True, "output" in fp8)
     per_layer = layer_f.seconds + layer_b.seconds + layer_r.seconds
     if r.pp == 1:
         n_layers, head = s.layers, 1.0
+        others = 0.0
     else:  # the slowest stage: a full middle one, or the last with the output layer
-        _, n_layers, head = max((mid * per_layer, mid, 0.0), (last * per_layer + hf.seconds + hb.seconds, last, 1.0))
+        stages = [first * per_layer] + [mid * per_layer] * (r.pp - 2) + [last * per_layer + hf.seconds + hb.seconds]
+        slowest = max(range(r.pp), key=lambda i: stages[i])
+        n_layers, head = (last, 1.0) if slowest == r.pp - 1 else (mid if r.pp > 2 else first, 0.0)
+        others = (sum(stages) - stages[slowest]) / (r.pp - 1)
     fwd = layer_f.scaled(n_layers) + hf.scaled(head)
     bwd = layer_b.scaled(n_layers) + hb.scaled(head)
     rc = layer_r.scaled(n_layers)
@@ -280,4 +322,5 @@ def training(gpu: Gpu, s: Shape, r, moe_work=None) -> TrainingCompute:
     conv = conv(s, seq, r.global_batch) if conv else flops
     return TrainingCompute(fwd, bwd, rc, opt, flops, tokens, n_layers, n_layers * frac,
                            layer_f.seconds + layer_r.seconds, layer_b.seconds,
-                           fwd_mod["core-attention"].seconds, bwd_mod["core-attention"].seconds, conv)
+                           fwd_mod["core-attention"].seconds, bwd_mod["core-attention"].seconds, conv,
+                           other_stages_s=others, layer_gemm_s=layer_f.gemm_s + layer_b.gemm_s + layer_r.gemm_s)

@@ -14,7 +14,10 @@ chunks per GPU:
 - Compute (:mod:`twin.twins.workload.compute`): m x (forward + recomputation + backward) of one
   micro-batch on the slowest stage, plus the optimizer; the recipe and the software stack
   (:mod:`twin.twins.workload.recipe`) say what runs and how well.
-- Pipeline bubble (interleaved 1F1B): (PP - 1) / v x that micro-batch's compute.
+- Stragglers (:mod:`twin.twins.workload.stragglers`): with a stated per-rank slowdown, the compute and
+  bubble wait ``E[max of N]`` longer for the slowest of the job's N ranks (``straggler_s``).
+- Pipeline bubble (:meth:`compute.TrainingCompute.bubble_s`): 1F1B waits for one micro-batch through
+  every other stage, forward and backward; interleaved, (PP - 1) / v x the slowest stage's micro-batch.
 - Communication (:mod:`twin.twins.workload.comm`): TP, CP, EP, PP and DP by ZeRO stage, every collective
   timed on the fabric by :mod:`twin.twins.net.collectives` (fluid model + NCCL's latency model), so a
   crowded or long fabric shows up in the exposed time.
@@ -35,7 +38,7 @@ from twin.lang.diagnostics import SpecError
 from twin.lang.site.workload_models import DEFAULT_STACK
 from twin.lang.validator import error
 from twin.twins.net.nccl import Library
-from twin.twins.workload import comm, compute, moe
+from twin.twins.workload import comm, compute, moe, stragglers
 from twin.twins.workload.recipe import Recipe
 from twin.twins.workload.timeline import StepProfile
 
@@ -100,6 +103,38 @@ def step_profile(job: dict, scheme: str | None = None) -> StepProfile:
                        bubble_s=job["bubble_s"], tokens_per_step=job["tokens_per_step"], gpus=job["gpus"])
 
 
+def _with_recipe(design, w, recipe: dict, src, path):
+    """The workload with a scenario job's recipe fields laid over it, validated and checked as a site's workload is."""
+    from typing import Annotated
+
+    from pydantic import TypeAdapter, ValidationError
+
+    from twin.compiler.resolve import workload_checks
+    from twin.lang.site.workload_models import TrainingJob
+
+    upd = {}
+    for k, v in recipe.items():  # each field validated by the workload's own type and bounds
+        f = TrainingJob.model_fields[k]
+        try:
+            upd[k] = TypeAdapter(Annotated[f.annotation, *f.metadata] if f.metadata else f.annotation).validate_python(v)
+        except ValidationError as e:
+            x = e.errors()[0]
+            raise SpecError([error(src, path + (k, *x["loc"]), x["msg"], f.description or "a valid value")]) from None
+    w2 = w.model_copy(update=upd)
+    errs = [error(src, path + tuple(f[1][2:]), f[2], f[3]) for f in workload_checks.one(design.spec, w2, ("workloads", 0))
+            if f[0].value == "error"]
+    if errs:
+        raise SpecError(errs)
+    return w2
+
+
+def _with_workload(design, w):
+    import dataclasses
+
+    site = design.spec.site.model_copy(update={"workloads": [w if x.name == w.name else x for x in design.spec.site.workloads]})
+    return dataclasses.replace(design, spec=dataclasses.replace(design.spec, site=site))
+
+
 def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], src, path) -> dict:
     if design is None:
         raise SpecError([error(src, path, "jobs need a site design (its workloads)")])
@@ -107,6 +142,9 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
     if cfg.workload not in wl:
         raise SpecError([error(src, path + ("workload",), f"unknown workload '{cfg.workload}'", ", ".join(sorted(wl)) or "a workload of the site")])
     w = wl[cfg.workload]
+    if getattr(cfg, "recipe", None):
+        w = _with_recipe(design, w, cfg.recipe, src, path + ("recipe",))
+        design = _with_workload(design, w)
     stacks = design.spec.catalog.stacks
     if (w.stack or DEFAULT_STACK) not in stacks:
         raise SpecError([error(src, path + ("workload",), f"workload {w.name}: unknown software stack '{w.stack or DEFAULT_STACK}'",
@@ -133,7 +171,10 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
     v = r.virtual_stages
     t_f, t_b, t_r = c.forward.seconds, c.backward.seconds, c.recompute.seconds
     t_compute = m * c.microbatch_s + c.optimizer_s
-    bubble = (w.pp - 1) / v * c.microbatch_s
+    bubble = c.bubble_s(w.pp, v)
+    # the slowest of the job's ranks sets every synchronous step (stragglers.py); none stated: every rank at its nominal rate
+    slow = stragglers.expected_max(r.stragglers[0], r.stragglers[1], w.gpus) if r.stragglers else 0.0
+    straggle = slow * (t_compute + bubble)
     grad_groups = rank_groups(gpus, sizes, dims, ("cp", "dp")) if w.cp * w.dp > 1 else []
     g = comm.Groups(groups["tp"], groups["cp"], groups["pp"], grad_groups,
                     moe.ep_groups(grad_groups, w.ep) if shape.moe and w.ep > 1 else [],
@@ -145,7 +186,7 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
     per_scheme = []
     for s in schemes:
         x = comm.time_comm(net, g, r, shape, c, s, lib, nvls, cache)
-        step = t_compute + bubble + x["exposed_comm_s"]
+        step = t_compute + bubble + straggle + x["exposed_comm_s"]
         tflops = c.model_flops_per_step / step / n / 1e12
         per_scheme.append({
             "scheme": s.name, "step_s": step, "exposed_fraction": x["exposed_comm_s"] / step, **x,
@@ -166,6 +207,8 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
                    "overlap_grad_reduce": r.overlap_grad_reduce, "overlap_param_gather": r.overlap_param_gather, "fp8": list(r.fp8),
                    "cp_comm": r.cp_comm, "kernel_share": r.kernel_share, "attention": "fused" if r.fused_attention else "unfused"},
         "microbatches": m, "virtual_stages": v, "compute_s": t_compute, "bubble_s": bubble,
+        "straggler_s": straggle, "stragglers": {"distribution": r.stragglers[0], "mean": r.stragglers[1], "expected_max": slow}
+        if r.stragglers else None,
         "microbatch_forward_s": t_f, "microbatch_backward_s": t_b, "microbatch_recompute_s": t_r, "optimizer_s": c.optimizer_s,
         "layers_on_slowest_stage": c.layers,
         "compute_breakdown_s": {k: m * (getattr(c.forward, k) + getattr(c.backward, k) + getattr(c.recompute, k))

@@ -58,6 +58,12 @@ class Recipe:
     dp_overlap: float = 1.0
     flops_convention: str = "model"
     notes: list[str] = field(default_factory=list)
+    # added after the original fields (callers may construct a Recipe positionally)
+    overlap_tp: tuple[str, ...] = ()
+    overlap_pp: bool = True
+    overlap_cp: bool = True
+    stragglers: tuple[str, float] | None = None  # (distribution, mean per-rank slowdown): the slowest rank sets each step
+    zero3_bucket: float = 0.0  # bytes of a ZeRO-3 layer's gather / reduce-scatter that run ahead of need (0: the whole layer)
 
     @classmethod
     def of(cls, w, stacks: dict, job=None) -> Recipe:
@@ -66,14 +72,30 @@ class Recipe:
         name = w.stack or DEFAULT_STACK
         st = stacks[name]
         v = (job.virtual_stages if job is not None and job.virtual_stages else None) or w.virtual_stages
+
+        def pick(name: str):  # the scenario job's, else the workload's, else the stack's: one order for every overlap
+            for x in (job, w):
+                got = getattr(x, name, None) if x is not None else None
+                if got is not None:
+                    return got
+            return getattr(st, name)
+
         return cls(
             tp=w.tp, cp=w.cp, pp=w.pp, dp=w.dp, ep=w.ep, seq=w.sequence_length, global_batch=w.global_batch,
             micro_batch=w.micro_batch, virtual_stages=v, recompute=w.recompute_modules, sequence_parallel=w.sequence_parallel,
             zero=w.zero, grad_bucket=w.grad_bucket, fp8=w.fp8_gemms, cp_comm=w.cp_comm,
-            overlap_grad_reduce=st.overlap_grad_reduce if w.overlap_grad_reduce is None else w.overlap_grad_reduce,
-            overlap_param_gather=st.overlap_param_gather if w.overlap_param_gather is None else w.overlap_param_gather,
+            overlap_grad_reduce=pick("overlap_grad_reduce"), overlap_param_gather=pick("overlap_param_gather"),
+            overlap_tp=tuple(pick("overlap_tp")) if w.tp > 1 else (), overlap_pp=pick("overlap_pp"), overlap_cp=pick("overlap_cp"),
+            zero3_bucket=pick("zero3_bucket") or 0.0,
+            stragglers=(lambda x: (x.distribution, x.mean) if x is not None else None)(pick("stragglers")),
             fused_attention=st.attention == "fused", kernel_share=st.kernel_share, stack=name, stack_defaulted=w.stack is None,
             dp_overlap=job.dp_overlap if job is not None else 1.0, flops_convention=w.flops_convention)
+
+    def overlaps(self) -> dict[str, bool]:
+        """Every overlap the step times, by kind, as the recipe resolved it (stack, then workload, then job)."""
+        return {"tp_allgather": "allgather" in self.overlap_tp, "tp_reducescatter": "reducescatter" in self.overlap_tp,
+                "pp_sendrecv": self.overlap_pp, "cp_exchange": self.overlap_cp,
+                "dp_reduce": self.overlap_grad_reduce, "dp_gather": self.overlap_param_gather}
 
     @property
     def microbatches(self) -> int:

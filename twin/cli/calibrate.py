@@ -1,0 +1,112 @@
+"""``twin calibrate``: a software stack's constants fitted on the user's measured runs (twin/twins/workload/calibrate.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from twin.lang.diagnostics import InfeasibleError, Severity, SpecError
+
+EXIT_INVALID = 2
+
+
+def run_calibrate(site: Path, runs_csv: Path, base: str, name: str, constants: str, holdout: str, routing: str, out_file: Path | None,
+                  as_json: bool, out, err, print_diags, emit_json) -> int:
+    import re
+
+    from twin.cli.progress import steps
+    from twin.lang.base import SLUG
+
+    def fail(message: str) -> int:
+        if as_json:
+            emit_json({"status": "invalid", "error": message})
+        else:
+            err.print(message, style="red", markup=False)
+        return EXIT_INVALID
+
+    if not re.match(SLUG, name):
+        return fail(f"--name '{name}': a stack name is a slug (lower-case letters, digits and '-'), it becomes catalog text")
+    if holdout not in ("none", "smallest"):
+        return fail(f"--holdout '{holdout}': expected none or smallest")
+    try:
+        with steps(err, not as_json, "load the compiler") as say:
+            from twin.compiler.pipeline import compile_design
+            from twin.lang.files import FileRefused, read_bytes
+            from twin.twins.net import routing as rt
+            from twin.twins.net import topology
+            from twin.twins.workload import calibrate
+
+            if routing not in rt.SCHEMES:
+                return fail(f"--routing '{routing}': expected one of {', '.join(rt.SCHEMES)}")
+            try:
+                text = read_bytes(runs_csv, "input_bytes", "calibration CSV").decode("utf-8")
+            except (FileRefused, UnicodeDecodeError) as e:
+                return fail(f"{runs_csv}: {e}")
+            say(f"compile {site}")
+            design = compile_design(site)
+            runs = calibrate.read_runs(text, str(runs_csv), {w.name: w for w in design.spec.site.workloads})
+            say("the site's fabric")
+            net = topology.from_design(design)
+            qps = design.spec.fabric.routing.qps_per_gpu_pair if routing == "e-ecmp" else 1
+            scheme = rt.Scheme(f"{routing}, {qps} QP", routing, qps)
+            say(f"fit {constants} on {len(runs)} run(s)")
+            res = calibrate.fit(design, net, runs, base, name, tuple(c.strip() for c in constants.split(",") if c.strip()), scheme,
+                                str(runs_csv), holdout)
+    except SpecError as e:
+        if as_json:
+            emit_json({"status": "invalid", "diagnostics": [d.to_json() for d in e.diagnostics]})
+        else:
+            print_diags(e.diagnostics)
+            err.print(f"{sum(d.severity is Severity.ERROR for d in e.diagnostics)} error(s)", style="red", markup=False)
+        return EXIT_INVALID
+    except InfeasibleError as e:
+        return fail(f"{site}: the design does not fit: " + "; ".join(e.diagnosis))
+    except (FileNotFoundError, ValueError) as e:
+        return fail(str(e))
+    if out_file is not None:
+        out_file.write_text(res["catalog"])
+    if as_json:
+        emit_json({**res, "written": str(out_file) if out_file else None})
+        return 0
+    out.print(f"stack {name} (from {base}), routing {res['scheme']}: " + ", ".join(f"{k} {v}" for k, v in res["constants"].items()),
+              markup=False)
+    out.print(f"{'line':>5} {'workload':<24} {'GPUs':>7} {'measured s':>11} {'twin s':>9} {'error':>7}", markup=False)
+    for r in res["runs"]:
+        tag = "fitted" if r["fitted"] else "held out"
+        out.print(f"{r['line']:>5} {r['workload'][:24]:<24} {r['gpus']:>7,} {r['measured_step_s']:>11.3f} {r['predicted_step_s']:>9.3f} "
+                  f"{100 * r['error']:>+6.1f}%  {tag}", markup=False)
+    out.print(f"fit: rms error {100 * res['fit_rms_error']:.1f}% on the fitted runs", markup=False)
+    if res["held_out"]:
+        h = res["held_out"]
+        out.print(f"held out: {h['runs']} run(s), mean |error| {100 * h['mean_abs_error']:.1f}%, largest {100 * h['max_abs_error']:.1f}%",
+                  markup=False)
+    out.print(f"catalog entry ({out_file or 'paste under the site catalog:'}):\n" + res["catalog"], markup=False)
+    return 0
+
+
+def register(app, out, err, print_diags, emit_json) -> None:
+    """Add ``twin calibrate`` to the ``twin`` command."""
+
+    @app.command("calibrate")
+    def calibrate_cmd(
+        site: Path = typer.Argument(..., help="The site spec whose workloads the runs are plans of (its fabric times them)."),
+        runs: Path = typer.Option(..., "--runs", help="CSV of measured runs: workload,gpus,step_s and plan columns (tp cp pp dp ...)."),
+        stack: str = typer.Option("megatron-core-2025", "--stack", help="The catalog stack to start from."),
+        name: str = typer.Option("calibrated", "--name", help="Name of the calibrated stack (a slug)."),
+        fit: str = typer.Option("kernel_share", "--fit", help="Constants to fit, comma-separated: kernel_share, straggler_mean."),
+        holdout: str = typer.Option("none", "--holdout", help="none: fit on every run; smallest: fit on the run with the fewest GPUs "
+                                    "and report the error on the rest."),
+        routing: str = typer.Option("e-ecmp", "--routing", help="Routing scheme the runs are timed under: ecmp, e-ecmp, static, spray, te."),
+        out_file: Path | None = typer.Option(None, "--out", help="Write the calibrated stack here as a catalog entry (YAML)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the fit, every run's residual and the catalog entry as JSON."),
+    ) -> None:
+        """Fit a software stack's constants (kernel_share; with runs at several scales, the straggler mean) on your
+        own measured runs, show every run's residual, and write the calibrated stack as a catalog entry your site
+        can name in stack:.
+
+        Example: twin calibrate sites/meta-24k-roce.yaml --runs runs.csv --stack meta-production-2024 --name my-cluster --holdout smallest
+
+        Example: twin calibrate site.yaml --runs runs.csv --fit kernel_share,straggler_mean --out my-stack.yaml --json
+        """
+        raise typer.Exit(run_calibrate(site, runs, stack, name, fit, holdout, routing, out_file, as_json, out, err, print_diags, emit_json))
