@@ -16,8 +16,9 @@ from twin.compiler.resolve.shape import ctsw_uplink_targets
 from twin.compiler.resolve.spec import Spec
 from twin.compiler.resolve.targets import ib_rate, target_of
 from twin.compiler.resolve.tree_sizing import packings, rail_fill, split
+from twin.compiler.resolve.unit_shape import findings as unit_findings
 from twin.lang.diagnostics import Severity
-from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, FAMILY_FIELDS, FIELD_USE, families_with, family_traits
+from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, FAMILY_FIELDS, FIELD_USE, UNIT_LAYOUT, families_with, family_traits
 from twin.lang.site.models import Site, Technology
 
 Finding = tuple[Severity, tuple, str, str]
@@ -72,6 +73,16 @@ def _clos_tier_fields(site: Site) -> Iterator[Finding]:
                 yield E, ("fabric", tier, name), (
                     f"a {f.family.value} fabric is built at full bisection: every switch below the top has k/2 ports down and k/2 up"
                 ), f"only count on {tier} (the {TREE_TIER[tier]})"
+
+
+def _unit_tier_fields(site: Site) -> Iterator[Finding]:
+    """A scalable-unit fabric is counted from fabric.unit: the tier sections would say it twice."""
+    f = site.fabric
+    for tier in ("rtsw", "ctsw", "atsw"):
+        if getattr(f, tier) is not None:
+            yield E, ("fabric", tier), (
+                f"a {f.family.value} fabric counts its leaves, spines and cores from fabric.unit (fabric.switch is every tier's model)"
+            ), f"no {tier}; state the tier's ports in unit.leaf or unit.spine"
 
 
 def sizing(spec: Spec) -> Iterator[Finding]:
@@ -241,8 +252,8 @@ def _attachments(spec: Spec) -> Iterator[Finding]:
 
 
 # Per layout (twin/lang/site/families.py): fields of the tiers it refuses, its sizing checks
-TIER_FIELDS = {AI_ZONE_LAYOUT: _ai_zone_tier_fields, CLOS_LAYOUT: _clos_tier_fields}
-SIZING = {AI_ZONE_LAYOUT: (_ai_zone,), CLOS_LAYOUT: (_tree_pins, _rails)}
+TIER_FIELDS = {AI_ZONE_LAYOUT: _ai_zone_tier_fields, CLOS_LAYOUT: _clos_tier_fields, UNIT_LAYOUT: _unit_tier_fields}
+SIZING = {AI_ZONE_LAYOUT: (_ai_zone,), CLOS_LAYOUT: (_tree_pins, _rails), UNIT_LAYOUT: (unit_findings,)}
 
 
 def _radix(spec: Spec) -> Iterator[Finding]:

@@ -45,7 +45,8 @@ from twin.compiler.resolve import fat_tree
 from twin.compiler.resolve.attach_shape import AttachShape, attach_ports, attach_shapes
 from twin.compiler.resolve.planes import spec_plane_ports, spec_port_speed
 from twin.compiler.resolve.tree_sizing import tree_sizing
-from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT
+from twin.compiler.resolve.unit_shape import host_count, unit_shape
+from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, UNIT_LAYOUT
 
 if TYPE_CHECKING:
     from twin.compiler.resolve.spec import Spec
@@ -105,6 +106,7 @@ class FabricShape:
     planes: int = 1  # network planes, each a copy of the tree or of the zones' fabric (twin.compiler.resolve.planes)
     attachments: tuple[AttachShape, ...] = ()  # non-GPU endpoints, in spec order
     campus: Any = None  # a campus: twin.compiler.resolve.campus_shape.CampusShape
+    unit: Any = None  # a scalable-unit fabric: twin.compiler.resolve.unit_shape.UnitShape (one plane's counts)
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -155,6 +157,10 @@ class FabricShape:
                                 "speed": f"{a.speed:g} bit/s", "links": a.links} for a in self.attachments]}
         if self.planes > 1:  # single-plane documents stay as they were
             out["planes"] = self.planes
+        if self.unit is not None:
+            u = self.unit
+            out["unit"] = {"units": u.units, "rails": u.rails, "leaf_groups": u.groups, "leaves_per_group": u.leaves,
+                           "spines_per_group": u.spines, "core_groups": u.core_groups, "cores_per_group": u.cores}
         return out
 
 
@@ -347,5 +353,30 @@ def _tree(spec: Spec) -> FabricShape:
                        planes=P)
 
 
+# ---------------------------------------------------------------- scalable units
+
+
+def _unit(spec: Spec) -> FabricShape:
+    """Leaves per rack per rail, spines per SU leaf group, core groups (twin.compiler.resolve.unit_shape),
+    times the planes."""
+    f = spec.fabric
+    P = f.planes
+    sw = spec.switch(f.switch)
+    us = unit_shape(spec)
+    leaves, spines, cores = us.counts()
+    nics = host_count(spec) * us.rails  # whole units: the checks refuse a part-filled one
+    nic_speed = min(spec_port_speed(spec), sw.port_speed)
+    up = sw.port_speed
+    tiers = (Tier("leaf", 1, f.switch, leaves * P, us.leaf_hosts, us.leaf_up, sw.ports),
+             Tier("spine", 2, f.switch, spines * P, us.spine_down, us.spine_up, sw.ports),
+             Tier("core", 3, f.switch, cores * P, us.core_down, 0, sw.ports))
+    leaf_built = us.leaf_hosts * nic_speed / (us.leaf_up * up)
+    spine_built = us.spine_down / us.spine_up
+    bounds = (Boundary("nic-leaf", nics * P, nic_speed, None, None),
+              Boundary("leaf-spine", leaves * us.leaf_up * P, up, None, leaf_built),
+              Boundary("spine-core", spines * us.spine_up * P, up, None, spine_built))
+    return FabricShape(f.family.value, nics, tiers, bounds, planes=P, unit=us)
+
+
 # the shape of each layout (twin/lang/site/families.py)
-SHAPES = {AI_ZONE_LAYOUT: _ai_zone, CLOS_LAYOUT: _tree}
+SHAPES = {AI_ZONE_LAYOUT: _ai_zone, CLOS_LAYOUT: _tree, UNIT_LAYOUT: _unit}
