@@ -149,3 +149,47 @@ def test_a_part_filled_unit_is_refused_naming_whole_units(tmp_path):
     assert spec is None
     (d,) = [d for d in diags if d.path == ("fabric", "gpus")]
     assert "2.50 scalable units of 8 racks" in d.message and "1,152, 1,728" in d.expected
+
+
+# H100 SuperPOD [dgx-h100-superpod-ra] (RA-11333-001): SUs of 32 node slots on 64-port QM9700, one leaf per rail per SU; the UFM
+# appliance stands in the last SU's free node slot. SU: (nodes, leaves, spines)
+H100 = {1: (31, 8, 4), 2: (63, 16, 8), 3: (95, 24, 16), 4: (127, 32, 16)}
+UFM = {"name": "ufm", "kind": "subnet-manager", "tier": "leaf", "count": 1, "ports": 1, "speed": "400 Gbit/s", "power": "1 kW",
+       "node_slot": True}
+
+
+def h100_superpod(tmp_path: Path, units: int, nodes: int, ufm: dict) -> Path:
+    doc = yaml.safe_load((ROOT / "sites" / "dgx-h100-pod.yaml").read_text())
+    doc["name"] = f"h100-{units}su"
+    doc.pop("workloads", None)
+    doc["fabric"]["gpus"] = 8 * nodes
+    doc["fabric"]["attachments"] = [ufm]
+    p = tmp_path / f"h100-{units}su.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return p
+
+
+@pytest.mark.parametrize("units", [1, 2, 3, 4])
+def test_h100_superpod_with_the_ufm_in_a_free_node_slot(tmp_path, units):
+    nodes, leaves, spines = H100[units]
+    d = compile_design(h100_superpod(tmp_path, units, nodes, UFM), until="fabric", placement_method="naive")
+    assert mismatches(d.spec.shape, d.fabric) == []
+    g = d.fabric.graph
+    roles = Counter(r for _, r in g.nodes(data="role"))
+    assert (d.fabric.server_count(), roles["leaf"], roles["spine"], roles["endpoint"]) == (nodes, leaves, spines, 1)
+    (ufm,) = [lk for lk in d.fabric.cables() if lk.tier == "ufm-leaf"]
+    # the UFM takes the down-port the missing node would have used on its rail's leaf (32 down, 32 up, no spare
+    # port); the other 7 rails' leaves of that SU keep the missing node's port free
+    down = Counter(lk.b for lk in d.fabric.cables() if lk.tier in ("nic-leaf", "ufm-leaf"))
+    assert down[ufm.b] == 32 and Counter(down.values()) == {32: leaves - 7, 31: 7}
+    assert d.spec.shape.tier("leaf").free == 0
+
+
+def test_without_a_node_slot_the_ufm_needs_a_spare_port_and_with_none_free_it_is_refused(tmp_path):
+    spare = {k: v for k, v in UFM.items() if k != "node_slot"}
+    spec, diags = validate_file(h100_superpod(tmp_path, 2, 63, spare))
+    assert spec is None and any("32 down + 32 up + 1 attached = 65" in d.message for d in diags)
+    spec, diags = validate_file(h100_superpod(tmp_path, 2, 64, UFM))  # every node slot filled
+    assert spec is None
+    (d,) = [d for d in diags if d.path == ("fabric", "attachments", 0, "count")]
+    assert "1 port(s) in free node slots, 0 left" in d.message and "gpus: 504 (1 node(s) fewer)" in d.expected

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from twin.compiler.resolve.shape import ctsw_uplink_targets
 from twin.compiler.resolve.spec import Spec
 from twin.compiler.resolve.targets import ib_rate, target_of
-from twin.compiler.resolve.tree_sizing import packings, rail_fill, split
+from twin.compiler.resolve.tree_sizing import packings, rail_fill, rail_hosts, split
 from twin.compiler.resolve.unit_shape import findings as unit_findings
 from twin.lang.diagnostics import Severity
 from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, FAMILY_FIELDS, FIELD_USE, UNIT_LAYOUT, families_with, family_traits
@@ -227,6 +227,8 @@ def _attachments(spec: Spec) -> Iterator[Finding]:
             yield E, base + ("tier",), f"a {shape.family} fabric of {len(roles)} tier(s) has no tier '{a.tier}'", f"one of {', '.join(roles)}"
             continue
         t = shape.tier(a.tier)
+        if a.node_slot:
+            yield from _node_slot(spec, i, t)
         port = spec.switch(t.model).port_speed
         if a.speed > port:
             yield E, base + ("speed",), f"{a.speed / 1e9:g}G exceeds the {t.role} port speed {port / 1e9:g}G ({t.model})", f"at most {port / 1e9:g}G"
@@ -249,6 +251,25 @@ def _attachments(spec: Spec) -> Iterator[Finding]:
                 yield E, base + ("speed",), str(e), "1, 2 or 4 lanes of the port's rate"
     if f.technology == Technology.INFINIBAND and f.attachments and not any(a.kind == "subnet-manager" for a in f.attachments):
         yield W, ("fabric", "attachments"), "no subnet-manager attachment: OpenSM runs on the first GPU server's HCA", "a subnet-manager (UFM) attachment"
+
+
+def _node_slot(spec: Spec, i: int, t) -> Iterator[Finding]:
+    """An attachment in free node slots: on the leaf tier, within the slots the part-filled groups leave."""
+    base = ("fabric", "attachments", i)
+    if t.level != 1:
+        yield E, base + ("node_slot",), f"a node slot is a leaf's down-port; {t.role} is level {t.level}", f"tier: {spec.shape.roles[0]}, or no node_slot"
+        return
+    mine = next(x for x in spec.shape.attachments if x.name == spec.fabric.attachments[i].name)
+    need = mine.first + mine.links
+    have = len(mine.slots)
+    if need > have:
+        rails, _ = rail_hosts(spec)
+        rs = spec.chassis.rack_scale
+        per_host = rs.gpus_per_tray if rs is not None else spec.chassis.gpus
+        fewer = math.ceil((need - have) / max(1, rails))  # a host fewer frees a slot on each of its rails' leaves
+        yield E, base + ("count",), (
+            f"{mine.links} port(s) in free node slots, {max(0, have - mine.first)} left: every {t.role} down-port a node could use "
+            f"is taken ({spec.gpus:,} GPUs)"), f"gpus: {spec.gpus - fewer * per_host:,} ({fewer} node(s) fewer), or no node_slot"
 
 
 # Per layout (twin/lang/site/families.py): fields of the tiers it refuses, its sizing checks
