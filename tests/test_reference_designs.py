@@ -193,3 +193,22 @@ def test_without_a_node_slot_the_ufm_needs_a_spare_port_and_with_none_free_it_is
     assert spec is None
     (d,) = [d for d in diags if d.path == ("fabric", "attachments", 0, "count")]
     assert "1 port(s) in free node slots, 0 left" in d.message and "gpus: 504 (1 node(s) fewer)" in d.expected
+
+
+def test_b300_twin_plane_su_counts_cables_per_800g_port_as_the_vendor_does():
+    """[dgx-b300-ra] Table 3, 1 SU: 64 DGX B300 (512 GPUs), 16 leaves, 8 spines, 512 node-leaf and 512 leaf-spine
+    cables. Each GPU's 800G ConnectX-8 runs 2 x 400G, one port per plane, so twin's graph has 1,024 links of 400G
+    per tier; a twin-port module in each ConnectX-8 cage and each SN5600 cage makes them 512 cables of an 800G port,
+    the vendor's count, beside twin's per link. At the NIC one module carries both planes: 512, not 1,024."""
+    from twin.compiler.fabric.bom import port_counts
+
+    d = compile_design(ROOT / "sites" / "dgx-b300-twin-plane.yaml", until="bom", placement_method="naive")
+    g = d.fabric.graph
+    roles = Counter(r for _, r in g.nodes(data="role"))
+    assert (roles["server"], roles["leaf"], roles["spine"]) == (64, 16, 8)
+    assert {(c.tier, c.links, c.per_port, c.port_speed) for c in port_counts(d.spec, d.fabric, d.cabling)} == {
+        ("nic-leaf", 1024, 512, 800e9), ("leaf-spine", 1024, 512, 800e9)}
+    xcvr = {ln.item: ln.quantity for ln in d.bom if ln.category == "transceiver"}
+    # a module in every ConnectX-8 (512), every leaf cage (16 x 64) and every spine cage (8 x 64); no single DR4
+    assert xcvr == {"2xdr4-800g": 512 + 16 * 64 + 8 * 64}
+    assert roles["nic"] == 512 and all(g.nodes[n].get("ports") == 2 for n, r in g.nodes(data="role") if r == "nic")
