@@ -212,3 +212,16 @@ def test_b300_twin_plane_su_counts_cables_per_800g_port_as_the_vendor_does():
     # a module in every ConnectX-8 (512), every leaf cage (16 x 64) and every spine cage (8 x 64); no single DR4
     assert xcvr == {"2xdr4-800g": 512 + 16 * 64 + 8 * 64}
     assert roles["nic"] == 512 and all(g.nodes[n].get("ports") == 2 for n, r in g.nodes(data="role") if r == "nic")
+
+
+def test_pinning_the_vendor_leaf_count_on_twins_tree_points_to_the_scalable_unit_family(tmp_path):
+    """The issue's first attempt: NVIDIA's 64 leaves pinned on twin's rail-optimized tree (36 leaves of k/2 = 32 NICs)
+    is refused, and the refusal names the family that states the vendor's layout."""
+    doc = yaml.safe_load((ROOT / "sites" / "gb200-nvl72.yaml").read_text())
+    doc["fabric"]["rtsw"] = {"count": 64}
+    p = tmp_path / "pinned.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    spec, diags = validate_file(p)
+    assert spec is None
+    (d,) = [d for d in diags if d.path == ("fabric", "rtsw", "count")]
+    assert "64 leaves pinned, the tree has 36" in d.message and "family scalable-unit and fabric.unit" in d.expected

@@ -145,10 +145,12 @@ def _tree_pins(spec: Spec) -> Iterator[Finding]:
     m = ts.switches[0]
     per = " per rail" if spec.family.rails_apart and trees > 1 else ""
     if f.rtsw and f.rtsw.count is not None and f.rtsw.count != m * trees:
+        stated = _listed(families_with(lambda x: "unit" in x.reads), "or")
         yield E, ("fabric", "rtsw", "count"), (
             f"{f.rtsw.count} leaves pinned, the tree has {m * trees:,}: a leaf takes k/2 = {h} NICs"
             + (f" ({f.family.value}: one rail of a server group)" if spec.family.rail_groups else "")
-        ), f"{m * trees:,} or omit it"
+        ), f"{m * trees:,} or omit it" + (f"; a leaf per rack per rail with the vendor's port counts: family {stated} and fabric.unit"
+                                          if spec.family.has_rails else "")
     if f.ctsw and f.ctsw.count is not None:
         if L != 3:
             yield E, ("fabric", "ctsw", "count"), f"ctsw pins the spines of a 3-tier tree; this tree has {L} tier(s)", "no ctsw" + (", or tiers: 3" if L < 3 else "")
