@@ -172,3 +172,18 @@ def test_twin_port_module_without_a_split_cage_is_located(tmp_path):
     out = r.stdout + r.stderr
     line = next(i for i, t in enumerate(text.splitlines(), 1) if "nic-leaf: [2xdr4-800g]" in t)
     assert r.returncode == 2 and f"s.yaml:{line}:" in out and "no switch of this fabric has 2-port cages" in out
+
+
+def test_infiniband_twin_port_cages_number_their_lanes_by_cage_type():
+    """An OSFP cage has 8 lanes ([qm9700], [quantum-x800]): its two ports take lanes 0-3 and 4-7; a cage of a
+    model that does not say its type is a 4-lane QSFP one, split 0-1 / 2-3."""
+    from twin.compiler.fabric.ports import cage_of, cage_text
+
+    c = builtin()
+    qm, xdr = c.switches["qm9700"], c.switches["q3400"]
+    assert (qm.cage_lanes, xdr.cage_lanes) == (8, 8)
+    assert [cage_of(qm, p) for p in ("3/1", "3/2")] == [(3, 1, (0, 3)), (3, 2, (4, 7))]
+    assert cage_of(xdr, "72/2") == (72, 2, (4, 7))
+    assert cage_text(qm, "3/2") == "cage 3 port 2 of 2, lanes 4-7, 2x400G"
+    qsfp = qm.model_copy(update={"cage_lanes": None})
+    assert cage_of(qsfp, "3/2") == (3, 2, (2, 3))

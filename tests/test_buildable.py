@@ -24,6 +24,8 @@ CASES = {
     ("rail-optimized", "infiniband"): ("lab-ib", {}, dict(family="rail-optimized", tiers=None)),
     ("rail-only", "roce"): ("lab-ib", {}, dict(technology="roce", switch="minipack2", family="rail-only", tiers=None, infiniband=None)),
     ("rail-only", "infiniband"): ("lab-ib", {}, dict(family="rail-only", tiers=None)),
+    ("scalable-unit", "roce"): ("gb200-nvl72-superpod", {}, dict(technology="roce", switch="minipack2", infiniband=None)),
+    ("scalable-unit", "infiniband"): ("gb200-nvl72-superpod", {}, {}),
 }
 
 

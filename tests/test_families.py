@@ -144,8 +144,9 @@ def test_the_registry_is_the_site_language():
     for f in FAMILIES:
         assert f.reads <= set(FAMILY_FIELDS), f.name
         assert family_traits(f.name) is f is family_traits(Family(f.name))
-    # a rail trait is one of the three the passes know
-    assert {(f.has_rails, f.rail_groups, f.rails_apart) for f in FAMILIES} <= {(False, False, False), (True, True, False), (True, False, True)}
+    # a rail trait is one of the four the passes know (rails of a scalable unit: apart up to the spines, meeting at the cores)
+    assert {(f.rails, f.has_rails, f.rail_groups, f.rails_apart) for f in FAMILIES} <= {
+        ("", False, False, False), ("groups", True, True, False), ("apart", True, False, True), ("units", True, False, False)}
 
 
 @pytest.mark.parametrize("family, field, value", [("fat-tree", "hb_domain", 8), ("ai-zone-clos", "tiers", 2), ("rail-only", "zones_per_hall", 2)])

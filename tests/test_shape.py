@@ -18,7 +18,7 @@ from twin.compiler.fabric.synthesis import mismatches
 from twin.compiler.place.figures import links_of
 from twin.compiler.resolve.shape import ctsw_downlinks, ctsw_uplink_targets
 
-EXAMPLES = ["lab-2zone", "lab-ib", "lab-powercap", "meta-24k-roce", "meta-24k-ib", "meta-32k-roce"]
+EXAMPLES = ["lab-2zone", "lab-ib", "lab-powercap", "meta-24k-roce", "meta-24k-ib", "meta-32k-roce", "gb200-nvl72-superpod"]
 
 
 def graph_links(design) -> Counter:

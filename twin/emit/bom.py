@@ -6,7 +6,7 @@ import csv
 import io
 
 from twin.compiler.design import Design
-from twin.compiler.fabric.bom import cable_mass, network_power, network_price
+from twin.compiler.fabric.bom import cable_mass, network_power, network_price, port_counts
 from twin.emit.markdown import table
 from twin.lang.units import kw
 
@@ -33,6 +33,10 @@ def emit(design: Design) -> dict[str, bytes]:
     w.writerow(["total", "network power", what, "", "", "", _num(p["total"]), "", "", "", ""])
     w.writerow(["total", "cable mass", "every cable at its stock length (tray load)", "", "", "", "", _num(cable_mass(lines)), "", "", ""])
     w.writerow(["total", "network capex", "switches + transceivers + cables (unpriced items count zero)", "", "", "", "", "", "", _num(network_price(lines)["total"]), ""])
+    for c in port_counts(design.spec, design.fabric, design.cabling):  # only where a twin-port module carries two links
+        w.writerow(["vendor count", f"{c.tier} cables per {c.port_speed / 1e9:g}G port", (
+            f"NVIDIA's unit: a twin-port module's links are one cable of its {c.port_speed / 1e9:g}G port ({c.links:,} links)"),
+            "", c.per_port, "", "", "", "", "", "derived from the cable plan"])
     return {"bom.csv": buf.getvalue().encode("utf-8")}
 
 
@@ -67,4 +71,17 @@ def section(design: Design) -> str | None:
     parts = f"switches {kw(p['switch'])}, " + (f"attachments {kw(p['endpoint'])}, " if p["endpoint"] else "")
     rows.append(["**total**", "network power", "", f"**{kw(p['total'])}**", parts + f"optics {kw(p['transceiver'])}, active cables {kw(p['cable'])}"])
     rows.append(["**total**", "cable mass", "", "", f"{cable_mass(lines):,.0f} kg of cable on the trays (catalog weight_per_metre)"])
-    return "## Bill of materials\n\n" + CONVENTION + "\n\n" + table(["category", "item", "quantity", "power", "source"], rows, "llrrl")
+    out = "## Bill of materials\n\n" + CONVENTION + "\n\n" + table(["category", "item", "quantity", "power", "source"], rows, "llrrl")
+    vendor = port_table(design)
+    return out + ("\n\n" + vendor if vendor else "")
+
+
+def port_table(design: Design) -> str | None:
+    """Cables per link beside cables per twin-port module's port (the vendor's unit), where they differ."""
+    counts = port_counts(design.spec, design.fabric, design.cabling) if design.cabling is not None else []
+    if not counts:
+        return None
+    rows = [[c.tier, f"{c.links:,}", f"{c.per_port:,}" + (f" ({c.port_speed / 1e9:g}G)" if c.per_port != c.links else "")] for c in counts]
+    return ("Cables counted two ways: per link (twin's unit, every count above) and per port of a twin-port module (the "
+            "unit of NVIDIA's SuperPOD tables: a module's links leave one port as one cable):\n\n"
+            + table(["link tier", "cables per link", "cables per module port"], rows, "lrr"))

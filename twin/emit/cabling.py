@@ -17,7 +17,7 @@ from __future__ import annotations
 from itertools import repeat
 
 from twin.compiler.design import Design
-from twin.compiler.fabric.bom import module_end
+from twin.compiler.fabric.bom import module_ends
 from twin.compiler.fabric.ports import cage_mode, cage_of
 from twin.csvfmt import table as csv_table
 
@@ -103,8 +103,11 @@ def breakout_rows(design: Design) -> list[list]:
             cage, sub, (first, last) = cage_of(model, port)
             name = medium[lid]
             med = media[name]
-            if med.module_ports > 1 and module_end(spec, fabric, fabric.link(lid), med.module_ports) is not None:
-                here, there = f"{name} (one module for the cage's {med.module_ports} ports)", med.far_end
+            ends = {dev for dev, _ in module_ends(spec, fabric, fabric.link(lid), med.module_ports)} if med.module_ports > 1 else set()
+            if n in ends:
+                here = f"{name} (one module for the cage's {med.module_ports} ports)"
+                there = (f"{name} (one module for the {'NIC' if g.nodes[peer].get('role') == 'nic' else 'cage'}'s {med.module_ports} ports)"
+                         if peer in ends else med.far_end)
             elif med.pluggable:
                 here = there = name
             else:

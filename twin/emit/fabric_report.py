@@ -35,7 +35,10 @@ def fabric_section(d: Design) -> str | None:
             f"{t.ports_used:,} / {t.ports_total:,} ({pct(t.ports_used / t.ports_total)})",
         ])
     out.append(table(["tier", "models", "switches", "down", "up", "down:up", "ECMP up (links / next hops)", "ports used"], rows, "llrrrlll"))
-    notes = [] if s.family.zoned else parallel_link_notes(fig.tiers, s.shape.trees if s.family.rails_apart else 1)
+    if s.shape.unit is not None:
+        notes = unit_notes(s.shape.unit)
+    else:
+        notes = [] if s.family.zoned else parallel_link_notes(fig.tiers, s.shape.trees if s.family.rails_apart else 1)
     if notes:
         out.append("\n" + "\n".join(f"- {n}" for n in notes) + "\n")
     out.append("\n" + table(["link tier", "links", "capacity"], [[k, f"{n:,}", _tb(c)] for k, (n, c) in fig.links.items()], "lrr"))
@@ -78,6 +81,18 @@ def parallel_link_notes(tiers: list, trees: int = 1) -> list[str]:
             why = f"the {lower.role} switches of a partial last pod share fewer {upper.role}s than they have up-ports"
         span = f"{hops[0]}" + (f"-{hops[1]}" if hops[1] != hops[0] else "")
         out.append(f"{lower.role}: {links[0]} up-links reach {span} distinct {upper.role}s (parallel links): {why}.")
+    return out
+
+
+def unit_notes(u) -> list[str]:
+    """How a scalable-unit fabric spreads its uplinks, by design (twin.compiler.fabric.units)."""
+    out = [f"{u.units} scalable unit(s) x {u.rails} rails = {u.groups} SU leaf groups of {u.leaves} leaves ({u.leaf_hosts} hosts each) "
+           f"and {u.spines} spines; no switch below the cores joins two rails."]
+    if u.leaf_up % u.spines == 0:
+        out.append(f"leaf: {u.leaf_up} up-links, {u.leaf_up // u.spines} to each of its leaf group's {u.spines} spines (parallel links by design).")
+    where = (f"{u.spine_up // u.cores} to each of the {u.cores} cores of its core group" if u.spine_up % u.cores == 0
+             else f"one to each of {u.spine_up} of the {u.cores} cores of its core group")
+    out.append(f"spine: {u.spine_up} up-links, {where}; spine j of every leaf group goes to core group j ({u.core_groups} groups).")
     return out
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 
 from twin.compiler.design import Design
-from twin.compiler.fabric.bom import module_end
+from twin.compiler.fabric.bom import module_end, module_ends
 from twin.compiler.fabric.ports import cage_text, port_names
 from twin.compiler.place.model import NETWORK_RACK_U
 
@@ -314,6 +314,9 @@ def _module_note(spec, fabric, lk, med_name: str) -> str:
     med = spec.catalog.media[med_name]
     if med.module_ports == 1:
         return ""
+    ends = module_ends(spec, fabric, lk, med.module_ports)
+    if len(ends) == 2:  # a module at both ends (a switch cage and a NIC's, or two switch cages)
+        return f"; {med_name} modules in {ends[0][0]} and {ends[1][0]} (one per cage, both ends)"
     end = module_end(spec, fabric, lk, med.module_ports)
     where = f" in {end[0]} {end[1]}" if end else ""
     return f"; {med_name} module{where} (one per cage), {med.far_end} at the far end"

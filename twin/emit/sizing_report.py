@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from twin.compiler.design import Design
 from twin.compiler.resolve.fabric_checks import IB_UNICAST_LIDS
+from twin.emit.bom import port_table
 from twin.emit.markdown import table
 from twin.lang.site.models import Technology
 
@@ -50,6 +51,9 @@ def section(d: Design) -> str:
     rows = [[b.name, f"{b.links:,}", f"{b.speed / 1e9:g}G", ratio(b.requested), ratio(b.built), b.reason or "-"]
             for b in shape.boundaries]
     out.append("\n" + table(["boundary", "links", "speed", "requested", "built", "why they differ"], rows, "lrrrrl"))
+    vendor = port_table(d)
+    if vendor:
+        out.append("\n" + vendor)
     if shape.attachments:
         rows = [[a.name, a.kind, a.role, a.count, a.ports, f"{a.speed / 1e9:g}G", f"ep-{a.name}"] for a in shape.attachments]
         out.append("\nFabric attachments (non-GPU endpoints), ports spread round the tier's switches:\n\n"

@@ -6,7 +6,9 @@ Counting convention (also printed in the report):
 - endpoints: one line per fabric attachment (subnet managers, storage, gateways), every endpoint node;
 - pluggable optics (``kind: optic``): two transceivers per link, one per end, plus one fiber cable of
   the link's stock length; a twin-port module (``module_ports`` 2: an 800G OSFP serving a cage split
-  2 x 400G) counts once per switch cage it fills, plus its ``far_end`` transceiver once per link;
+  2 x 400G) counts once per cage it fills, at a switch of split cages and at a NIC of split ports (a
+  ConnectX-8's one 800G cage carrying both planes), and a link end with no such cage gets the module's
+  ``far_end`` transceiver;
 - DAC, AEC and AOC are cable assemblies with their ends built in: one item per link, no transceivers;
 - host edges (server to NIC, inside the server) are not cables and are not counted; NICs are part of
   the server;
@@ -82,10 +84,11 @@ def bill(spec: Spec, fabric: Fabric, plan: CablePlan) -> tuple[BomLine, ...]:
         med = spec.catalog.media[name]
         lengths, counts = np.unique(plan.stock[sel & local], return_counts=True)
         if med.pluggable and med.module_ports > 1:
-            modules = len(module_cages(spec, fabric, [plan.ids[j] for j in np.flatnonzero(sel)], med.module_ports))
+            cages, ends = module_cages(spec, fabric, [plan.ids[j] for j in np.flatnonzero(sel)], med.module_ports)
             far = spec.catalog.media[med.far_end]
-            lines.append(BomLine("transceiver", name, med.description or name, None, modules, med.power_per_end, med.source, 0.0, med.price))
-            lines.append(BomLine("transceiver", med.far_end, far.description or med.far_end, None, n, far.power_per_end, far.source, 0.0, far.price))
+            lines.append(BomLine("transceiver", name, med.description or name, None, len(cages), med.power_per_end, med.source, 0.0, med.price))
+            if ends:
+                lines.append(BomLine("transceiver", med.far_end, far.description or med.far_end, None, ends, far.power_per_end, far.source, 0.0, far.price))
             for length, c in zip(lengths.tolist(), counts.tolist()):
                 lines.append(BomLine("cable", f"{med.fiber}-{med.connector or 'fiber'}".lower().replace(" ", "-"), f"{med.fiber.upper()} fiber {med.connector} for {name}", length, c, 0.0, med.source,
                                      length * med.weight_per_metre, _cents(length * med.price_per_metre)))
@@ -114,18 +117,84 @@ def module_end(spec: Spec, fabric: Fabric, link, ports: int) -> tuple[str, str] 
     return None
 
 
-def module_cages(spec: Spec, fabric: Fabric, link_ids: list[str], ports: int) -> set[tuple[str, int]]:
-    """The (switch, cage) a twin-port module fills, over the given links: one module per cage used; a link
-    with no such switch end takes a module of its own."""
-    out: set[tuple[str, int]] = set()
-    for lid in link_ids:
-        lk = fabric.link(lid)
-        end = module_end(spec, fabric, lk, ports)
-        if end is None:
-            out.add((lid, 0))
-        else:
-            out.add((end[0], cage_of(spec.switch(fabric.graph.nodes[end[0]]["model"]), end[1])[0]))
+def nic_module(fabric: Fabric, link, ports: int) -> str | None:
+    """The NIC end of a link whose NIC has ``ports`` ports in its one cage (a ConnectX-8's 800G cage split
+    2 x 400G, one port per plane): one twin-port module there carries all of them. None otherwise."""
+    g = fabric.graph
+    for node in (link.a, link.b):
+        if g.nodes[node].get("role") == "nic" and g.nodes[node].get("ports", 1) == ports:
+            return node
+    return None
+
+
+def module_ends(spec: Spec, fabric: Fabric, link, ports: int) -> list[tuple[str, int]]:
+    """(device, cage) of every end of a link that holds a twin-port module of ``ports`` ports: a switch
+    whose cages hold that many ports (the cage's number), a NIC of that many ports (cage 0)."""
+    g = fabric.graph
+    out = []
+    for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
+        model = g.nodes[node].get("model")
+        if g.nodes[node].get("level", -1) >= 1 and model in spec.catalog.switches and spec.switch(model).ports_per_cage == ports:
+            out.append((node, cage_of(spec.switch(model), port)[0]))
+        elif g.nodes[node].get("role") == "nic" and g.nodes[node].get("ports", 1) == ports:
+            out.append((node, 0))
     return out
+
+
+def module_cages(spec: Spec, fabric: Fabric, link_ids: list[str], ports: int) -> tuple[set[tuple[str, int]], int]:
+    """(the (device, cage) every twin-port module fills, far-end transceivers) over the given links: one
+    module per cage used at every end that takes one (a switch of split cages, a NIC of split ports); an
+    end that takes none gets the medium's ``far_end`` transceiver; a link with no such end takes a module
+    of its own and a far end."""
+    out: set[tuple[str, int]] = set()
+    far = 0
+    for lid in link_ids:
+        ends = module_ends(spec, fabric, fabric.link(lid), ports)
+        out.update(ends)
+        if not ends:
+            out.add((lid, 0))
+        far += 2 - max(1, len(ends))
+    return out, far
+
+
+@dataclass(frozen=True)
+class PortCount:
+    """One link tier counted twice: per link (twin's unit) and per cage port of its twin-port modules."""
+
+    tier: str
+    links: int
+    per_port: int  # a twin-port module's links are one cable of its port; every other link one cable
+    port_speed: float  # bit/s of the module's port (module_ports x the medium's speed)
+
+
+def port_counts(spec: Spec, fabric: Fabric, plan: CablePlan) -> list[PortCount]:
+    """Cables per link tier as NVIDIA's SuperPOD tables count them where a twin-port module carries two
+    links (an 800G port split 2 x 400G): one cable per module at the link's lower end, beside twin's one
+    per link. Empty when the two counts are the same everywhere (no twin-port module in the plan)."""
+    media = spec.catalog.media
+    used = set(np.unique(plan.medium).tolist()) if len(plan.ids) else set()
+    twin = {i for i, name in enumerate(plan.media) if media[name].module_ports > 1 and i in used}
+    if not twin:
+        return []
+    links: Counter = Counter()
+    singles: Counter = Counter()
+    modules: dict[str, set] = {}
+    speed: dict[str, float] = {}
+    for j, lid in enumerate(plan.ids):
+        tier = plan.tiers[j]
+        links[tier] += 1
+        m = int(plan.medium[j])
+        if m not in twin:
+            singles[tier] += 1
+            continue
+        med = media[plan.media[m]]
+        lk = fabric.link(lid)
+        ends = module_ends(spec, fabric, lk, med.module_ports)
+        lower = next((e for e in ends if e[0] == lk.a), ends[0] if ends else (lid, 0))
+        modules.setdefault(tier, set()).add(lower)
+        speed[tier] = max(speed.get(tier, 0.0), med.speed * med.module_ports)
+    out = [PortCount(t, links[t], singles[t] + len(modules.get(t, ())), speed.get(t, 0.0)) for t in sorted(links)]
+    return out if any(c.per_port != c.links for c in out) else []
 
 
 def _cents(usd: float) -> float:

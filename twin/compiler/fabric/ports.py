@@ -47,11 +47,12 @@ def _index(model: SwitchModel) -> dict[str, int]:
 def cage_of(model: SwitchModel, port: str) -> tuple[int, int, tuple[int, int]]:
     """(1-based cage, 1-based port in the cage, (first, last) 0-based lane of the cage's lanes it takes) of
     a logical port: on a cage split two ways (ports_per_cage 2, 8 lanes) port 2 of cage 1 takes lanes 4-7.
-    Lanes count from the port map's first lane, or per cage from 0 without a port map.
+    Lanes count from the port map's first lane, or per cage from 0 without a port map: the cage's lanes by its
+    type (``cage_lanes``: an OSFP cage's 8, a QSFP cage's 4, the default) shared by its ports.
 
     >>> from twin.lang.catalog import builtin
     >>> cage_of(builtin().switches["sn5600-2x400g"], "Ethernet4"), cage_of(builtin().switches["qm9700"], "3/2")
-    ((1, 2, (4, 7)), (3, 2, (2, 3)))
+    ((1, 2, (4, 7)), (3, 2, (4, 7)))
     """
     n0 = _index(model)[port]
     cage, sub = divmod(n0, model.ports_per_cage)
@@ -59,7 +60,8 @@ def cage_of(model: SwitchModel, port: str) -> tuple[int, int, tuple[int, int]]:
     if pm is not None:
         first = pm.first_lane + n0 * pm.lanes_per_port
         return cage + 1, sub + 1, (first, first + pm.lanes_per_port - 1)
-    per = 4 // model.ports_per_cage if model.ports_per_cage <= 4 else 1  # assumed: a 4x-wide port (InfiniBand) split evenly
+    lanes = model.cage_lanes or 4  # assumed without cage_lanes: a 4x-wide (QSFP) cage split evenly
+    per = max(1, lanes // model.ports_per_cage)
     return cage + 1, sub + 1, (sub * per, sub * per + per - 1)
 
 

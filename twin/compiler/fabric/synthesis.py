@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections import Counter
 from operator import attrgetter, methodcaller
 
-from twin.compiler.fabric import ai_zone, campus, trees
+from twin.compiler.fabric import ai_zone, campus, trees, units
 from twin.compiler.fabric.graph import Fabric
 from twin.compiler.fabric.ports import PortsExhausted
 from twin.compiler.place.model import Placement
 from twin.compiler.resolve.shape import FabricShape
 from twin.compiler.resolve.spec import Spec
 from twin.lang.diagnostics import InfeasibleError
-from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT
+from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, UNIT_LAYOUT
 
 
 class ShapeMismatch(AssertionError):
@@ -26,7 +26,7 @@ class ShapeMismatch(AssertionError):
 
 
 # The module that builds each layout (twin/lang/site/families.py): ``synthesize(spec, placement) -> Fabric``
-SYNTHESIS = {AI_ZONE_LAYOUT: ai_zone, CLOS_LAYOUT: trees}
+SYNTHESIS = {AI_ZONE_LAYOUT: ai_zone, CLOS_LAYOUT: trees, UNIT_LAYOUT: units}
 
 
 def synthesize(spec: Spec, placement: Placement) -> Fabric:

@@ -17,7 +17,7 @@ from twin.compiler.place.naive import network_device
 from twin.compiler.resolve.feasibility import hall_pue
 from twin.compiler.resolve.liquid import liquid_share
 from twin.compiler.resolve.spec import Spec
-from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT
+from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, UNIT_LAYOUT
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def _clos_links(spec: Spec) -> Links:
 
 
 # The placement's link weights of each layout (twin/lang/site/families.py)
-LINKS = {AI_ZONE_LAYOUT: _ai_zone_links, CLOS_LAYOUT: _clos_links}
+LINKS = {AI_ZONE_LAYOUT: _ai_zone_links, CLOS_LAYOUT: _clos_links, UNIT_LAYOUT: _clos_links}  # units: as a Clos
 
 
 

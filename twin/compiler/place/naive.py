@@ -16,7 +16,7 @@ from twin.compiler.resolve.feasibility import Budget
 from twin.compiler.resolve.pairs import adjacent, pair_slots
 from twin.compiler.resolve.spec import Spec
 from twin.lang.diagnostics import InfeasibleError
-from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT
+from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, UNIT_LAYOUT
 
 
 class NetworkRack(NamedTuple):
@@ -120,7 +120,7 @@ def _clos_racks(spec: Spec, zone_hall, hall_racks, budget, shelf: float) -> list
 
 
 # The switch racks of each layout (twin/lang/site/families.py)
-SWITCH_RACKS = {AI_ZONE_LAYOUT: _ai_zone_racks, CLOS_LAYOUT: _clos_racks}
+SWITCH_RACKS = {AI_ZONE_LAYOUT: _ai_zone_racks, CLOS_LAYOUT: _clos_racks, UNIT_LAYOUT: _clos_racks}  # units: as a Clos
 
 
 def atsw_hall_groups(spec: Spec, zone_hall: dict[int, int]) -> list[list[int]]:

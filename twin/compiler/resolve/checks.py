@@ -20,7 +20,7 @@ from twin.compiler.resolve.spec import Spec
 from twin.compiler.resolve.targets import hostname_findings, ib_rate, port_name_problem, target_of
 from twin.lang.diagnostics import Severity
 from twin.lang.site.catalog_models import Catalog
-from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, family_traits
+from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, UNIT_LAYOUT, family_traits
 from twin.lang.site.models import Redundancy, Site, Technology
 
 Finding = tuple[Severity, tuple, str, str]
@@ -110,6 +110,13 @@ def _clos_needs(site: Site) -> Iterator[Finding]:
         yield E, ("fabric", "switch"), f"a {f.family.value} fabric needs the switch model of its tiers", "switch: qm9700"
     if f.gpus is None and not (f.zones and f.racks_per_zone):
         yield E, ("fabric", "gpus"), f"a {f.family.value} fabric needs a GPU count", "gpus: 24576"
+
+
+def _unit_needs(site: Site) -> Iterator[Finding]:
+    yield from _clos_needs(site)
+    if site.fabric.unit is None:
+        yield E, ("fabric",), f"a {site.fabric.family.value} fabric needs its scalable unit stated", (
+            "unit: {racks: 8, leaf: {hosts: rack, up: 18}, spine: {down: 24, up: 24}}")
 
 
 def arithmetic(spec: Spec) -> Iterator[Finding]:
@@ -204,6 +211,14 @@ def _fat_tree_ports(spec: Spec) -> Iterator[Finding]:
         ), f"tiers >= {need}"
 
 
+def _unit_ports(spec: Spec) -> Iterator[Finding]:
+    """A scalable-unit fabric: the NIC port within the switch's, rails that match the hosts (its sizing is
+    twin.compiler.resolve.unit_shape's)."""
+    for sev, path, msg, want in _fat_tree_ports(spec):
+        if path != ("fabric", "tiers"):
+            yield sev, path, msg, want
+
+
 def config_targets(spec: Spec) -> Iterator[Finding]:
     """What the config target of each tier's model needs from the model (its registry entry's
     ``needs``: a SONiC config_db needs the platform's port map and the buffer size), and, for a target
@@ -263,9 +278,9 @@ def _clos_switches(spec: Spec) -> list[tuple[tuple, str]]:
 
 
 # Per layout (twin/lang/site/families.py): the fields it needs, its port budgets, where its tiers' models are named
-NEEDS = {AI_ZONE_LAYOUT: _ai_zone_needs, CLOS_LAYOUT: _clos_needs}
-PORTS = {AI_ZONE_LAYOUT: _ai_zone_ports, CLOS_LAYOUT: _fat_tree_ports}
-SWITCH_PATHS = {AI_ZONE_LAYOUT: _ai_zone_switches, CLOS_LAYOUT: _clos_switches}
+NEEDS = {AI_ZONE_LAYOUT: _ai_zone_needs, CLOS_LAYOUT: _clos_needs, UNIT_LAYOUT: _unit_needs}
+PORTS = {AI_ZONE_LAYOUT: _ai_zone_ports, CLOS_LAYOUT: _fat_tree_ports, UNIT_LAYOUT: _unit_ports}
+SWITCH_PATHS = {AI_ZONE_LAYOUT: _ai_zone_switches, CLOS_LAYOUT: _clos_switches, UNIT_LAYOUT: _clos_switches}
 
 
 def facility(site: Site) -> Iterator[Finding]:
@@ -323,6 +338,8 @@ def routing(spec: Spec) -> Iterator[Finding]:
         # (a campus: one per building's ATSW layer, and one for a campus spine)
         ts = spec.shape.tree
         pods = math.ceil(ts.switches[0] / (ts.radix // 2)) * spec.shape.trees if ts and ts.tiers >= 3 else 1
+        if spec.shape.unit is not None:  # a scalable unit: one ASN per SU leaf group's spines
+            pods = spec.shape.unit.groups
         need = {1: tiers[0].count, 2: spec.zones if spec.family.zoned else pods,
                 3: len(spec.campus.buildings) if spec.campus is not None else 1, 4: 1}
         for t in tiers[:top]:

@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from twin.compiler.resolve.shape import ctsw_uplink_targets
 from twin.compiler.resolve.spec import Spec
 from twin.compiler.resolve.targets import ib_rate, target_of
-from twin.compiler.resolve.tree_sizing import packings, rail_fill, split
+from twin.compiler.resolve.tree_sizing import packings, rail_fill, rail_hosts, split
+from twin.compiler.resolve.unit_shape import findings as unit_findings
 from twin.lang.diagnostics import Severity
-from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, FAMILY_FIELDS, FIELD_USE, families_with, family_traits
+from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, FAMILY_FIELDS, FIELD_USE, UNIT_LAYOUT, families_with, family_traits
 from twin.lang.site.models import Site, Technology
 
 Finding = tuple[Severity, tuple, str, str]
@@ -72,6 +73,16 @@ def _clos_tier_fields(site: Site) -> Iterator[Finding]:
                 yield E, ("fabric", tier, name), (
                     f"a {f.family.value} fabric is built at full bisection: every switch below the top has k/2 ports down and k/2 up"
                 ), f"only count on {tier} (the {TREE_TIER[tier]})"
+
+
+def _unit_tier_fields(site: Site) -> Iterator[Finding]:
+    """A scalable-unit fabric is counted from fabric.unit: the tier sections would say it twice."""
+    f = site.fabric
+    for tier in ("rtsw", "ctsw", "atsw"):
+        if getattr(f, tier) is not None:
+            yield E, ("fabric", tier), (
+                f"a {f.family.value} fabric counts its leaves, spines and cores from fabric.unit (fabric.switch is every tier's model)"
+            ), f"no {tier}; state the tier's ports in unit.leaf or unit.spine"
 
 
 def sizing(spec: Spec) -> Iterator[Finding]:
@@ -134,10 +145,12 @@ def _tree_pins(spec: Spec) -> Iterator[Finding]:
     m = ts.switches[0]
     per = " per rail" if spec.family.rails_apart and trees > 1 else ""
     if f.rtsw and f.rtsw.count is not None and f.rtsw.count != m * trees:
+        stated = _listed(families_with(lambda x: "unit" in x.reads), "or")
         yield E, ("fabric", "rtsw", "count"), (
             f"{f.rtsw.count} leaves pinned, the tree has {m * trees:,}: a leaf takes k/2 = {h} NICs"
             + (f" ({f.family.value}: one rail of a server group)" if spec.family.rail_groups else "")
-        ), f"{m * trees:,} or omit it"
+        ), f"{m * trees:,} or omit it" + (f"; a leaf per rack per rail with the vendor's port counts: family {stated} and fabric.unit"
+                                          if spec.family.has_rails else "")
     if f.ctsw and f.ctsw.count is not None:
         if L != 3:
             yield E, ("fabric", "ctsw", "count"), f"ctsw pins the spines of a 3-tier tree; this tree has {L} tier(s)", "no ctsw" + (", or tiers: 3" if L < 3 else "")
@@ -216,6 +229,8 @@ def _attachments(spec: Spec) -> Iterator[Finding]:
             yield E, base + ("tier",), f"a {shape.family} fabric of {len(roles)} tier(s) has no tier '{a.tier}'", f"one of {', '.join(roles)}"
             continue
         t = shape.tier(a.tier)
+        if a.node_slot:
+            yield from _node_slot(spec, i, t)
         port = spec.switch(t.model).port_speed
         if a.speed > port:
             yield E, base + ("speed",), f"{a.speed / 1e9:g}G exceeds the {t.role} port speed {port / 1e9:g}G ({t.model})", f"at most {port / 1e9:g}G"
@@ -240,9 +255,28 @@ def _attachments(spec: Spec) -> Iterator[Finding]:
         yield W, ("fabric", "attachments"), "no subnet-manager attachment: OpenSM runs on the first GPU server's HCA", "a subnet-manager (UFM) attachment"
 
 
+def _node_slot(spec: Spec, i: int, t) -> Iterator[Finding]:
+    """An attachment in free node slots: on the leaf tier, within the slots the part-filled groups leave."""
+    base = ("fabric", "attachments", i)
+    if t.level != 1:
+        yield E, base + ("node_slot",), f"a node slot is a leaf's down-port; {t.role} is level {t.level}", f"tier: {spec.shape.roles[0]}, or no node_slot"
+        return
+    mine = next(x for x in spec.shape.attachments if x.name == spec.fabric.attachments[i].name)
+    need = mine.first + mine.links
+    have = len(mine.slots)
+    if need > have:
+        rails, _ = rail_hosts(spec)
+        rs = spec.chassis.rack_scale
+        per_host = rs.gpus_per_tray if rs is not None else spec.chassis.gpus
+        fewer = math.ceil((need - have) / max(1, rails))  # a host fewer frees a slot on each of its rails' leaves
+        yield E, base + ("count",), (
+            f"{mine.links} port(s) in free node slots, {max(0, have - mine.first)} left: every {t.role} down-port a node could use "
+            f"is taken ({spec.gpus:,} GPUs)"), f"gpus: {spec.gpus - fewer * per_host:,} ({fewer} node(s) fewer), or no node_slot"
+
+
 # Per layout (twin/lang/site/families.py): fields of the tiers it refuses, its sizing checks
-TIER_FIELDS = {AI_ZONE_LAYOUT: _ai_zone_tier_fields, CLOS_LAYOUT: _clos_tier_fields}
-SIZING = {AI_ZONE_LAYOUT: (_ai_zone,), CLOS_LAYOUT: (_tree_pins, _rails)}
+TIER_FIELDS = {AI_ZONE_LAYOUT: _ai_zone_tier_fields, CLOS_LAYOUT: _clos_tier_fields, UNIT_LAYOUT: _unit_tier_fields}
+SIZING = {AI_ZONE_LAYOUT: (_ai_zone,), CLOS_LAYOUT: (_tree_pins, _rails), UNIT_LAYOUT: (unit_findings,)}
 
 
 def _radix(spec: Spec) -> Iterator[Finding]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from twin.compiler.resolve.spec import Spec
 from twin.compiler.resolve.tree_sizing import rail_hosts
 from twin.lang.diagnostics import Severity
-from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT
+from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, UNIT_LAYOUT
 
 POOLS = ("loopback_pool", "p2p_pool", "rack_pool")  # the order defaults are fitted in
 PRIVATE_BLOCKS = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))  # RFC 1918
@@ -112,8 +112,14 @@ def _tree_leaf_nics(spec: Spec) -> tuple[int, ...]:
     return tuple(min(per, n - i * per) for i in range(ts.switches[0])) * (shape.trees * shape.planes)
 
 
+def _unit_leaf_nics(spec: Spec) -> tuple[int, ...]:
+    """A scalable unit's leaf takes its hosts on its rail (whole units: the checks refuse a part-filled one)."""
+    leaf = spec.shape.tiers[0]
+    return (leaf.down,) * leaf.count
+
+
 # NICs on each leaf, per layout (twin/lang/site/families.py)
-LEAF_NICS = {AI_ZONE_LAYOUT: _zone_leaf_nics, CLOS_LAYOUT: _tree_leaf_nics}
+LEAF_NICS = {AI_ZONE_LAYOUT: _zone_leaf_nics, CLOS_LAYOUT: _tree_leaf_nics, UNIT_LAYOUT: _unit_leaf_nics}
 
 
 def fit(spec: Spec) -> tuple[Spec, list[Finding]]:

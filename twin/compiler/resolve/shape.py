@@ -42,10 +42,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from twin.compiler.resolve import fat_tree
-from twin.compiler.resolve.attach_shape import AttachShape, attach_ports, attach_shapes
+from twin.compiler.resolve.attach_shape import AttachShape, attach_ports, attach_shapes, free_slots
 from twin.compiler.resolve.planes import spec_plane_ports, spec_port_speed
+from twin.compiler.resolve.pools import LEAF_NICS
 from twin.compiler.resolve.tree_sizing import tree_sizing
-from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT
+from twin.compiler.resolve.unit_shape import host_count, unit_shape
+from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, UNIT_LAYOUT
 
 if TYPE_CHECKING:
     from twin.compiler.resolve.spec import Spec
@@ -105,6 +107,7 @@ class FabricShape:
     planes: int = 1  # network planes, each a copy of the tree or of the zones' fabric (twin.compiler.resolve.planes)
     attachments: tuple[AttachShape, ...] = ()  # non-GPU endpoints, in spec order
     campus: Any = None  # a campus: twin.compiler.resolve.campus_shape.CampusShape
+    unit: Any = None  # a scalable-unit fabric: twin.compiler.resolve.unit_shape.UnitShape (one plane's counts)
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -134,9 +137,9 @@ class FabricShape:
 
     def attach_ports(self, role: str, index: int) -> int:
         """Attachment ports on switch ``index`` (graph order) of tier ``role``."""
-        total = sum(a.links for a in self.attachments if a.role == role)
+        total = sum(a.links for a in self.attachments if a.role == role and not a.node_slot)
         t = self.tier(role)
-        return attach_ports(total, t.count if t else 1, index)
+        return attach_ports(total, t.count if t else 1, index) + sum(a.on_switch(index) for a in self.attachments if a.role == role)
 
     def lids(self, lmc: int) -> int:
         """InfiniBand LIDs the subnet needs: 2^LMC per HCA port (GPU NICs and attachment ports) and one
@@ -155,6 +158,10 @@ class FabricShape:
                                 "speed": f"{a.speed:g} bit/s", "links": a.links} for a in self.attachments]}
         if self.planes > 1:  # single-plane documents stay as they were
             out["planes"] = self.planes
+        if self.unit is not None:
+            u = self.unit
+            out["unit"] = {"units": u.units, "rails": u.rails, "leaf_groups": u.groups, "leaves_per_group": u.leaves,
+                           "spines_per_group": u.spines, "core_groups": u.core_groups, "cores_per_group": u.cores}
         return out
 
 
@@ -166,12 +173,29 @@ def fabric_shape(spec: Spec) -> FabricShape:
 
 def _with_attachments(spec: Spec, shape: FabricShape) -> FabricShape:
     speeds = {t.role: spec.switch(t.model).port_speed for t in shape.tiers if t.model in spec.catalog.switches}
-    att = attach_shapes(spec, {t.role: (t.count, speeds.get(t.role, 0.0)) for t in shape.tiers})
+    free, nics = (), ()
+    if any(a.node_slot for a in spec.fabric.attachments):  # the leaves' free node slots (twin.compiler.resolve.pools)
+        nics = LEAF_NICS[spec.family.layout](replace(spec, shape=shape))
+        free = free_slots(nics, node_slots(shape))
+    att = attach_shapes(spec, {t.role: (t.count, speeds.get(t.role, 0.0)) for t in shape.tiers}, free)
     if not att:
         return shape
-    tiers = tuple(replace(t, attach=attach_ports(sum(a.links for a in att if a.role == t.role), t.count, 0)) for t in shape.tiers)
+    leaf = shape.tiers[0]
+    # a node slot beyond the fullest leaf's NICs (a one-group tree) is a port the leaf's down count does not hold
+    in_slots = max((n + sum(a.on_switch(i) for a in att if a.role == leaf.role) for i, n in enumerate(nics)), default=0) - leaf.down
+    tiers = tuple(replace(t, attach=attach_ports(sum(a.links for a in att if a.role == t.role and not a.node_slot), t.count, 0)
+                          + (max(0, in_slots) if t is leaf else 0)) for t in shape.tiers)
     bounds = shape.boundaries + tuple(Boundary(a.tier, a.links, a.speed, None, None) for a in att)
     return replace(shape, tiers=tiers, boundaries=bounds, attachments=att)
+
+
+def node_slots(shape: FabricShape) -> int:
+    """Node slots of one leaf: the down-ports a full group's nodes take (k/2 on a tree of 2+ tiers, k on one
+    tier; a rack's or a leaf group's NICs otherwise)."""
+    ts = shape.tree
+    if ts is None:
+        return shape.tiers[0].down
+    return ts.radix // 2 if ts.tiers > 1 else ts.radix
 
 
 def oversubscription_reason(role: str, down: int, up: int, requested: float | None, built: float | None,
@@ -347,5 +371,30 @@ def _tree(spec: Spec) -> FabricShape:
                        planes=P)
 
 
+# ---------------------------------------------------------------- scalable units
+
+
+def _unit(spec: Spec) -> FabricShape:
+    """Leaves per rack per rail, spines per SU leaf group, core groups (twin.compiler.resolve.unit_shape),
+    times the planes."""
+    f = spec.fabric
+    P = f.planes
+    sw = spec.switch(f.switch)
+    us = unit_shape(spec)
+    leaves, spines, cores = us.counts()
+    nics = host_count(spec) * us.rails  # whole units: the checks refuse a part-filled one
+    nic_speed = min(spec_port_speed(spec), sw.port_speed)
+    up = sw.port_speed
+    tiers = (Tier("leaf", 1, f.switch, leaves * P, us.leaf_hosts, us.leaf_up, sw.ports),
+             Tier("spine", 2, f.switch, spines * P, us.spine_down, us.spine_up, sw.ports),
+             Tier("core", 3, f.switch, cores * P, us.core_down, 0, sw.ports))
+    leaf_built = us.leaf_hosts * nic_speed / (us.leaf_up * up)
+    spine_built = us.spine_down / us.spine_up
+    bounds = (Boundary("nic-leaf", nics * P, nic_speed, None, None),
+              Boundary("leaf-spine", leaves * us.leaf_up * P, up, None, leaf_built),
+              Boundary("spine-core", spines * us.spine_up * P, up, None, spine_built))
+    return FabricShape(f.family.value, nics, tiers, bounds, planes=P, unit=us)
+
+
 # the shape of each layout (twin/lang/site/families.py)
-SHAPES = {AI_ZONE_LAYOUT: _ai_zone, CLOS_LAYOUT: _tree}
+SHAPES = {AI_ZONE_LAYOUT: _ai_zone, CLOS_LAYOUT: _tree, UNIT_LAYOUT: _unit}

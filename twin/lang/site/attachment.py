@@ -26,5 +26,8 @@ class Attachment(Model):
     power: Power = Field(description="power of one endpoint (placement, budget, BOM)")
     height_u: int = Field(1, ge=1, le=48)
     weight: Mass = Field(20.0, description="one endpoint (assumed default: a 1U server)")
+    node_slot: bool = Field(False, exclude_if=lambda v: not v, description=(
+        "leaf tier: each port takes a free node slot's down-port (the port a GPU node would have used on a leaf of a "
+        "part-filled group, as NVIDIA's H100 SuperPOD puts its UFM appliance) instead of a spare port"))
     description: Text = ""
     source: Text = Field("assumed", min_length=1)

@@ -205,6 +205,9 @@ class SwitchModel(Model):
     ports: int = Field(ge=1, le=4096, description="logical ports at port_speed")
     port_speed: PortRate
     ports_per_cage: int = Field(1, ge=1, le=8, description="e.g. 2 for an 800G OSFP cage split 2x400G")
+    cage_lanes: int | None = Field(None, ge=1, le=16, exclude_if=lambda v: v is None, description=(
+        "electrical lanes of one cage by its type (OSFP and QSFP-DD 8, QSFP 4), numbering a split cage's lanes in "
+        "breakouts.csv and NetBox when there is no port map (default 4)"))
     port_name: str = Field(
         "Ethernet{n}",
         description="port naming: {n} 1-based port, {n0} 0-based, {n0_step} 0-based x port_map.name_step, "

@@ -8,7 +8,8 @@ Every pass asks a family's *traits* (``family_traits(spec.fabric.family).zoned``
 ==================  ==========================================================================
 pass                table (layout -> step)
 ==================  ==========================================================================
-shape               ``twin/compiler/resolve/shape.py`` ``SHAPES``
+shape               ``twin/compiler/resolve/shape.py`` ``SHAPES`` (a scalable unit's counts:
+                    ``twin/compiler/resolve/unit_shape.py``)
 checks              ``twin/compiler/resolve/checks.py`` ``NEEDS``, ``PORTS``, ``SWITCH_PATHS``;
                     ``twin/compiler/resolve/fabric_checks.py`` ``TIER_FIELDS``, ``SIZING``
 address pools       ``twin/compiler/resolve/pools.py`` ``LEAF_NICS``
@@ -23,7 +24,7 @@ one line in each table above (the test fails while a table lacks it).
 >>> family_traits("rail-only").rails_apart, family_traits(Family.AI_ZONE).zoned
 (True, True)
 >>> [f.name for f in FAMILIES if "hb_domain" in f.reads]
-['rail-optimized', 'rail-only']
+['rail-optimized', 'rail-only', 'scalable-unit']
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ from enum import Enum
 
 AI_ZONE_LAYOUT = "ai-zone"  # rack switches, one spine tier per AI zone (CTSW), an ATSW tier across zones
 CLOS_LAYOUT = "folded-clos"  # the textbook folded Clos of one switch model (twin/compiler/resolve/fat_tree.py)
-LAYOUTS = (AI_ZONE_LAYOUT, CLOS_LAYOUT)
+UNIT_LAYOUT = "scalable-unit"  # a leaf per rack per rail, spines per SU leaf group, rails meeting in core groups
+LAYOUTS = (AI_ZONE_LAYOUT, CLOS_LAYOUT, UNIT_LAYOUT)
 
 # Fabric fields read by some families only; a family refuses the ones it does not read (a located error).
-FAMILY_FIELDS = ("switch", "tiers", "hb_domain", "rails_per_switch", "zones_per_hall")
+FAMILY_FIELDS = ("switch", "tiers", "hb_domain", "rails_per_switch", "zones_per_hall", "unit")
 # What each such field does, for the refusal's message.
 FIELD_USE = {
     "switch": "the one switch model of every tier",
@@ -44,12 +46,14 @@ FIELD_USE = {
     "hb_domain": "GPUs per NVLink domain, the number of rails",
     "rails_per_switch": "rails that share one switch",
     "zones_per_hall": "AI zones kept in one hall",
+    "unit": "the scalable unit: racks, hosts per leaf, each tier's down and up ports",
 }
 
 # Link tiers a site may name in fabric.media, per layout: (pattern, as shown in the message)
 AI_ZONE_TIERS = (r"nic-rtsw|rtsw-ctsw|ctsw-atsw", "nic-rtsw, rtsw-ctsw, ctsw-atsw")
 CLOS_TIERS = (r"nic-leaf|(leaf|spine|super\d*)-(spine|super\d*|core)",
               "nic-leaf, leaf-spine, spine-core (spine-super, super-core with 4 tiers)")
+UNIT_TIERS = (r"nic-leaf|leaf-spine|spine-core", "nic-leaf, leaf-spine, spine-core")
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,8 @@ class FamilyTraits:
     reads: frozenset[str]  # the FAMILY_FIELDS it reads
     link_tiers: tuple[str, str]  # fabric.media keys it knows (pattern, as shown)
     rails: str = ""  # "": no rails; "groups": a leaf takes one rail of a group of servers; "apart": each
-    #                  rail (or group of rails sharing switches) is its own tree and rails never meet
+    #                  rail (or group of rails sharing switches) is its own tree and rails never meet; "units":
+    #                  each rail of a scalable unit has its own leaves and spines, rails meet at the cores
     campus: bool = False  # buildings may be joined at its top tier (twin/compiler/resolve/campus_plan.py)
 
     @property
@@ -96,6 +101,9 @@ FAMILIES: tuple[FamilyTraits, ...] = (
                  CLOS_LAYOUT, zoned=False, reads=_RAILS, link_tiers=CLOS_TIERS, rails="groups"),
     FamilyTraits("rail-only", "one fat-tree per rail; rails never meet (cross-rail traffic over NVLink)",
                  CLOS_LAYOUT, zoned=False, reads=_RAILS, link_tiers=CLOS_TIERS, rails="apart"),
+    FamilyTraits("scalable-unit", "NVIDIA DGX SuperPOD's scalable units as drawn: a leaf per rack per rail, spines per rail of "
+                 "a unit, rails meeting only in the core groups", UNIT_LAYOUT, zoned=False,
+                 reads=frozenset({"switch", "hb_domain", "unit"}), link_tiers=UNIT_TIERS, rails="units"),
 )
 _BY_NAME = {f.name: f for f in FAMILIES}
 

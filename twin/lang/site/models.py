@@ -24,6 +24,7 @@ from twin.lang.site.cost_models import EnergyPrice, EnergyPriceField
 from twin.lang.site.families import FAMILIES, Family
 from twin.lang.site.power import UtilityLimits
 from twin.lang.site.reliability_models import Storage
+from twin.lang.site.unit import ScalableUnit
 from twin.lang.site.workload_models import TrainingJob
 from twin.lang.units import ArealLoad, DataRate, DataSize, Length, Mass, Power, Temperature, Time
 
@@ -266,6 +267,9 @@ class Fabric(Model):
         description="rail families: rails that share one switch (rail-only: a 1-tier rail's leaf; rail-optimized: a "
         "leaf of a server group); auto packs when one rail fills at most half of the switch's ports",
     )
+    unit: ScalableUnit | None = Field(None, exclude_if=lambda v: v is None, description=(
+        "scalable-unit family: racks per unit, hosts per leaf and each tier's down and up ports, as the vendor states them "
+        "(twin counts the switches)"))
     planes: Literal[1, 2, 4, 8] = Field(
         1, exclude_if=lambda v: v == 1, description="network planes, each its own fabric (switches named plane<p>-...; an AI zone's RTSWs, CTSWs and ATSWs "
         "once per plane); every NIC "

@@ -1,0 +1,227 @@
+"""Reference designs as their vendors draw them (issue 36): NVIDIA's DGX SuperPOD GB200 compute fabric rebuilt
+from a site that states the design (``family: scalable-unit``) and lets twin count.
+
+Known answers, [dgx-gb200-ra] (RA-11338-001, Table 4.1, 2-16 SU) on 64-port QM9700: every SU has one leaf per
+compute rack per rail (8 racks x 4 rails = 32 leaves, each one rack's 18 trays down and 18 up), 6 spines per
+rail per SU (an SU leaf group: 24 down, 24 up) and the rails meet only at the core, in 6 core groups. At 2 SU:
+64 leaves, 48 spines, 18 cores in 6 groups of 3, 1,152 cables per tier; at 16 SU: 512, 384 and 144 (6 groups of
+24). The rows at 4 and 8 SU follow from the same closed form (cores = SU x 4 rails x 24 / 64): 128/96/36 (groups
+of 6) and 256/192/72 (groups of 12), cables per tier = GPUs. Every count is read off the built graph.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from twin.compiler.fabric.synthesis import mismatches
+from twin.compiler.pipeline import compile_design
+from twin.compiler.resolve.validate import validate_file
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = ROOT / "sites" / "gb200-nvl72-superpod.yaml"
+
+# SU: (leaves, spines, cores, core groups, cores per group, cables per tier) [dgx-gb200-ra] Table 4.1
+TABLE = {2: (64, 48, 18, 6, 3, 1152), 4: (128, 96, 36, 6, 6, 2304), 8: (256, 192, 72, 6, 12, 4608),
+         16: (512, 384, 144, 6, 24, 9216)}
+
+
+def superpod(tmp_path: Path, units: int, **unit) -> Path:
+    """The example site at ``units`` scalable units: one row of 8 racks per SU and as many network rows,
+    power scaled with it (1.2 MW per SU [dgx-gb200-ra]); ``unit`` replaces fields of fabric.unit."""
+    doc = yaml.safe_load(SITE.read_text())
+    doc["name"] = f"superpod-{units}su"
+    doc.pop("workloads", None)
+    hall = doc["halls"][0]
+    hall["rows"] = 2 * units
+    hall["reserved"] = [{"rows": f"{units + 1}-{2 * units}", "positions": "1-8", "purpose": "network"}]
+    mw = f"{1.5 * units:g} MW"
+    doc["power"]["utility_capacity"] = hall["power"]["utility"] = mw
+    doc["fabric"]["gpus"] = 576 * units
+    doc["fabric"]["unit"].update(unit)
+    p = tmp_path / f"superpod-{units}su.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return p
+
+
+def counted(design) -> dict:
+    """The table's columns read off the graph: switches by role, core groups, cables per tier."""
+    g = design.fabric.graph
+    roles = Counter(r for _, r in g.nodes(data="role"))
+    groups = Counter(d["group"] for _, d in g.nodes(data=True) if d.get("role") == "core")
+    cables = Counter(lk.tier for lk in design.fabric.cables())
+    return {"leaf": roles["leaf"], "spine": roles["spine"], "core": roles["core"], "groups": len(groups),
+            "per_group": set(groups.values()), "cables": dict(cables)}
+
+
+@pytest.mark.parametrize("units", [2, 4, 8, 16])
+def test_gb200_superpod_table_rebuilt_from_the_graph(tmp_path, units):
+    leaves, spines, cores, groups, per_group, cables = TABLE[units]
+    path = SITE if units == 2 else superpod(tmp_path, units)
+    d = compile_design(path, until="fabric", placement_method="naive")
+    assert mismatches(d.spec.shape, d.fabric) == []
+    c = counted(d)
+    assert (c["leaf"], c["spine"], c["core"], c["groups"], c["per_group"]) == (leaves, spines, cores, groups, {per_group})
+    assert c["cables"] == {"nic-leaf": cables, "leaf-spine": cables, "spine-core": cables}
+
+
+def _ports(design) -> dict[str, Counter]:
+    """(down, up) links of every switch, by role."""
+    g = design.fabric.graph
+    down, up = Counter(), Counter()
+    for lk in design.fabric.cables():
+        up[lk.a] += 1
+        down[lk.b] += 1
+    out: dict[str, Counter] = {}
+    for n, r in g.nodes(data="role"):
+        if g.nodes[n].get("level", -1) >= 1:
+            out.setdefault(r, Counter())[(down[n], up[n])] += 1
+    return out
+
+
+@pytest.fixture(scope="module")
+def two_su():
+    return compile_design(SITE, until="fabric", placement_method="naive")
+
+
+def test_every_leaf_is_one_rack_on_one_rail_and_rails_meet_only_at_the_core(two_su):
+    g = two_su.fabric.graph
+    assert _ports(two_su) == {"leaf": Counter({(18, 18): 64}), "spine": Counter({(24, 24): 48}), "core": Counter({(64, 0): 18})}
+    by_leaf: dict[str, set] = {}
+    for lk in two_su.fabric.cables():
+        if lk.tier == "nic-leaf":
+            nic = g.nodes[lk.a]
+            by_leaf.setdefault(lk.b, set()).add((nic["rack"], nic["gpu"] % 4))  # the GPU's position on its tray
+    assert all(len(v) == 1 for v in by_leaf.values())  # one rack, one rail per leaf
+    assert len({next(iter(v)) for v in by_leaf.values()}) == 64  # 16 racks x 4 rails, each its own leaf
+    for lk in two_su.fabric.cables():
+        a, b = g.nodes[lk.a], g.nodes[lk.b]
+        if lk.tier == "leaf-spine":  # a leaf's uplinks stay in its SU leaf group: same rail, same unit
+            assert (a["rail"], a["unit"]) == (b["rail"], b["pod"])
+    # spine j of every leaf group reaches only core group j, and each core group every rail of every unit
+    spine_index = {n: int(n.rsplit("-", 1)[1]) - 1 for n, r in g.nodes(data="role") if r == "spine"}
+    reach: dict[int, set] = {}
+    for lk in two_su.fabric.cables():
+        if lk.tier == "spine-core":
+            assert g.nodes[lk.b]["group"] == spine_index[lk.a]
+            reach.setdefault(g.nodes[lk.b]["group"], set()).add((g.nodes[lk.a]["rail"], g.nodes[lk.a]["pod"]))
+    assert {j: len(v) for j, v in reach.items()} == {j: 8 for j in range(6)}
+    # each leaf sends 3 links to each of its group's 6 spines; each spine 8 to each of its group's 3 cores
+    pairs = Counter((lk.a, lk.b) for lk in two_su.fabric.cables() if lk.tier in ("leaf-spine", "spine-core"))
+    assert set(pairs.values()) == {3, 8}
+
+
+def test_the_shape_says_what_the_vendor_table_says(two_su):
+    u = two_su.spec.shape.to_json()["unit"]
+    assert u == {"units": 2, "rails": 4, "leaf_groups": 8, "leaves_per_group": 8, "spines_per_group": 6, "core_groups": 6,
+                 "cores_per_group": 3}
+
+
+@pytest.mark.parametrize("unit, path, words, expected", [
+    ({"leaf": {"hosts": 7, "up": 18}}, ("fabric", "unit", "leaf", "hosts"), "7 hosts per leaf neither divide a rack's 18",
+     "1, 2, 3, 6, 9, 18"),
+    ({"leaf": {"hosts": "rack", "up": 50}}, ("fabric", "unit", "leaf", "up"), "18 down + 50 up = 68", "at most 46 up"),
+    ({"spine": {"down": 48, "up": 24}}, ("fabric", "unit", "spine"), "48 down + 24 up = 72", "at most 64"),
+    ({"spine": {"down": 20, "up": 24}}, ("fabric", "unit", "spine", "down"), "8 leaves x 18 uplinks = 144 links",
+     "down 24 (6 spines)"),
+])
+def test_what_cannot_be_built_is_refused_with_the_counts_that_can(tmp_path, unit, path, words, expected):
+    doc = yaml.safe_load(SITE.read_text())
+    doc["fabric"]["unit"].update(unit)
+    p = tmp_path / "bad.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    spec, diags = validate_file(p)
+    assert spec is None
+    (d,) = [d for d in diags if d.path == path]
+    assert words in d.message and expected in d.expected, (d.message, d.expected)
+    assert d.line > 0
+
+
+def test_a_part_filled_unit_is_refused_naming_whole_units(tmp_path):
+    doc = yaml.safe_load(SITE.read_text())
+    doc["fabric"]["gpus"] = 1440
+    p = tmp_path / "part.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    spec, diags = validate_file(p)
+    assert spec is None
+    (d,) = [d for d in diags if d.path == ("fabric", "gpus")]
+    assert "2.50 scalable units of 8 racks" in d.message and "1,152, 1,728" in d.expected
+
+
+# H100 SuperPOD [dgx-h100-superpod-ra] (RA-11333-001): SUs of 32 node slots on 64-port QM9700, one leaf per rail per SU; the UFM
+# appliance stands in the last SU's free node slot. SU: (nodes, leaves, spines)
+H100 = {1: (31, 8, 4), 2: (63, 16, 8), 3: (95, 24, 16), 4: (127, 32, 16)}
+UFM = {"name": "ufm", "kind": "subnet-manager", "tier": "leaf", "count": 1, "ports": 1, "speed": "400 Gbit/s", "power": "1 kW",
+       "node_slot": True}
+
+
+def h100_superpod(tmp_path: Path, units: int, nodes: int, ufm: dict) -> Path:
+    doc = yaml.safe_load((ROOT / "sites" / "dgx-h100-pod.yaml").read_text())
+    doc["name"] = f"h100-{units}su"
+    doc.pop("workloads", None)
+    doc["fabric"]["gpus"] = 8 * nodes
+    doc["fabric"]["attachments"] = [ufm]
+    p = tmp_path / f"h100-{units}su.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return p
+
+
+@pytest.mark.parametrize("units", [1, 2, 3, 4])
+def test_h100_superpod_with_the_ufm_in_a_free_node_slot(tmp_path, units):
+    nodes, leaves, spines = H100[units]
+    d = compile_design(h100_superpod(tmp_path, units, nodes, UFM), until="fabric", placement_method="naive")
+    assert mismatches(d.spec.shape, d.fabric) == []
+    g = d.fabric.graph
+    roles = Counter(r for _, r in g.nodes(data="role"))
+    assert (d.fabric.server_count(), roles["leaf"], roles["spine"], roles["endpoint"]) == (nodes, leaves, spines, 1)
+    (ufm,) = [lk for lk in d.fabric.cables() if lk.tier == "ufm-leaf"]
+    # the UFM takes the down-port the missing node would have used on its rail's leaf (32 down, 32 up, no spare
+    # port); the other 7 rails' leaves of that SU keep the missing node's port free
+    down = Counter(lk.b for lk in d.fabric.cables() if lk.tier in ("nic-leaf", "ufm-leaf"))
+    assert down[ufm.b] == 32 and Counter(down.values()) == {32: leaves - 7, 31: 7}
+    assert d.spec.shape.tier("leaf").free == 0
+
+
+def test_without_a_node_slot_the_ufm_needs_a_spare_port_and_with_none_free_it_is_refused(tmp_path):
+    spare = {k: v for k, v in UFM.items() if k != "node_slot"}
+    spec, diags = validate_file(h100_superpod(tmp_path, 2, 63, spare))
+    assert spec is None and any("32 down + 32 up + 1 attached = 65" in d.message for d in diags)
+    spec, diags = validate_file(h100_superpod(tmp_path, 2, 64, UFM))  # every node slot filled
+    assert spec is None
+    (d,) = [d for d in diags if d.path == ("fabric", "attachments", 0, "count")]
+    assert "1 port(s) in free node slots, 0 left" in d.message and "gpus: 504 (1 node(s) fewer)" in d.expected
+
+
+def test_b300_twin_plane_su_counts_cables_per_800g_port_as_the_vendor_does():
+    """[dgx-b300-ra] Table 3, 1 SU: 64 DGX B300 (512 GPUs), 16 leaves, 8 spines, 512 node-leaf and 512 leaf-spine
+    cables. Each GPU's 800G ConnectX-8 runs 2 x 400G, one port per plane, so twin's graph has 1,024 links of 400G
+    per tier; a twin-port module in each ConnectX-8 cage and each SN5600 cage makes them 512 cables of an 800G port,
+    the vendor's count, beside twin's per link. At the NIC one module carries both planes: 512, not 1,024."""
+    from twin.compiler.fabric.bom import port_counts
+
+    d = compile_design(ROOT / "sites" / "dgx-b300-twin-plane.yaml", until="bom", placement_method="naive")
+    g = d.fabric.graph
+    roles = Counter(r for _, r in g.nodes(data="role"))
+    assert (roles["server"], roles["leaf"], roles["spine"]) == (64, 16, 8)
+    assert {(c.tier, c.links, c.per_port, c.port_speed) for c in port_counts(d.spec, d.fabric, d.cabling)} == {
+        ("nic-leaf", 1024, 512, 800e9), ("leaf-spine", 1024, 512, 800e9)}
+    xcvr = {ln.item: ln.quantity for ln in d.bom if ln.category == "transceiver"}
+    # a module in every ConnectX-8 (512), every leaf cage (16 x 64) and every spine cage (8 x 64); no single DR4
+    assert xcvr == {"2xdr4-800g": 512 + 16 * 64 + 8 * 64}
+    assert roles["nic"] == 512 and all(g.nodes[n].get("ports") == 2 for n, r in g.nodes(data="role") if r == "nic")
+
+
+def test_pinning_the_vendor_leaf_count_on_twins_tree_points_to_the_scalable_unit_family(tmp_path):
+    """The issue's first attempt: NVIDIA's 64 leaves pinned on twin's rail-optimized tree (36 leaves of k/2 = 32 NICs)
+    is refused, and the refusal names the family that states the vendor's layout."""
+    doc = yaml.safe_load((ROOT / "sites" / "gb200-nvl72.yaml").read_text())
+    doc["fabric"]["rtsw"] = {"count": 64}
+    p = tmp_path / "pinned.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    spec, diags = validate_file(p)
+    assert spec is None
+    (d,) = [d for d in diags if d.path == ("fabric", "rtsw", "count")]
+    assert "64 leaves pinned, the tree has 36" in d.message and "family scalable-unit and fabric.unit" in d.expected

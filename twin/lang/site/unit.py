@@ -1,0 +1,41 @@
+"""``fabric.unit``: a scalable-unit fabric stated as its vendor states it (the ``scalable-unit`` family).
+
+NVIDIA draws its DGX SuperPODs in scalable units (SU) of compute racks: a leaf per rack (or per group of
+hosts) per rail, the leaves of one rail of one SU sharing their own spines (an SU leaf group), and the
+rails meeting only at the core, in as many core groups as a leaf group has spines. A site states the unit
+(racks per SU), which hosts a leaf takes and each tier's down and up ports; twin counts the switches
+(:mod:`twin.compiler.resolve.unit_shape`) or refuses a combination that cannot be built, naming the
+counts that can.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from twin.lang.base import Model
+
+
+class LeafPorts(Model):
+    """What one leaf takes: its hosts (one NIC port each, on the leaf's rail) and its uplinks."""
+
+    hosts: Literal["rack"] | Annotated[int, Field(ge=1, le=4096)] = Field(
+        "rack", description="hosts per leaf on its rail: 'rack' (one leaf per compute rack per rail), or a count that "
+        "divides a rack's hosts or is a whole number of racks; a host is a server, or a rack-scale system's compute tray")
+    up: int | None = Field(None, ge=1, le=1024, description="uplinks per leaf to its SU leaf group's spines (default: as many as hosts, 1:1)")
+
+
+class SpinePorts(Model):
+    """One spine of an SU leaf group: its ports down (to the group's leaves) and up (to its core group)."""
+
+    down: int = Field(ge=1, le=1024, description="downlinks per spine; the group's leaves x leaf uplinks / down = its spines")
+    up: int = Field(ge=1, le=1024, description="uplinks per spine to its core group")
+
+
+class ScalableUnit(Model):
+    """A scalable unit of compute racks, and each tier's ports as the vendor sizes them."""
+
+    racks: int = Field(ge=1, le=4096, description="compute racks per scalable unit (the site's racks come in whole units)")
+    leaf: LeafPorts = Field(default_factory=LeafPorts, description="hosts per leaf (default one leaf per rack per rail) and uplinks")
+    spine: SpinePorts = Field(description="ports of a spine of an SU leaf group (one rail of one unit)")
