@@ -149,6 +149,11 @@ def _whole(text: str, path: str, line: int, col: int, what: str) -> int:
     return int(v)
 
 
+def _column(row: list[str], i: int) -> int:
+    """The 1-based column where field ``i`` of a CSV row starts (fields without quotes)."""
+    return sum(len(x) + 1 for x in row[:i]) + 1
+
+
 def _slurm(f, out: Loaded) -> None:
     """Acme and Helios: a header, one job per row."""
     rows = csv.reader(f)
@@ -159,7 +164,6 @@ def _slurm(f, out: Loaded) -> None:
     missing = [c for c in NEEDED if c not in col]
     if missing:
         raise _err(out.path, 1, 1, f"the header lacks {', '.join(missing)}", f"the {out.format} layout's columns: " + ", ".join(NEEDED))
-    pos = {c: sum(len(h) + 1 for h in header[: col[c]]) + 1 for c in NEEDED}
     width = len(header)
     for row in rows:
         line = rows.line_num
@@ -167,6 +171,7 @@ def _slurm(f, out: Loaded) -> None:
             continue
         if len(row) != width:
             raise _err(out.path, line, 1, f"{len(row)} fields, the header has {width}", "one value per column")
+        pos = {c: _column(row, col[c]) for c in NEEDED}
         g = _whole(row[col["gpu_num"]], out.path, line, pos["gpu_num"], "gpu_num")
         if g == 0:
             out.skip("no GPU")
@@ -251,7 +256,7 @@ def _pai(f, out: Loaded) -> None:
             continue
         if len(row) != len(PAI_COLUMNS):
             raise _err(out.path, line, 1, f"{len(row)} fields", f"{len(PAI_COLUMNS)}: " + ", ".join(PAI_COLUMNS))
-        starts = [sum(len(x) + 1 for x in row[:i]) + 1 for i in range(len(row))]
+        starts = [_column(row, i) for i in range(len(row))]
         try:
             inst, plan = float(row[2] or 0), float(row[8] or 0)
         except ValueError:
