@@ -29,11 +29,11 @@ def jobs(submit, gpus, work, prio=None, ckpt=True) -> JobSet:
                   names, (ckpt,) * len(names), tuple(sorted(set(prio))))
 
 
-def run(site, js, policy=Policy(), sources=(), horizon=30 * DAY, seed=1, lemons=None, factor=1.0):
+def run(site, js, policy=None, sources=(), horizon=30 * DAY, seed=1, lemons=None, factor=1.0):
     lem = np.zeros(site.servers, bool) if lemons is None else lemons
     racks = int(site.rack.max()) + 1
     arr = fail.arrivals(list(sources), site.servers, racks, lem, factor, horizon, seed)
-    out = Run(site, js, list(sources), arr, lem, policy, horizon).go()
+    out = Run(site, js, list(sources), arr, lem, policy or Policy(), horizon).go()
     total = sum(out.buckets.values())
     assert abs(total - site.gpus * horizon) < 1.0, "every GPU-second lands in exactly one bucket"
     return out

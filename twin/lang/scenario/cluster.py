@@ -122,9 +122,6 @@ class Mix(Model):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"duplicate kind name(s): {', '.join(dup)}")
-        for c in self.sizes:
-            if c.kind is not None and c.kind not in names:
-                raise ValueError(f"size {c.gpus} names kind '{c.kind}', which is not among the kinds ({', '.join(names)})")
         return self
 
 

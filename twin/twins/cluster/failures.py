@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-PER_SERVER = {"gpu": "gpus", "nic": "gpus", "link": "gpus", "server": 1, "compute-tray": 1}
+PER_SERVER = {"gpu": "gpus", "nic": "gpus", "link": "gpus", "server": 1}
 
 
 @dataclass(frozen=True)
@@ -37,16 +37,17 @@ class Source:
     repair: float
 
 
-def from_scenario(failures, classes: dict | None, gpus_per_server: int) -> tuple[list[Source], list[str]]:
-    """The sources of a scenario's ``failures:`` (stated streams, then catalog classes when asked)."""
+def from_scenario(failures, classes: dict | None, gpus_per_server: int, trays: int = 0) -> tuple[list[Source], list[str]]:
+    """The sources of a scenario's ``failures:`` (stated streams, then catalog classes when asked; a
+    compute tray counts ``trays`` per server, only on rack-scale systems, as in the reliability twin)."""
     out = [Source(s.name, s.causes, s.blast, s.rate, s.detection, s.repair) for s in failures.streams]
     notes: list[str] = []
     if failures.catalog:
         skipped = []
         for name in sorted(classes or {}):
             c = classes[name]
-            if c.per in PER_SERVER:
-                k = gpus_per_server if PER_SERVER[c.per] == "gpus" else 1
+            if c.per in PER_SERVER or (c.per == "compute-tray" and trays):
+                k = trays if c.per == "compute-tray" else gpus_per_server if PER_SERVER[c.per] == "gpus" else 1
                 out.append(Source(name, "infrastructure", "server", c.rate * k, c.detection, c.repair))
             elif c.per == "rack-switch":
                 out.append(Source(name, "infrastructure", "rack", c.rate, c.detection, c.repair))

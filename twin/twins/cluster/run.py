@@ -38,7 +38,11 @@ def load_jobs(cl, site: ClusterSite, src, base_dir: Path | None, horizon: float)
     where = ("cluster", "jobs")
     if cl.jobs.mix is not None:
         mix = cl.jobs.mix
+        names = [k.name for k in mix.kinds]
         for i, c in enumerate(mix.sizes):
+            if c.kind is not None and c.kind not in names:
+                raise SpecError([error(src, where + ("mix", "sizes", i, "kind"), f"kind '{c.kind}' is not among the mix's kinds",
+                                       ", ".join(names))])
             if c.gpus > site.gpus:
                 raise SpecError([error(src, where + ("mix", "sizes", i, "gpus"), f"{c.gpus:,} GPUs: more than the site's {site.gpus:,}",
                                        f"at most {site.gpus:,}")])
@@ -66,7 +70,7 @@ def simulate_cluster(design, cl, src=None, base_dir: Path | None = None, progres
         progress("cluster: the jobs")
     jobs, stats = load_jobs(cl, site, src, base_dir, D)
     classes = design.spec.catalog.reliability if design is not None else {}
-    sources, notes = fail.from_scenario(cl.failures, classes, site.gpus_per_server)
+    sources, notes = fail.from_scenario(cl.failures, classes, site.gpus_per_server, site.trays)
     lem = cl.failures.lemons
     lemons = fail.lemon_mask(site.servers, lem.share if lem else 0.0, cl.seed)
     factor = lem.factor if lem else 1.0

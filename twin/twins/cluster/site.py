@@ -24,6 +24,7 @@ class ClusterSite:
     zone: np.ndarray  # per server: its AI zone (0-based; 0 everywhere when the fabric has no zones)
     rack: np.ndarray  # per server: its rack (0-based, global)
     ids: tuple[str, ...] = ()  # the servers' node ids on the fabric graph (empty: a synthetic site)
+    trays: int = 0  # compute trays per server (a rack-scale system's NVLink domain is one server), else 0
 
     @property
     def servers(self) -> int:
@@ -60,4 +61,4 @@ def from_design(design) -> ClusterSite:
     racks_named = [str(nodes[s].get("rack")) for s in order]
     rack_ids: dict[str, int] = {}
     racks = np.array([rack_ids.setdefault(r, len(rack_ids)) for r in racks_named], np.int64)
-    return ClusterSite(design.name, gpus.pop(), zones, racks, tuple(order))
+    return ClusterSite(design.name, gpus.pop(), zones, racks, tuple(order), int(nodes[order[0]].get("trays", 0) or 0))
