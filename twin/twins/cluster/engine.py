@@ -135,7 +135,7 @@ class Run:
         self.running: set[int] = set()
         self.old: set[int] = set()  # running jobs past the preemption guard
         self.c = dict.fromkeys(("completions", "cancelled", "failures", "failures_while_down", "job_interruptions", "preemptions",
-                                "preemptions_after_failure", "lifetime_requeues", "lemons_drained", "lemons_true", "starts"), 0)
+                                "preemptions_after_failure", "lifetime_requeues", "lemons_drained", "lemons_true", "starts", "cross_zone_starts"), 0)
         self.by_source = {s.name: 0 for s in sources}
         self.by_causes = {"all": 0, "infrastructure": 0}
         self.dirty = False
@@ -276,6 +276,8 @@ class Run:
             elif t + p.guard < end:
                 self.push(t + p.guard, GUARD, j, self.epoch[j])
         self.c["starts"] += 1
+        if len(alloc) > 1 and self.A.zones_of(alloc) > 1:
+            self.c["cross_zone_starts"] += 1
 
     def held(self, j: int, dt: float, bucket: str) -> None:
         v = dt * self.g[j]
