@@ -127,3 +127,20 @@ def test_a_mix_too_large_is_refused_before_it_is_drawn(lab):
     with pytest.raises(SpecError) as e:
         simulate_cluster(lab, scn.cluster, src)
     assert "limit cluster_jobs" in e.value.diagnostics[0].message and e.value.diagnostics[0].line == 6
+
+
+def test_a_sweep_varies_the_cluster_knobs_and_collects_site_goodput(root):
+    """twin sweep's variants run the cluster twin and report its figures; a shorter guard preempts more."""
+    from twin.sweep.engine import payload, variants
+    from twin.sweep.load import load_sweep
+    from twin.sweep.worker import evaluate
+
+    sw = load_sweep(root / "sweeps/lab-cluster.yaml", root)
+    assert "cluster" in sw.has
+    vs = variants(sw)
+    assert len(vs) == 12
+    rows = [evaluate(payload(sw, v)) for v in (vs[1], vs[9])]  # guard 30 min and 8 h; no spares; hourly checkpoints
+    assert all(r["status"] == "ok" for r in rows), rows
+    short, long_ = (r["figures"] for r in rows)
+    assert 0 < short["site_goodput"] < short["site_utilization"] <= 1
+    assert short["site_preemptions"] > long_["site_preemptions"] == 0
