@@ -59,7 +59,7 @@ def help_text() -> str:
     groups: dict[str, list[str]] = {}
     for name, need in NEEDS.items():
         groups.setdefault(need, []).append(name)
-    say = {"design": "", "jobs": "with jobs: ", "campaign": "with a campaign: ", "power": "with power: "}
+    say = {"design": "", "jobs": "with jobs: ", "campaign": "with a campaign: ", "power": "with power: ", "cluster": "with a cluster: "}
     return "; ".join(say[k] + " ".join(v) for k, v in groups.items())
 
 
