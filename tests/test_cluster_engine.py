@@ -180,3 +180,20 @@ def test_detected_lemons_are_drained_and_spares_stand_in():
     assert found.counts["lemons_drained"] >= 2 and found.counts["lemons_true"] == found.counts["lemons_drained"]
     assert found.counts["job_interruptions"] < 0.6 * blind.counts["job_interruptions"]
     assert found.buckets["spare"] > 0 and set(found.buckets) == set(BUCKETS)
+
+
+def test_a_job_alone_matches_the_reliability_twins_campaign():
+    """The same job, failures and recovery in the reliability twin's Monte Carlo (twin/twins/reliability,
+    one server mode, unlimited spares) and in the cluster twin (the site's other servers stand in): the
+    same ETTR and the same interruptions per day."""
+    from twin.twins.reliability.components import Mode
+    from twin.twins.reliability.engine import Plan, simulate
+
+    nodes, rate, D = 512, 10 / 1000 / DAY, 60 * DAY
+    mode = Mode("node", "node", "", "server", "", nodes, rate, "swap", 1, 0.0, DAY)
+    camp = simulate([mode], Plan(D, runs=200, seed=1, interval=1800.0, stall=20.0, restart=300.0, spares=None, keep_events=False))
+    site = uniform(zones=2, racks_per_zone=160, servers_per_rack=2, gpus_per_server=8)
+    src = [fail.Source("node", "infrastructure", "server", rate, 0.0, DAY)]
+    out = run(site, jobs([0.0], [nodes * 8], [1e9]), Policy(interval=1800.0, write=20.0, restart=300.0), src, D, seed=4)
+    assert out.buckets["productive"] / (nodes * 8 * D) == pytest.approx(float(camp.ettr.mean()), rel=0.01)
+    assert out.counts["job_interruptions"] == pytest.approx(float(camp.counts.sum(axis=1).mean()), rel=0.1)
