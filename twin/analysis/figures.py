@@ -30,7 +30,7 @@ _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(\s+\S.*)?
 
 
 def needs(name: str) -> str | None:
-    """What a figure needs beyond the build: "jobs", "campaign", "power", "sim", or None."""
+    """What a figure needs beyond the build: "jobs", "campaign", "power", "cluster", "sim", or None."""
     if name in NEEDS:
         return None if NEEDS[name] == "design" else NEEDS[name]
     return "sim" if name.startswith("sim:") else None
@@ -49,6 +49,8 @@ def defaults(has: set[str]) -> list[str]:
         out += ["ettr_p50"]
     if "power" in has:
         out += ["power_limits_pass", "grid_mean_mw"]
+    if "cluster" in has:
+        out += ["site_goodput", "site_utilization", "largest_jobs_ettr", "largest_jobs_wait_p90_h"]
     return out
 
 
@@ -57,7 +59,7 @@ def help_text() -> str:
     groups: dict[str, list[str]] = {}
     for name, need in NEEDS.items():
         groups.setdefault(need, []).append(name)
-    say = {"design": "", "jobs": "with jobs: ", "campaign": "with a campaign: ", "power": "with power: "}
+    say = {"design": "", "jobs": "with jobs: ", "campaign": "with a campaign: ", "power": "with power: ", "cluster": "with a cluster: "}
     return "; ".join(say[k] + " ".join(v) for k, v in groups.items())
 
 

@@ -9,7 +9,7 @@ figure the design and its twin runs give, rounded to ``digits`` for reading; a s
 ones it asks for, unrounded; the diff labels what moved from here.
 
 ``needs``: ``design`` (compiled through its BOM), ``intent`` (routed), ``default`` (the build's default
-twin run), ``jobs``, ``campaign``, ``power`` (a scenario with those sections).
+twin run), ``jobs``, ``campaign``, ``power``, ``cluster`` (a scenario with those sections).
 
 >>> FIGURES["switches"].label, FIGURES["switches"].how
 ('switches', 'switch nodes of the fabric graph (= the BOM switch quantity)')
@@ -31,7 +31,7 @@ from twin.compiler.fabric.bom import network_power
 
 MW = 1e6
 DAY = 86400.0
-SWEEPABLE_NEEDS = ("design", "jobs", "campaign", "power")  # what a sweep variant runs (no configs, no default run)
+SWEEPABLE_NEEDS = ("design", "jobs", "campaign", "power", "cluster")  # what a sweep variant runs (no configs, no default run)
 
 
 @dataclass
@@ -266,7 +266,14 @@ def _twin_figures() -> list[Figure]:
     def pw(fn):
         return lambda x: fn(x.sim["power"]) if (x.sim or {}).get("power") else None
 
-    d, jb, c, p = "default", "jobs", "campaign", "power"
+    def cl(fn):
+        return lambda x: fn(x.sim["cluster"]) if (x.sim or {}).get("cluster") else None
+
+    def largest(k, key):
+        rows = k["by_size"]
+        return rows[-1][key] if rows else None
+
+    d, jb, c, p, q = "default", "jobs", "campaign", "power", "cluster"
     return [
         F("twin.busbw.{}", "AllReduce busbw at {:g} GiB, {}", "GB/s", "twin", d, "the default run's ring at its largest size",
           schemes(lambda r, e: e["busbw_GBps"][-1], gib), 2),
@@ -304,6 +311,17 @@ def _twin_figures() -> list[Figure]:
         F("grid_peak_mw", "peak grid draw", "MW", "power twin", p, "the power twin's grid", pw(lambda q: q["grid"]["peak_W"] / MW), 4),
         F("grid_mean_mw", "mean grid draw", "MW", "power twin", p, "the power twin's grid", pw(lambda q: q["grid"]["mean_W"] / MW), 4),
         F("grid_swing_mw", "grid range (peak - trough)", "MW", "power twin", p, "the power twin's grid", pw(lambda q: q["grid"]["range_W"] / MW), 4),
+        F("site_goodput", "site goodput: productive GPU-time over GPUs x span", "", "cluster", q, "the cluster twin's buckets",
+          cl(lambda k: k["goodput"]), 4),
+        F("site_utilization", "GPU-time held by jobs over GPUs x span", "", "cluster", q, "the cluster twin's buckets",
+          cl(lambda k: k["utilization"]), 4),
+        F("site_preemptions", "preemptions over the span", "", "cluster", q, "the cluster twin's counts", cl(lambda k: k["counts"]["preemptions"])),
+        F("site_job_interruptions", "jobs stopped by a failure over the span", "", "cluster", q, "the cluster twin's counts",
+          cl(lambda k: k["counts"]["job_interruptions"])),
+        F("largest_jobs_ettr", "ETTR of the largest size class", "", "cluster", q, "the cluster twin's size classes",
+          cl(lambda k: largest(k, "ettr")), 4),
+        F("largest_jobs_wait_p90_h", "queue wait P90 of the largest size class", "h", "cluster", q, "the cluster twin's size classes",
+          cl(lambda k: None if largest(k, "wait_p90_s") is None else largest(k, "wait_p90_s") / 3600), 3),
     ]
 
 
@@ -321,7 +339,7 @@ def lookup(key: str) -> Figure | None:
 
 def rows(x: Inputs) -> list[dict]:
     """Every figure the inputs give, in registry order: review.json's rows."""
-    have = {"design", "intent"} | ({"default"} if x.default else set()) | ({"jobs", "campaign", "power"} if x.sim else set())
+    have = {"design", "intent"} | ({"default"} if x.default else set()) | ({"jobs", "campaign", "power", "cluster"} if x.sim else set())
     return [r for f in REGISTRY if f.needs in have for r in f.rows(x)]
 
 

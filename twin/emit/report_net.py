@@ -81,6 +81,10 @@ def render(data: dict, console: Console) -> None:
             console.print(t)
     if "campaign" in data:  # the reliability twin (twin/emit/report_reliability.py)
         campaign_report.render(data["campaign"], console)
+    if "cluster" in data:  # the cluster twin (twin/emit/report_cluster.py)
+        from twin.emit.report_cluster import render as render_cluster
+
+        render_cluster(data["cluster"], console)
     if "power" in data:  # the power and thermal twin (twin/twins/power)
         from twin.emit.report_power import render as render_power
 

@@ -87,6 +87,13 @@ def twin_sections(spec_file: str, data: dict | None, scenario_file: str | None,
         parts.append(campaign_markdown(data["campaign"]) + "".join(f"\n\n![{c}](report/{n})" for n, c, _s in figures))
     else:
         missing.append("the reliability twin (a scenario's `campaign:`: interruptions, checkpoints, spares, ETTR)")
+    if data is not None and "cluster" in data:
+        from twin.emit.pic_cluster import pictures as cluster_pictures
+        from twin.emit.report_cluster import markdown as cluster_markdown
+
+        figures = cluster_pictures(data["cluster"])
+        pics = pics + figures
+        parts.append(cluster_markdown(data["cluster"]) + "".join(f"\n\n![{c}](report/{n})" for n, c, _s in figures))
     if data is not None and "power" in data:
         traces = power_pictures(data["power"], power_views)
         pics = pics + traces

@@ -77,7 +77,7 @@ def load_sweep(path: str | Path, root: str | Path | None = None) -> Sweep:
             err(("figures", k), f"unknown figure '{name}'", f"did you mean '{close[0]}'?" if close else
                 "a named figure (twin sweep --help lists them) or design:, sim:, cost: followed by a path")
         elif (need := figs.needs(name)) and need not in has and not (need == "sim" and has):
-            err(("figures", k), f"figure '{name}' needs a scenario with {need if need != 'sim' else 'jobs, a campaign or power'}",
+            err(("figures", k), f"figure '{name}' needs a scenario with {need if need != 'sim' else 'jobs, a campaign, power or a cluster'}",
                 "a scenario: that runs that twin")
     jobs = scenario.get("jobs") or [] if scenario is not None else []
     if sf.job > 1 and sf.job > len(jobs):  # job 1 of a scenario without jobs gives no job figures, and says so
@@ -114,7 +114,8 @@ def _scenario(src: Source, sf: SweepFile, root: Path | None) -> tuple[dict | Non
                        {k[1:]: v for k, v in src.positions.items() if k[:1] == ("scenario",)})
         scn = validate_source(inner)
         data, name = inner.data, f"{src.path} (scenario)"
-    has = {k for k, on in (("jobs", bool(scn.jobs)), ("campaign", scn.campaign is not None), ("power", scn.power is not None)) if on}
+    has = {k for k, on in (("jobs", bool(scn.jobs)), ("campaign", scn.campaign is not None), ("power", scn.power is not None),
+                                        ("cluster", scn.cluster is not None)) if on}
     return data, name, has
 
 

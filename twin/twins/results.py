@@ -94,6 +94,7 @@ class SimulateDocument(_Doc):
     notes: list[str] = Field(description="what the run assumed")
     campaign: dict | None = Field(None, description="the reliability twin's results (scenario campaign:)")
     power: dict | None = Field(None, description="the power and thermal twin's results (scenario power:)")
+    cluster: dict | None = Field(None, description="the cluster twin's results (scenario cluster:): GPU-time buckets, counts, per job size class")
     risks: list[Risk] | None = Field(None, description="every verdict of the design and this run, worst first")
 
 

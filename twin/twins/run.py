@@ -65,7 +65,7 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
 
     ``design`` may be None when ``graph`` is given (a synthetic fabric; catalog defaults then apply)."""
     if not scn.collectives and not scn.jobs and not scn.serving and scn.campaign is None:
-        return _power_only(design, scn, src, progress)
+        return _design_only(design, scn, src, progress)
     g0 = graph if graph is not None else design.fabric.graph
     routing_spec = design.spec.fabric.routing if design is not None else None
     default_qps = routing_spec.qps_per_gpu_pair if routing_spec else 16
@@ -162,6 +162,8 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
             raise SpecError([error(src, ("campaign",), "a campaign needs a site design (catalog, workloads, storage)")])
         out["campaign"], res.events = run_campaign(
             design, scn, src, g0, lambda f: campaign_job(design, g0, net0, scn, schemes, src, out, f), progress)
+    if scn.cluster is not None:
+        _add_cluster(res, design, scn, src, progress)
     if scn.power is not None:
         _add_power(res, design, scn, src, out["cases"][0]["jobs"] if out["cases"] else [], res.events, progress)
     return res
@@ -238,12 +240,31 @@ def _add_power(res: Result, design, scn: Scenario, src, jobs: list[dict], events
     res.power_views = pr.views
 
 
-def _power_only(design, scn: Scenario, src, progress=None) -> Result:
+def _add_cluster(res: Result, design, scn: Scenario, src, progress=None) -> None:
+    """The cluster twin (twin/twins/cluster): the scenario's ``cluster:`` section over the whole site."""
+    from twin.twins.cluster.run import simulate_cluster
+
+    if design is None:
+        raise SpecError([error(src, ("cluster",), "the cluster twin needs a site design (its servers, zones and catalog)")])
+    res.data["cluster"], _ = simulate_cluster(design, scn.cluster, src, _base_dir(src), progress)
+
+
+def _base_dir(src):
+    from pathlib import Path
+
+    return Path(src.path).parent if src is not None and src.path and not src.path.startswith("<") else Path(".")
+
+
+def _design_only(design, scn: Scenario, src, progress=None) -> Result:
+    """A scenario without collectives, jobs, serving or a campaign: its cluster and power sections."""
     out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "scenario": scn.name, "site": design.name if design is not None else "synthetic",
                            "gpus": design.spec.gpus if design is not None else 0, "protocol_efficiency": scn.protocol_efficiency,
                            "step_overhead_us": scn.step_overhead * 1e6, "schemes": [], "notes": [], "cases": []}
     res = Result(out)
-    _add_power(res, design, scn, src, [], progress=progress)
+    if scn.cluster is not None:
+        _add_cluster(res, design, scn, src, progress)
+    if scn.power is not None:
+        _add_power(res, design, scn, src, [], progress=progress)
     return res
 
 

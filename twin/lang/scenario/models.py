@@ -31,6 +31,7 @@ from twin.lang.base import Count, IndexList, Model, Slug, Text, pattern
 from twin.lang.diagnostics import Severity, SpecError
 from twin.lang.loader import LoadError, Source, load_file, load_text
 from twin.lang.scenario.campaign import Campaign
+from twin.lang.scenario.cluster import Cluster
 from twin.lang.scenario.job import Case, Failure, Job, Replace  # noqa: F401 - Failure, Replace: re-exported, part of the language
 from twin.lang.scenario.power import PowerScenario
 from twin.lang.units import DataSize, Time
@@ -178,6 +179,7 @@ class Scenario(Model):
     serving: list[Serving] = Field(default_factory=list)
     cases: list[Case] = Field(default_factory=lambda: [Case(name="baseline")])
     campaign: Campaign | None = Field(None, description="reliability twin: a training campaign (twin/twins/reliability)")
+    cluster: Cluster | None = Field(None, description="cluster twin: the whole site over weeks, every job, its scheduler and failures (twin/twins/cluster)")
 
     @field_validator("routing")
     @classmethod
@@ -192,8 +194,8 @@ class Scenario(Model):
             dup = {n for n in names if names.count(n) > 1}
             if dup:
                 raise ValueError(f"duplicate {what} name(s): {', '.join(sorted(dup))}")
-        if not self.collectives and not self.jobs and not self.serving and self.campaign is None and self.power is None:
-            raise ValueError("nothing to simulate: give collectives, jobs, serving, a campaign or power")
+        if not self.collectives and not self.jobs and not self.serving and self.campaign is None and self.power is None and self.cluster is None:
+            raise ValueError("nothing to simulate: give collectives, jobs, serving, a campaign, power or a cluster")
         if (self.collectives or self.jobs or self.serving) and not self.routing:
             raise ValueError("collectives, jobs and serving need routing: at least one routing scheme")
         return self

@@ -1,0 +1,58 @@
+"""Benchmark: the cluster twin's month of meta-24k-roce (issue 37).
+
+Goal: 30 days of meta-24k-roce with about 300,000 jobs and about 600 node failures in at most 60 s on
+one core (a published scheduler simulator runs 20,000 jobs on 6,500 GPUs in 52-111 s). The design
+compile is apart (done once, not per run). Each line is the median of ``--repeat`` timings of the
+cluster run alone (jobs drawn, failures drawn, the clock, the summary), for the scenario's own mix
+(scenarios/meta-rsc-month.yaml, 7,200 jobs a day) and the same mix at 10,000 jobs a day (about 300,000
+jobs; the site is then over-subscribed and the queue grows, which is the scheduler's hard case), under
+EASY backfill with preemption and under FIFO.
+
+    python bench/bench_cluster.py              # 3 repeats
+    python bench/bench_cluster.py --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "sites" / "meta-24k-roce.yaml"
+SCENARIO = ROOT / "scenarios" / "meta-rsc-month.yaml"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+
+    import twin
+    from twin.lang.scenario.models import parse_scenario
+    from twin.twins.cluster.run import simulate_cluster
+    from twin.twins.cluster.site import from_design
+
+    t0 = time.perf_counter()
+    design = twin.load(SITE)
+    site = from_design(design)
+    print(f"design compile (apart): {time.perf_counter() - t0:.1f} s; {site.gpus:,} GPUs, {site.servers:,} servers, {site.zones} zones")
+    text = SCENARIO.read_text(encoding="utf-8")
+    for rate, policy in (("7200 / day", "easy"), ("10000 / day", "easy"), ("10000 / day", "fifo")):
+        variant = text.replace("rate: 7200 / day", f"rate: {rate}").replace("policy: easy", f"policy: {policy}")
+        scn, src = parse_scenario(variant, str(SCENARIO))
+        times, doc = [], None
+        for _ in range(args.repeat):
+            t1 = time.perf_counter()
+            doc, _ = simulate_cluster(design, scn.cluster, src, site=site)
+            times.append(time.perf_counter() - t1)
+        med = statistics.median(times)
+        k = doc["counts"]
+        print(f"{rate:>12}  {policy:4}  {doc['jobs']:>7,} jobs  {k['failures']:4} node failures  {k['preemptions']:5,} preemptions  "
+              f"utilization {100 * doc['utilization']:5.1f}%  goodput {100 * doc['goodput']:5.1f}%  "
+              f"median {med:5.1f} s (of {', '.join(f'{t:.1f}' for t in times)})  goal <= 60 s: {'met' if med <= 60 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
