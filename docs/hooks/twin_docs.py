@@ -190,8 +190,9 @@ def on_page_markdown(markdown: str, page, config, files):
         kind, arg = m.group(1), (m.group(2) or "").strip()
         if kind == "help":
             return commands_help()
-        if kind == "commands-table":
-            return commands_table()
+        if kind == "commands-table":  # its links are the README's, relative to the repository root
+            up = "../" * len(PurePosixPath(uri).parent.parts)
+            return commands_table().replace("](docs/", f"]({up}")
         if kind == "language":
             return language(arg)
         if kind == "limits":

@@ -26,7 +26,9 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     rich_markup_mode=None,
-    help="twin: a declarative design compiler and digital twin for AI training clusters.",
+    help="twin: a declarative design compiler and digital twin for AI training clusters.\n\n"
+         "Documentation: docs/index.md in the source repository (by task, concept and reference; "
+         "`mkdocs serve` there builds the site); `twin COMMAND --help` for each command.",
 )
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
