@@ -146,7 +146,12 @@ def envelope() -> str:
 
     from twin.cli.app import app
 
-    r = CliRunner().invoke(app, ["validate", LAB_SITE, "--fast", "--json"])
+    here = os.getcwd()
+    os.chdir(ROOT)  # the example's path as a user in the repository writes it
+    try:
+        r = CliRunner().invoke(app, ["validate", LAB_SITE, "--fast", "--json"])
+    finally:
+        os.chdir(here)
     if r.exit_code != 0:
         raise PluginError(f"twin validate {LAB_SITE} --fast --json exited {r.exit_code}: {r.stderr[:300]}")
     doc = json.loads(r.stdout)
