@@ -9,6 +9,8 @@ figure the build did not draw fails the build (the site is built with ``--strict
     the README's command table (the one place it is written).
 ``<!-- twin:language site|scenario|sweep -->``
     a language's field reference, rendered from its models (what ``twin schema`` writes to ``schemas/``).
+``<!-- twin:language-versions -->`` / ``<!-- twin:language-changelog -->``
+    each language's current version, and every version's changes (``twin/lang/versions.py``).
 ``<!-- twin:limits -->``
     the cost limits and their defaults (``twin/lang/limits.py``).
 ``<!-- twin:output-files -->``
@@ -117,6 +119,26 @@ def language(name: str) -> str:
     return body
 
 
+def language_versions() -> str:
+    from twin.lang.versions import CURRENT
+
+    rows = ["| language | current version | written as |", "|---|---:|---|"]
+    rows += [f"| {lang} | {v} | `version: {v}` at the top of the file |" for lang, v in CURRENT.items()]
+    return "\n".join(rows)
+
+
+def language_changelog() -> str:
+    from twin.lang.versions import CHANGES
+
+    out = []
+    for lang in ("site", "scenario", "sweep"):
+        out += [f"### The {lang} language", ""]
+        for c in sorted((c for c in CHANGES if c.language == lang), key=lambda c: -c.version):
+            out += [f"- **Version {c.version}** ({c.date}): {c.summary}"]
+        out.append("")
+    return "\n".join(out)
+
+
 def limits() -> str:
     from twin.lang.limits import LIMITS
 
@@ -200,6 +222,10 @@ def on_page_markdown(markdown: str, page, config, files):
             return commands_table().replace("](docs/", f"]({up}")
         if kind == "language":
             return language(arg)
+        if kind == "language-versions":
+            return language_versions()
+        if kind == "language-changelog":
+            return language_changelog()
         if kind == "limits":
             return limits()
         if kind == "output-files":
