@@ -55,7 +55,7 @@ def twin_args(line: str) -> list[list[str]]:
     parts.append(cur)
     out = []
     for p in parts:
-        while p and (p[0] == "sudo" or re.match(r"^[A-Z_][A-Z0-9_]*=", p[0])):
+        while p and (p[0] in ("sudo", "$") or re.match(r"^[A-Z_][A-Z0-9_]*=", p[0])):
             p = p[1:]
         if p[:1] == ["twin"]:
             out.append(p[1:])
@@ -121,3 +121,24 @@ def parse_problem(args: list[str]) -> str | None:
         if hasattr(e, "format_message"):
             return e.format_message()
         raise
+
+
+OUTPUTS = ("-o", "--html", "--plot-dir")  # options whose value is a path a command writes
+
+
+def runnable(args: list[str]) -> bool:
+    """A shown command the tests run as it is: a lab example's validate, build, simulate or diff whose input
+    files are the repository's (the Meta-size sites, root, a NetBox or a cluster are run by their own tests)."""
+    if not args or args[0] not in ("validate", "build", "simulate", "diff"):
+        return False
+    inputs = [a for i, a in enumerate(args[1:], 1) if not a.startswith("-") and args[i - 1] not in OUTPUTS]
+    sites = [a for a in inputs if a.startswith(("sites/", "generated/"))]
+    return bool(sites) and all((ROOT / a).exists() for a in inputs) and all("/lab-" in a for a in sites)
+
+
+def in_tmp(args: list[str], tmp: Path) -> list[str]:
+    """``args`` with every path it writes moved into ``tmp`` (a build without ``-o`` too)."""
+    out = [str(tmp / Path(a).name) if i and args[i - 1] in OUTPUTS else a for i, a in enumerate(args)]
+    if out[0] == "build" and "-o" not in out:
+        out += ["-o", str(tmp / "build")]
+    return out

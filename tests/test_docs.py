@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT, built_with_scenario, twin_in_process
-from tests.docs_examples import parse_problem, shown_commands
+from tests.docs_examples import in_tmp, parse_problem, runnable, shown_commands
 
 pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -e '.[docs]')")
 pytest.importorskip("material", reason="mkdocs-material is not installed (pip install -e '.[docs]')")
@@ -109,6 +109,18 @@ def test_every_transcript_runs_with_its_shown_output(shown, tmp_path):
             want = "\n".join(s.output).strip() + "\n"
             ok = doctest.OutputChecker().check_output(want, got.strip() + "\n", doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
             assert ok, f"{s}: shown\n{want}\nbut it printed\n{got[:3000]}"
+
+
+RUNS = sorted({" ".join(s.args): s for s in SHOWN if s.output is None and runnable(s.args)
+               and not any(t.args == s.args for t in TRANSCRIPTS)}.values(), key=str)
+
+
+@pytest.mark.parametrize("shown", RUNS, ids=lambda s: " ".join(s.args)[:60])
+def test_every_lab_command_shown_runs(shown, tmp_path):
+    """The lab example's commands shown without output run as written (their outputs into tmp): exit 0, or
+    1 for a diff that finds a change."""
+    r = twin_in_process(*in_tmp(shown.args, tmp_path))
+    assert r.returncode in ((0, 1) if shown.args[0] == "diff" else (0,)), f"{shown}: exit {r.returncode}\n{r.stderr[-2000:]}"
 
 
 def test_readme_and_docs_share_their_numbers():
