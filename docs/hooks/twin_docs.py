@@ -20,7 +20,8 @@ figure the build did not draw fails the build (the site is built with ``--strict
 ``<!-- twin:figure report/NAME.svg caption -->``
     a picture of the review page of the lab example, built with ``scenarios/lab-twins.yaml``.
 ``{{ n.NAME }}``
-    a number from ``docs/numbers.yml``, which the README states too (tests/test_docs.py holds them equal).
+    a number from ``docs/numbers.yml``, which the README states too (tests/test_docs.py holds them equal), or
+    a language's current version (``site_version``, ``scenario_version``, ``sweep_version``).
 
 The lab example is built once per process into a temporary folder (about 3 s), or read from the folder
 ``$TWIN_DOCS_LAB_BUILD`` names (the tests pass the one their session built).
@@ -67,7 +68,11 @@ def lab_build() -> Path:
 
 def numbers() -> dict[str, str]:
     data = yaml.safe_load((ROOT / "docs" / "numbers.yml").read_text(encoding="utf-8"))
-    return {k: str(v["value"]) for k, v in data.items()}
+    from twin.lang.versions import CURRENT
+
+    out = {k: str(v["value"]) for k, v in data.items()}
+    out.update({f"{lang}_version": str(v) for lang, v in CURRENT.items()})  # the languages' versions, from the code
+    return out
 
 
 # --- the parts ---------------------------------------------------------------------------------------
