@@ -128,7 +128,7 @@ def test_no_import_cycle_between_packages():
     assert not cycles, cycles
 
 
-@pytest.mark.parametrize("doc", ["ARCHITECTURE.md", "README.md"])
+@pytest.mark.parametrize("doc", ["ARCHITECTURE.md", "README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))])
 def test_named_twin_paths_exist(doc):
     """Every `twin/...` path a document names exists (a renamed module cannot leave a stale pointer)."""
     text = (ROOT / doc).read_text(encoding="utf-8")

@@ -4,7 +4,7 @@ Sources: Llama 3 (arXiv 2407.21783) s3.3.4: synchronised power swings of the who
 tens of megawatts" and a 1-2% diurnal throughput variation from mid-day temperatures (GPU DVFS);
 Choukse et al. (arXiv 2508.14318): ramp and oscillation limits, energy storage as a mitigation.
 The step (8.28 s: compute 6.22 s, bubble 1.46 s, exposed communication 0.60 s; TP8 PP16 DP128 on 16,384
-GPUs) is the job twin's E-ECMP result for this job (README, "Simulating collectives and jobs").
+GPUs) is the job twin's E-ECMP result for this job (docs/twins/collectives.md).
 """
 
 from __future__ import annotations

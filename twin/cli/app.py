@@ -26,7 +26,9 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     rich_markup_mode=None,
-    help="twin: a declarative design compiler and digital twin for AI training clusters.",
+    help="twin: a declarative design compiler and digital twin for AI training clusters.\n\n"
+         "Documentation: docs/index.md in the source repository (by task, concept and reference; "
+         "`mkdocs serve` there builds the site); `twin COMMAND --help` for each command.",
 )
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -354,10 +356,11 @@ def _register_subcommands() -> None:
     from twin.cli.diff import register as register_diff
     from twin.cli.netbox import app as netbox_app
     from twin.cli.sweep import register as register_sweep
+    from twin.cli.upgrade import register as register_upgrade
     from twin.cli.validate_jobs import register as register_validate_jobs
     from twin.cli.verify import register as register_verify
 
-    for register in (register_diff, register_verify, register_sweep, register_as_built, register_calibrate):
+    for register in (register_diff, register_verify, register_sweep, register_as_built, register_calibrate, register_upgrade):
         register(app, out, err, _print_diags, _emit_json)
     register_validate_jobs(app, out, err, _emit_json)
 

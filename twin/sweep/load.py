@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from twin.analysis import figures as figs
-from twin.lang import limits
+from twin.lang import limits, versions
 from twin.lang.diagnostics import Diagnostic, Severity, SpecError
 from twin.lang.files import FileRefused, inside
 from twin.lang.loader import LoadError, Source, load_file
@@ -48,6 +48,8 @@ def load_sweep(path: str | Path, root: str | Path | None = None) -> Sweep:
         raise SpecError(e.diagnostics) from None
     if not isinstance(src.data, dict):
         raise SpecError([diagnostic(src, Severity.ERROR, (), "a sweep must be a mapping", "name:, site:, axes:")])
+    if errors := [d for d in versions.read(src, "sweep") if d.severity is Severity.ERROR]:
+        raise SpecError(errors)
     try:
         sf = SweepFile.model_validate(src.data)
     except ValidationError as e:

@@ -25,7 +25,7 @@ from twin.compiler.resolve.shape import fabric_shape
 from twin.compiler.resolve.spec import HallSlots, Spec, derive_counts, rack_figures
 from twin.compiler.resolve.zone_counts import with_counts
 from twin.lang import catalog as catalog_mod
-from twin.lang import limits
+from twin.lang import limits, versions
 from twin.lang.diagnostics import Diagnostic, Severity, SpecError
 from twin.lang.loader import LoadError, Source, load_file, load_text
 from twin.lang.site import campus, hall_types
@@ -60,6 +60,14 @@ def load_spec(path: str | Path) -> Spec:
 def validate_source(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     if not isinstance(src.data, dict):
         return None, [diagnostic(src, Severity.ERROR, (), "a site must be a mapping of fields", "name:, power:, halls:, ...")]
+    older = versions.read(src, "site")  # a file of an older language version, brought to this one (a warning per value taken)
+    if any(d.severity is Severity.ERROR for d in older):
+        return None, older
+    spec, diags = _validate_current(src)
+    return spec, sorted(older + diags, key=_order) if older else diags
+
+
+def _validate_current(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     if diags := _halls_cost(src):  # what the site costs to validate and build, before any of it is done
         return None, diags
     src, diags = campus.expand(src)  # a campus's halls under its buildings join the site's halls first

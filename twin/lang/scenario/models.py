@@ -26,7 +26,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from twin.lang import limits
+from twin.lang import limits, versions
 from twin.lang.base import Count, IndexList, Model, Slug, Text, pattern
 from twin.lang.diagnostics import Severity, SpecError
 from twin.lang.loader import LoadError, Source, load_file, load_text
@@ -166,6 +166,7 @@ class Serving(Model):
 
 
 class Scenario(Model):
+    version: int | None = Field(None, ge=1, description=versions.VERSION_FIELD)
     name: Slug
     description: Text = ""
     protocol_efficiency: float = Field(0.94, gt=0, le=1, description="Simple protocol: share of line rate a NIC moves")
@@ -226,6 +227,8 @@ def validate_source(src: Source) -> Scenario:
 def _validate(src: Source) -> Scenario:
     if not isinstance(src.data, dict):
         raise SpecError([diagnostic(src, Severity.ERROR, (), "a scenario must be a mapping", "name:, routing:, collectives:")])
+    if errors := [d for d in versions.read(src, "scenario") if d.severity is Severity.ERROR]:
+        raise SpecError(errors)
     try:
         return Scenario.model_validate(src.data)
     except ValidationError as e:

@@ -1,7 +1,7 @@
 """The input language: pydantic models for a site spec.
 
 These models are the single source of truth for the YAML language: validation, the JSON Schema in
-``schemas/`` (editor completion) and the reference in the README all come from them. Structural rules
+``schemas/`` (editor completion) and the field reference (schemas/reference.md, the docs' site language page) all come from them. Structural rules
 (types, ranges, units, enumerations) live here; rules that relate several parts of a spec (references,
 port budgets, power) live in :mod:`twin.compiler.resolve.checks`, so that all of them are reported together.
 

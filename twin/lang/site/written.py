@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from twin.lang.base import Model, Slug
 from twin.lang.site.campus import Building
 from twin.lang.site.models import Hall, Site
+from twin.lang.versions import VERSION_FIELD
 
 _MERGE_NOTE = "nested sections merge field by field with the hall's own; lists are replaced whole"
 
@@ -77,7 +78,7 @@ def _building_input() -> type[BaseModel]:
 
 
 def _site_input() -> type[BaseModel]:
-    fields: dict[str, tuple] = {}
+    fields: dict[str, tuple] = {"version": (int | None, Field(None, ge=1, description=VERSION_FIELD))}
     for key, f in Site.model_fields.items():
         if key == "halls":
             fields["halls"] = (list[Hall | TypedHall], Field(

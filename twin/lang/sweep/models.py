@@ -35,6 +35,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from twin.lang.base import Model, Slug, Text
+from twin.lang.versions import VERSION_FIELD
 
 Target = Literal["site", "scenario"]
 
@@ -75,6 +76,7 @@ class Axis(Model):
 
 
 class SweepFile(Model):
+    version: int | None = Field(None, ge=1, description=VERSION_FIELD)
     name: Slug
     description: Text = ""
     site: str = Field(description="the base site spec (YAML), relative to the sweep file and inside its folder")
