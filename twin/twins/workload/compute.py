@@ -102,8 +102,8 @@ class Gpu:
         for tm, tn, rate in TILES:
             tiles = batch * -(-m // tm) * -(-n // tn)
             waves = tiles / self.sms
-            if waves < 1.0:
-                eff = rate * self.size_factor(m) * self.size_factor(n) * (m * n * batch) / (tiles * tm * tn)
+            if waves < 1.0:  # split-K over the idle SMs: the smooth factor alone (padding the tile again counted it twice)
+                eff = rate * self.size_factor(m) * self.size_factor(n)
             else:
                 eff = rate * (m * n * batch) / (-(-waves // 1) * self.sms * tm * tn)
             best = max(best, eff)
