@@ -120,16 +120,12 @@ def _release_free_memory() -> None:
 def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progress: Callable[[str], None] | None = None) -> Runs:
     """The twins a build runs, once: the default run (the report's twin section, its pictures and
     review.json) and, with ``scenario`` ((file, loaded scenario)), that scenario's twins."""
-    from twin.twins.default import design_results
+    from twin.twins.default import design_results_or_why
     from twin.twins.results import Runs
 
     if progress:
         progress("default twin")
-    why = None
-    try:
-        default = design_results(design, progress)
-    except Exception as e:  # noqa: BLE001 - a twin that cannot run is a line of the report, not a failed build
-        default, why = None, one_line(e)
+    default, why = design_results_or_why(design, progress)
     data = sha = views = None
     if scenario is not None:
         from twin.twins.run import simulate
@@ -142,19 +138,6 @@ def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progres
         sha = hashlib.sha256(Path(scenario[0]).read_bytes()).hexdigest() if Path(scenario[0]).is_file() else None
         return Runs(default, data, sha, views, named_files(scenario[0], scenario[1][0]), default_error=why)
     return Runs(default, data, sha, views, default_error=why)
-
-
-def one_line(e: BaseException, limit: int = 300) -> str:
-    """Why a twin could not run, in one line: the exception's first line (its type where it says nothing).
-
-    >>> one_line(ValueError("some destinations are unreachable\\nmore"))
-    'some destinations are unreachable'
-    >>> one_line(ZeroDivisionError())
-    'ZeroDivisionError'
-    """
-    text = str(e).strip().splitlines()
-    line = text[0] if text else type(e).__name__
-    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def named_files(scenario_file: str, scn) -> tuple[tuple[str, str], ...]:

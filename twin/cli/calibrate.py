@@ -19,11 +19,9 @@ def run_calibrate(site: Path, runs_csv: Path, base: str, name: str, constants: s
     from twin.lang.base import SLUG
 
     def fail(message: str) -> int:
-        if as_json:
-            emit_json({"status": "invalid", "error": message})
-        else:
-            err.print(message, style="red", markup=False)
-        return EXIT_INVALID
+        from twin.cli.envelope import invalid
+
+        return invalid(message, as_json, emit_json, err)
 
     if not re.match(SLUG, name):
         return fail(f"--name '{name}': a stack name is a slug (lower-case letters, digits and '-'), it becomes catalog text")

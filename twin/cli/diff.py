@@ -24,11 +24,9 @@ def run_diff(old: Path, new: Path | None, against: Path | None, as_json: bool, h
         from twin.folder import FolderError, printable
 
     def fail(message: str) -> int:
-        if as_json:
-            emit_json({"status": "invalid", "error": message})
-        else:
-            err.print(message, style="red", markup=False)
-        return EXIT_INVALID
+        from twin.cli.envelope import invalid
+
+        return invalid(message, as_json, emit_json, err)
 
     if new is not None and against is not None:
         return fail("give OLD NEW, or SPEC --against DIR, not both")

@@ -37,3 +37,13 @@ def wrap(result: dict, status: str | None = None, risks: list[dict] | None = Non
 
 def emit(result: dict, status: str | None = None, risks: list[dict] | None = None, command: str | None = None) -> None:
     sys.stdout.write(json.dumps(wrap(result, status, risks, command), indent=1, sort_keys=True) + "\n")
+
+
+def invalid(message: str, as_json: bool, emit_json, err) -> int:
+    """Bad input said once: in the envelope (``status: invalid``) with ``--json``, else one red line on
+    stderr; the exit code (2) to return."""
+    if as_json:
+        emit_json({"status": "invalid", "error": message})
+    else:
+        err.print(message, style="red", markup=False)
+    return 2

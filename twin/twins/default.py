@@ -25,6 +25,28 @@ def design_results(d, progress=None) -> dict | None:
             gc.enable()
 
 
+def design_results_or_why(d, progress=None) -> tuple[dict | None, str | None]:
+    """:func:`design_results`, or None and why it could not run in one line: a twin that cannot run is a line
+    of the report, not a failed build."""
+    try:
+        return design_results(d, progress), None
+    except Exception as e:  # noqa: BLE001 - any failure of the twin, said in one line
+        return None, one_line(e)
+
+
+def one_line(e: BaseException, limit: int = 300) -> str:
+    """Why a twin could not run, in one line: the exception's first line (its type where it says nothing).
+
+    >>> one_line(ValueError("some destinations are unreachable\\nmore"))
+    'some destinations are unreachable'
+    >>> one_line(ZeroDivisionError())
+    'ZeroDivisionError'
+    """
+    text = str(e).strip().splitlines()
+    line = text[0] if text else type(e).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 def _design_results(d, progress=None) -> dict | None:
     """The build's default twin run, as JSON-ready data: ring AllReduce over the first REPORT_GPUS GPUs
     under three routing schemes (busbw at REPORT_SIZES; max/mean link load and its histogram over the
