@@ -32,7 +32,7 @@ def section(d: Design) -> str:
     out = ["## Sizing\n",
            "The fabric as sized from the spec before any graph existed (the fabric pass builds exactly this). Ports are "
            "those of the busiest switch of a tier; requested is the oversubscription the spec asks for (tree families: "
-           "1:1 by construction), built the down:up bandwidth of the tier below the boundary. Rules: README, Fabric sizing.\n"]
+           "1:1 by construction), built the down:up bandwidth of the tier below the boundary. Rules: docs/howto/size-a-fabric.md (Size a fabric like a vendor reference).\n"]
     rows = [[t.role, t.model, f"{t.count:,}", t.down, t.up, t.attach, t.free, t.radix] for t in shape.tiers]
     out.append(table(["tier", "model", "switches", "down", "up", "attached", "free", "radix"], rows, "llrrrrrr"))
     rs = s.chassis.rack_scale
