@@ -41,6 +41,7 @@ class BuildResult:
     files: dict[str, str]  # relative path -> sha256
     risks: tuple[Verdict, ...] = ()  # every verdict, worst first (twin.analysis.verdicts)
     runs: Runs | None = None  # the twins the build ran
+    left: tuple[str, ...] = ()  # a warning line per leftover-like folder twin could not prove its own (twin.leftovers)
 
 
 @dataclass(frozen=True)
@@ -163,11 +164,12 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
     digests: dict[str, tuple[str, int]] = {}
     done: dict[str, object] = {}
     folder: list[tuple[Path, dict]] = []  # the claimed output folder, the header of the manifest it holds
+    left: list[str] = []
     with ExitStack() as held:
 
         def claim(at: Path) -> None:
             old = _old_manifest(at)
-            folder.append((held.enter_context(claimed(at, folders_ahead=_spec_edited(old, spec_path))), old))
+            folder.append((held.enter_context(claimed(at, folders_ahead=_spec_edited(old, spec_path), warn=left.append)), old))
 
         if out is not None:
             claim(Path(out))
@@ -190,7 +192,7 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
             (at, old), = folder
             write_claimed_with(at, fill, expect_same=_same_inputs(old, design, scenario))
     return BuildResult(design, Path(out) if out is not None else Path("generated") / design.name,
-                       {p: sha for p, (sha, _n) in sorted(digests.items())}, done["risks"], done["runs"])
+                       {p: sha for p, (sha, _n) in sorted(digests.items())}, done["risks"], done["runs"], tuple(left))
 
 
 def _old_manifest(out_dir: Path) -> dict:

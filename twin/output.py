@@ -14,7 +14,8 @@
 - **One writer.** ``.<name>.lock`` beside the folder is held (``flock``) for the whole build; a second
   build of the same folder stops at once with one line (exit 3) instead of racing the first.
 - **Leftovers.** A build killed mid-write leaves ``.<name>.tmp-*`` / ``.<name>.old-*``; the next
-  build of that folder removes them (while it holds the lock, so never another build's).
+  build of that folder removes those twin's mark proves it made, and leaves any other with a warning
+  (while it holds the lock, so never another build's: :mod:`twin.leftovers`).
 - **Disk full, read-only, no permission** end in one line (exit 3) with the previous output intact.
 - **Only what changed.** A large old output is hashed by a forked child while the build compiles; a
   file it holds as the new one is hard-linked, not written, and an output that comes out the same as
@@ -27,14 +28,13 @@ import ctypes
 import errno
 import fcntl
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from twin.folder import MANIFEST, FolderError, foreign_entries, load_manifest
 from twin.forked import Child, apart
+from twin.leftovers import aside, clean_leftovers, discard, sibling, unmark
 from twin.rebuild import ChangedDuringBuild, Replacing, folder_for, folders_of, prune
 
 EXIT_NOT_OURS = 2  # the folder is not twin output: invalid input
@@ -95,7 +95,7 @@ def _prove(out_dir: Path, apart_above: int, folders_ahead: bool) -> None:
         raise OutputError(why)
     if size and size >= apart_above and hasattr(os, "fork"):
         key = str(out_dir)
-        tmp = _sibling(out_dir) if folders_ahead else None
+        tmp = sibling(out_dir) if folders_ahead else None
         if tmp is not None:
             _AHEAD[key] = tmp
         _PROVING[key] = apart(lambda: _ahead(out_dir, tmp))
@@ -104,10 +104,6 @@ def _prove(out_dir: Path, apart_above: int, folders_ahead: bool) -> None:
 
 
 _AHEAD: dict[str, Path] = {}  # claimed folder -> its build's sibling folder, made at the claim
-
-
-def _sibling(out_dir: Path) -> Path:
-    return Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
 
 
 def _ahead(out_dir: Path, tmp: Path | None) -> tuple[str | None, dict[str, tuple]]:
@@ -211,28 +207,6 @@ def locked(out_dir: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def leftovers(out_dir: Path) -> list[Path]:
-    """The ``.<name>.tmp-*`` and ``.<name>.old-*`` folders killed builds left beside ``out_dir``."""
-    if not out_dir.parent.is_dir():
-        return []
-    heads = (f".{out_dir.name}.tmp-", f".{out_dir.name}.old-")
-    return sorted(p for p in out_dir.parent.iterdir() if p.name.startswith(heads) and p.is_dir() and not p.is_symlink())
-
-
-def clean_leftovers(out_dir: Path) -> None:
-    """With the lock held: put a previous output back that a two-rename swap left aside (the path
-    empty, an ``.old-`` folder twin wrote), then remove every leftover."""
-    rest = leftovers(out_dir)
-    if not out_dir.exists():
-        for old in sorted((p for p in rest if ".old-" in p.name), key=lambda p: p.stat().st_mtime, reverse=True):
-            if any(old.iterdir()) and ownership_problem(old) is None:
-                os.rename(old, out_dir)
-                rest.remove(old)
-                break
-    for p in rest:
-        shutil.rmtree(p, ignore_errors=True)
-
-
 # ------------------------------------------------------------------ writing
 def describe(e: OSError, out_dir: Path) -> str:
     """An OSError while writing ``out_dir`` as one line a person can act on."""
@@ -249,8 +223,10 @@ def describe(e: OSError, out_dir: Path) -> str:
 
 
 @contextmanager
-def claimed(out_dir: Path, prove_apart_above: int = PROVE_APART_BYTES, *, folders_ahead: bool = False) -> Iterator[Path]:
-    """The output folder, held for one build: the lock taken, leftovers cleaned, the folder proved
+def claimed(out_dir: Path, prove_apart_above: int = PROVE_APART_BYTES, *, folders_ahead: bool = False,
+            warn: Callable[[str], None] | None = None) -> Iterator[Path]:
+    """The output folder, held for one build: the lock taken, leftovers twin made removed (the others
+    named to ``warn``: :func:`twin.leftovers.clean_leftovers`), the folder proved
     twin's (or absent or empty): a twin manifest at once, every file's name, size and bytes before
     anything is written (:func:`_prove`; ``folders_ahead``: the build's sibling folder made
     meanwhile with the old output's folders). Yields the resolved path; OSErrors become one-line
@@ -263,7 +239,7 @@ def claimed(out_dir: Path, prove_apart_above: int = PROVE_APART_BYTES, *, folder
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         with locked(out_dir):
-            clean_leftovers(out_dir)
+            clean_leftovers(out_dir, warn)
             _PROVED[key] = {}
             try:
                 _prove(out_dir, prove_apart_above, folders_ahead)
@@ -273,7 +249,7 @@ def claimed(out_dir: Path, prove_apart_above: int = PROVE_APART_BYTES, *, folder
                 if (child := _PROVING.pop(key, None)) is not None:
                     child.kill()
                 if (tmp := _AHEAD.pop(key, None)) is not None:  # a build that stopped before writing
-                    shutil.rmtree(tmp, ignore_errors=True)
+                    discard(tmp)
     except OSError as e:
         raise OutputError(f"{describe(e, out_dir)}; the previous output is untouched", EXIT_WRITE) from None
 
@@ -363,7 +339,7 @@ def write_claimed_with(out_dir: Path, fill: Callable[[Path], None], *, use_excha
     modification time that of this build (:mod:`twin.rebuild`)."""
     _proved(out_dir)
     ahead = _AHEAD.pop(str(out_dir), None)
-    tmp = ahead or _sibling(out_dir)
+    tmp = ahead or sibling(out_dir)
     rep = None
     if (proved := _PROVED.get(str(out_dir))) is not None:
         rep = _REPLACING[str(tmp)] = Replacing(str(out_dir), proved, defer=expect_same and bool(proved))
@@ -378,23 +354,23 @@ def write_claimed_with(out_dir: Path, fill: Callable[[Path], None], *, use_excha
             raise OutputError(ownership_problem(out_dir) or f"{out_dir / str(e)} changed while the build rendered; not replacing it") from None
         if why := ownership_problem(out_dir):  # changed while the build rendered
             raise OutputError(why)
+        unmark(tmp)  # complete: from here a leftover tmp is proved twin's by its manifest
         if kept:  # nothing changed: the previous output is this build's, as it stands
             os.utime(out_dir / MANIFEST)
-            shutil.rmtree(tmp, ignore_errors=True)
+            discard(tmp)
             return
         if not out_dir.exists():
             os.rename(tmp, out_dir)
             return
         if use_exchange and exchange(tmp, out_dir):
-            shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the previous output
+            discard(tmp)  # tmp now holds the previous output
             return
-        old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
-        os.rmdir(old)
+        old = aside(out_dir)
         os.rename(out_dir, old)
         os.rename(tmp, out_dir)
-        shutil.rmtree(old, ignore_errors=True)
+        discard(old)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        discard(tmp)
         raise
     finally:
         _REPLACING.pop(str(tmp), None)

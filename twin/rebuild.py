@@ -21,6 +21,7 @@ import stat
 from pathlib import Path
 
 from twin.folder import MANIFEST
+from twin.leftovers import MARK
 
 
 class Replacing:
@@ -125,8 +126,9 @@ def folder_for(target: str, made: set[str]) -> None:
 
 
 def _only_manifest(folder: Path) -> bool:
+    """The build's sibling ``folder`` holds the manifest alone (and twin's mark, :mod:`twin.leftovers`)."""
     with os.scandir(folder) as it:
-        return [(e.name, e.is_file(follow_symlinks=False)) for e in it] == [(MANIFEST, True)]
+        return [(e.name, e.is_file(follow_symlinks=False)) for e in it if e.name != MARK] == [(MANIFEST, True)]
 
 
 def folders_of(tmp: Path, files: dict[str, tuple] | set[str]) -> None:

@@ -239,6 +239,7 @@ def build(
             "shape": d.spec.shape.to_json(),
             "warnings": [w.to_json() for w in d.warnings],
             "artifacts": result.files,
+            "leftovers_kept": list(result.left),
             "twins": {"default": result.runs.default if result.runs else None,
                       "default_error": result.runs.default_error if result.runs else None,
                       "scenario": result.runs.scenario[1] if result.runs and result.runs.scenario else None},
@@ -246,6 +247,8 @@ def build(
         raise typer.Exit(code)
     if quiet and code:  # -q hides progress and warnings, not why the exit code is 4
         print_risks(result.risks, fails_only=True)
+    for line in result.left:  # shown even with -q: a folder the user may have to remove
+        err.print(f"{spec}: warning: {line}", style="yellow", markup=False)
     if result.runs and result.runs.default_error:
         err.print(f"{spec}: warning: the default twin could not run: {result.runs.default_error} (the design's artifacts are written)",
                   style="yellow", markup=False)
