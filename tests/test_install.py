@@ -287,7 +287,8 @@ def test_readme_install_in_clean_venv_without_compiler(tmp_path):
     comes from the index; pip's cache keeps reruns fast), with no compiler anywhere (CC and CXX are
     /bin/false, PATH holds only the venv): it installs twin and its dependencies from wheels alone, without
     the test extras, and every twin command the README shows then runs to the end (the sweep on its private
-    TLS cluster of 2 local workers included), save those that need an operator's server."""
+    TLS cluster of 2 local workers included), save those that need an operator's server; a command shown on
+    several pages runs once, where it is first shown."""
     install, build = quick_start()
     if why := index_problem():
         pytest.skip(why)
@@ -317,11 +318,16 @@ def test_readme_install_in_clean_venv_without_compiler(tmp_path):
     run(venv / "bin" / "twin", "build", "sites/lab-2zone.yaml", "-o", tmp_path / "lab-new", "-q", cwd=src, env=env, timeout=600)
     ran, skipped = [], []
     env = {**env, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}  # verify runs ibsim and OpenSM where installed
+    first: dict[str, str] = {}  # command -> the line that showed it first
     for line, command in readme_commands():
         args, why = runnable(command, tmp_path)
         if args is None:
             skipped.append(f"{line}: {command}: {why}")
             continue
+        if command in first:  # shown again on another page (the same build, validate, diff): it ran, once
+            skipped.append(f"{line}: {command}: the same command as {first[command]}, run there")
+            continue
+        first[command] = line
         if args[1] in ("as-built", "verify") and args[2].startswith("generated/") and not (src / args[2]).exists():
             # a page that reads a built example says to build it first; the page that shows that build may come later
             run(venv / "bin" / "twin", "build", f"sites/{Path(args[2]).name}.yaml", "-q", cwd=src, env=env, timeout=600)
