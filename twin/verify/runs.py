@@ -267,12 +267,17 @@ def reap_dead() -> list[dict]:
 
 
 def watch(run_file: Path) -> None:
-    """The watchdog: block until the run's pipe closes, wait for the run to be gone, reap what is left."""
+    """The watchdog: block until the run's pipe closes, wait for the run to be gone, reap what is left.
+    A run that ended cleanly (:meth:`Run.close`) removed its record before closing the pipe: then there is
+    nothing to reap and the watchdog exits at once (waiting for its run, which waits for it, cost every
+    verify 10 s)."""
     doc = _read_json(run_file) or {}
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C of the run's terminal is the run's, not ours
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     while sys.stdin.buffer.read(65536):
         pass
+    if not run_file.exists():
+        return
     end = time.monotonic() + 60
     while alive(doc.get("pid", -1), doc.get("start")) and time.monotonic() < end:
         time.sleep(0.1)
