@@ -6,21 +6,18 @@ from __future__ import annotations
 
 import pytest
 from asbuilt_synth import got, planned_wiring, topology
-from conftest import SITES
 
 from twin.asbuilt import check
 from twin.asbuilt.plan import load
-from twin.build import build
 from twin.verify import ib, ibsim
 
 WHY = ib.missing_binaries()
 
 
 @pytest.fixture(scope="module")
-def lab_ib(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gen") / "lab-ib"
-    build(SITES / "lab-ib.yaml", out)
-    return out
+def lab_ib(built):
+    """lab-ib as `twin build` wrote it, once per session (tests/conftest.py); read, never changed."""
+    return built("lab-ib")
 
 
 def faults(plan):

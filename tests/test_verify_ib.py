@@ -16,10 +16,9 @@ needs_ib = pytest.mark.skipif(WHY is not None, reason=WHY or "")
 
 
 @pytest.fixture(scope="module")
-def lab_ib(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gen") / "lab-ib"
-    build(SITES / "lab-ib.yaml", out)
-    return out
+def lab_ib(built):
+    """lab-ib as `twin build` wrote it, once per session (tests/conftest.py); read, never changed."""
+    return built("lab-ib")
 
 
 @needs_ib

@@ -12,9 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SITES
+from conftest import ROOT
 
-from twin.build import build
 from twin.verify import preflight
 from twin.verify.roce import Topology
 
@@ -92,10 +91,9 @@ def test_a_missing_roce_program_is_exit_2_before_anything_starts(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def lab_ib(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gen") / "lab-ib"
-    build(SITES / "lab-ib.yaml", out)
-    return out
+def lab_ib(built):
+    """lab-ib as `twin build` wrote it, once per session (tests/conftest.py); read, never changed."""
+    return built("lab-ib")
 
 
 @pytest.mark.parametrize("hidden", [n.program for n in IB])
