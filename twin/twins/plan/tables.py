@@ -109,6 +109,7 @@ def strides(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     excl = np.cumprod(np.concatenate([np.ones((len(perm), 1), np.int64), ordered[:, :-1]], axis=1), axis=1)
     out = np.empty_like(excl)
     np.put_along_axis(out, perm, excl, axis=1)
+    out[sizes == 1] = 0  # a dimension of size 1 spans nothing: its stride names no layout
     return {d: out[:, i] for i, d in enumerate(DIMS)}
 
 
