@@ -8,6 +8,7 @@ bucket, the FLOP convention, ``bytes_per_param``) carry over to every plan.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,8 @@ from twin.lang.site.workload_models import DEFAULT_STACK, RECOMPUTE_POLICIES
 from twin.twins.plan.space import ORDERS, RECOMPUTE, Axes
 from twin.twins.workload import jobs
 from twin.twins.workload.recipe import Recipe
+
+FP8_GEMMS = ("qkv", "proj", "fc1", "fc2", "experts")  # fp8: linear (the workload language's "every linear layer")
 
 
 @dataclass
@@ -42,7 +45,7 @@ class Problem:
         stacks = design.spec.catalog.stacks
         if (workload.stack or DEFAULT_STACK) not in stacks:
             raise ValueError(f"unknown software stack '{workload.stack}' (the catalog has {', '.join(sorted(stacks))})")
-        base = Recipe.of(workload, stacks)
+        base = Recipe.of(workload.model_copy(update={"tp": max(2, workload.tp)}), stacks)  # the stack's TP overlaps, whatever TP it had
         gpu = jobs.gpu_of(design, base.kernel_share)
         ch = design.spec.chassis
         p = cls(design, workload, n, Shape.of(workload), base, gpu, ch.gpu_memory or 0.0, bool(ch.nvls))
@@ -63,21 +66,29 @@ class Problem:
         self.scheme = routing.Scheme(f"e-ecmp, {qps} QPs", "e-ecmp", qps)
         self.lib = Library(nic_latency=d.spec.chassis.nic_latency)
 
+    def stack_limits(self) -> dict:
+        """The axes the workload's software stack limits (catalog ``stacks: ... plans:``), as :class:`Axes` pins."""
+        st = self.design.spec.catalog.stacks[self.base.stack].plans
+        out = {"zero": list(st.zero), "recompute": list(st.recompute), "sequence_parallel": [int(x) for x in st.sequence_parallel]}
+        for axis, ok in (("cp", st.context_parallel), ("v", st.interleaved), ("ep", st.expert_parallel), ("fp8", st.fp8)):
+            if not ok:
+                out[axis] = 0 if axis == "fp8" else 1
+        return out
+
     def axes(self, fixed: dict | None = None) -> Axes:
+        """The space's axes: the model and batch, the stack's limits, and the user's pins (which win)."""
         s, w = self.shape, self.workload
+        pins = {**self.stack_limits(), **(fixed or {})}
         return Axes(gpus=self.gpus, layers=s.layers, heads=s.heads, kv_heads=s.kv_heads, ffn=s.ffn, seq=w.sequence_length,
-                    batch=w.global_batch, experts=s.moe.experts if s.moe else 0, fp8=bool(self.gpu.fp8_peak), fixed=fixed or {})
+                    batch=w.global_batch, experts=s.moe.experts if s.moe else 0, fp8=bool(self.gpu.fp8_peak), fixed=pins)
 
     def recipe(self, c: dict) -> Recipe:
-        """The :class:`Recipe` of one plan (a row of the space's columns, as Python ints)."""
-        b = self.base
-        return Recipe(tp=c["tp"], cp=c["cp"], pp=c["pp"], dp=c["dp"], ep=c["ep"], seq=b.seq, global_batch=b.global_batch,
-                      micro_batch=c["mb"], virtual_stages=c["v"], recompute=RECOMPUTE_POLICIES[RECOMPUTE[c["rc"]]],
-                      sequence_parallel=bool(c["sp"]), zero=c["zero"], overlap_grad_reduce=b.overlap_grad_reduce,
-                      overlap_param_gather=b.overlap_param_gather, grad_bucket=b.grad_bucket,
-                      fp8=("qkv", "proj", "fc1", "fc2", "experts") if c["fp8"] else (), cp_comm=b.cp_comm,
-                      fused_attention=b.fused_attention, kernel_share=b.kernel_share, stack=b.stack, stack_defaulted=b.stack_defaulted,
-                      dp_overlap=b.dp_overlap, flops_convention=b.flops_convention)
+        """The :class:`Recipe` of one plan (a row of the space's columns, as Python ints): the workload's
+        recipe under its stack (overlaps, attention, bucket, stragglers) with the plan's fields."""
+        return dataclasses.replace(
+            self.base, tp=c["tp"], cp=c["cp"], pp=c["pp"], dp=c["dp"], ep=c["ep"], micro_batch=c["mb"], virtual_stages=c["v"],
+            recompute=RECOMPUTE_POLICIES[RECOMPUTE[c["rc"]]], sequence_parallel=bool(c["sp"]), zero=c["zero"],
+            fp8=FP8_GEMMS if c["fp8"] else (), overlap_tp=self.base.overlap_tp if c["tp"] > 1 else (), notes=[])
 
     def workload_of(self, c: dict):
         """The site workload with one plan's fields (for the full job twin and for writing into a spec)."""

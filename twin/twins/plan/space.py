@@ -59,7 +59,7 @@ class Axes:
     batch: int  # sequences per optimizer step
     experts: int = 0  # routed experts (0: dense)
     fp8: bool = False  # the GPU has an FP8 peak
-    fixed: dict = field(default_factory=dict)  # axes the user pins: {"tp": 8, "recompute": "none", ...}
+    fixed: dict = field(default_factory=dict)  # axes pinned to a value or a list of allowed values: {"tp": 8, "zero": [0, 1]}
 
 
 def divisors(n: int) -> list[int]:
@@ -111,7 +111,9 @@ class Space:
 
 def _allowed(ax: Axes, name: str, values: list) -> list:
     if name in ax.fixed:
-        return [x for x in values if x == ax.fixed[name]]
+        want = ax.fixed[name]
+        want = set(want) if isinstance(want, (list, tuple, set, frozenset)) else {want}
+        return [x for x in values if x in want]
     return values
 
 
@@ -134,14 +136,14 @@ def _structures(ax: Axes, pruned: dict[str, int]) -> tuple[list[tuple], int]:
         for cp in _allowed(ax, "cp", [d for d in divisors(n // tp) if d <= MAX_CP and d & (d - 1) == 0]):
             for pp in _allowed(ax, "pp", [d for d in divisors(n // (tp * cp)) if d <= ax.layers]):
                 dp = n // (tp * cp * pp)
-                if "dp" in ax.fixed and dp != ax.fixed["dp"]:
+                if not _allowed(ax, "dp", [dp]):
                     continue
                 eps = _allowed(ax, "ep", [e for e in divisors(ax.experts) if e <= dp * cp] if ax.experts else [1])
                 vs = _allowed(ax, "v", [1] + [v for v in divisors(ax.layers // pp) if v > 1] if pp >= 2 else [1])
                 mbs = _allowed(ax, "micro_batch", [m for m in divisors(max(1, ax.batch // dp)) if m <= MAX_MICRO_BATCH])
                 orders = orders_of({"tp": tp, "cp": cp, "pp": pp, "dp": dp})
                 if "order" in ax.fixed:
-                    orders = [o for o in orders if ORDERS[o] == ax.fixed["order"]]
+                    orders = [o for o in orders if _allowed(ax, "order", [ORDERS[o]])]
                 plans, _ = _per_plan(ax, tp, cp, pp, dp)
                 for ep, v, mb in itertools.product(eps, vs, mbs):
                     seen += 1

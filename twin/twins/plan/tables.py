@@ -15,6 +15,8 @@ part, and collective costs tabulated once per group layout on the compiled fabri
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from twin.compiler.resolve import memory
@@ -38,7 +40,7 @@ def codes(cols: dict[str, np.ndarray], names: tuple[str, ...]) -> tuple[np.ndarr
 COMPUTE_KEY = ("tp", "cp", "pp", "ep", "mb", "sp", "fp8", "rc")
 COMPUTE_FIELDS = ("microbatch_s", "forward_s", "backward_s", "recompute_s", "optimizer0_s", "layers", "moe_layers",
                   "layer_forward_s", "layer_backward_s", "attention_forward_s", "attention_backward_s",
-                  "gemm_s", "attention_s", "memory_s")
+                  "gemm_s", "attention_s", "memory_s", "layer_gemm_s", "other_stages_s")
 
 
 def compute_table(p, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -51,7 +53,7 @@ def compute_table(p, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         parts = c.forward + c.backward + c.recompute
         out[j] = (c.microbatch_s, c.forward.seconds, c.backward.seconds, c.recompute.seconds, c.optimizer_s, c.layers,
                   c.moe_layers, c.layer_forward_s, c.layer_backward_s, c.attention_forward_s, c.attention_backward_s,
-                  parts.gemm_s, parts.attention_s, parts.memory_s)
+                  parts.gemm_s, parts.attention_s, parts.memory_s, c.layer_gemm_s, c.other_stages_s)
     return {k: out[inv, i] for i, k in enumerate(COMPUTE_FIELDS)}
 
 
@@ -113,40 +115,49 @@ def strides(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {d: out[:, i] for i, d in enumerate(DIMS)}
 
 
-STATS = {}
+def signature(net, groups: list[np.ndarray]) -> tuple:
+    """What a collective's time on the fabric depends on, read off its first group: its size, and how many
+    NVLink domains, rails, leaves, zones and buildings it spans. Layouts with one signature are timed once
+    (the fast stage's approximation; the full twin re-times the leaders on their own groups)."""
+    g = np.asarray(groups[0])
+    srv = net.gpu_server[g]
+    rail = net.gpu_local[g] if net.gpu_rail is None else net.gpu_rail[g]
+    return (len(g), len(groups), *(len(np.unique(x)) for x in (net.domain[g], rail, net.nic_leaf[net.gpu_nic[g]],
+                                                               net.server_zone[srv], net.server_building[srv])))
 
 
 class Collectives:
-    """Collectives timed once per (what, group layout) on the problem's fabric (module docstring)."""
+    """Collectives timed once per (what, fabric signature) on the problem's fabric (module docstring)."""
 
     def __init__(self, p):
         self.p = p
         self.timed: dict[tuple, Timed] = {}
+        self.by_sig: dict[tuple, Timed] = {}
         self.intra: dict[tuple, bool] = {}
+        self.calls = 0
+        self.seconds: dict[str, float] = {}  # time spent tabulating, by collective
 
     def groups(self, over: tuple[str, ...], rep: dict) -> list[np.ndarray]:
         sizes = {d: rep[d] for d in DIMS}
         return rank_groups(self.p.ranks, sizes, ORDERS[rep["order"]].split("-"), over)
 
-    def _time(self, op: str, algs: list[str], groups, peers=None) -> Timed:
-        from twin.twins.net import collectives as coll
-        import time as _t
-        t0 = _t.time()
-        try:
-            return self._time2(op, algs, groups, peers)
-        finally:
-            STATS[op] = STATS.get(op, 0) + _t.time() - t0
-
-    def _time2(self, op, algs, groups, peers=None):
+    def _time(self, what: str, op: str, algs: list[str], groups, peers=None) -> Timed:
         from twin.twins.net import collectives as coll
 
+        sig = (what, *signature(self.p.net, groups))
+        if sig in self.by_sig:
+            return self.by_sig[sig]
+        t0 = time.perf_counter()
         out = []
         for a in algs:
             try:
                 out.append(coll.time_collective(self.p.net, op, a, None, self.p.scheme, groups=groups, group_peers=peers, lib=self.p.lib))
             except ValueError:
                 continue
-        return Timed(out)
+        self.calls += 1
+        self.seconds[what] = self.seconds.get(what, 0.0) + time.perf_counter() - t0
+        self.by_sig[sig] = Timed(out)
+        return self.by_sig[sig]
 
     def get(self, what: str, key: tuple, rep: dict) -> Timed:
         """The Timed collective ``what`` (tp-allgather, tp-allreduce, cp-allgather, cp-ring, ep, pp, dp-allgather,
@@ -157,30 +168,23 @@ class Collectives:
         net = self.p.net
         if what.startswith("tp"):
             g = self.groups(("tp",), rep)
-            intra = all(len(set(net.gpu_server[x].tolist())) == 1 for x in g[:64])
-            self.intra[key] = intra
-            nk = ("nvlink", what, rep["tp"]) if intra else None  # NVLink-only TP: the same wherever it is
-            if nk is not None and nk in self.timed:
-                self.timed[k] = self.timed[nk]
-                return self.timed[k]
+            self.intra[key] = all(len(set(net.gpu_server[x].tolist())) == 1 for x in g[:64])
             algs = ["ring"] if what == "tp-allgather" else _allreduce_algorithms(net, g[0], self.p.nvls)
-            t = self._time("allgather" if what == "tp-allgather" else "allreduce", algs, g)
-            if nk is not None:
-                self.timed[nk] = t
+            t = self._time(what, "allgather" if what == "tp-allgather" else "allreduce", algs, g)
         elif what == "cp-allgather":
-            t = self._time("allgather", ["ring"], self.groups(("cp",), rep))
+            t = self._time(what, "allgather", ["ring"], self.groups(("cp",), rep))
         elif what == "cp-ring":
             g = self.groups(("cp",), rep)
-            t = self._time("sendrecv", ["direct"], [np.concatenate(g)], [np.concatenate([np.roll(x, -1) for x in g])])
+            t = self._time(what, "sendrecv", ["direct"], [np.concatenate(g)], [np.concatenate([np.roll(x, -1) for x in g])])
         elif what == "pp":
             g = self.groups(("pp",), rep)
-            t = self._time("sendrecv", ["direct"], [np.concatenate([x[:-1] for x in g])], [np.concatenate([x[1:] for x in g])])
+            t = self._time(what, "sendrecv", ["direct"], [np.concatenate([x[:-1] for x in g])], [np.concatenate([x[1:] for x in g])])
         elif what == "ep":
-            t = self._time("alltoall", ["direct"], moe.ep_groups(self.groups(("cp", "dp"), rep), rep["ep"]))
+            t = self._time(what, "alltoall", ["direct"], moe.ep_groups(self.groups(("cp", "dp"), rep), rep["ep"]))
         elif what == "dp-allgather":
-            t = self._time("allgather", ["ring"], self.groups(("cp", "dp"), rep))
+            t = self._time(what, "allgather", ["ring"], self.groups(("cp", "dp"), rep))
         elif what == "dp-allreduce":
-            t = self._time("allreduce", ["ring", "tree"], self.groups(("cp", "dp"), rep))
+            t = self._time(what, "allreduce", ["ring", "tree"], self.groups(("cp", "dp"), rep))
         else:
             raise KeyError(what)
         self.timed[k] = t
