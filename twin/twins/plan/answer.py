@@ -106,7 +106,8 @@ def answer(p: Problem, fixed: dict | None = None, top: int = 10, progress=None) 
     entries = [_entry(s, int(i), f) for i, f in zip(lead, fulls)]
     fast_steps = np.array([e["fast_step_s"] for e in entries])
     full_steps = np.array([e["step_s"] for e in entries])
-    entries = [entries[j] for j in np.lexsort((np.arange(len(entries)), full_steps))]  # the full twin's order
+    mem = np.array([e["memory_GB"]["total"] for e in entries])
+    entries = [entries[j] for j in np.lexsort((np.arange(len(entries)), mem, full_steps))]  # the full twin's order
     pick = entries[0]
     tied = [e["label"] for e in entries[1:] if e["step_s"] <= pick["step_s"] * (1 + MODEL_ERROR)]
     by_class = {}
@@ -122,7 +123,7 @@ def answer(p: Problem, fixed: dict | None = None, top: int = 10, progress=None) 
     return {
         "site": p.design.spec.site.name, "workload": p.workload.name, "gpus": p.gpus, "stack": p.base.stack,
         "global_batch": p.workload.global_batch, "sequence_length": p.workload.sequence_length,
-        "hbm_GB": p.hbm / 1e9,
+        "hbm_GB": p.hbm / 1e9, "routing": {"scheme": p.scheme.kind, "qps": p.scheme.qps},
         "space": {"enumerated": s.space.enumerated, "pruned": s.pruned, "feasible": s.feasible,
                   "scored": int(s.scored.sum()), "bounded": int(s.feasible - s.scored.sum()),
                   "collectives_timed": s.coll.calls, "stack_limits": p.stack_limits(), "pins": fixed or {}},

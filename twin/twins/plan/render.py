@@ -40,6 +40,8 @@ def text(res: dict) -> str:
     else:
         lines.append(f"the pick leads the runner-up by more than the model's error ({res['margin']['model_error']:.0%})")
     for name, rows in (("runner-up", res["why"]["runner_up"]), ("the rule", res["why"]["rule"])):
+        if rows is not None and not rows:
+            lines.append(f"against {name}: the same step term by term (it needs less memory or came first)")
         if rows:
             lines.append(f"why it wins against {name}: " + "; ".join(
                 f"{r['term']} {'-' if r['difference_s'] < 0 else '+'}{_ms(abs(r['difference_s']))}" for r in rows[:4]))
@@ -79,7 +81,8 @@ def scenario(res: dict) -> str:
     e = res["plans"][0]
     plan = e["plan"]
     recipe = {k: plan[k] for k in PLAN_FIELDS if k in RECIPE_FIELDS}
-    doc = {"name": f"plan-{res['workload']}"[:63], "jobs": [{"workload": res["workload"], "order": "topology", "dims": plan["dims"],
+    rt = res["routing"]
+    doc = {"name": f"plan-{res['workload']}"[:63], "routing": [{"name": rt["scheme"], "scheme": rt["scheme"], "qps": rt["qps"]}], "jobs": [{"workload": res["workload"], "order": "topology", "dims": plan["dims"],
                                                            "recipe": recipe}]}
     head = (f"# twin plan's pick for {res['workload']} on {res['gpus']:,} GPUs of {res['site']}: {e['label']}\n"
             f"# predicted step {e['step_s']:.4f} s. Run: twin simulate SITE --scenario THIS_FILE\n")

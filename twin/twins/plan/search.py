@@ -51,10 +51,11 @@ class Searched:
         return self.parts["step_s"]
 
     def best(self, mask: np.ndarray | None = None, k: int = 1) -> np.ndarray:
-        """Indices of the ``k`` best scored plans (under ``mask``), fastest first, ties broken by index."""
+        """Indices of the ``k`` best scored plans (under ``mask``), fastest first; between equal steps the one
+        that needs less memory, then the first enumerated."""
         ok = self.scored if mask is None else self.scored & mask
         idx = np.flatnonzero(ok)
-        return idx[np.lexsort((idx, self.step[idx]))][:k]
+        return idx[np.lexsort((idx, self.memory["total"][idx], self.step[idx]))][:k]
 
 
 def smallest_shortfall(p: Problem, space: Space, mem: dict[str, np.ndarray]) -> str:
