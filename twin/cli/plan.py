@@ -82,6 +82,9 @@ def register(app, out, err, print_diags, emit_json) -> None:
         top: int = typer.Option(10, "--top", min=2, max=50, help="Leaders re-timed by the full job twin."),
         plot: Optional[Path] = typer.Option(None, "--plot", help="Write the picture (step time against memory per GPU) as PNG here."),
         write: Optional[Path] = typer.Option(None, "--write", help="Write a scenario that runs the pick (twin simulate --scenario)."),
+        placement: str = typer.Option("reading-order", "--placement", help="reading-order (default: racks filled in reading order, "
+                                      "seconds) or spec (the spec's placement, optimised with HiGHS; it moves only cable lengths, "
+                                      "which the plans' steps see as nanoseconds of propagation)."),
         as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON."),
     ) -> None:
         """Search every parallel plan of a workload on the site's compiled fabric and say which is fastest and why.
@@ -96,11 +99,17 @@ def register(app, out, err, print_diags, emit_json) -> None:
 
         Example: twin plan sites/meta-24k-roce.yaml -w llama3-405b-8k --gpus 2048 --set global_batch=256 --fix tp=8 --json
         """
-        code = run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out, err, print_diags, emit_json)
+        if placement not in ("reading-order", "spec"):
+            from twin.cli.envelope import invalid
+
+            raise typer.Exit(invalid(f"--placement '{placement}': expected reading-order or spec", as_json, emit_json, err))
+        code = run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out, err, print_diags, emit_json,
+                        None if placement == "spec" else "naive")
         raise typer.Exit(code)
 
 
-def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out, err, print_diags, emit_json) -> int:
+def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out, err, print_diags, emit_json,
+             placement_method: str | None = "naive") -> int:
     from twin.cli.envelope import invalid
     from twin.cli.progress import steps
     from twin.lang.diagnostics import InfeasibleError, Severity, SpecError
@@ -124,7 +133,7 @@ def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out,
 
             spec = resolve_spec(Path(target))
             say(f"compile {spec.name}")
-            design = compile_design(spec, progress=lambda n: say(f"compile: {n}"))
+            design = compile_design(spec, progress=lambda n: say(f"compile: {n}"), placement_method=placement_method)
             ws = [w for w in design.spec.site.workloads if getattr(w, "kind", "training") == "training"]
             if not ws:
                 return fail(f"{spec}: the site has no training workload to plan (workloads: with kind training)")
