@@ -358,12 +358,14 @@ def _register_subcommands() -> None:
     from twin.cli.calibrate import register as register_calibrate
     from twin.cli.diff import register as register_diff
     from twin.cli.netbox import app as netbox_app
+    from twin.cli.plan import register as register_plan
     from twin.cli.sweep import register as register_sweep
     from twin.cli.upgrade import register as register_upgrade
     from twin.cli.validate_jobs import register as register_validate_jobs
     from twin.cli.verify import register as register_verify
 
-    for register in (register_diff, register_verify, register_sweep, register_as_built, register_calibrate, register_upgrade):
+    for register in (register_diff, register_verify, register_sweep, register_as_built, register_calibrate, register_upgrade,
+                     register_plan):
         register(app, out, err, _print_diags, _emit_json)
     register_validate_jobs(app, out, err, _emit_json)
 

@@ -64,6 +64,20 @@ class Kernels(Model):
     source: Text = Field(min_length=1)
 
 
+class StackPlans(Model):
+    """What plans the stack can run (``twin plan`` searches only these): a framework of 2021 has no
+    distributed optimizer, no sequence or context parallelism and no FP8."""
+
+    zero: list[Literal[0, 1, 2, 3]] = Field([0, 1, 2, 3], min_length=1, description="ZeRO stages it runs")
+    recompute: list[Literal["none", "selective", "full"]] = Field(["none", "selective", "full"], min_length=1,
+                                                                 description="recomputation policies it offers")
+    sequence_parallel: list[bool] = Field([False, True], min_length=1, description="sequence parallelism: without, with, or both")
+    context_parallel: bool = Field(True, description="it splits a sequence over GPUs (CP)")
+    interleaved: bool = Field(True, description="it runs the interleaved pipeline schedule (virtual stages)")
+    expert_parallel: bool = Field(True, description="it splits MoE experts over data-parallel ranks (EP)")
+    fp8: bool = Field(True, description="it runs GEMMs in FP8 where the GPU has it")
+
+
 class Stack(Model):
     """A software stack (framework, its kernels and its schedule): what it loses against the kernels a
     benchmark measures, separate from the GPU. Its constants come only from end-to-end rows of the open
@@ -86,6 +100,7 @@ class Stack(Model):
                                           "reduce-scatter) that may run ahead of need (DeepSpeed's stage3_prefetch_bucket_size); none: "
                                           "a whole layer (FSDP units); a recipe may override")
     stragglers: Stragglers | None = Field(None, description="per-rank slowdown of a step under this stack (none: no stragglers; a recipe may state one)")
+    plans: StackPlans = Field(default_factory=StackPlans, description="the plans it can run (twin plan searches only these)")
     year: int | None = Field(None, ge=2015, le=2100, description="when the stack was measured")
     source: Text = Field(min_length=1)
 

@@ -135,10 +135,12 @@ def _with_workload(design, w):
     return dataclasses.replace(design, spec=dataclasses.replace(design.spec, site=site))
 
 
-def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], src, path) -> dict:
+def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], src, path, workload=None) -> dict:
     if design is None:
         raise SpecError([error(src, path, "jobs need a site design (its workloads)")])
     wl = {w.name: w for w in design.spec.site.workloads}
+    if workload is not None:  # a what-if plan of a site workload (twin plan): not looked up by name
+        wl[cfg.workload] = workload
     if cfg.workload not in wl:
         raise SpecError([error(src, path + ("workload",), f"unknown workload '{cfg.workload}'", ", ".join(sorted(wl)) or "a workload of the site")])
     w = wl[cfg.workload]

@@ -1,0 +1,160 @@
+"""twin plan: the plan space against a brute force, the fast stage against the full job twin, branch and
+bound against scoring everything, the answer's structure, a written plan run back through twin simulate,
+bad input, and the published answers (Megatron-LM SC'21 [megatron-sc21])."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT, twin_in_process, unwrap
+from twin.compiler.resolve import memory
+from twin.twins.plan import answer, fast, search, tables
+from twin.twins.plan.problem import Problem, row
+from twin.twins.plan.space import ORDERS, Axes, Space, divisors, orders_of
+
+LAB = ROOT / "sites" / "lab-2zone.yaml"
+
+
+def brute(ax: Axes) -> tuple[set, int]:
+    """Every plan of ``ax`` by nested loops and the rules as the frameworks state them: (survivors, enumerated)."""
+    keep, n = set(), 0
+    for tp, cp, pp in itertools.product(divisors(ax.gpus), repeat=3):
+        if ax.gpus % (tp * cp * pp) or pp > ax.layers or cp & (cp - 1):
+            continue
+        dp = ax.gpus // (tp * cp * pp)
+        for v in [1] + ([x for x in divisors(ax.layers // pp) if x > 1] if pp > 1 else []):
+            for mb in [m for m in divisors(max(1, ax.batch // dp))]:
+                for o in orders_of({"tp": tp, "cp": cp, "pp": pp, "dp": dp}):
+                    for rc, z, sp in itertools.product(range(3), range(4), range(2)):
+                        if (sp and tp == 1) or (z and dp * cp == 1):
+                            continue
+                        n += 1
+                        ok = (ax.heads % tp == 0 and ax.ffn % tp == 0 and (ax.kv_heads % tp == 0 or tp % ax.kv_heads == 0)
+                              and (cp == 1 or ax.seq % (2 * cp) == 0) and ax.batch % (dp * mb) == 0
+                              and (v == 1 or (ax.layers % (pp * v) == 0 and (ax.batch // (dp * mb)) % pp == 0))
+                              and not (z >= 2 and pp > 1))
+                        if ok:
+                            keep.add((tp, cp, pp, dp, v, mb, o, rc, z, sp))
+    return keep, n
+
+
+def test_the_space_is_every_plan_the_rules_allow():
+    """The numpy enumeration equals a brute force over the same axes: the same survivors, every other plan
+    counted once under a rule."""
+    ax = Axes(gpus=16, layers=8, heads=8, kv_heads=2, ffn=48, seq=96, batch=16)
+    sp = Space.of(ax)
+    got = {tuple(int(sp.cols[k][i]) for k in ("tp", "cp", "pp", "dp", "v", "mb", "order", "rc", "zero", "sp")) for i in range(sp.size)}
+    want, n = brute(ax)
+    assert got == want and sp.size == len(want)
+    assert sp.enumerated == n and sum(sp.pruned.values()) == n - len(want)
+    assert sp.pruned["tp"] > 0 and sp.pruned["interleave"] > 0 and sp.pruned["zero-pp"] > 0
+    assert ORDERS[0] == "tp-cp-pp-dp"
+    # pins narrow the space to their values
+    pinned = Space.of(Axes(**{**ax.__dict__, "fixed": {"tp": 2, "zero": [0, 1], "recompute": "none"}}))
+    assert set(pinned.cols["tp"].tolist()) == {2} and set(pinned.cols["zero"].tolist()) <= {0, 1} and set(pinned.cols["rc"].tolist()) == {0}
+
+
+@pytest.fixture(scope="module")
+def lab_problem(lab):
+    w = next(x for x in lab.spec.site.workloads if x.name == "lab-llama-8b")
+    return Problem.of(lab, w)
+
+
+@pytest.fixture(scope="module")
+def lab_search(lab_problem):
+    # a slice of the space the tests can also score whole: no FP8, ZeRO 0 or 1
+    return search.search(lab_problem, {"fp8": 0, "zero": [0, 1]}, keep=10)
+
+
+def test_memory_table_is_the_memory_model(lab_problem, lab_search):
+    """The vectorised memory table equals twin/compiler/resolve/memory.training plan by plan."""
+    p, s = lab_problem, lab_search
+    rng = np.random.default_rng(1)
+    for i in rng.choice(s.feasible, 30, replace=False):
+        w = p.workload_of(row(s.cols, int(i)))
+        m = memory.training(p.shape, memory.Plan.of(w, p.base.fused_attention), p.hbm)
+        assert s.memory["total"][i] == pytest.approx(m.total, rel=1e-9), row(s.cols, int(i))
+
+
+def test_fast_stage_is_the_job_twin(lab_problem, lab_search):
+    """On the leaders and on plans drawn at random from those scored, the fast stage's step equals the full
+    job twin's (the same compute, overlaps, bubble and collectives on the same fabric)."""
+    p, s = lab_problem, lab_search
+    rng = np.random.default_rng(2)
+    picks = list(s.best(None, 3)) + list(rng.choice(np.flatnonzero(s.scored), 9, replace=False))
+    for i in picks:
+        c = row(s.cols, int(i))
+        full = answer.full_twin(p, c)["schemes"][0]["step_s"]
+        assert s.step[i] == pytest.approx(full, rel=1e-6), answer.label(c)
+
+
+def test_branch_and_bound_finds_the_best_of_all(lab_problem, lab_search):
+    """Scoring every feasible plan finds no plan faster than the search's leaders: the bound is a bound and
+    the plans it skipped were slower."""
+    p, s = lab_problem, lab_search
+    assert 0 < s.scored.sum() < s.feasible  # it skipped some
+    every = fast.evaluate(p, s.cols, tables.Collectives(p), tables.compute_table(p, s.cols))
+    assert np.all(every["step_s"] >= s.bound * (1 - 1e-12))
+    best = np.sort(every["step_s"])[:10]
+    assert np.allclose(np.sort(s.step[s.best(None, 10)]), best, rtol=1e-9)
+
+
+def test_plan_answers_with_leaders_classes_and_a_scenario_that_reproduces_the_pick(tmp_path):
+    """twin plan --json: the envelope, the leaders in the full twin's order with their parts and memory, a
+    rank correlation of the two stages, the classes; the written scenario runs the pick in twin simulate at
+    the predicted step."""
+    plot, scen = tmp_path / "plan.png", tmp_path / "pick.yaml"
+    r = twin_in_process("plan", LAB, "--top", "4", "--fix", "fp8=0", "--plot", plot, "--write", scen, "--json")
+    assert r.returncode == 0, r.stderr
+    res = unwrap(r.stdout)
+    assert res["status"] == "ok" and len(res["plans"]) == 4
+    steps = [e["step_s"] for e in res["plans"]]
+    assert steps == sorted(steps) and res["rank_correlation"] >= 0.8
+    sp = res["space"]
+    assert sp["enumerated"] == sp["feasible"] + sum(sp["pruned"].values()) and sp["scored"] + sp["bounded"] == sp["feasible"]
+    pick = res["plans"][0]
+    assert pick["plan"]["fp8"] == "none" and pick["memory_GB"]["total"] <= res["hbm_GB"] - memory.RESERVE_BYTES / 1e9
+    assert sum(v for k, v in pick["parts_s"].items() if k not in ("step_s", "recompute_s")) == pytest.approx(pick["parts_s"]["step_s"])
+    assert pick["tokens_per_s"] == pytest.approx(res["global_batch"] * res["sequence_length"] / pick["step_s"])
+    classes = res["classes"]
+    assert all(e is None or e["step_s"] >= pick["step_s"] * (1 - 1e-9) for e in classes.values())
+    assert classes["rule: TP = 8 (GPUs per server)"]["plan"]["tp"] == 8
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    sim = twin_in_process("simulate", LAB, "--scenario", scen, "--json")
+    assert sim.returncode == 0, sim.stderr
+    job = unwrap(sim.stdout)["cases"][0]["jobs"][0]
+    assert job["schemes"][0]["step_s"] == pytest.approx(pick["step_s"], rel=1e-9)
+    assert job["recipe"]["micro_batch"] == pick["plan"]["micro_batch"] and job["dims"] == pick["plan"]["dims"]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("--fix", "tp=eight"), "tp takes whole numbers"),
+    (("--fix", "colour=red"), "AXIS=VALUE"),
+    (("--set", "layers=-3"), "--set layers"),
+    (("--workload", "nope"), "not a training workload"),
+    (("--set", "hidden_size=400000", "--set", "layers=400"), "no plan fits"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, needle):
+    r = twin_in_process("plan", LAB, *args)
+    assert r.returncode == 2 and needle in r.stderr, r.stderr
+
+
+@pytest.mark.slow
+def test_megatron_fig13_best_tp_is_one_server():
+    """[megatron-sc21] Fig. 13: a 162.2B GPT (32 layers, hidden 20,480, 128 heads: 12 l h^2 + V h = 162.1B)
+    on 64 A100s, global batch 128: the best tensor-parallel size is the GPUs in one server (8). And GPT-3 175B
+    at TP1 PP1 does not fit in 80 GB ([megatron-sc21] s1)."""
+    from twin.compiler.pipeline import compile_design
+
+    d = compile_design(ROOT / "sites" / "selene-a100.yaml", placement_method="naive")
+    base = next(x for x in d.spec.site.workloads if x.name == "gpt-145p6b")
+    w = base.model_copy(update={"parameters": 162.2e9, "layers": 32, "hidden_size": 20480, "heads": 128, "global_batch": 128})
+    res = answer.answer(Problem.of(d, w, 64), top=3)
+    assert res["plans"][0]["plan"]["tp"] == 8
+    g = base.model_copy(update={"parameters": 174.6e9, "layers": 96, "hidden_size": 12288, "heads": 96, "global_batch": 1536})
+    p = Problem.of(d, g, 1536, fabric=False)
+    sp = Space.of(p.axes({"tp": 1, "pp": 1}))
+    assert sp.size and not (tables.memory_table(p, sp.cols)["total"] <= p.hbm - memory.RESERVE_BYTES).any()

@@ -1,0 +1,179 @@
+"""``twin plan``: the best parallel plan for a workload on a site (twin/twins/plan/)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+EXIT_INVALID = 2
+AXES = {"tp": int, "cp": int, "pp": int, "dp": int, "ep": int, "v": int, "micro_batch": int, "recompute": str, "zero": int,
+        "sequence_parallel": int, "fp8": int, "order": str}
+FIX_HELP = "Pin a plan axis to a value or values (repeatable): " + ", ".join(AXES) + "."
+
+
+def parse_pins(pins: list[str]) -> dict:
+    """``--fix tp=8 --fix recompute=none,full`` -> the search's pins (a value or a list of values)."""
+    from twin.twins.plan.space import ORDERS, RECOMPUTE
+
+    out = {}
+    for p in pins:
+        k, sep, v = p.partition("=")
+        k = k.strip()
+        if not sep or k not in AXES:
+            raise ValueError(f"--fix '{p}': expected AXIS=VALUE with AXIS one of {', '.join(AXES)}")
+        vals = []
+        for x in v.split(","):
+            x = x.strip().lower()
+            if AXES[k] is int:
+                x = {"true": "1", "false": "0", "yes": "1", "no": "0", "linear": "1", "none": "0"}.get(x, x) if k in ("sequence_parallel", "fp8") else x
+                if not x.isdigit() or len(x) > 7:
+                    raise ValueError(f"--fix '{p}': {k} takes whole numbers (up to 7 digits)")
+                vals.append(int(x))
+            elif k == "recompute" and x not in RECOMPUTE:
+                raise ValueError(f"--fix '{p}': recompute is one of {', '.join(RECOMPUTE)}")
+            elif k == "order" and x not in ORDERS:
+                raise ValueError(f"--fix '{p}': order is tp, cp, pp and dp joined by '-', fastest first (e.g. tp-cp-pp-dp)")
+            else:
+                vals.append(x)
+        out[k] = vals if len(vals) > 1 else vals[0]
+    return out
+
+
+def with_sets(design, w, sets: list[str]):
+    """The workload with ``--set FIELD=VALUE`` laid over it, validated as a site's workload is."""
+    import yaml
+    from pydantic import ValidationError
+
+    from twin.lang.site.workload_models import TrainingJob
+
+    upd = {}
+    for s in sets:
+        k, sep, v = s.partition("=")
+        k = k.strip()
+        if not sep or k not in TrainingJob.model_fields or k in ("name", "kind"):
+            raise ValueError(f"--set '{s}': expected FIELD=VALUE with FIELD a training workload field (layers, hidden_size, heads, "
+                             "global_batch, sequence_length, parameters, ...)")
+        try:
+            upd[k] = yaml.safe_load(v) if len(v) < 200 else v
+        except yaml.YAMLError:
+            upd[k] = v
+    if not upd:
+        return w
+    try:
+        return TrainingJob.model_validate({**w.model_dump(exclude_defaults=True), **upd})
+    except ValidationError as e:
+        x = e.errors()[0]
+        raise ValueError(f"--set {'.'.join(str(p) for p in x['loc'])}: {x['msg']}") from None
+
+
+def register(app, out, err, print_diags, emit_json) -> None:
+    """Add ``twin plan`` to the ``twin`` command."""
+
+    @app.command("plan")
+    def plan_cmd(
+        target: Path = typer.Argument(..., help="Site spec (YAML) or a generated/<site> folder."),
+        workload: Optional[str] = typer.Option(None, "--workload", "-w", help="A training workload of the site (default: its first)."),
+        gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=10_000_000, help="GPUs for the job (default: the workload's)."),
+        sets: List[str] = typer.Option([], "--set", metavar="FIELD=VALUE", help="Change the workload's model or batch (repeatable)."),
+        pins: List[str] = typer.Option([], "--fix", metavar="AXIS=VALUE[,VALUE]", help=FIX_HELP),
+        top: int = typer.Option(10, "--top", min=2, max=50, help="Leaders re-timed by the full job twin."),
+        plot: Optional[Path] = typer.Option(None, "--plot", help="Write the picture (step time against memory per GPU) as PNG here."),
+        write: Optional[Path] = typer.Option(None, "--write", help="Write a scenario that runs the pick (twin simulate --scenario)."),
+        placement: str = typer.Option("reading-order", "--placement", help="reading-order (default: racks filled in reading order, "
+                                      "seconds) or spec (the spec's placement, optimised with HiGHS; it moves only cable lengths, "
+                                      "which the plans' steps see as nanoseconds of propagation)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON."),
+    ) -> None:
+        """Search every parallel plan of a workload on the site's compiled fabric and say which is fastest and why.
+
+        Enumerates TP, CP, PP, DP, EP, virtual stages, micro-batch, recomputation, ZeRO stage, sequence parallelism,
+        FP8 and the rank order with the global batch held; prunes plans that break a rule or do not fit in memory
+        (counted by reason); scores the rest with a vectorised fast stage (branch and bound) and re-times the
+        leaders with the full job twin. Prints the leaders, why the pick wins, the best plan of each class, and
+        which leaders the model cannot tell apart.
+
+        Example: twin plan sites/selene-a100.yaml --workload gpt-18p4b
+
+        Example: twin plan sites/meta-24k-roce.yaml -w llama3-405b-8k --gpus 2048 --set global_batch=256 --fix tp=8 --json
+        """
+        if placement not in ("reading-order", "spec"):
+            from twin.cli.envelope import invalid
+
+            raise typer.Exit(invalid(f"--placement '{placement}': expected reading-order or spec", as_json, emit_json, err))
+        code = run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out, err, print_diags, emit_json,
+                        None if placement == "spec" else "naive")
+        raise typer.Exit(code)
+
+
+def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out, err, print_diags, emit_json,
+             placement_method: str | None = "naive") -> int:
+    from twin.cli.envelope import invalid
+    from twin.cli.progress import steps
+    from twin.lang.diagnostics import InfeasibleError, Severity, SpecError
+
+    def fail(message: str) -> int:
+        return invalid(message, as_json, emit_json, err)
+
+    for f in (plot, write):
+        if f is not None and (f.is_dir() or not f.parent.is_dir()):
+            return fail(f"{f}: expected a file in an existing folder")
+    try:
+        fixed = parse_pins(pins)
+    except ValueError as e:
+        return fail(str(e))
+    t0 = time.perf_counter()
+    try:
+        with steps(err, not as_json, "load the compiler") as say:
+            from twin.cli.simulate import resolve_spec
+            from twin.compiler.pipeline import compile_design
+            from twin.twins.plan import answer, problem, render
+
+            spec = resolve_spec(Path(target))
+            say(f"compile {spec.name}")
+            design = compile_design(spec, progress=lambda n: say(f"compile: {n}"), placement_method=placement_method)
+            ws = [w for w in design.spec.site.workloads if getattr(w, "kind", "training") == "training"]
+            if not ws:
+                return fail(f"{spec}: the site has no training workload to plan (workloads: with kind training)")
+            w = next((x for x in ws if x.name == workload), None) if workload else ws[0]
+            if w is None:
+                return fail(f"--workload '{workload}': not a training workload of the site (one of: {', '.join(x.name for x in ws)})")
+            w = with_sets(design, w, sets)
+            say(f"compile the fabric of {gpus or w.gpus:,} GPUs")
+            p = problem.Problem.of(design, w, gpus)
+            started = time.perf_counter()
+
+            def progress(stage, done, total, best, c):
+                if stage == "full twin":
+                    el = time.perf_counter() - started
+                    eta = f", about {el / max(done, 1) * (total - done):.0f} s left" if done else ""
+                    say(f"full job twin: plan {done + 1} of {total}{eta}")
+                else:
+                    b = f", best so far {best:.3f} s ({answer.label(c)})" if best is not None else ""
+                    say(f"fast stage ({stage}): {done:,} of {total:,} feasible plans scored{b}")
+            res = answer.answer(p, fixed, top, progress)
+    except (SpecError, InfeasibleError) as e:
+        diags = getattr(e, "diagnostics", None)
+        if diags is None:
+            return fail("; ".join(getattr(e, "diagnosis", [str(e)])))
+        if as_json:
+            emit_json({"status": "invalid", "diagnostics": [d.to_json() for d in diags]})
+        else:
+            print_diags(diags)
+            err.print(f"{sum(d.severity is Severity.ERROR for d in diags)} error(s)", style="red", markup=False)
+        return EXIT_INVALID
+    except (ValueError, FileNotFoundError) as e:
+        return fail(str(e))
+    res["seconds"]["total_s"] = time.perf_counter() - t0
+    scatter = res.pop("scatter")
+    if plot is not None:
+        render.picture(res, scatter, plot)
+    if write is not None:
+        write.write_text(render.scenario(res), encoding="utf-8")
+    if as_json:
+        emit_json(res)
+    else:
+        out.print(render.text(res), markup=False, emoji=False)
+    return 0

@@ -1,0 +1,138 @@
+"""The plan search's answer: the leaders re-timed by the full job twin, why the pick wins, the best plan of
+each class and whether the leaders can be told apart.
+
+- **Leaders**: the ``top`` best plans of the fast stage, each re-timed by
+  :func:`twin.twins.workload.jobs.simulate_job` on the same fabric (step, tokens per second, MFU, memory by
+  part, the step's parts); the answer's order is the full twin's, and Spearman's rank correlation of the
+  two stages' orders is reported.
+- **Why it wins**: the pick's step parts against the runner-up's and against the common rule (TP = the GPUs
+  of one server, the best plan that keeps it), term by term.
+- **Classes**: the best plan without pipeline parallelism, without context parallelism, without
+  recomputation, and with TP inside one server, so that the cost of each constraint is visible.
+- **Margin**: plans whose predicted step lies within :data:`MODEL_ERROR` of the pick's cannot be told
+  apart by the model; the answer names them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from twin.lang.scenario.job import Case, Job
+from twin.twins.plan import search
+from twin.twins.plan.fast import PARTS
+from twin.twins.plan.problem import Problem, row
+from twin.twins.plan.space import RECOMPUTE
+from twin.twins.plan.tables import strides
+from twin.twins.workload import jobs
+
+# the job twin's mean absolute error on the open validation set (docs/job-twin.md: 22 rows, 2.8%), rounded up:
+# two plans closer than this are not told apart
+MODEL_ERROR = 0.03
+PART_NAMES = {"compute_s": "compute", "recompute_s": "of which recomputation", "bubble_s": "pipeline bubble",
+              "straggler_s": "stragglers", "tp_s": "exposed TP", "cp_s": "exposed CP", "ep_s": "exposed EP",
+              "pp_s": "exposed PP", "dp_s": "exposed DP"}
+
+
+def per_server(net) -> int:
+    """GPUs in one server of the fabric (the largest)."""
+    return int(np.bincount(net.gpu_server).max())
+
+
+def classes(p: Problem):
+    """The masks of the answer's classes over a space's columns (:func:`search.search`'s ``mask_fn``)."""
+    k = per_server(p.net)
+
+    def fn(cols):
+        st = strides(cols)
+        inside = (cols["tp"] == 1) | ((st["tp"] <= 1) & (k % cols["tp"] == 0))
+        return {"without PP": cols["pp"] == 1, "without CP": cols["cp"] == 1, "without recomputation": cols["rc"] == 0,
+                "TP inside the server": inside, f"rule: TP = {k} (GPUs per server)": (cols["tp"] == k) & inside}
+    return fn
+
+
+def describe(c: dict) -> dict:
+    """A plan as the workload language states it."""
+    return {"tp": c["tp"], "cp": c["cp"], "pp": c["pp"], "dp": c["dp"], "ep": c["ep"], "virtual_stages": c["v"],
+            "micro_batch": c["mb"], "recompute": RECOMPUTE[c["rc"]], "zero": c["zero"], "sequence_parallel": bool(c["sp"]),
+            "fp8": "linear" if c["fp8"] else "none", "dims": c["dims"]}
+
+
+def label(c: dict) -> str:
+    """One line: ``TP8 CP1 PP16 DP128 v1 mb1 rc=none zero0 SP tp-cp-pp-dp``."""
+    d = describe(c)
+    return (f"TP{d['tp']} CP{d['cp']} PP{d['pp']} DP{d['dp']}" + (f" EP{d['ep']}" if d["ep"] > 1 else "")
+            + f" v{d['virtual_stages']} mb{d['micro_batch']} recompute={d['recompute']} zero{d['zero']}"
+            + (" SP" if d["sequence_parallel"] else "") + (" FP8" if c["fp8"] else "") + f" {d['dims']}")
+
+
+def full_twin(p: Problem, c: dict) -> dict:
+    """The full job twin's result for one plan on the problem's fabric."""
+    w = p.workload_of(c)
+    return jobs.simulate_job(p.design, p.net, Job(workload=p.workload.name, dims=c["dims"]), [p.scheme], p.lib,
+                             Case(name="plan"), set(), None, ("plan",), workload=w)
+
+
+def _parts(s: search.Searched, i: int) -> dict:
+    return {k: float(s.parts[k][i]) for k in (*PARTS, "straggler_s", "step_s")}
+
+
+def _entry(s: search.Searched, i: int, full: dict | None) -> dict:
+    c = row(s.cols, i)
+    e = {"plan": describe(c), "label": label(c), "fast_step_s": float(s.step[i]), "parts_s": _parts(s, i),
+         "memory_GB": {k: float(v[i]) / 1e9 for k, v in s.memory.items()}}
+    if full is not None:
+        x = full["schemes"][0]
+        e.update(step_s=x["step_s"], tokens_per_s=x["tokens_per_s"], mfu=x["predicted_mfu"],
+                 tflops_per_gpu=x["predicted_tflops_per_gpu"], comm_by_kind=x["comm_by_kind"])
+    return e
+
+
+def versus(a: dict, b: dict) -> list[dict]:
+    """Term by term, where ``a`` gains (negative) or loses against ``b``: the step's parts, largest first."""
+    rows = [{"term": PART_NAMES[k], "pick_s": a["parts_s"][k], "other_s": b["parts_s"][k],
+             "difference_s": a["parts_s"][k] - b["parts_s"][k]} for k in PART_NAMES]
+    return sorted([r for r in rows if abs(r["difference_s"]) > 1e-9], key=lambda r: -abs(r["difference_s"]))
+
+
+def answer(p: Problem, fixed: dict | None = None, top: int = 10, progress=None) -> dict:
+    """Search, re-time the leaders with the full twin, and explain (module docstring)."""
+    s = search.search(p, fixed, keep=top, mask_fn=classes(p), progress=progress)
+    lead = s.best(None, top)
+    fulls = []
+    for n, i in enumerate(lead):
+        if progress is not None:
+            progress("full twin", n, len(lead), None, None)
+        fulls.append(full_twin(p, row(s.cols, int(i))))
+    entries = [_entry(s, int(i), f) for i, f in zip(lead, fulls)]
+    fast_steps = np.array([e["fast_step_s"] for e in entries])
+    full_steps = np.array([e["step_s"] for e in entries])
+    mem = np.array([e["memory_GB"]["total"] for e in entries])
+    entries = [entries[j] for j in np.lexsort((np.arange(len(entries)), mem, full_steps))]  # the full twin's order
+    pick = entries[0]
+    tied = [e["label"] for e in entries[1:] if e["step_s"] <= pick["step_s"] * (1 + MODEL_ERROR)]
+    by_class = {}
+    for name, mask in classes(p)(s.cols).items():
+        b = s.best(mask, 1)
+        if not len(b):
+            by_class[name] = None
+            continue
+        e = _entry(s, int(b[0]), full_twin(p, row(s.cols, int(b[0]))))
+        e["slower_than_pick"] = e["step_s"] / pick["step_s"] - 1
+        by_class[name] = e
+    rule = next((v for k, v in by_class.items() if k.startswith("rule")), None)
+    return {
+        "site": p.design.spec.site.name, "workload": p.workload.name, "gpus": p.gpus, "stack": p.base.stack,
+        "global_batch": p.workload.global_batch, "sequence_length": p.workload.sequence_length,
+        "hbm_GB": p.hbm / 1e9, "routing": {"scheme": p.scheme.kind, "qps": p.scheme.qps},
+        "space": {"enumerated": s.space.enumerated, "pruned": s.pruned, "feasible": s.feasible,
+                  "scored": int(s.scored.sum()), "bounded": int(s.feasible - s.scored.sum()),
+                  "collectives_timed": s.coll.calls, "stack_limits": p.stack_limits(), "pins": fixed or {}},
+        "seconds": {**s.seconds, "collectives_s": sum(s.coll.seconds.values())},
+        "plans": entries,
+        "rank_correlation": search.spearman(fast_steps, full_steps),
+        "margin": {"model_error": MODEL_ERROR, "indistinguishable_from_pick": tied},
+        "why": {"runner_up": versus(pick, entries[1]) if len(entries) > 1 else [],
+                "rule": versus(pick, rule) if rule is not None else None},
+        "classes": by_class,
+        "scatter": {"step_s": s.step[s.scored].tolist(), "memory_GB": (s.memory["total"][s.scored] / 1e9).tolist()},
+    }

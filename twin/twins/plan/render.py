@@ -1,0 +1,89 @@
+"""The plan search's answer for a person: text, the picture (step time against memory per GPU, every
+scored plan, the pick marked) and a scenario that runs the pick under ``twin simulate``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from twin.lang.site.workload_models import RECIPE_FIELDS
+
+PLAN_FIELDS = ("tp", "cp", "pp", "dp", "ep", "virtual_stages", "micro_batch", "recompute", "zero", "sequence_parallel", "fp8")
+
+
+def _ms(x: float) -> str:
+    return f"{x * 1e3:,.0f} ms" if x < 10 else f"{x:,.2f} s"
+
+
+def text(res: dict) -> str:
+    sp = res["space"]
+    pr = ", ".join(f"{k} {v:,}" for k, v in sp["pruned"].items() if v)
+    lines = [f"{res['workload']} on {res['gpus']:,} GPUs of {res['site']} (stack {res['stack']}, global batch {res['global_batch']:,} "
+             f"x {res['sequence_length']:,} tokens, {res['hbm_GB']:.0f} GB HBM)",
+             f"plans: {sp['enumerated']:,} enumerated; pruned {pr or 'none'}; {sp['feasible']:,} feasible, {sp['scored']:,} scored by the "
+             f"fast stage, {sp['bounded']:,} bounded out (their compute alone is slower than the leaders); "
+             f"{sp['collectives_timed']:,} collectives timed on the fabric",
+             "", f"{'#':>2}  {'step':>9}  {'fast':>9}  {'tokens/s':>11}  {'MFU':>5}  {'memory':>7}  plan"]
+    for n, e in enumerate(res["plans"], 1):
+        lines.append(f"{n:>2}  {_ms(e['step_s']):>9}  {_ms(e['fast_step_s']):>9}  {e['tokens_per_s']:>11,.0f}  {e['mfu']:>5.1%}  "
+                     f"{e['memory_GB']['total']:>5.1f}GB  {e['label']}")
+    lines.append(f"fast stage against the full twin on these {len(res['plans'])}: rank correlation {res['rank_correlation']:.2f}")
+    pick = res["plans"][0]
+    b = pick["parts_s"]
+    lines += ["", "the pick's step: " + ", ".join(f"{k.replace('_s', '')} {_ms(v)}" for k, v in b.items() if v > 0 and k != "step_s"),
+              "memory per GPU: " + ", ".join(f"{k} {v:.1f} GB" for k, v in pick["memory_GB"].items())]
+    tied = res["margin"]["indistinguishable_from_pick"]
+    if tied:
+        lines.append(f"within the model's error ({res['margin']['model_error']:.0%}) of the pick, so not told apart: {len(tied)} plan(s): "
+                     + "; ".join(tied[:3]) + (" ..." if len(tied) > 3 else ""))
+    else:
+        lines.append(f"the pick leads the runner-up by more than the model's error ({res['margin']['model_error']:.0%})")
+    for name, rows in (("runner-up", res["why"]["runner_up"]), ("the rule", res["why"]["rule"])):
+        if rows is not None and not rows:
+            lines.append(f"against {name}: the same step term by term (it needs less memory or came first)")
+        if rows:
+            lines.append(f"why it wins against {name}: " + "; ".join(
+                f"{r['term']} {'-' if r['difference_s'] < 0 else '+'}{_ms(abs(r['difference_s']))}" for r in rows[:4]))
+    lines.append("")
+    lines.append("best of each class (how much a constraint costs):")
+    for name, e in res["classes"].items():
+        lines.append(f"  {name:<34} " + ("no feasible plan" if e is None else
+                                           f"{_ms(e['step_s'])} ({e['slower_than_pick']:+.1%})  {e['label']}"))
+    return "\n".join(lines)
+
+
+def picture(res: dict, scatter: dict, path: Path) -> None:
+    """Step time against memory per GPU for every scored plan, the leaders and the pick marked (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
+    ax.scatter(scatter["memory_GB"], scatter["step_s"], s=4, c="#9aa5b1", label=f"{len(scatter['step_s']):,} scored plans")
+    lead = res["plans"]
+    ax.scatter([e["memory_GB"]["total"] for e in lead[1:]], [e["step_s"] for e in lead[1:]], s=18, c="#1f77b4", label="leaders (full twin)")
+    ax.scatter([lead[0]["memory_GB"]["total"]], [lead[0]["step_s"]], s=90, marker="*", c="#d62728", label="pick: " + lead[0]["label"])
+    ax.axvline(res["hbm_GB"], color="#444", lw=0.8, ls="--")
+    ax.set_xlabel("memory per GPU (GB); dashed: HBM")
+    ax.set_ylabel("step time (s)")
+    ax.set_yscale("log")
+    ax.set_title(f"{res['workload']} on {res['gpus']:,} GPUs of {res['site']}", fontsize=10)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
+
+
+def scenario(res: dict) -> str:
+    """A scenario that runs the pick (``twin simulate SITE --scenario FILE``): its job with the plan's fields."""
+    e = res["plans"][0]
+    plan = e["plan"]
+    recipe = {k: plan[k] for k in PLAN_FIELDS if k in RECIPE_FIELDS}
+    rt = res["routing"]
+    doc = {"name": f"plan-{res['workload']}"[:63], "routing": [{"name": rt["scheme"], "scheme": rt["scheme"], "qps": rt["qps"]}], "jobs": [{"workload": res["workload"], "order": "topology", "dims": plan["dims"],
+                                                           "recipe": recipe}]}
+    head = (f"# twin plan's pick for {res['workload']} on {res['gpus']:,} GPUs of {res['site']}: {e['label']}\n"
+            f"# predicted step {e['step_s']:.4f} s. Run: twin simulate SITE --scenario THIS_FILE\n")
+    return head + yaml.safe_dump(doc, sort_keys=False)

@@ -1,0 +1,154 @@
+"""The plan search: enumerate, prune by rule and memory, score with the fast stage by branch and bound,
+re-time the leaders with the full job twin.
+
+Branch and bound: every plan has a lower bound on its step (its compute, bubble and stragglers with
+every collective free, :func:`twin.twins.plan.fast.lower_bound`), exact from the compute table. Plans are
+scored by the fast stage in the order of their bound, in chunks; the search stops when the next bound
+exceeds the ``keep``-th best fast step found, so no unscored plan could enter the leaders. The plans it
+skips are counted (``bounded``): they were considered and shown slower, not left out.
+
+The leaders (``top`` best by the fast stage) are re-timed by the full job twin
+(:func:`twin.twins.workload.jobs.simulate_job`) on the same fabric, and the two orders compared by
+Spearman's rank correlation.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from twin.compiler.resolve import memory
+from twin.twins.plan import fast, tables
+from twin.twins.plan.problem import Problem, row
+from twin.twins.plan.space import RULES, Space
+
+CHUNK = 64  # plans scored in the first round of a class; each round doubles
+
+
+@dataclass
+class Searched:
+    """A searched space: the surviving columns, their bounds and (where scored) fast-stage parts."""
+
+    problem: Problem
+    space: Space
+    cols: dict[str, np.ndarray]  # plans that pass the rules and fit in memory
+    memory: dict[str, np.ndarray]
+    bound: np.ndarray
+    scored: np.ndarray  # bool: the fast stage scored this plan
+    parts: dict[str, np.ndarray]  # fast-stage parts (NaN where not scored)
+    pruned: dict[str, int]
+    coll: tables.Collectives
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def feasible(self) -> int:
+        return len(self.bound)
+
+    @property
+    def step(self) -> np.ndarray:
+        return self.parts["step_s"]
+
+    def best(self, mask: np.ndarray | None = None, k: int = 1) -> np.ndarray:
+        """Indices of the ``k`` best scored plans (under ``mask``), fastest first; between equal steps the one
+        that needs less memory, then the first enumerated."""
+        ok = self.scored if mask is None else self.scored & mask
+        idx = np.flatnonzero(ok)
+        return idx[np.lexsort((idx, self.memory["total"][idx], self.step[idx]))][:k]
+
+
+def smallest_shortfall(p: Problem, space: Space, mem: dict[str, np.ndarray]) -> str:
+    """Why nothing fits: the plan that comes closest, and by how much."""
+    i = int(np.argmin(mem["total"]))
+    budget = p.hbm - memory.RESERVE_BYTES
+    c = row(space.cols, i)
+    return (f"no plan fits in {p.hbm / 1e9:.0f} GB: the smallest need is {mem['total'][i] / 1e9:.1f} GB per GPU "
+            f"(TP {c['tp']} CP {c['cp']} PP {c['pp']} DP {c['dp']}, micro-batch {c['mb']}), "
+            f"{(mem['total'][i] - budget) / 1e9:.1f} GB over the {budget / 1e9:.0f} GB left after the reserve")
+
+
+def search(p: Problem, fixed: dict | None = None, keep: int = 10, mask_fn=None, progress=None) -> Searched:
+    """Search the plans of ``p`` (pins ``fixed``); score until the ``keep`` best are proven, and also the
+    best of every class ``mask_fn(cols) -> {name: mask}`` names."""
+    sec = {}
+    t0 = time.perf_counter()
+    space = Space.of(p.axes(fixed))
+    sec["enumerate_s"] = time.perf_counter() - t0
+    pruned = dict(space.pruned)
+    if not space.size:
+        raise ValueError(_why_empty(space))
+    t0 = time.perf_counter()
+    mem = tables.memory_table(p, space.cols)
+    fit = mem["total"] <= p.hbm - memory.RESERVE_BYTES
+    pruned["memory"] = int((~fit).sum())
+    if not fit.any():
+        raise ValueError(smallest_shortfall(p, space, mem))
+    cols = {k: v[fit] for k, v in space.cols.items()}
+    mem = {k: v[fit] for k, v in mem.items()}
+    sec["memory_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    comp = tables.compute_table(p, cols)
+    bound = fast.lower_bound(p, cols, comp)
+    sec["compute_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    n = len(bound)
+    parts = {k: np.full(n, np.nan) for k in (*fast.PARTS, "step_s", "exposed_s", "straggler_s", "dp_total_s")}
+    scored = np.zeros(n, bool)
+    coll = tables.Collectives(p)
+    s = Searched(p, space, cols, mem, bound, scored, parts, pruned, coll, sec)
+    masks = {"all": np.ones(n, bool), **(mask_fn(cols) if mask_fn else {})}
+    for name, mask in masks.items():
+        _branch_and_bound(s, comp, mask, keep if name == "all" else 1, progress, name)
+    sec["fast_s"] = time.perf_counter() - t0
+    return s
+
+
+def _branch_and_bound(s: Searched, comp: dict, mask: np.ndarray, keep: int, progress, name: str) -> None:
+    order = np.flatnonzero(mask)
+    order = order[np.argsort(s.bound[order], kind="stable")]
+    pos, chunk = 0, CHUNK
+    while pos < len(order):
+        best = s.best(mask, keep)
+        if len(best) >= keep and s.bound[order[pos]] > s.step[best[-1]]:
+            break
+        idx = order[pos:pos + chunk]
+        idx = idx[~s.scored[idx]]
+        pos += chunk
+        chunk *= 2
+        if not len(idx):
+            continue
+        sub = {k: v[idx] for k, v in s.cols.items()}
+        ev = fast.evaluate(s.problem, sub, s.coll, {k: v[idx] for k, v in comp.items()})
+        for k in s.parts:
+            s.parts[k][idx] = ev[k]
+        s.scored[idx] = True
+        if progress is not None:
+            b = s.best(None, 1)
+            progress(name, int(s.scored.sum()), len(s.bound), float(s.step[b[0]]) if len(b) else None, row(s.cols, int(b[0])) if len(b) else None)
+
+
+def _why_empty(space: Space) -> str:
+    worst = max(space.pruned, key=lambda k: space.pruned[k])
+    return (f"no plan passes the rules: {space.enumerated:,} plans enumerated, most pruned because "
+            f"{RULES[worst]} ({space.pruned[worst]:,})")
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation of two orders (average ranks for ties); 1.0 for fewer than 2 items."""
+    if len(a) < 2:
+        return 1.0
+
+    def ranks(x):
+        o = np.argsort(x, kind="stable")
+        r = np.empty(len(x))
+        r[o] = np.arange(len(x))
+        for v in np.unique(x):  # ties share their mean rank
+            t = x == v
+            r[t] = r[t].mean()
+        return r
+
+    ra, rb = ranks(np.asarray(a, float)), ranks(np.asarray(b, float))
+    if ra.std() == 0 or rb.std() == 0:
+        return 1.0
+    return float(np.corrcoef(ra, rb)[0, 1])

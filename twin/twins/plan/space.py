@@ -1,0 +1,196 @@
+"""The plan space of one model on N GPUs: every parallel plan the model and the hardware allow, as numpy
+columns, with the plans that break a rule counted by reason before anything is timed.
+
+A plan is TP x CP x PP x DP = N with expert parallelism (EP, MoE only) inside the data-parallel ranks,
+the interleaved chunks per GPU (``v``), the micro-batch, recomputation (none, selective, full), the ZeRO
+stage, sequence parallelism (TP > 1 only), FP8 GEMMs (a GPU with an FP8 peak only) and the rank order,
+fastest dimension first, that places the groups on the topology (``tp-cp-pp-dp`` keeps TP inside a
+server, then CP, then the pipeline; ``dp-tp-cp-pp`` puts data-parallel peers side by side). Orders that
+differ only in where a dimension of size 1 sits are one order, so a plan with k dimensions above 1 has
+k! orders.
+
+The rules, each a reason a plan is pruned (:data:`RULES`), are the frameworks' own (Megatron-LM's
+argument checks; DeepSpeed's): heads, KV heads and the FFN split evenly over TP; a sequence splits into
+2 x CP chunks (CP's load-balanced causal split); the global batch splits over DP x micro-batch; experts
+split over EP, and EP divides the data-parallel ranks; the interleaved schedule needs PP >= 2, layers
+divisible by PP x v and micro-batches divisible by PP; ZeRO stages 2 and 3 do not run with pipeline
+parallelism (DeepSpeed refuses it; Megatron shards only the optimizer with PP).
+
+>>> sp = Space.of(Axes(gpus=8, layers=4, heads=8, kv_heads=8, ffn=64, seq=64, batch=8))
+>>> sp.size > 0 and bool((sp.cols["tp"] * sp.cols["cp"] * sp.cols["pp"] * sp.cols["dp"] == 8).all())
+True
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+DIMS = ("tp", "cp", "pp", "dp")
+ORDERS = tuple("-".join(p) for p in itertools.permutations(DIMS))  # rank orders, fastest first
+RECOMPUTE = ("none", "selective", "full")
+MAX_TP = 64
+MAX_CP = 32
+MAX_MICRO_BATCH = 32
+RULES = {
+    "tp": "heads, KV heads or FFN width do not split evenly over TP",
+    "cp": "the sequence does not split into 2 x CP chunks",
+    "batch": "the global batch does not split over DP x micro-batch",
+    "ep": "experts do not split over EP, or EP does not divide the data-parallel ranks",
+    "interleave": "interleaving needs PP >= 2, layers divisible by PP x v and micro-batches divisible by PP",
+    "zero-pp": "ZeRO 2 and 3 do not run with pipeline parallelism",
+    "memory": "does not fit in HBM less the reserve",
+}
+
+
+@dataclass(frozen=True)
+class Axes:
+    """What the space depends on: the GPUs, the model's shape and the batch."""
+
+    gpus: int
+    layers: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    seq: int
+    batch: int  # sequences per optimizer step
+    experts: int = 0  # routed experts (0: dense)
+    fp8: bool = False  # the GPU has an FP8 peak
+    fixed: dict = field(default_factory=dict)  # axes pinned to a value or a list of allowed values: {"tp": 8, "zero": [0, 1]}
+
+
+def divisors(n: int) -> list[int]:
+    """>>> divisors(12)
+    [1, 2, 3, 4, 6, 12]"""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted({*small, *(n // d for d in small)})
+
+
+def orders_of(sizes: dict[str, int]) -> list[int]:
+    """Indices into :data:`ORDERS` of the distinct rank orders of a plan: permutations of its dimensions
+    above 1, the dimensions of size 1 in their place of ``tp-cp-pp-dp``.
+
+    >>> [ORDERS[i] for i in orders_of({"tp": 8, "cp": 1, "pp": 1, "dp": 4})]
+    ['tp-cp-pp-dp', 'dp-cp-pp-tp']
+    """
+    live = [d for d in DIMS if sizes[d] > 1]
+    out = []
+    for perm in itertools.permutations(live):
+        it = iter(perm)
+        order = [next(it) if sizes[d] > 1 else d for d in DIMS]
+        out.append(ORDERS.index("-".join(order)))
+    return out
+
+
+@dataclass
+class Space:
+    """Columns of the surviving plans (one numpy array per field) and the count of pruned plans by rule."""
+
+    cols: dict[str, np.ndarray]
+    pruned: dict[str, int]
+    structures: int  # (TP, CP, PP, DP, EP, v, micro-batch) tuples before the rules
+
+    @property
+    def size(self) -> int:
+        return len(self.cols["tp"])
+
+    @property
+    def enumerated(self) -> int:
+        return self.size + sum(self.pruned.values())
+
+    def take(self, idx) -> dict[str, np.ndarray]:
+        return {k: v[idx] for k, v in self.cols.items()}
+
+    @classmethod
+    def of(cls, ax: Axes) -> Space:
+        return enumerate_space(ax)
+
+
+def _allowed(ax: Axes, name: str, values: list) -> list:
+    if name in ax.fixed:
+        want = ax.fixed[name]
+        want = set(want) if isinstance(want, (list, tuple, set, frozenset)) else {want}
+        return [x for x in values if x in want]
+    return values
+
+
+def _per_plan(ax: Axes, tp: int, cp: int, pp: int, dp: int) -> tuple[int, int]:
+    """(plans, of which ZeRO 2/3 with PP) one structure and one order stand for: recompute x ZeRO x SP x FP8,
+    without the duplicates (SP with TP 1, ZeRO with one data-parallel rank)."""
+    rc = len(_allowed(ax, "recompute", list(RECOMPUTE)))
+    zs = [z for z in _allowed(ax, "zero", [0, 1, 2, 3]) if dp * cp > 1 or z == 0]
+    sp = len([s for s in _allowed(ax, "sequence_parallel", [0, 1]) if tp > 1 or s == 0])
+    f8 = len(_allowed(ax, "fp8", [0, 1] if ax.fp8 else [0]))
+    bad = len([z for z in zs if z >= 2 and pp > 1])
+    return len(zs) * sp * rc * f8, bad * sp * rc * f8
+
+
+def _structures(ax: Axes, pruned: dict[str, int]) -> tuple[list[tuple], int]:
+    """(tp, cp, pp, dp, ep, v, mb, orders) tuples that pass the structural rules; each pruned tuple counted
+    as the plans it stands for (its orders x the per-plan axes)."""
+    n, out, seen = ax.gpus, [], 0
+    for tp in _allowed(ax, "tp", [d for d in divisors(n) if d <= MAX_TP]):
+        for cp in _allowed(ax, "cp", [d for d in divisors(n // tp) if d <= MAX_CP and d & (d - 1) == 0]):
+            for pp in _allowed(ax, "pp", [d for d in divisors(n // (tp * cp)) if d <= ax.layers]):
+                dp = n // (tp * cp * pp)
+                if not _allowed(ax, "dp", [dp]):
+                    continue
+                eps = _allowed(ax, "ep", [e for e in divisors(ax.experts) if e <= dp * cp] if ax.experts else [1])
+                vs = _allowed(ax, "v", [1] + [v for v in divisors(ax.layers // pp) if v > 1] if pp >= 2 else [1])
+                mbs = _allowed(ax, "micro_batch", [m for m in divisors(max(1, ax.batch // dp)) if m <= MAX_MICRO_BATCH])
+                orders = orders_of({"tp": tp, "cp": cp, "pp": pp, "dp": dp})
+                if "order" in ax.fixed:
+                    orders = [o for o in orders if _allowed(ax, "order", [ORDERS[o]])]
+                plans, _ = _per_plan(ax, tp, cp, pp, dp)
+                for ep, v, mb in itertools.product(eps, vs, mbs):
+                    seen += 1
+                    reason = None
+                    if ax.heads % tp or ax.ffn % tp or (ax.kv_heads % tp and tp % ax.kv_heads):
+                        reason = "tp"
+                    elif ax.seq % (2 * cp) and cp > 1:
+                        reason = "cp"
+                    elif ax.batch % (dp * mb):
+                        reason = "batch"
+                    elif ax.experts and (ax.experts % ep or (dp * cp) % ep):
+                        reason = "ep"
+                    elif v > 1 and (ax.layers % (pp * v) or (ax.batch // (dp * mb)) % pp):
+                        reason = "interleave"
+                    if reason:
+                        pruned[reason] += len(orders) * plans
+                        continue
+                    out.append((tp, cp, pp, dp, ep, v, mb, orders))
+    return out, seen
+
+
+NAMES = ("tp", "cp", "pp", "dp", "ep", "v", "mb", "rc", "zero", "sp", "fp8", "order")
+
+
+def enumerate_space(ax: Axes) -> Space:
+    """Every plan of ``ax`` as columns (see the module docstring), the rule-breaking ones counted: the
+    structures in Python (thousands), their cross with the per-plan axes in numpy (millions)."""
+    pruned = {k: 0 for k in RULES}
+    structs, seen = _structures(ax, pruned)
+    if not structs:
+        return Space({k: np.zeros(0, np.int32) for k in (*NAMES, "m")}, pruned, seen)
+    st = np.array([s[:7] for s in structs], dtype=np.int32)
+    n_orders = np.array([len(s[7]) for s in structs])
+    orders = np.fromiter((o for s in structs for o in s[7]), dtype=np.int32, count=int(n_orders.sum()))
+    st = np.repeat(st, n_orders, axis=0)
+    rc = [RECOMPUTE.index(x) for x in _allowed(ax, "recompute", list(RECOMPUTE))]
+    grid = np.array(list(itertools.product(rc, _allowed(ax, "zero", [0, 1, 2, 3]), _allowed(ax, "sequence_parallel", [0, 1]),
+                                           _allowed(ax, "fp8", [0, 1] if ax.fp8 else [0]))), dtype=np.int32).reshape(-1, 4)
+    n, g = len(st), len(grid)
+    cols = {k: np.repeat(st[:, i], g) for i, k in enumerate(NAMES[:7])}
+    for i, k in enumerate(("rc", "zero", "sp", "fp8")):
+        cols[k] = np.tile(grid[:, i], n)
+    cols["order"] = np.repeat(orders, g)
+    keep = ((cols["tp"] > 1) | (cols["sp"] == 0)) & ((cols["dp"] * cols["cp"] > 1) | (cols["zero"] == 0))
+    zero_pp = keep & (cols["zero"] >= 2) & (cols["pp"] > 1)
+    pruned["zero-pp"] += int(zero_pp.sum())
+    keep &= ~zero_pp
+    cols = {k: v[keep] for k, v in cols.items()}
+    cols["m"] = (ax.batch // (cols["dp"] * cols["mb"])).astype(np.int32)
+    return Space(cols, pruned, seen)

@@ -1,0 +1,229 @@
+"""What the fast stage looks up instead of recomputing: compute per distinct compute plan, memory by
+part, and collective costs tabulated once per group layout on the compiled fabric.
+
+- **Compute**: :func:`twin.twins.workload.compute.training` (the job twin's own model) once per distinct
+  (TP, CP, PP, EP, micro-batch, SP, FP8, recomputation); the optimizer's time at ZeRO >= 1 is that of
+  ZeRO 0 over DP x CP (it owns that share of the stage's parameters).
+- **Memory**: :mod:`twin.compiler.resolve.memory`'s parts (a stage's parameters, a layer's bytes per
+  token, the layers per stage) per distinct key, combined over every plan at once as
+  :func:`twin.compiler.resolve.memory.training` combines them for one (a test holds the two equal).
+- **Collectives**: a group layout is the size and rank stride of each dimension a communicator spans;
+  the groups of a layout, placed in topology order, are timed once by the network twin
+  (:func:`twin.twins.net.collectives.time_collective`, every group at once, so the fabric's sharing and
+  oversubscription count) and then evaluated at each distinct message size.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from twin.compiler.resolve import memory
+from twin.lang.site.workload_models import RECOMPUTE_POLICIES
+from twin.twins.plan.space import DIMS, ORDERS, RECOMPUTE
+from twin.twins.workload import compute, moe
+from twin.twins.workload.comm import Timed, _allreduce_algorithms
+from twin.twins.workload.jobs import rank_groups
+
+
+def codes(cols: dict[str, np.ndarray], names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(first row of each distinct key, each row's key index) over the columns ``names``."""
+    code = np.zeros(len(cols[names[0]]), np.int64)
+    for k in names:
+        vals, inv = np.unique(cols[k], return_inverse=True)
+        code = code * len(vals) + inv
+    uniq, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    return first, inv
+
+
+COMPUTE_KEY = ("tp", "cp", "pp", "ep", "mb", "sp", "fp8", "rc")
+COMPUTE_FIELDS = ("microbatch_s", "forward_s", "backward_s", "recompute_s", "optimizer0_s", "layers", "moe_layers",
+                  "layer_forward_s", "layer_backward_s", "attention_forward_s", "attention_backward_s",
+                  "gemm_s", "attention_s", "memory_s", "layer_gemm_s", "other_stages_s")
+
+
+def compute_table(p, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per plan, the job twin's compute of one micro-batch on the slowest stage (:data:`COMPUTE_FIELDS`)."""
+    first, inv = codes(cols, COMPUTE_KEY)
+    out = np.zeros((len(first), len(COMPUTE_FIELDS)))
+    for j, i in enumerate(first):
+        r = p.recipe({k: int(cols[k][i]) for k in (*COMPUTE_KEY, "dp", "v", "zero")} | {"dp": 1, "zero": 0, "v": 1})
+        c = compute.training(p.gpu, p.shape, r, moe.expert_work(r, "experts" in r.fp8) if p.shape.moe else None)
+        parts = c.forward + c.backward + c.recompute
+        out[j] = (c.microbatch_s, c.forward.seconds, c.backward.seconds, c.recompute.seconds, c.optimizer_s, c.layers,
+                  c.moe_layers, c.layer_forward_s, c.layer_backward_s, c.attention_forward_s, c.attention_backward_s,
+                  parts.gemm_s, parts.attention_s, parts.memory_s, c.layer_gemm_s, c.other_stages_s)
+    return {k: out[inv, i] for i, k in enumerate(COMPUTE_FIELDS)}
+
+
+def _plan(p, c: dict, mb: int = 1, m: int = 1) -> memory.Plan:
+    return memory.Plan(p.base.seq, mb, m, c.get("tp", 1), c.get("cp", 1), c.get("pp", 1), c.get("dp", 1), c.get("ep", 1),
+                       c.get("v", 1), c.get("zero", 0), bool(c.get("sp", 1)), RECOMPUTE_POLICIES[RECOMPUTE[c.get("rc", 0)]],
+                       p.base.fused_attention, p.base.grad_bucket)
+
+
+def _per_key(p, cols, names, fn) -> np.ndarray:
+    first, inv = codes(cols, names)
+    vals = np.array([fn({k: int(cols[k][i]) for k in names}) for i in first], dtype=float).reshape(len(first), -1)
+    return vals[inv]
+
+
+def memory_table(p, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Bytes per GPU by part for every plan: :func:`twin.compiler.resolve.memory.training`, vectorised."""
+    s = p.shape
+    tp, cp, pp, dp, ep = (cols[k].astype(float) for k in ("tp", "cp", "pp", "dp", "ep"))
+    zero = cols["zero"]
+    params = _per_key(p, cols, ("tp", "pp", "ep"), lambda c: memory.stage_params(s, _plan(p, c)))
+    dense, experts = params[:, 0], params[:, 1]
+    shard = dp * cp
+    eshard = np.maximum(1, (cols["dp"] * cols["cp"]) // cols["ep"])
+    n = dense + experts
+    sharded = dense / shard + experts / eshard
+    weights = memory.BF16 * n
+    grads = memory.BF16 * n
+    opt = np.where(zero >= 1, 12 * sharded, 12 * n)
+    grads = np.where(zero >= 2, memory.BF16 * sharded + np.minimum(p.base.grad_bucket, grads), grads)
+    weights = np.where(zero >= 3, memory.BF16 * sharded + 2 * memory.BF16 * (s.layer_params / tp), weights)
+    tokens = cols["mb"] * p.base.seq / cp
+    kw = _per_key(p, cols, ("tp", "sp", "rc"), lambda c: memory.layer_bytes_per_token(s, _plan(p, c)))
+    kept, work = kw[:, 0], kw[:, 1]
+    layers = _per_key(p, cols, ("pp",), lambda c: memory.stage_layers(s.layers, c["pp"]))
+    first, last_layers = layers[:, 0], layers[:, 2]
+    held = _per_key(p, cols, ("m", "pp", "v"), lambda c: memory.inflight(memory.Plan(p.base.seq, 1, c["m"], pp=c["pp"],
+                                                                                      virtual_stages=c["v"])))[:, 0]
+    acts = tokens * (kept * first * held + np.where(kept < work, work - kept, 0.0))
+    logits = tokens * 4 * s.vocab / tp * 2
+    last = tokens * (kept * last_layers + work) + logits
+    multi = cols["pp"] > 1
+    use_last = multi & (last > acts)
+    acts = np.where(use_last, last - logits, acts)
+    logits = np.where(multi & ~use_last, 0.0, logits)
+    total = weights + grads + opt + acts + logits
+    return {"weights": weights, "grads": grads, "optimizer": opt, "activations": acts, "logits": logits, "total": total}
+
+
+def strides(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Each dimension's rank stride under the plan's rank order (the product of the faster dimensions)."""
+    perm = np.array([[DIMS.index(d) for d in o.split("-")] for o in ORDERS])[cols["order"]]  # (n, 4) dims fastest first
+    sizes = np.stack([cols[d] for d in DIMS], axis=1).astype(np.int64)
+    ordered = np.take_along_axis(sizes, perm, axis=1)
+    excl = np.cumprod(np.concatenate([np.ones((len(perm), 1), np.int64), ordered[:, :-1]], axis=1), axis=1)
+    out = np.empty_like(excl)
+    np.put_along_axis(out, perm, excl, axis=1)
+    out[sizes == 1] = 0  # a dimension of size 1 spans nothing: its stride names no layout
+    return {d: out[:, i] for i, d in enumerate(DIMS)}
+
+
+def signature(net, groups: list[np.ndarray]) -> tuple:
+    """What a collective's time on the fabric depends on, read off its first group: its size, and how many
+    NVLink domains, rails, leaves, zones and buildings it spans. Layouts with one signature are timed once
+    (the fast stage's approximation; the full twin re-times the leaders on their own groups)."""
+    g = np.asarray(groups[0])
+    srv = net.gpu_server[g]
+    rail = net.gpu_local[g] if net.gpu_rail is None else net.gpu_rail[g]
+    return (len(g), len(groups), *(len(np.unique(x)) for x in (net.domain[g], rail, net.nic_leaf[net.gpu_nic[g]],
+                                                               net.server_zone[srv], net.server_building[srv])))
+
+
+class Collectives:
+    """Collectives timed once per (what, fabric signature) on the problem's fabric (module docstring)."""
+
+    def __init__(self, p):
+        self.p = p
+        self.timed: dict[tuple, Timed] = {}
+        self.by_sig: dict[tuple, Timed] = {}
+        self.intra: dict[tuple, bool] = {}
+        self.calls = 0
+        self.seconds: dict[str, float] = {}  # time spent tabulating, by collective
+
+    def groups(self, over: tuple[str, ...], rep: dict) -> list[np.ndarray]:
+        sizes = {d: rep[d] for d in DIMS}
+        return rank_groups(self.p.ranks, sizes, ORDERS[rep["order"]].split("-"), over)
+
+    def _time(self, what: str, op: str, algs: list[str], groups, peers=None) -> Timed:
+        from twin.twins.net import collectives as coll
+
+        sig = (what, *signature(self.p.net, groups))
+        if sig in self.by_sig:
+            return self.by_sig[sig]
+        t0 = time.perf_counter()
+        out = []
+        for a in algs:
+            try:
+                out.append(coll.time_collective(self.p.net, op, a, None, self.p.scheme, groups=groups, group_peers=peers, lib=self.p.lib))
+            except ValueError:
+                continue
+        self.calls += 1
+        self.seconds[what] = self.seconds.get(what, 0.0) + time.perf_counter() - t0
+        self.by_sig[sig] = Timed(out)
+        return self.by_sig[sig]
+
+    def get(self, what: str, key: tuple, rep: dict) -> Timed:
+        """The Timed collective ``what`` (tp-allgather, tp-allreduce, cp-allgather, cp-ring, ep, pp, dp-allgather,
+        dp-allreduce) of the layout ``key``, built from the representative plan ``rep`` on first use."""
+        k = (what, key)
+        if k in self.timed:
+            return self.timed[k]
+        net = self.p.net
+        if what.startswith("tp"):
+            g = self.groups(("tp",), rep)
+            self.intra[key] = all(len(set(net.gpu_server[x].tolist())) == 1 for x in g[:64])
+            algs = ["ring"] if what == "tp-allgather" else _allreduce_algorithms(net, g[0], self.p.nvls)
+            t = self._time(what, "allgather" if what == "tp-allgather" else "allreduce", algs, g)
+        elif what == "cp-allgather":
+            t = self._time(what, "allgather", ["ring"], self.groups(("cp",), rep))
+        elif what == "cp-ring":
+            g = self.groups(("cp",), rep)
+            t = self._time(what, "sendrecv", ["direct"], [np.concatenate(g)], [np.concatenate([np.roll(x, -1) for x in g])])
+        elif what == "pp":
+            g = self.groups(("pp",), rep)
+            t = self._time(what, "sendrecv", ["direct"], [np.concatenate([x[:-1] for x in g])], [np.concatenate([x[1:] for x in g])])
+        elif what == "ep":
+            t = self._time(what, "alltoall", ["direct"], moe.ep_groups(self.groups(("cp", "dp"), rep), rep["ep"]))
+        elif what == "dp-allgather":
+            t = self._time(what, "allgather", ["ring"], self.groups(("cp", "dp"), rep))
+        elif what == "dp-allreduce":
+            t = self._time(what, "allreduce", ["ring", "tree"], self.groups(("cp", "dp"), rep))
+        else:
+            raise KeyError(what)
+        self.timed[k] = t
+        return t
+
+    def times(self, what: str, cols: dict, st: dict, key_names: tuple[str, ...], sizes: np.ndarray,
+              mask: np.ndarray) -> np.ndarray:
+        """Seconds of collective ``what`` for every plan under ``mask`` at its message size (0 elsewhere)."""
+        out = np.zeros(len(sizes))
+        idx = np.flatnonzero(mask)
+        if not len(idx):
+            return out
+        kcols = {}
+        for name in key_names:
+            kcols[name] = cols[name][idx] if not name.startswith("s_") else st[name[2:]][idx]
+        kcols["size"] = np.round(sizes[idx], 3)
+        first, inv = codes(kcols, (*key_names, "size"))
+        vals = np.empty(len(first))
+        for j, i in enumerate(first):
+            r = idx[i]
+            rep = {k: int(cols[k][r]) for k in (*DIMS, "order", "ep")}
+            key = tuple(int(kcols[n][i]) for n in key_names)
+            vals[j] = self.get(what, key, rep).at(float(sizes[r]))[0]
+        out[idx] = vals[inv]
+        return out
+
+    def tp_intra(self, cols: dict, st: dict, mask: np.ndarray) -> np.ndarray:
+        """Whether each plan's TP groups sit inside one server (NVLink only)."""
+        out = np.zeros(len(mask), bool)
+        idx = np.flatnonzero(mask)
+        if not len(idx):
+            return out
+        first, inv = codes({"tp": cols["tp"][idx], "s": st["tp"][idx]}, ("tp", "s"))
+        vals = np.empty(len(first), bool)
+        for j, i in enumerate(first):
+            r = idx[i]
+            key = (int(cols["tp"][r]), int(st["tp"][r]))
+            if key not in self.intra:
+                self.get("tp-allgather", key, {k: int(cols[k][r]) for k in (*DIMS, "order", "ep")})
+            vals[j] = self.intra[key]
+        out[idx] = vals[inv]
+        return out
