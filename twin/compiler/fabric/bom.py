@@ -164,7 +164,7 @@ class PortCount:
     tier: str
     links: int
     per_port: int  # a twin-port module's links are one cable of its port; every other link one cable
-    port_speed: float  # bit/s of the module's port (module_ports x the medium's speed)
+    port_speed: float  # bit/s of the module's port (module_ports x the medium's speed), or of the link's own port
 
 
 def port_counts(spec: Spec, fabric: Fabric, plan: CablePlan) -> list[PortCount]:
@@ -184,8 +184,9 @@ def port_counts(spec: Spec, fabric: Fabric, plan: CablePlan) -> list[PortCount]:
         tier = plan.tiers[j]
         links[tier] += 1
         m = int(plan.medium[j])
-        if m not in twin:
+        if m not in twin:  # one cable of one port at the link's speed (800G on a tier whose cages run whole)
             singles[tier] += 1
+            speed[tier] = max(speed.get(tier, 0.0), fabric.link(lid).speed)
             continue
         med = media[plan.media[m]]
         lk = fabric.link(lid)

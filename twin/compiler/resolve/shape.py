@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from twin.compiler.resolve import fat_tree
 from twin.compiler.resolve.attach_shape import AttachShape, attach_ports, attach_shapes, free_slots
+from twin.compiler.resolve.cage_modes import with_cages
 from twin.compiler.resolve.planes import spec_plane_ports, spec_port_speed
 from twin.compiler.resolve.pools import LEAF_NICS
 from twin.compiler.resolve.tree_sizing import tree_sizing
@@ -167,7 +168,7 @@ class FabricShape:
 
 def fabric_shape(spec: Spec) -> FabricShape:
     """The shape of ``spec``'s fabric (the spec has passed its reference checks)."""
-    shape = SHAPES[spec.family.layout](spec)
+    shape = with_cages(spec, SHAPES[spec.family.layout](spec))  # a tier's own breakout mode (fabric.cages)
     return _with_attachments(spec, shape)
 
 

@@ -244,6 +244,8 @@ class Infiniband(Model):
     partitions: list[Partition] = Field(default_factory=lambda: [Partition(name="default", pkey=0x7FFF)])
 
 
+CageMode = Annotated[str, Field(pattern=pattern(r"^[1-8]x[1-9][0-9]{0,4}G$", "a breakout mode such as '1x800G' or '2x400G'"),
+                                 description="a cage's breakout mode: ports per cage x their speed")]
 LinkTier = Annotated[str, Field(pattern=pattern(r"^[a-z0-9]+-[a-z0-9]+$", "a link tier: two roles joined by '-', such as 'rtsw-ctsw'"), description="a link tier such as rtsw-ctsw")]
 
 
@@ -280,6 +282,11 @@ class Fabric(Model):
         description="allowed catalog media per link tier, in preference order (default: any, by length: "
         "DAC, AEC, AOC, then optics by reach); e.g. rtsw-ctsw: [dr4-400g] for single-mode optics",
     )
+    cages: dict[LinkTier, CageMode] = Field(
+        default_factory=dict, exclude_if=lambda v: not v,
+        description="breakout mode per link tier between switches, where it differs from the switch model's own: the cages at "
+        "both ends of the tier's links run in it (e.g. leaf-spine: 1x800G runs a split model's up cages whole; "
+        "twin/compiler/resolve/cage_modes.py)")
     routing: Routing = Field(default_factory=Routing)
     qos: Qos = Field(default_factory=Qos)
     infiniband: Infiniband = Field(default_factory=Infiniband)
