@@ -132,8 +132,9 @@ def findings(spec: Spec) -> Iterator[tuple[Severity, tuple, str, str]]:
                             f"mode"), f"catalog.switches.{f.switch}.port_map with the platform's breakout modes, or no fabric.cages"
             continue
         if mode not in ok:
-            yield E, path, (f"a {f.switch} cage ({model.ports_per_cage} x {model.port_speed / 1e9:g}G) cannot run {mode}: its platform's "
-                            f"modes of the cage's bandwidth are {', '.join(ok)}"), f"one of {', '.join(ok)}"
+            yield E, path, (f"a {f.switch} cage ({model.ports_per_cage} x {model.port_speed / 1e9:g}G) cannot run {mode}: a tier's mode "
+                            f"joins the model's ports of a cage into wider ones, as its platform offers ({', '.join(ok)}); a finer "
+                            "split is another catalog model"), f"one of {', '.join(ok)}"
             continue
         r = merge(model, mode)
         if r == 1:
