@@ -151,6 +151,40 @@ def test_a_part_filled_unit_is_refused_naming_whole_units(tmp_path):
     assert "2.50 scalable units of 8 racks" in d.message and "1,152, 1,728" in d.expected
 
 
+def test_rails_meeting_at_the_spine_count_by_the_closed_form(tmp_path):
+    """fabric.unit.rails_meet: spine makes a unit's 8 racks x 4 rails of leaves one SU leaf group (32 leaves), so
+    at 2 SU with spines of 32 down and 32 up: 32 x 18 / 32 = 18 spines per unit (36), spine j of each unit to core
+    group j (18 groups), ceil(2 x 32 / 64) = 1 core each (18): every tier still 1,152 cables, every spine reaches
+    all 4 rails of its unit, every core both units."""
+    p = superpod(tmp_path, 2, rails_meet="spine", spine={"down": 32, "up": 32})
+    d = compile_design(p, until="fabric", placement_method="naive")
+    assert mismatches(d.spec.shape, d.fabric) == []
+    c = counted(d)
+    assert (c["leaf"], c["spine"], c["core"], c["groups"], c["per_group"]) == (64, 36, 18, 18, {1})
+    assert c["cables"] == {"nic-leaf": 1152, "leaf-spine": 1152, "spine-core": 1152}
+    assert _ports(d) == {"leaf": Counter({(18, 18): 64}), "spine": Counter({(32, 32): 36}), "core": Counter({(64, 0): 18})}
+    g = d.fabric.graph
+    rails: dict[str, set] = {}
+    units: dict[str, set] = {}
+    for lk in d.fabric.cables():
+        a, b = g.nodes[lk.a], g.nodes[lk.b]
+        if lk.tier == "leaf-spine":
+            assert a["unit"] == b["pod"] and "rail" not in b
+            rails.setdefault(lk.b, set()).add(a["rail"])
+        elif lk.tier == "spine-core":
+            units.setdefault(lk.b, set()).add(a["pod"])
+    assert {len(v) for v in rails.values()} == {4} and {len(v) for v in units.values()} == {2}
+    assert d.spec.shape.to_json()["unit"]["rails_meet"] == "spine"
+
+
+def test_rails_meeting_at_the_spine_refuse_spines_a_leaf_cannot_split_over(tmp_path):
+    """24 down ports would give 32 x 18 / 24 = 24 spines per unit, over which a leaf's 18 uplinks do not split."""
+    spec, diags = validate_file(superpod(tmp_path, 2, rails_meet="spine", spine={"down": 24, "up": 24}))
+    assert spec is None
+    (d,) = [d for d in diags if d.path == ("fabric", "unit", "spine", "down")]
+    assert "32 leaves x 18 uplinks = 576 links" in d.message and "down 32 (18 spines)" in d.expected, (d.message, d.expected)
+
+
 # H100 SuperPOD [dgx-h100-superpod-ra] (RA-11333-001): SUs of 32 node slots on 64-port QM9700, one leaf per rail per SU; the UFM
 # appliance stands in the last SU's free node slot. SU: (nodes, leaves, spines)
 H100 = {1: (31, 8, 4), 2: (63, 16, 8), 3: (95, 24, 16), 4: (127, 32, 16)}
