@@ -82,7 +82,7 @@ def add_tree(b: Builder, ts: TreeShape, attach: list[tuple[tuple[str, str], int]
                 extra["rails"] = packed
             if plane is not None:
                 extra["plane"] = plane
-            b.switch(sid, f.switch, model, role=roles[t], level=t + 1, hall=rack.position.hall, zone=None, rack=rack.id, u=u, **extra)
+            b.switch(sid, f.switch, model, role=roles[t], level=t + 1, hall=rack.hall, zone=None, rack=rack.id, u=u, **extra)
             tier.append(sid)
         ids.append(tier)
     leaf_tier = f"nic-{roles[0]}"

@@ -56,7 +56,7 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
         rack, u = mounter.mount(sid, model)
         if plane is not None:
             extra["plane"] = plane
-        b.switch(sid, f.switch, model, role=role, level=level, hall=rack.position.hall, zone=None, rack=rack.id, u=u, **extra)
+        b.switch(sid, f.switch, model, role=role, level=level, hall=rack.hall, zone=None, rack=rack.id, u=u, **extra)
         return sid
 
     wide = factors(spec)

@@ -320,8 +320,11 @@ class Site(Model):
 
     name: Slug = Field(description="the site name; also the output folder generated/<name>/")
     description: Text = ""
-    power: SitePower
-    halls: list[Hall] = Field(min_length=1)
+    power: SitePower | None = Field(None, exclude_if=lambda v: v is None, description=(
+        "the site's utility supply and PUE (required with halls; a fabric-only study has neither)"))
+    halls: list[Hall] = Field(default_factory=list, description=(
+        "the data halls; none (and no buildings) makes a fabric-only study: the fabric, its links, BOM, configs and "
+        "the job twin, without the floor (twin/compiler/resolve/study.py)"))
     buildings: list[Building] = Field(default_factory=list, exclude_if=lambda v: not v, description=(
         "a campus: the buildings, each with its own halls, feed and location (twin/lang/site/campus.py)"))
     campus: Campus | None = Field(None, exclude_if=lambda v: v is None, description=(
@@ -332,3 +335,8 @@ class Site(Model):
     placement: PlacementOptions = Field(default_factory=PlacementOptions)
     workloads: list[TrainingJob] = Field(default_factory=list)
     storage: Storage | None = Field(None, description="checkpoint storage: bandwidths (reliability twin)")
+
+    @property
+    def fabric_only(self) -> bool:
+        """A study of the fabric alone: no halls and no buildings, so nothing is placed, routed or powered."""
+        return not self.halls and not self.buildings
