@@ -110,3 +110,14 @@ def test_what_a_study_needs_and_a_floor_needs_are_located(tmp_path):
     p.write_text(yaml.safe_dump(doc, sort_keys=False))
     spec, diags = validate_file(p)
     assert spec is not None and any(d.path == ("power",) and "reads no power" in d.message for d in diags)
+
+
+def test_what_needs_the_floor_refuses_a_study_at_its_file(b300_study):
+    """twin diff and twin simulate hold a design to its floor's verdicts: a study has none, and says so (exit 2)."""
+    from twin.analysis.verdicts_twins import verdicts
+    from twin.lang.diagnostics import SpecError
+
+    with pytest.raises(SpecError) as e:
+        verdicts(b300_study.design)
+    (d,) = e.value.diagnostics
+    assert (d.line, d.path) == (1, ("halls",)) and "has no floor for the verdicts" in d.message

@@ -27,7 +27,7 @@ from twin.compiler.fabric.cabling import CablePlan, media_order
 from twin.compiler.fabric.graph import Fabric
 from twin.compiler.place.model import PlacedRack, Placement
 from twin.compiler.resolve.spec import Spec
-from twin.lang.diagnostics import InfeasibleError
+from twin.lang.diagnostics import Diagnostic, InfeasibleError, Severity, SpecError
 from twin.lang.site.models import Technology
 
 # (what is not built, why): in study.md, in this order
@@ -95,3 +95,12 @@ def skipped_configs(spec: Spec) -> bool:
 def skipped(spec: Spec) -> list[tuple[str, str]]:
     """:data:`SKIPPED` as it applies to ``spec`` (an InfiniBand study writes its subnet manager's configs)."""
     return [x for x in SKIPPED if skipped_configs(spec) or not x[0].startswith("RoCE")]
+
+
+def floor_needed(spec: Spec, what: str) -> None:
+    """Refuse ``what`` (a command) on a fabric-only study: SpecError at the top of the site file, where its
+    halls would be (exit 2 in the CLI)."""
+    if spec.site.fabric_only:
+        raise SpecError([Diagnostic(Severity.ERROR, spec.source_path, 1, 1, ("halls",), (
+            f"a fabric-only study (no halls) has no floor for {what} (placement, power, cable lengths)"),
+            "halls and power, or twin build (study.md: what a study builds)")])
