@@ -35,7 +35,8 @@ def media_findings(spec: Spec) -> Iterator[tuple[Severity, tuple, str, str]]:
     for b in spec.shape.boundaries:
         listed = stated.get(b.name)
         if not listed:
-            fits = sorted(n for n in media if media[n].speed == b.speed and media[n].module_ports == 1)[:3]
+            fits = sorted((media[n].speed, n) for n in media if media[n].speed >= b.speed and media[n].module_ports == 1)
+            fits = [n for s, n in fits if s == fits[0][0]][:3] if fits else []  # the slowest that carry the tier's speed
             yield E, ("fabric", "media"), (
                 f"a fabric-only study has no cable lengths to choose the {b.name} tier's medium by"), (
                 f"fabric.media.{b.name}: [{', '.join(fits) or 'a medium at ' + format(b.speed / 1e9, 'g') + 'G'}]")
