@@ -129,15 +129,21 @@ def test_the_shape_says_what_the_vendor_table_says(two_su):
      "down 24 (6 spines)"),
 ])
 def test_what_cannot_be_built_is_refused_with_the_counts_that_can(tmp_path, unit, path, words, expected):
-    doc = yaml.safe_load(SITE.read_text())
-    doc["fabric"]["unit"].update(unit)
+    d = refusal(tmp_path, SITE, path, lambda f: f["unit"].update(unit))
+    assert words in d.message and expected in d.expected, (d.message, d.expected)
+
+
+def refusal(tmp_path: Path, site: Path, path: tuple, edit):
+    """The one error at ``path`` of ``site`` with ``edit`` applied to its fabric section (the spec refused)."""
+    doc = yaml.safe_load(site.read_text())
+    edit(doc["fabric"])
     p = tmp_path / "bad.yaml"
     p.write_text(yaml.safe_dump(doc, sort_keys=False))
     spec, diags = validate_file(p)
     assert spec is None
     (d,) = [d for d in diags if d.path == path]
-    assert words in d.message and expected in d.expected, (d.message, d.expected)
     assert d.line > 0
+    return d
 
 
 def test_a_part_filled_unit_is_refused_naming_whole_units(tmp_path):
@@ -302,28 +308,15 @@ def test_a_leaf_runs_its_cages_two_ways_in_breakouts_configs_and_netbox(b300):
     ({"nic-leaf": "1x800G"}, ("fabric", "cages", "nic-leaf"), "the NIC tier runs at the NIC's speed", "leaf-spine"),
 ])
 def test_a_mode_the_cage_cannot_run_is_refused_at_the_field(tmp_path, cages, path, words, expected):
-    doc = yaml.safe_load(B300.read_text())
-    doc["fabric"]["cages"] = cages
-    p = tmp_path / "bad.yaml"
-    p.write_text(yaml.safe_dump(doc, sort_keys=False))
-    spec, diags = validate_file(p)
-    assert spec is None
-    (d,) = [d for d in diags if d.path == path]
+    d = refusal(tmp_path, B300, path, lambda f: f.update(cages=cages))
     assert words in d.message and expected in d.expected, (d.message, d.expected)
-    assert d.line > 0
 
 
 def test_a_tier_whose_switch_pairs_have_one_link_cannot_run_whole_cages(tmp_path):
     """16 B300 SUs on one plane's 3-tier tree: every spine's 64 up-ports reach 64 distinct cores, one 400G link
     each, so no two links between a pair can become one 800G port; the refusal says so."""
-    doc = yaml.safe_load(B300.read_text())
-    doc["fabric"].update(cages={"spine-core": "1x800G"}, tiers=3, gpus=16 * 512)
-    doc["fabric"].pop("media")
-    p = tmp_path / "core.yaml"
-    p.write_text(yaml.safe_dump(doc, sort_keys=False))
-    spec, diags = validate_file(p)
-    assert spec is None
-    (d,) = [d for d in diags if d.path == ("fabric", "cages", "spine-core")]
+    d = refusal(tmp_path, B300, ("fabric", "cages", "spine-core"),
+                lambda f: (f.update(cages={"spine-core": "1x800G"}, tiers=3, gpus=16 * 512), f.pop("media")))
     assert "pairs of switches joined by 1 link(s)" in d.message and "multiple of 2 links" in d.expected
 
 
