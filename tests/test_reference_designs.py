@@ -297,7 +297,9 @@ def test_a_leaf_runs_its_cages_two_ways_in_breakouts_configs_and_netbox(b300):
         sw = b300.intent.switches[name]
         assert writer.config_db_json(sw, model) == sonic.config_db_json(sonic.config_db(sw, site, model, sonic.shared_tables(site)))
     db = sonic.config_db(b300.intent.switches[leaf], site, model, sonic.shared_tables(site))
-    assert len(db["PORT"]) == 96 and db["PORT"]["Ethernet256"]["speed"] == "800000" and "Ethernet260" not in db["PORT"]
+    assert len(db["PORT"]) == 96 and "Ethernet260" not in db["PORT"]
+    assert {k: db["PORT"]["Ethernet256"][k] for k in ("speed", "alias", "index")} == {"speed": "800000", "alias": "etp33", "index": "33"}
+    assert db["PORT"]["Ethernet252"]["alias"] == "etp32b"
     iface = next(t for t in import_set(b300) if t.stem == "09-interfaces")
     mine = [r for r in iface.rows if r[0].endswith(leaf)]
     assert len(mine) == 128 - 32 and Counter(r[2] for r in mine) == {"400gbase-x-qsfpdd": 64, "800gbase-x-osfp": 32}

@@ -174,6 +174,7 @@ def port_tables(model: SwitchModel, links: dict[str, Neighbor | ServerPort], sit
         if lk is not None:
             row["speed"] = mbps(lk.speed)
             row["lanes"] = lanes_at(model, name, lk.speed) or row["lanes"]
+            row["alias"] = alias_at(model, name, lk.speed) or row["alias"]
             row["description"] = f"{lk.peer}:{lk.peer_port}"
             neighbor[name] = {"name": lk.peer, "port": lk.peer_port}
         port[name] = row
@@ -202,6 +203,13 @@ def taken(model: SwitchModel, links: dict[str, Neighbor | ServerPort]) -> set[st
             i = names.index(name)
             out.update(names[i + 1:i + width(model, lk.speed)])
     return out
+
+
+def alias_at(model: SwitchModel, name: str, speed: float) -> str | None:
+    """The alias of a used port that runs its whole cage (``fabric.cages``: no sub-port letter), or None."""
+    if width(model, speed) < model.ports_per_cage or model.ports_per_cage == 1:
+        return None
+    return model.port_map.render_alias(port_names(model).index(name), whole=True)
 
 
 def lanes_at(model: SwitchModel, name: str, speed: float) -> str | None:

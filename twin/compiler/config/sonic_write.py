@@ -108,6 +108,7 @@ class _ModelRows:
             name = sonic.platform_ports(self.model)[i][0]
             fields = dict(self._row(i), admin_status="up", speed=sonic.mbps(speed), description=Row.slot(0))
             fields["lanes"] = sonic.lanes_at(self.model, name, speed) or fields["lanes"]  # a wider port (fabric.cages)
+            fields["alias"] = sonic.alias_at(self.model, name, speed) or fields["alias"]
             row = self._up[i, speed] = Row("PORT", name, fields)
         return row
 
