@@ -113,11 +113,36 @@ def test_what_a_study_needs_and_a_floor_needs_are_located(tmp_path):
 
 
 def test_what_needs_the_floor_refuses_a_study_at_its_file(b300_study):
-    """twin diff and twin simulate hold a design to its floor's verdicts: a study has none, and says so (exit 2)."""
+    """A study has no design verdicts and runs a scenario's network twins; the power, reliability and cluster
+    twins and every artifact of a build at once (twin diff) need the floor, and say so at its file (exit 2)."""
     from twin.analysis.verdicts_twins import verdicts
+    from twin.emit import emit_all
+    from twin.lang.diagnostics import SpecError
+    from twin.lang.scenario.models import load_scenario
+    from twin.twins.run import simulate
+
+    d = b300_study.design
+    assert verdicts(d) == []
+    for run, words in ((lambda: emit_all(d), "no floor for every artifact of a build at once"),
+                       (lambda: simulate(d, *load_scenario(ROOT / "scenarios" / "gb200-nvl72.yaml")), "no floor for the scenario's power")):
+        with pytest.raises(SpecError) as e:
+            run()
+        (diag,) = e.value.diagnostics
+        assert (diag.line, diag.path) == (1, ("halls",)) and words in diag.message
+
+
+def test_a_study_runs_a_scenarios_network_twins_and_a_bad_one_is_located(tmp_path):
+    """A build's scenario twins run in a forked process: a SpecError they raise comes back whole (its
+    diagnostics pickled), located in the scenario, not as a traceback."""
     from twin.lang.diagnostics import SpecError
 
+    site = without_floor(tmp_path, B300)
+    scn = tmp_path / "ring.yaml"
+    scn.write_text("name: ring\nrouting:\n  - {name: ecmp, scheme: ecmp, qps: 1}\ncollectives:\n"
+                   "  - {name: ring, op: allreduce, algorithm: ring, ranks: {gpus: all}, sweep: {min: 1 MiB, max: 8 MiB, factor: 8}}\n")
+    r = build(site, tmp_path / "out", scenario=scn)
+    assert "report/scenario-c1-1-busbw.svg" in r.files and "## Scenario `ring` (twin)" in (r.out_dir / "study.md").read_text()
+    scn.write_text(scn.read_text() + "cases:\n  - {name: cut, failures: [{tier: spine-core, capacity: 0.5}]}\n")
     with pytest.raises(SpecError) as e:
-        verdicts(b300_study.design)
-    (d,) = e.value.diagnostics
-    assert (d.line, d.path) == (1, ("halls",)) and "has no floor for the verdicts" in d.message
+        build(site, tmp_path / "bad", scenario=scn)
+    assert any("spine-core" in d.message and d.file.endswith("ring.yaml") for d in e.value.diagnostics)

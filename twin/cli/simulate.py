@@ -52,10 +52,7 @@ def simulate_steps(target, scenario, say):
     spec_path = resolve_spec(Path(target))
     say(f"compile {spec_path.name}")
     from twin.compiler.pipeline import compile_design
-    from twin.compiler.study import floor_needed
-
     design = compile_design(spec_path, progress=lambda n: say(f"compile: {n}"))
-    floor_needed(design.spec, "twin simulate")  # its verdicts and twins read the floor
     from twin.twins.run import simulate
 
     say(f"simulate {scn.name}")

@@ -74,7 +74,15 @@ def emit(design: Design, runs=None, written: list[str] | None = None) -> dict[st
             out.append(f"Job {job['workload']}: {job['error']}")
     else:
         out.append(f"Not run: {runs.default_error}" if runs is not None and runs.default_error else "Not run.")
+    files: dict[str, bytes] = {}
+    if runs is not None and runs.scenario is not None:  # a scenario's network twins (its others need the floor)
+        from twin.emit.report_twins import scenario_section
+
+        text, pics = scenario_section(runs.scenario[1], runs.scenario[0], res.get("job") if res else None)
+        out += ["", text]
+        files.update({f"report/{name}": svg for name, _title, svg in pics})
     out += ["", "## Skipped, and why", "", table(["not built", "why"], [list(x) for x in skipped(spec)], "ll"), ""]
     if written:
-        out += ["## Written", "", *(f"- `{p}`" for p in sorted(written)), ""]
-    return {"study.md": "\n".join(line for line in out).replace("\n\n\n", "\n\n").encode()}
+        out += ["## Written", "", *(f"- `{p}`" for p in sorted([*written, *files]))]
+    files["study.md"] = ("\n".join(out).replace("\n\n\n", "\n\n").rstrip() + "\n").encode()
+    return files
