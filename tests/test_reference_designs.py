@@ -267,6 +267,10 @@ def test_b300_twin_plane_su_counts_cables_per_800g_port_as_the_vendor_does(b300)
     # each leaf-spine link (16 x 32 leaf up cages, 8 x 64 spine cages); no single 400G DR4
     assert xcvr == {"2xdr4-800g": 512 + 16 * 32, "dr8-800g": 16 * 32 + 8 * 64}
     assert sum(ln.quantity for ln in d.bom if ln.category == "cable" and "dr8-800g" in ln.description) == 512
+    from twin.compiler.cost import cost
+
+    # the catalog's (assumed) module prices: 1,024 x $1,300 + 1,024 x $1,100, where every cage split would be 2,048 x $1,300
+    assert cost(d).transceivers == 1024 * 1300 + 1024 * 1100
     assert roles["nic"] == 512 and all(g.nodes[n].get("ports") == 2 for n, r in g.nodes(data="role") if r == "nic")
 
 
