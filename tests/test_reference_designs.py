@@ -129,15 +129,21 @@ def test_the_shape_says_what_the_vendor_table_says(two_su):
      "down 24 (6 spines)"),
 ])
 def test_what_cannot_be_built_is_refused_with_the_counts_that_can(tmp_path, unit, path, words, expected):
-    doc = yaml.safe_load(SITE.read_text())
-    doc["fabric"]["unit"].update(unit)
+    d = refusal(tmp_path, SITE, path, lambda f: f["unit"].update(unit))
+    assert words in d.message and expected in d.expected, (d.message, d.expected)
+
+
+def refusal(tmp_path: Path, site: Path, path: tuple, edit):
+    """The one error at ``path`` of ``site`` with ``edit`` applied to its fabric section (the spec refused)."""
+    doc = yaml.safe_load(site.read_text())
+    edit(doc["fabric"])
     p = tmp_path / "bad.yaml"
     p.write_text(yaml.safe_dump(doc, sort_keys=False))
     spec, diags = validate_file(p)
     assert spec is None
     (d,) = [d for d in diags if d.path == path]
-    assert words in d.message and expected in d.expected, (d.message, d.expected)
     assert d.line > 0
+    return d
 
 
 def test_a_part_filled_unit_is_refused_naming_whole_units(tmp_path):
@@ -149,6 +155,40 @@ def test_a_part_filled_unit_is_refused_naming_whole_units(tmp_path):
     assert spec is None
     (d,) = [d for d in diags if d.path == ("fabric", "gpus")]
     assert "2.50 scalable units of 8 racks" in d.message and "1,152, 1,728" in d.expected
+
+
+def test_rails_meeting_at_the_spine_count_by_the_closed_form(tmp_path):
+    """fabric.unit.rails_meet: spine makes a unit's 8 racks x 4 rails of leaves one SU leaf group (32 leaves), so
+    at 2 SU with spines of 32 down and 32 up: 32 x 18 / 32 = 18 spines per unit (36), spine j of each unit to core
+    group j (18 groups), ceil(2 x 32 / 64) = 1 core each (18): every tier still 1,152 cables, every spine reaches
+    all 4 rails of its unit, every core both units."""
+    p = superpod(tmp_path, 2, rails_meet="spine", spine={"down": 32, "up": 32})
+    d = compile_design(p, until="fabric", placement_method="naive")
+    assert mismatches(d.spec.shape, d.fabric) == []
+    c = counted(d)
+    assert (c["leaf"], c["spine"], c["core"], c["groups"], c["per_group"]) == (64, 36, 18, 18, {1})
+    assert c["cables"] == {"nic-leaf": 1152, "leaf-spine": 1152, "spine-core": 1152}
+    assert _ports(d) == {"leaf": Counter({(18, 18): 64}), "spine": Counter({(32, 32): 36}), "core": Counter({(64, 0): 18})}
+    g = d.fabric.graph
+    rails: dict[str, set] = {}
+    units: dict[str, set] = {}
+    for lk in d.fabric.cables():
+        a, b = g.nodes[lk.a], g.nodes[lk.b]
+        if lk.tier == "leaf-spine":
+            assert a["unit"] == b["pod"] and "rail" not in b
+            rails.setdefault(lk.b, set()).add(a["rail"])
+        elif lk.tier == "spine-core":
+            units.setdefault(lk.b, set()).add(a["pod"])
+    assert {len(v) for v in rails.values()} == {4} and {len(v) for v in units.values()} == {2}
+    assert d.spec.shape.to_json()["unit"]["rails_meet"] == "spine"
+
+
+def test_rails_meeting_at_the_spine_refuse_spines_a_leaf_cannot_split_over(tmp_path):
+    """24 down ports would give 32 x 18 / 24 = 24 spines per unit, over which a leaf's 18 uplinks do not split."""
+    spec, diags = validate_file(superpod(tmp_path, 2, rails_meet="spine", spine={"down": 24, "up": 24}))
+    assert spec is None
+    (d,) = [d for d in diags if d.path == ("fabric", "unit", "spine", "down")]
+    assert "32 leaves x 18 uplinks = 576 links" in d.message and "down 32 (18 spines)" in d.expected, (d.message, d.expected)
 
 
 # H100 SuperPOD [dgx-h100-superpod-ra] (RA-11333-001): SUs of 32 node slots on 64-port QM9700, one leaf per rail per SU; the UFM
@@ -195,23 +235,95 @@ def test_without_a_node_slot_the_ufm_needs_a_spare_port_and_with_none_free_it_is
     assert "1 port(s) in free node slots, 0 left" in d.message and "gpus: 504 (1 node(s) fewer)" in d.expected
 
 
-def test_b300_twin_plane_su_counts_cables_per_800g_port_as_the_vendor_does():
+B300 = ROOT / "sites" / "dgx-b300-twin-plane.yaml"
+
+
+@pytest.fixture(scope="module")
+def b300():
+    return compile_design(B300, until="intent", placement_method="naive")
+
+
+def test_b300_twin_plane_su_counts_cables_per_800g_port_as_the_vendor_does(b300):
     """[dgx-b300-ra] Table 3, 1 SU: 64 DGX B300 (512 GPUs), 16 leaves, 8 spines, 512 node-leaf and 512 leaf-spine
-    cables. Each GPU's 800G ConnectX-8 runs 2 x 400G, one port per plane, so twin's graph has 1,024 links of 400G
-    per tier; a twin-port module in each ConnectX-8 cage and each SN5600 cage makes them 512 cables of an 800G port,
-    the vendor's count, beside twin's per link. At the NIC one module carries both planes: 512, not 1,024."""
+    cables. Each GPU's 800G ConnectX-8 runs 2 x 400G, one port per plane: 1,024 node-leaf links of 400G, which a
+    twin-port module in each ConnectX-8 cage and each leaf down cage makes 512 cables of an 800G port (the vendor's
+    count, beside twin's per link; at the NIC one module carries both planes). The leaf's up cages and the spines'
+    run whole (fabric.cages leaf-spine: 1x800G): 512 links of 800G, one cable each."""
     from twin.compiler.fabric.bom import port_counts
 
-    d = compile_design(ROOT / "sites" / "dgx-b300-twin-plane.yaml", until="bom", placement_method="naive")
+    d = b300
     g = d.fabric.graph
     roles = Counter(r for _, r in g.nodes(data="role"))
     assert (roles["server"], roles["leaf"], roles["spine"]) == (64, 16, 8)
+    assert mismatches(d.spec.shape, d.fabric) == []
     assert {(c.tier, c.links, c.per_port, c.port_speed) for c in port_counts(d.spec, d.fabric, d.cabling)} == {
-        ("nic-leaf", 1024, 512, 800e9), ("leaf-spine", 1024, 512, 800e9)}
+        ("nic-leaf", 1024, 512, 800e9), ("leaf-spine", 512, 512, 800e9)}
+    speeds = Counter((lk.tier, lk.speed) for lk in d.fabric.cables())
+    assert speeds == {("nic-leaf", 400e9): 1024, ("leaf-spine", 800e9): 512}
+    # every leaf: 64 ports of 400G down in 32 split cages, 32 of 800G up in 32 whole cages; every spine 64 whole cages
+    assert _ports(d) == {"leaf": Counter({(64, 32): 16}), "spine": Counter({(64, 0): 8})}
     xcvr = {ln.item: ln.quantity for ln in d.bom if ln.category == "transceiver"}
-    # a module in every ConnectX-8 (512), every leaf cage (16 x 64) and every spine cage (8 x 64); no single DR4
-    assert xcvr == {"2xdr4-800g": 512 + 16 * 64 + 8 * 64}
+    # twin-port modules in the 512 ConnectX-8 cages and the 16 x 32 leaf down cages; an 800G DR8 at both ends of
+    # each leaf-spine link (16 x 32 leaf up cages, 8 x 64 spine cages); no single 400G DR4
+    assert xcvr == {"2xdr4-800g": 512 + 16 * 32, "dr8-800g": 16 * 32 + 8 * 64}
+    assert sum(ln.quantity for ln in d.bom if ln.category == "cable" and "dr8-800g" in ln.description) == 512
+    from twin.compiler.cost import cost
+
+    # the catalog's (assumed) module prices: 1,024 x $1,300 + 1,024 x $1,100, where every cage split would be 2,048 x $1,300
+    assert cost(d).transceivers == 1024 * 1300 + 1024 * 1100
     assert roles["nic"] == 512 and all(g.nodes[n].get("ports") == 2 for n, r in g.nodes(data="role") if r == "nic")
+
+
+def test_a_leaf_runs_its_cages_two_ways_in_breakouts_configs_and_netbox(b300):
+    """One SN5600 leaf: down cages 1-32 split 2 x 400G (lanes 0-3 / 4-7 of each), up cages 33-64 whole at 800G
+    (lanes 0-7, SONiC's 1x800G mode under the cage's first port, no row for its second)."""
+    from twin.compiler.config import sonic
+    from twin.emit.cabling import breakout_rows
+    from twin.emit.netbox_objects import import_set
+
+    leaf = "plane1-leaf-0001"
+    rows = [r for r in breakout_rows(b300) if r[0] == leaf]
+    modes = Counter((r[1] <= 32, r[2].split("[")[0], r[6]) for r in rows)
+    assert modes == {(True, "2x400G", "400"): 64, (False, "1x800G", "800"): 32}
+    up = next(r for r in rows if r[1] == 33)
+    assert (up[3], up[4], up[5]) == ("Ethernet256", 1, "256-263")
+    model = b300.spec.switch("sn5600-2x400g")
+    sw = b300.intent.switches[leaf]
+    links = sonic.used_ports(sw, model)
+    assert sonic.taken(model, links) == {f"Ethernet{260 + 8 * c}" for c in range(32)}
+    brk = sonic.breakout_table(model, links)
+    assert Counter(v["brkout_mode"].split("[")[0] for v in brk.values()) == {"2x400G": 32, "1x800G": 32}
+    assert sonic.lanes_at(model, "Ethernet256", 800e9) == "256,257,258,259,260,261,262,263"
+    from twin.compiler.config.sonic_write import Writer
+
+    site, writer = b300.intent.site, Writer(b300.intent.site)
+    for name in (leaf, "plane1-spine-0001", "plane2-leaf-0008"):  # the fast writer as the tables it stands for
+        sw = b300.intent.switches[name]
+        assert writer.config_db_json(sw, model) == sonic.config_db_json(sonic.config_db(sw, site, model, sonic.shared_tables(site)))
+    db = sonic.config_db(b300.intent.switches[leaf], site, model, sonic.shared_tables(site))
+    assert len(db["PORT"]) == 96 and "Ethernet260" not in db["PORT"]
+    assert {k: db["PORT"]["Ethernet256"][k] for k in ("speed", "alias", "index")} == {"speed": "800000", "alias": "etp33", "index": "33"}
+    assert db["PORT"]["Ethernet252"]["alias"] == "etp32b"
+    iface = next(t for t in import_set(b300) if t.stem == "09-interfaces")
+    mine = [r for r in iface.rows if r[0].endswith(leaf)]
+    assert len(mine) == 128 - 32 and Counter(r[2] for r in mine) == {"400gbase-x-qsfpdd": 64, "800gbase-x-osfp": 32}
+
+
+@pytest.mark.parametrize("cages, path, words, expected", [
+    ({"leaf-spine": "4x200G"}, ("fabric", "cages", "leaf-spine"), "cannot run 4x200G", "one of 2x400G, 1x800G"),
+    ({"nic-leaf": "1x800G"}, ("fabric", "cages", "nic-leaf"), "the NIC tier runs at the NIC's speed", "leaf-spine"),
+])
+def test_a_mode_the_cage_cannot_run_is_refused_at_the_field(tmp_path, cages, path, words, expected):
+    d = refusal(tmp_path, B300, path, lambda f: f.update(cages=cages))
+    assert words in d.message and expected in d.expected, (d.message, d.expected)
+
+
+def test_a_tier_whose_switch_pairs_have_one_link_cannot_run_whole_cages(tmp_path):
+    """16 B300 SUs on one plane's 3-tier tree: every spine's 64 up-ports reach 64 distinct cores, one 400G link
+    each, so no two links between a pair can become one 800G port; the refusal says so."""
+    d = refusal(tmp_path, B300, ("fabric", "cages", "spine-core"),
+                lambda f: (f.update(cages={"spine-core": "1x800G"}, tiers=3, gpus=16 * 512), f.pop("media")))
+    assert "pairs of switches joined by 1 link(s)" in d.message and "multiple of 2 links" in d.expected
 
 
 def test_pinning_the_vendor_leaf_count_on_twins_tree_points_to_the_scalable_unit_family(tmp_path):

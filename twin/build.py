@@ -276,6 +276,8 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
     then it runs the verdicts and the report, which read their results, and takes the design-only
     emitters nobody has started yet (one queue, largest first). Each file and digest is the one the serial
     :func:`render` makes; the child hands back its digests (or its exception) through a pipe."""
+    if design.spec.site.fabric_only:  # a study of the fabric alone: its own artifacts, no floor, no verdicts
+        return _emit_study(folder, design, twins, scenario, digests, progress)
     from twin.analysis.verdicts_twins import verdicts
     from twin.emit import BY_COST
     from twin.emit.report import emit as report_emit
@@ -308,14 +310,28 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
         raise
     finally:
         os.close(queue)
-    ours = _union(early, ours, mine, theirs)
-    digests.update(sorted(ours.items()))
     if progress:
         progress("write")
+    _with_manifest(folder, design, digests, _union(early, ours, mine, theirs), scenario)
+    return runs, risks
+
+
+def _with_manifest(folder: Path, design: Design, digests: dict[str, tuple[str, int]], files: dict, scenario) -> None:
+    """The artifacts' digests in order, then the manifest listing them, written last."""
+    digests.update(sorted(files.items()))
     man = manifest_of(design, digests, scenario)
     digests[MANIFEST] = (hashlib.sha256(man).hexdigest(), len(man))
     write_parts(folder, [{MANIFEST: man}])
-    return runs, risks
+
+
+def _emit_study(folder: Path, design: Design, twins: _Twins, scenario, digests: dict[str, tuple[str, int]], progress) -> tuple[Runs, tuple]:
+    """A fabric-only study's artifacts (twin.emit.study): those that need no floor, then study.md naming them."""
+    from twin.emit import study
+    files = _write_emitters(folder, [*study.EMITTERS, study.links_csv], design)
+    runs = twins.result(design, progress)
+    files.update(_write_emitters(folder, [lambda d: study.emit(d, runs, sorted(files))], design))
+    _with_manifest(folder, design, digests, files, scenario)
+    return runs, ()
 
 
 def _queue(n: int) -> int:

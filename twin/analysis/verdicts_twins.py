@@ -195,8 +195,9 @@ def twin_verdicts(d, scenario_file: str, data: dict, locate: bool = True) -> lis
 
 def verdicts(d, scenario: tuple[str, dict] | None = None, locate: bool = True) -> list[Verdict]:
     """Every verdict of a build, ranked: the design's and, with ``scenario`` ((file, data) of a scenario
-    run), the twins'. ``locate``: read the spec and scenario files for the lines that state each limit."""
-    out = design_verdicts(d, locate)
+    run), the twins'. ``locate``: read the spec and scenario files for the lines that state each limit.
+    A fabric-only study has no design verdicts (they hold the design to its floor, twin.compiler.study)."""
+    out = [] if d.spec.site.fabric_only else design_verdicts(d, locate)
     if scenario is not None:
         out += twin_verdicts(d, *scenario, locate=locate)
     return ranked(out)

@@ -129,7 +129,9 @@ def validate(
 
             try:
                 # the checks read no config intent; the spec is the one checked above
-                risks = ranked(design_verdicts(compile_design(path, until="addressing", checked=checked)))
+                design = compile_design(path, until="addressing", checked=checked)
+                # a fabric-only study has no floor to hold the design to (twin.compiler.study.SKIPPED)
+                risks = [] if spec.site.fabric_only else ranked(design_verdicts(design))
             except InfeasibleError as e:
                 status, problems = "infeasible", list(e.diagnosis)
         worst = max(worst, {"ok": 0, "infeasible": EXIT_INFEASIBLE, "invalid": EXIT_INVALID}[status])
@@ -147,8 +149,11 @@ def validate(
                     out.print(f"{path}: {tag}: {spec.gpus:,} GPUs in {spec.racks:,} racks, {len(checked.warnings)} spec warning(s)"
                               " (--fast: the design's checks did not run)")
                     continue
-                if status == "ok":
+                if status == "ok" and not spec.site.fabric_only:
                     print_risks(risks)
+                if status == "ok" and spec.site.fabric_only:
+                    out.print(f"{path}: a fabric-only study (no halls): the fabric, its links and BOM compile; the floor's checks "
+                              "do not apply (twin build writes study.md: what it built and skipped)", markup=False)
                 n = {s_: sum(v.status == s_ for v in risks) for s_ in ("fail", "warn")}
                 out.print(f"{path}: {tag}: {spec.gpus:,} GPUs in {spec.racks:,} racks, {n['fail']} fail, {n['warn']} warning(s)"
                           + (f" of {len(risks)} checks" if risks else ""))
@@ -253,7 +258,11 @@ def build(
         err.print(f"{spec}: warning: the default twin could not run: {result.runs.default_error} (the design's artifacts are written)",
                   style="yellow", markup=False)
     if not quiet:
-        print_risks(result.risks)  # the spec's warnings are among the verdicts
+        if d.spec.site.fabric_only:  # no floor: no verdicts; study.md says what was built and skipped
+            out.print(f"a fabric-only study (no halls): fabric, links without lengths, BOM and the default twin; "
+                      f"what was skipped and why: {result.out_dir / 'study.md'}", markup=False)
+        else:
+            print_risks(result.risks)  # the spec's warnings are among the verdicts
         if solver:
             out.print(
                 f"placement: {solver['status']}, fiber {placement.figures['fiber_m']['total']:,.0f} m,"

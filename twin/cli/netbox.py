@@ -36,6 +36,7 @@ def push(
     Example: twin netbox push sites/lab-2zone.yaml --url https://netbox.example --token-file ~/.netbox-token --json
     """
     from twin.compiler.pipeline import compile_design
+    from twin.compiler.study import floor_needed
     from twin.lang.diagnostics import InfeasibleError, SpecError
     from twin.netbox.access import shown_url
     from twin.netbox.push import Pusher, PushError, load_token, url_problem
@@ -66,6 +67,7 @@ def push(
         err.print(f"warning: {w}", style="yellow", markup=False)
     try:
         design = compile_design(spec)
+        floor_needed(design.spec, "twin netbox")  # sites, locations, racks and cable lengths are the floor
     except SpecError as e:
         for d in e.diagnostics:
             err.print(d.format(), markup=False)

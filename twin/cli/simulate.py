@@ -52,7 +52,6 @@ def simulate_steps(target, scenario, say):
     spec_path = resolve_spec(Path(target))
     say(f"compile {spec_path.name}")
     from twin.compiler.pipeline import compile_design
-
     design = compile_design(spec_path, progress=lambda n: say(f"compile: {n}"))
     from twin.twins.run import simulate
 

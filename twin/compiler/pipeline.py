@@ -43,7 +43,7 @@ class Checked:
     def status(self) -> str:
         if self.spec is None:
             return "invalid"
-        return "infeasible" if self.budget.problems else "ok"
+        return "infeasible" if self.budget is not None and self.budget.problems else "ok"
 
     @property
     def warnings(self) -> tuple[Diagnostic, ...]:
@@ -63,6 +63,8 @@ def check(path: str | Path) -> Checked:
     spec, diags = validate_file(path)
     if spec is None:
         return Checked(str(path), None, tuple(diags), None)
+    if spec.site.fabric_only:  # a study of the fabric alone: no floor to budget (twin.compiler.study)
+        return Checked(str(path), spec, tuple(diags), None)
     spec = powercap.resolve(spec)  # placement.gpu_power_cap: auto fixes the cap before any sums
     return Checked(str(path), spec, tuple(diags), feasibility.check(spec))
 
@@ -90,7 +92,7 @@ def compile_design(path: str | Path, progress: Callable[[str], None] | None = No
     checked = checked if checked is not None else check(path)
     if checked.spec is None:
         raise SpecError(list(checked.diagnostics))
-    if checked.budget.problems:
+    if checked.status == "infeasible":
         raise checked.infeasible()
     # the passes load here: `twin validate` stops at check() and needs none of them (networkx among them)
     from twin.compiler import address
@@ -110,6 +112,16 @@ def compile_design(path: str | Path, progress: Callable[[str], None] | None = No
         ("addressing", lambda d: {"addressing": address.plan(spec, d.fabric)}),
         ("intent", lambda d: {"intent": build_intent(spec, d.fabric, d.addressing, d.cabling)}),
     ]
+    if spec.site.fabric_only:  # the fabric alone: racks standing nowhere, links without lengths (twin.compiler.study)
+        from twin.compiler import study
+        from twin.compiler.fabric import bom
+
+        steps[0] = ("placement", lambda d: {"placement": study.unplaced(spec)})
+        steps[1] = ("fabric", lambda d: {"fabric": study.unmounted(synthesize(spec, d.placement))})
+        steps[2] = ("cabling", lambda d: {"cabling": study.links(spec, d.fabric)})
+        steps[3] = ("bom", lambda d: {"bom": bom.bill(spec, d.fabric, d.cabling)})
+        if study.skipped_configs(spec):
+            steps.pop()  # no config intent: a RoCE port's buffer headroom needs its cable's length
     for name, step in steps:
         if progress:
             progress(name)

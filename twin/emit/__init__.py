@@ -35,6 +35,9 @@ def emit_all(design: Design, runs: Runs | None = None, overrides: dict[Emitter, 
     the twins' results the build ran (``runs``) and the verdicts (``risks``, :mod:`twin.analysis.verdicts`),
     then every other emitter from the design alone;
     ``overrides`` runs another emitter in an emitter's place (a test reusing configs it rendered)."""
+    from twin.compiler.study import floor_needed
+
+    floor_needed(design.spec, "every artifact of a build at once (twin diff)")  # the report reads the floor
     files: dict[str, bytes] = {}
     for part in emit_each(design, runs, overrides, risks, progress):
         files.update(part)

@@ -31,11 +31,18 @@ def emit(design: Design) -> dict[str, bytes]:
     p = network_power(lines)
     what = "switches + powered cable ends" + (" + fabric attachments" if p["endpoint"] else "")
     w.writerow(["total", "network power", what, "", "", "", _num(p["total"]), "", "", "", ""])
-    w.writerow(["total", "cable mass", "every cable at its stock length (tray load)", "", "", "", "", _num(cable_mass(lines)), "", "", ""])
-    w.writerow(["total", "network capex", "switches + transceivers + cables (unpriced items count zero)", "", "", "", "", "", "", _num(network_price(lines)["total"]), ""])
+    if design.spec.site.fabric_only:  # no lengths: no tray load, and the fiber and copper priced per metre unknown
+        w.writerow(["total", "cable mass", "not counted: a fabric-only study's cables have no length", "", "", "", "", "", "", "", ""])
+        w.writerow(["total", "network capex", "switches + transceivers + cables priced per item (cables priced per metre have no "
+                    "length: not counted)", "", "", "", "", "", "", _num(network_price(lines)["total"]), ""])
+    else:
+        w.writerow(["total", "cable mass", "every cable at its stock length (tray load)", "", "", "", "", _num(cable_mass(lines)), "", "", ""])
+        w.writerow(["total", "network capex", "switches + transceivers + cables (unpriced items count zero)", "", "", "", "", "", "",
+                    _num(network_price(lines)["total"]), ""])
     for c in port_counts(design.spec, design.fabric, design.cabling):  # only where a twin-port module carries two links
+        why = "a twin-port module's links are one cable of its" if c.per_port != c.links else "one cable per link, each on its own"
         w.writerow(["vendor count", f"{c.tier} cables per {c.port_speed / 1e9:g}G port", (
-            f"NVIDIA's unit: a twin-port module's links are one cable of its {c.port_speed / 1e9:g}G port ({c.links:,} links)"),
+            f"NVIDIA's unit: {why} {c.port_speed / 1e9:g}G port ({c.links:,} links)"),
             "", c.per_port, "", "", "", "", "", "derived from the cable plan"])
     return {"bom.csv": buf.getvalue().encode("utf-8")}
 

@@ -4,7 +4,8 @@
 - ``cabling/pull-<hall>-row<NN>.csv``: the cables a team pulls from one row (a cable belongs to the
   row of its lower-level end: the GPU rack for NIC and rack-switch cables, the CTSW/spine rack above);
 - ``cabling/breakouts.csv`` (only where a switch's cages hold several ports, e.g. a QM9700's twin-port
-  OSFP or an SN5600 run 2 x 400G): per used port its cage, lanes and breakout mode, and what sits at
+  OSFP or an SN5600 run 2 x 400G): per used port its cage, lanes and breakout mode (a tier's own mode where
+  ``fabric.cages`` states one: an SN5600 leaf's up cages whole at 800G), and what sits at
   each end (a twin-port module in the cage, the far end's transceiver, or the cable assembly);
 
 NetBox gets the cables with everything they connect in ``netbox/`` (:mod:`twin.emit.netbox`).
@@ -100,7 +101,8 @@ def breakout_rows(design: Design) -> list[list]:
         for port, (lid, peer, peer_port) in sorted(fabric.ports(n).items(), key=lambda p: cage_of(model, p[0])):
             if lid not in medium:
                 continue
-            cage, sub, (first, last) = cage_of(model, port)
+            speed = fabric.link(lid).speed  # a tier in a wider mode (fabric.cages): the port is its cage's r logical ports
+            cage, sub, (first, last) = cage_of(model, port, speed)
             name = medium[lid]
             med = media[name]
             ends = {dev for dev, _ in module_ends(spec, fabric, fabric.link(lid), med.module_ports)} if med.module_ports > 1 else set()
@@ -112,6 +114,6 @@ def breakout_rows(design: Design) -> list[list]:
                 here = there = name
             else:
                 here = there = f"{name} assembly"
-            rows.append([n, cage, cage_mode(model), port, sub, f"{first}-{last}", f"{model.port_speed / 1e9:g}", lid, name,
+            rows.append([n, cage, cage_mode(model, speed), port, sub, f"{first}-{last}", f"{speed / 1e9:g}", lid, name,
                          here, peer, peer_port, there])
     return rows

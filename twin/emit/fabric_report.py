@@ -86,8 +86,12 @@ def parallel_link_notes(tiers: list, trees: int = 1) -> list[str]:
 
 def unit_notes(u) -> list[str]:
     """How a scalable-unit fabric spreads its uplinks, by design (twin.compiler.fabric.units)."""
-    out = [f"{u.units} scalable unit(s) x {u.rails} rails = {u.groups} SU leaf groups of {u.leaves} leaves ({u.leaf_hosts} hosts each) "
-           f"and {u.spines} spines; no switch below the cores joins two rails."]
+    if u.rails_meet == "core":
+        out = [f"{u.units} scalable unit(s) x {u.rails} rails = {u.groups} SU leaf groups of {u.leaves} leaves ({u.leaf_hosts} hosts each) "
+               f"and {u.spines} spines; no switch below the cores joins two rails."]
+    else:
+        out = [f"{u.units} scalable unit(s) = {u.groups} SU leaf groups of {u.rails} rails x {u.rail_leaves} leaves ({u.leaf_hosts} hosts "
+               f"each) and {u.spines} spines; the rails meet at the spines, the units at the cores."]
     if u.leaf_up % u.spines == 0:
         out.append(f"leaf: {u.leaf_up} up-links, {u.leaf_up // u.spines} to each of its leaf group's {u.spines} spines (parallel links by design).")
     where = (f"{u.spine_up // u.cores} to each of the {u.cores} cores of its core group" if u.spine_up % u.cores == 0

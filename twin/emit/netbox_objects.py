@@ -31,7 +31,7 @@ from operator import itemgetter
 
 from twin.compiler.design import Design
 from twin.compiler.fabric.bom import module_end, module_ends
-from twin.compiler.fabric.ports import cage_text, port_names
+from twin.compiler.fabric.ports import cage_text, port_names, width
 from twin.compiler.place.model import NETWORK_RACK_U
 
 TAG = "twin"
@@ -87,6 +87,14 @@ def slugify(text: str) -> str:
     ('meta-celestica', 'gpu-server')
     """
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unnamed"
+
+
+def wide_ports(model, ports: list[tuple[str, str]], wide: dict[str, float]) -> list[tuple[str, str]]:
+    """A switch's (port, cage text) when some of its ports run a wider mode (``wide``: port -> its link's
+    speed): such a port says its mode, and the logical ports it takes after its first are no interfaces."""
+    names = [p for p, _ in ports]
+    gone = {names[i + j] for port, speed in wide.items() for i in (names.index(port),) for j in range(1, width(model, speed))}
+    return [(p, f"; {cage_text(model, p, wide[p])}" if p in wide else c) for p, c in ports if p not in gone]
 
 
 def interface_type(technology: str, speed: float) -> str:
@@ -261,8 +269,12 @@ def import_set(design: Design) -> list[Table]:
         ports = model_ports.get(d["model"])
         if ports is None:
             ports = model_ports[d["model"]] = [(p, "" if c is None else f"; {c}") for p in port_names(model) for c in (cage_text(model, p),)]
+        wide = {port: speed for port, (lid, *_) in linked.items() if (speed := fabric.link(lid).speed) > model.port_speed}
+        if wide:  # a tier in a wider mode (fabric.cages): its port is the cage's r logical ports, the others not interfaces
+            ports = wide_ports(model, ports, wide)
         itype, port_kbps = interface_type(tech, model.port_speed), kbps(model.port_speed)  # the model's, every port
-        if_rows += [(dev, port, itype, port_kbps, "true",
+        if_rows += [(dev, port, interface_type(tech, wide[port]) if port in wide else itype,
+                     kbps(wide[port]) if port in wide else port_kbps, "true",
                      (f"{lk[0]} to {peer_text[lk[1]]}{lk[2] if with_port[lk[1]] else ''}" if (lk := linked.get(port)) else "unused") + cage,
                      tags) for port, cage in ports]
     tables.append(Table("08-devices", "dcim.device", "/dcim/devices/import/",

@@ -71,6 +71,10 @@ class SpecError(Exception):
         errs = [d for d in diagnostics if d.severity is Severity.ERROR]
         super().__init__("\n".join(d.format() for d in errs[:20]))
 
+    def __reduce__(self):
+        """Pickled with its diagnostics (the build's forked twins hand their exception back as a pickle)."""
+        return SpecError, (self.diagnostics,)
+
 
 class InfeasibleError(Exception):
     """A valid spec that cannot be built as stated (e.g. not enough power); ``diagnosis`` says why."""
@@ -78,3 +82,6 @@ class InfeasibleError(Exception):
     def __init__(self, diagnosis: list[str]):
         self.diagnosis = diagnosis
         super().__init__("\n".join(diagnosis))
+
+    def __reduce__(self):
+        return InfeasibleError, (self.diagnosis,)

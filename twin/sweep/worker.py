@@ -55,6 +55,7 @@ def evaluate(payload: dict[str, Any]) -> dict[str, Any]:
     the scenario), ``infeasible`` (a valid design that does not fit) or ``error`` (a twin failed).
     """
     from twin.compiler.pipeline import compile_design
+    from twin.compiler.study import floor_needed
     from twin.lang.scenario.models import parse_scenario
     from twin.twins.run import simulate
 
@@ -67,6 +68,7 @@ def evaluate(payload: dict[str, Any]) -> dict[str, Any]:
         names = {str(site): payload.get("site_name", "site.yaml")}
         try:
             design = compile_design(site, until="bom")
+            floor_needed(design.spec, "a sweep")  # its figures read the budget, the cost and the floor
             inputs = Inputs(design, job=int(payload.get("job") or 1), scheme=payload.get("scheme"))
             figs = build_figures(inputs, wanted)
             result["figures"] = figs

@@ -63,7 +63,12 @@ def _compile(design, graph, net_base: Net | None) -> Net:
 def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None, progress=None) -> Result:
     """Time every collective and job of the scenario, per case and routing scheme.
 
-    ``design`` may be None when ``graph`` is given (a synthetic fabric; catalog defaults then apply)."""
+    ``design`` may be None when ``graph`` is given (a synthetic fabric; catalog defaults then apply). A
+    fabric-only study runs the network twins alone: the power, reliability and cluster twins need the floor."""
+    if design is not None and design.spec.site.fabric_only and (scn.power or scn.campaign or scn.cluster):
+        from twin.compiler.study import floor_needed
+
+        floor_needed(design.spec, "the scenario's power, reliability and cluster twins")
     if not scn.collectives and not scn.jobs and not scn.serving and scn.campaign is None:
         return _design_only(design, scn, src, progress)
     g0 = graph if graph is not None else design.fabric.graph

@@ -33,7 +33,8 @@ from functools import lru_cache
 
 from twin.compiler.config.buffers import pool_cap
 from twin.compiler.config.intent import Neighbor, ServerPort, SwitchIntent
-from twin.compiler.fabric.ports import port_names
+from twin.compiler.fabric.ports import cage_of, port_names, width
+from twin.compiler.resolve.cage_modes import platform_mode
 from twin.jsonfmt import dumps as json_dumps
 from twin.lang.site.catalog_models import SwitchModel
 
@@ -164,22 +165,59 @@ def port_tables(model: SwitchModel, links: dict[str, Neighbor | ServerPort], sit
     :func:`used_ports`); the speed of each used port is its link's speed in the fabric graph."""
     port, neighbor = {}, {}
     fec, mtu = model.port_map.fec, str(site["mtu"])
+    gone = taken(model, links)
     for name, base in platform_ports(model):
+        if name in gone:
+            continue
         lk = links.get(name)
         row = dict(base, admin_status="down" if lk is None else "up", fec=fec, mtu=mtu)
         if lk is not None:
             row["speed"] = mbps(lk.speed)
+            row["lanes"] = lanes_at(model, name, lk.speed) or row["lanes"]
+            row["alias"] = alias_at(model, name, lk.speed) or row["alias"]
             row["description"] = f"{lk.peer}:{lk.peer_port}"
             neighbor[name] = {"name": lk.peer, "port": lk.peer_port}
         port[name] = row
     return {"DEVICE_NEIGHBOR": neighbor, "PORT": port}
 
 
-def breakout_table(model: SwitchModel) -> dict:
-    """One BREAKOUT_CFG entry per cage, under its first port's name, in the model's first breakout mode."""
+def breakout_table(model: SwitchModel, links: dict[str, Neighbor | ServerPort] | None = None) -> dict:
+    """One BREAKOUT_CFG entry per cage, under its first port's name, in the model's first breakout mode, or
+    in the wider mode of a used port that takes the cage's first port (``fabric.cages``)."""
     mode = {"brkout_mode": model.port_map.breakouts[0]}
     cage = model.port_map.cage_ports
-    return {name: mode for i, (name, _) in enumerate(platform_ports(model)) if i % cage == 0}
+    wide = {name: {"brkout_mode": platform_mode(model, width(model, lk.speed))}
+            for name, lk in (links or {}).items() if lk.speed > model.port_speed}
+    return {name: wide.get(name, mode) for i, (name, _) in enumerate(platform_ports(model)) if i % cage == 0}
+
+
+def taken(model: SwitchModel, links: dict[str, Neighbor | ServerPort]) -> set[str]:
+    """The platform ports that are part of a wider used port (``fabric.cages``: an 800G port on a cage split
+    2 x 400G takes its second port), which SONiC then has no row for."""
+    out: set[str] = set()
+    if all(lk.speed <= model.port_speed for lk in links.values()):
+        return out
+    names = [name for name, _ in platform_ports(model)]
+    for name, lk in links.items():
+        if lk.speed > model.port_speed:
+            i = names.index(name)
+            out.update(names[i + 1:i + width(model, lk.speed)])
+    return out
+
+
+def alias_at(model: SwitchModel, name: str, speed: float) -> str | None:
+    """The alias of a used port that runs its whole cage (``fabric.cages``: no sub-port letter), or None."""
+    if width(model, speed) < model.ports_per_cage or model.ports_per_cage == 1:
+        return None
+    return model.port_map.render_alias(port_names(model).index(name), whole=True)
+
+
+def lanes_at(model: SwitchModel, name: str, speed: float) -> str | None:
+    """The lanes of a used port of a wider mode (its cage's logical ports' lanes together), or None."""
+    if speed <= model.port_speed:
+        return None
+    _, _, (first, last) = cage_of(model, name, speed)
+    return ",".join(str(x) for x in range(first, last + 1))
 
 
 def routing_tables(sw: SwitchIntent, site: dict) -> dict:
@@ -263,7 +301,7 @@ def config_db(sw: SwitchIntent, site: dict, model: SwitchModel, shared: dict) ->
     """The whole config_db of one switch (``sw``: its intent; ``shared``: :func:`shared_tables`)."""
     links = used_ports(sw, model)
     tables = switch_tables(sw, model, site, links) | pattern_tables(model, links, site)
-    tables["BREAKOUT_CFG"] = breakout_table(model)
+    tables["BREAKOUT_CFG"] = breakout_table(model, links)
     return tables | shared
 
 

@@ -107,6 +107,8 @@ class _ModelRows:
         if row is None:
             name = sonic.platform_ports(self.model)[i][0]
             fields = dict(self._row(i), admin_status="up", speed=sonic.mbps(speed), description=Row.slot(0))
+            fields["lanes"] = sonic.lanes_at(self.model, name, speed) or fields["lanes"]  # a wider port (fabric.cages)
+            fields["alias"] = sonic.alias_at(self.model, name, speed) or fields["alias"]
             row = self._up[i, speed] = Row("PORT", name, fields)
         return row
 
@@ -137,10 +139,15 @@ class Writer:
         slots for what names a peer: each used port's description, its peer and the peer's port (the
         used ports in key order)."""
         port, used = _Text(' "PORT": {\n'), []
-        for k, i in enumerate(m.order):
+        gone = sonic.taken(m.model, links)  # the ports a wider used port takes (fabric.cages)
+        first = True
+        for i in m.order:
             name = m.names[i]
-            if k:
+            if name in gone:
+                continue
+            if not first:
                 port.add(",\n")
+            first = False
             lk = links.get(name)
             if lk is None:
                 port.add(m.down[i])
@@ -162,7 +169,8 @@ class Writer:
         m = self._once(("model", model), lambda: _ModelRows(model, site))
         parts = fragments(sonic.routing_tables(sw, site) | {"DEVICE_METADATA": sonic.metadata_table(sw, model, site)})
         parts.update(self._cache[("shared",)])
-        parts.update(self._once(("breakout", model), lambda: fragments({"BREAKOUT_CFG": sonic.breakout_table(model)})))
+        wide = tuple((name, lk.speed) for name, lk in links.items() if lk.speed > model.port_speed)
+        parts.update(self._once(("breakout", model, wide), lambda: fragments({"BREAKOUT_CFG": sonic.breakout_table(model, links)})))
         names = tuple(links)
         parts.update(self._once(("qos", names), lambda: fragments(sonic.qos_port_tables(list(links), site))))
         cabling = tuple((lk.speed, lk.cable_m, lk.xoff) for lk in links.values())

@@ -41,7 +41,7 @@ def mount_tier(b: Builder, mounter: Mounter, ids: list[str], model_name: str, ro
     model = spec.switch(model_name)
     for sid in ids:
         rack, u = mounter.mount(sid, model)
-        b.switch(sid, model_name, model, role=role, level=level, hall=rack.position.hall, zone=zone, rack=rack.id, u=u, **attrs)
+        b.switch(sid, model_name, model, role=role, level=level, hall=rack.hall, zone=zone, rack=rack.id, u=u, **attrs)
     return ids
 
 
@@ -78,7 +78,7 @@ def wire_zones(b: Builder, spec: Spec, placement: Placement) -> dict[tuple[int, 
             for r in range(n_rtsw):
                 name = "rtsw" if n_rtsw == 1 else f"rtsw{r + 1}"
                 rid = f"{plane_prefix(p, P)}{rack.id}-{name}"
-                b.switch(rid, spec.rack_type.rtsw, rtsw_model, role="rtsw", level=1, hall=rack.position.hall, zone=rack.zone, rack=rack.id,
+                b.switch(rid, spec.rack_type.rtsw, rtsw_model, role="rtsw", level=1, hall=rack.hall, zone=rack.zone, rack=rack.id,
                          u=rtsw_u(spec.rack_type.height_u, rtsw_model, p * n_rtsw + r), **_plane(p, P))
                 for nic, port in ends[r * down:(r + 1) * down]:
                     b.link(nic, port, rid, b.port(rid), nic_speed, "nic-rtsw")

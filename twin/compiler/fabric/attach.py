@@ -30,7 +30,7 @@ def add_attachments(b: Builder, spec: Spec, placement: Placement) -> None:
         for e in range(s.count):
             dev = s.device(e)
             rack, u = mounter.mount(dev, att)
-            b.node(dev, role="endpoint", kind=s.kind, level=0, model=s.name, hall=rack.position.hall, zone=None, rack=rack.id, u=u)
+            b.node(dev, role="endpoint", kind=s.kind, level=0, model=s.name, hall=rack.hall, zone=None, rack=rack.id, u=u)
             for q in range(s.ports):
                 sw = targets[s.switch_of(e, q)]
                 b.link(dev, f"port{q + 1}", sw, b.port(sw), s.speed, s.tier)

@@ -16,6 +16,8 @@ Counting convention (also printed in the report):
 - a campus link between buildings: its two transceivers, a patch cord at each end (fiber at stock
   length), and its share of its building pair's trunk; the trunk cables (``trunk``) and the patch
   panels at both entrances (``panel``) are counted per building pair.
+- a link without a length (a fabric-only study, :mod:`twin.compiler.study`): its cable is counted with no
+  stock length, no mass and no price where the price is per metre;
 - price (USD, ``None`` where the catalog has none): a switch's ``price``; a transceiver's ``price``; a
   fiber's ``price_per_metre`` x its stock length; a DAC, AEC or AOC assembly's ``price`` plus its
   ``price_per_metre`` x its stock length; a campus trunk and patch panel have none (not in the catalog).
@@ -90,17 +92,18 @@ def bill(spec: Spec, fabric: Fabric, plan: CablePlan) -> tuple[BomLine, ...]:
             if ends:
                 lines.append(BomLine("transceiver", med.far_end, far.description or med.far_end, None, ends, far.power_per_end, far.source, 0.0, far.price))
             for length, c in zip(lengths.tolist(), counts.tolist()):
-                lines.append(BomLine("cable", f"{med.fiber}-{med.connector or 'fiber'}".lower().replace(" ", "-"), f"{med.fiber.upper()} fiber {med.connector} for {name}", length, c, 0.0, med.source,
-                                     length * med.weight_per_metre, _cents(length * med.price_per_metre)))
+                lines.append(BomLine("cable", f"{med.fiber}-{med.connector or 'fiber'}".lower().replace(" ", "-"), f"{med.fiber.upper()} fiber {med.connector} for {name}", _known(length), c, 0.0, med.source,
+                                     _mass(length, med.weight_per_metre), _at(length, med.price_per_metre)))
         elif med.pluggable:
             lines.append(BomLine("transceiver", name, med.description or f"{name} ({med.connector})", None, 2 * n, med.power_per_end, med.source, 0.0, med.price))
             for length, c in zip(lengths.tolist(), counts.tolist()):
-                lines.append(BomLine("cable", f"{med.fiber}-{med.connector or 'fiber'}".lower().replace(" ", "-"), f"{med.fiber.upper()} fiber {med.connector} for {name}", length, c, 0.0, med.source,
-                                     length * med.weight_per_metre, _cents(length * med.price_per_metre)))
+                lines.append(BomLine("cable", f"{med.fiber}-{med.connector or 'fiber'}".lower().replace(" ", "-"), f"{med.fiber.upper()} fiber {med.connector} for {name}", _known(length), c, 0.0, med.source,
+                                     _mass(length, med.weight_per_metre), _at(length, med.price_per_metre)))
         else:
             for length, c in zip(lengths.tolist(), counts.tolist()):
-                price = None if med.price is None else _cents(med.price + length * med.price_per_metre)
-                lines.append(BomLine("cable", name, med.description or name, length, c, 2 * med.power_per_end, med.source, length * med.weight_per_metre, price))
+                price = None if med.price is None else _at(length, med.price_per_metre, med.price)
+                lines.append(BomLine("cable", name, med.description or name, _known(length), c, 2 * med.power_per_end, med.source,
+                                     _mass(length, med.weight_per_metre), price))
     if plan.campus is not None:
         lines += campus_lines(spec, plan)
     return tuple(_merge(lines))
@@ -164,7 +167,7 @@ class PortCount:
     tier: str
     links: int
     per_port: int  # a twin-port module's links are one cable of its port; every other link one cable
-    port_speed: float  # bit/s of the module's port (module_ports x the medium's speed)
+    port_speed: float  # bit/s of the module's port (module_ports x the medium's speed), or of the link's own port
 
 
 def port_counts(spec: Spec, fabric: Fabric, plan: CablePlan) -> list[PortCount]:
@@ -184,8 +187,9 @@ def port_counts(spec: Spec, fabric: Fabric, plan: CablePlan) -> list[PortCount]:
         tier = plan.tiers[j]
         links[tier] += 1
         m = int(plan.medium[j])
-        if m not in twin:
+        if m not in twin:  # one cable of one port at the link's speed (800G on a tier whose cages run whole)
             singles[tier] += 1
+            speed[tier] = max(speed.get(tier, 0.0), fabric.link(lid).speed)
             continue
         med = media[plan.media[m]]
         lk = fabric.link(lid)
@@ -195,6 +199,23 @@ def port_counts(spec: Spec, fabric: Fabric, plan: CablePlan) -> list[PortCount]:
         speed[tier] = max(speed.get(tier, 0.0), med.speed * med.module_ports)
     out = [PortCount(t, links[t], singles[t] + len(modules.get(t, ())), speed.get(t, 0.0)) for t in sorted(links)]
     return out if any(c.per_port != c.links for c in out) else []
+
+
+def _known(length: float) -> float | None:
+    """A stock length, or None for a link without one (a fabric-only study: NaN)."""
+    return None if length != length else length
+
+
+def _mass(length: float, per_metre: float) -> float:
+    """kg of a cable of ``length``; 0 for a link without a length (a fabric-only study: its mass is not counted)."""
+    return 0.0 if length != length else length * per_metre
+
+
+def _at(length: float, per_metre: float, base: float = 0.0) -> float | None:
+    """``base + length x per_metre`` to the cent, or None where it depends on a length a fabric-only study has not."""
+    if length != length:
+        return base if not per_metre else None
+    return _cents(base + length * per_metre)
 
 
 def _cents(usd: float) -> float:

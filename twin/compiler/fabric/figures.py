@@ -16,6 +16,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_flow, shortest_path
 
 from twin.compiler.fabric.graph import Fabric
+from twin.compiler.resolve.cage_modes import factors
 from twin.lang.site.families import family_traits
 from twin.memo import last_call
 
@@ -134,6 +135,10 @@ def _tier_figures(fabric: Fabric, spec) -> list[TierFigures]:
     e = link_ends(fabric)
     nodes, role, n = e.nodes, e.role, len(e.nodes)
     ends = np.bincount(e.a, minlength=n) + np.bincount(e.b, minlength=n)  # ports in use: every edge is one of the links
+    wide = factors(spec)
+    if wide:  # a link of a tier in a wider breakout mode (fabric.cages) takes r logical ports at each end
+        r = np.fromiter((wide.get(lk.tier, 1) for lk in fabric.links), np.int64, len(fabric.links))
+        ends = np.bincount(e.a, weights=r, minlength=n).astype(np.int64) + np.bincount(e.b, weights=r, minlength=n).astype(np.int64)
     endpoint = np.array([r == "endpoint" for r in role], bool)
     keep = e.cable & ~endpoint[e.a]  # attachments use ports, not down:up
     a, b, speed = e.a[keep], e.b[keep], e.speed[keep]

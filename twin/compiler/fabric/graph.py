@@ -151,6 +151,11 @@ class Builder:
         books = self.books
         return self.link(a, a_port if a_port is not None else books[a].take(), b, books[b].take(), speed, tier)
 
+    def whole(self, a: str, b: str, speed: float, tier: str, r: int) -> str:
+        """A link between two switches on ``r`` logical ports at each end run as one port (``fabric.cages``)."""
+        books = self.books
+        return self.link(a, books[a].take_whole(r), b, books[b].take_whole(r), speed, tier)
+
     def host(self, server: str, server_port: str, nic: str, speed: float) -> None:
         hid = f"H{len(self.hosts) + 1:06d}"
         self.hosts.append(_new(Link, (hid, server, server_port, nic, "pcie", speed, HOST_TIER, "host")))

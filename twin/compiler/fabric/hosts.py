@@ -27,7 +27,7 @@ def add_hosts(b: Builder, spec: Spec, rack: PlacedRack, speed: float, servers: i
     without two calls and a keyword dict per NIC: 100K NICs on a 100K-GPU site).
     """
     ch = spec.chassis
-    hall = rack.position.hall
+    hall = rack.hall
     racks = (rack, *pair)
     per_rack = ch.nics // len(racks)
     trays = {"trays": ch.rack_scale.compute_trays, "switch_trays": ch.rack_scale.switch_trays} if ch.rack_scale else {}
@@ -35,7 +35,7 @@ def add_hosts(b: Builder, spec: Spec, rack: PlacedRack, speed: float, servers: i
         trays["pair"] = pair[0].id
     ports = {"ports": ch.nic_ports} if ch.nic_ports > 1 else {}  # a multi-port NIC: port1..portN
     # where each GPU's NIC stands: (hall, zone, rack id), and its pcie port name
-    at = [(r.position.hall, r.zone, r.id) for r in (racks[g // per_rack] for g in range(ch.nics))]
+    at = [(r.hall, r.zone, r.id) for r in (racks[g // per_rack] for g in range(ch.nics))]
     pcie = [f"pcie{g + 1}" for g in range(ch.nics)]
     nodes, hosts = b.nodes, b.hosts
     new = tuple.__new__  # a Link from its fields in order (NamedTuple's own __new__ parses keywords)

@@ -18,12 +18,15 @@ its own run of ports (rail a first); rail-optimized groups shrink to h/R servers
 shared leaf carries ``rail`` (its first rail) and ``rails`` (R); the twin keeps the rails of a shared
 rail-only switch apart (one partition per rail).
 
-Switches hang on the placement's "fabric" network racks in build order (leaves, then upper tiers).
+A tier in a wider breakout mode (``fabric.cages``, :mod:`twin.compiler.resolve.cage_modes`) joins every ``r``
+links of a pair of switches into one link on a whole port. Switches hang on the placement's "fabric" network
+racks in build order (leaves, then upper tiers).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from twin.compiler.fabric.attach import add_attachments
 from twin.compiler.fabric.graph import Builder, Fabric
@@ -31,6 +34,7 @@ from twin.compiler.fabric.hosts import add_hosts
 from twin.compiler.fabric.mount import Mounter
 from twin.compiler.place.model import Placement
 from twin.compiler.place.naive import system_racks
+from twin.compiler.resolve.cage_modes import factors
 from twin.compiler.resolve.fat_tree import TreeShape, boundary, role_names
 from twin.compiler.resolve.planes import plane_prefix, spec_plane_ports
 from twin.compiler.resolve.spec import Spec
@@ -78,17 +82,26 @@ def add_tree(b: Builder, ts: TreeShape, attach: list[tuple[tuple[str, str], int]
                 extra["rails"] = packed
             if plane is not None:
                 extra["plane"] = plane
-            b.switch(sid, f.switch, model, role=roles[t], level=t + 1, hall=rack.position.hall, zone=None, rack=rack.id, u=u, **extra)
+            b.switch(sid, f.switch, model, role=roles[t], level=t + 1, hall=rack.hall, zone=None, rack=rack.id, u=u, **extra)
             tier.append(sid)
         ids.append(tier)
     leaf_tier = f"nic-{roles[0]}"
     for (nic, port), leaf in attach:
         lid = ids[0][leaf]
         b.link(nic, port, lid, b.port(lid), speed, leaf_tier)
+    wide = factors(spec)
     for t in range(1, ts.tiers):
         lower, upper, tier = ids[t - 1], ids[t], f"{roles[t - 1]}-{roles[t]}"
+        r = wide.get(tier, 1)
+        if r == 1:
+            for lo, hi in boundary(ts, t):
+                b.uplink(lower[lo], upper[hi], model.port_speed, tier)
+            continue
+        run: Counter = Counter()  # a tier in a wider mode: every r-th link of a pair of switches is one port
         for lo, hi in boundary(ts, t):
-            b.uplink(lower[lo], upper[hi], model.port_speed, tier)
+            run[lo, hi] += 1
+            if run[lo, hi] % r == 0:
+                b.whole(lower[lo], upper[hi], r * model.port_speed, tier, r)
 
 
 def plane_endpoints(nics: list[str], plane: int, per_plane: int) -> list[tuple[str, str]]:

@@ -11,18 +11,25 @@ The counts are the shape's (:mod:`twin.compiler.resolve.unit_shape`); this modul
   (``cg<j>-core-NN``): a spine's uplinks spread evenly over its group's C cores and, when C exceeds
   them, the groups' start points rotate so every core takes the same number of links.
 
+With ``rails_meet: spine`` a unit's leaves of every rail are one leaf group: its spines are named
+``su<u>-spine-NN`` and carry no ``rail``.
+
 Leaves carry ``rail`` and ``unit``; spines ``rail`` and ``pod`` (the unit: one ASN per leaf group
-under eBGP); cores ``group``. A multi-plane fabric is one copy per plane (``plane<p>-`` before the names).
+under eBGP); cores ``group``. A tier in a wider breakout mode (``fabric.cages``) joins every ``r`` links of a
+pair of switches into one link on a whole port. A multi-plane fabric is one copy per plane (``plane<p>-`` before the names).
 Switches hang on the placement's "fabric" network racks in build order.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 from twin.compiler.fabric.attach import add_attachments
 from twin.compiler.fabric.graph import Builder, Fabric
 from twin.compiler.fabric.mount import Mounter
 from twin.compiler.fabric.trees import plane_endpoints, site_nics
 from twin.compiler.place.model import Placement
+from twin.compiler.resolve.cage_modes import factors
 from twin.compiler.resolve.planes import plane_prefix, spec_plane_ports
 from twin.compiler.resolve.spec import Spec
 
@@ -49,22 +56,39 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
         rack, u = mounter.mount(sid, model)
         if plane is not None:
             extra["plane"] = plane
-        b.switch(sid, f.switch, model, role=role, level=level, hall=rack.position.hall, zone=None, rack=rack.id, u=u, **extra)
+        b.switch(sid, f.switch, model, role=role, level=level, hall=rack.hall, zone=None, rack=rack.id, u=u, **extra)
         return sid
+
+    wide = factors(spec)
+
+    def run(lower: str, uppers: list[str], tier: str) -> None:
+        """A switch's uplinks in order; on a tier in a wider mode (fabric.cages) every r-th to one upper switch is one port."""
+        r = wide.get(tier, 1)
+        if r == 1:
+            for hi in uppers:
+                b.uplink(lower, hi, up_speed, tier)
+            return
+        seen: Counter = Counter()
+        for hi in uppers:
+            seen[hi] += 1
+            if seen[hi] % r == 0:
+                b.whole(lower, hi, r * up_speed, tier, r)
 
     for p in range(P):
         plane = p if P > 1 else None
         pre = plane_prefix(p, P)
         leaves: dict[tuple[int, int], list[str]] = {}
         spines: dict[tuple[int, int], list[str]] = {}
+        apart = us.rails_meet == "core"  # a leaf group per rail per unit; else one per unit, its spines joining the rails
         for unit in range(us.units):
             for rail in range(R):
                 su = f"{pre}su{unit + 1:0{wu}d}-rail{rail + 1}"
-                leaves[unit, rail] = [switch(f"{su}-leaf-{i + 1:0{wl}d}", "leaf", 1, plane, rail=rail, unit=unit) for i in range(us.leaves)]
+                leaves[unit, rail] = [switch(f"{su}-leaf-{i + 1:0{wl}d}", "leaf", 1, plane, rail=rail, unit=unit) for i in range(us.rail_leaves)]
         for unit in range(us.units):
-            for rail in range(R):
-                su = f"{pre}su{unit + 1:0{wu}d}-rail{rail + 1}"
-                spines[unit, rail] = [switch(f"{su}-spine-{j + 1:0{ws}d}", "spine", 2, plane, rail=rail, pod=unit) for j in range(us.spines)]
+            for rail in range(R if apart else 1):
+                su = f"{pre}su{unit + 1:0{wu}d}" + (f"-rail{rail + 1}" if apart else "")
+                where = {"rail": rail} if apart else {}
+                spines[unit, rail] = [switch(f"{su}-spine-{j + 1:0{ws}d}", "spine", 2, plane, pod=unit, **where) for j in range(us.spines)]
         cores = [[switch(f"{pre}cg{j + 1}-core-{c + 1:0{wc}d}", "core", 3, plane, group=j) for c in range(us.cores)]
                  for j in range(us.core_groups)]
         for e, (nic, port) in enumerate(plane_endpoints(nics, p, pp)):
@@ -72,13 +96,12 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
             unit, at = divmod(host, unit_hosts)
             lid = leaves[unit, rail][at // H]
             b.link(nic, port, lid, b.port(lid), speed, "nic-leaf")
-        for key, group in leaves.items():
+        for (unit, rail), group in leaves.items():
+            mine = spines[unit, rail if apart else 0]
             for lid in group:
-                for t in range(us.leaf_up):
-                    b.uplink(lid, spines[key][t % us.spines], up_speed, "leaf-spine")
+                run(lid, [mine[t % us.spines] for t in range(us.leaf_up)], "leaf-spine")
         for g, key in enumerate(sorted(spines)):
             for j, sid in enumerate(spines[key]):
-                for t in range(us.spine_up):
-                    b.uplink(sid, cores[j][(g * us.spine_up + t) % us.cores], up_speed, "spine-core")
+                run(sid, [cores[j][(g * us.spine_up + t) % us.cores] for t in range(us.spine_up)], "spine-core")
     add_attachments(b, spec, placement)
     return b.build(f.family.value, f.technology.value, spec.shape.boundary_names, spec.shape.roles)

@@ -32,12 +32,17 @@ class PlacedRack:
 
     id: str
     kind: str
-    position: Position
+    position: Position | None  # None: a fabric-only study's rack (twin.compiler.study)
     zone: int | None  # 0-based zone index
     index: int  # 0-based index of the rack within its zone (GPU racks) or its role (network racks)
     power: float  # W at full load (network racks: filled in by the fabric pass' switch count)
     role: str = "gpu"
     switches: int = 0  # network racks: switches the placement planned (and powered) for this rack
+
+    @property
+    def hall(self) -> str | None:
+        """The rack's hall; None for a rack of a fabric-only study, which stands nowhere (``position`` None)."""
+        return None if self.position is None else self.position.hall
 
 
 @dataclass(frozen=True)

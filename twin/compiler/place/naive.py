@@ -215,7 +215,7 @@ def system_racks(spec: Spec, racks) -> list[tuple[PlacedRack, ...]]:
     gpu = sorted((r for r in racks if r.kind == "gpu"), key=lambda r: (r.zone, r.index))
     span = spec.chassis.span
     units = [tuple(gpu[i:i + span]) for i in range(0, len(gpu), span)]
-    if span > 1:
+    if span > 1 and all(r.position is not None for u in units for r in u):  # a study's racks stand nowhere
         halls = {h.name: h for h in spec.site.halls}
         bad = [u for u in units if len(u) < span or u[0].position.hall != u[-1].position.hall
                or not adjacent(halls[u[0].position.hall], *((r.position.row, r.position.slot) for r in u))]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
+from twin.compiler.resolve.cage_modes import findings as cage_findings
 from twin.compiler.resolve.shape import ctsw_uplink_targets
 from twin.compiler.resolve.spec import Spec
 from twin.compiler.resolve.targets import ib_rate, target_of
@@ -91,6 +92,7 @@ def sizing(spec: Spec) -> Iterator[Finding]:
     for check in SIZING[spec.family.layout]:
         yield from check(spec)
     yield from _attachments(spec)
+    yield from cage_findings(spec)
     yield from _radix(spec)
     if f.technology == Technology.INFINIBAND:
         yield from _lids(spec)

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from twin.compiler.resolve import fat_tree
 from twin.compiler.resolve.attach_shape import AttachShape, attach_ports, attach_shapes, free_slots
+from twin.compiler.resolve.cage_modes import with_cages
 from twin.compiler.resolve.planes import spec_plane_ports, spec_port_speed
 from twin.compiler.resolve.pools import LEAF_NICS
 from twin.compiler.resolve.tree_sizing import tree_sizing
@@ -162,12 +163,14 @@ class FabricShape:
             u = self.unit
             out["unit"] = {"units": u.units, "rails": u.rails, "leaf_groups": u.groups, "leaves_per_group": u.leaves,
                            "spines_per_group": u.spines, "core_groups": u.core_groups, "cores_per_group": u.cores}
+            if u.rails_meet != "core":  # a site that states nothing writes what it wrote before
+                out["unit"]["rails_meet"] = u.rails_meet
         return out
 
 
 def fabric_shape(spec: Spec) -> FabricShape:
     """The shape of ``spec``'s fabric (the spec has passed its reference checks)."""
-    shape = SHAPES[spec.family.layout](spec)
+    shape = with_cages(spec, SHAPES[spec.family.layout](spec))  # a tier's own breakout mode (fabric.cages)
     return _with_attachments(spec, shape)
 
 

@@ -6,6 +6,8 @@ NVIDIA's DGX SuperPOD GB200 fabric (RA-11338-001, Table 4.1, 2-16 SU) as it is d
   hosts or are whole racks), ``H`` ports down (one per host on its rail) and ``leaf.up`` up;
 - **spines**: the leaves of one rail of one SU are an *SU leaf group* with spines of their own,
   ``leaves x leaf.up / spine.down`` of them; each leaf sends ``leaf.up / spines`` links to each;
+- **rails_meet: spine** instead makes a unit's leaves of every rail one SU leaf group (``R x`` the leaves),
+  so its spines join the rails and the cores join the units;
 - **cores**: rails meet only here. Spine ``j`` of every leaf group goes to *core group* ``j``, so there
   are as many core groups as a leaf group has spines; a group has the fewest cores that take its
   ``groups x spine.up`` links on ``k`` ports and over which a spine's uplinks split evenly
@@ -51,11 +53,17 @@ class UnitShape:
     spine_down: int  # links into a spine from its group's leaves
     spine_up: int  # uplinks per spine
     cores: int  # cores per core group
+    rails_meet: str = "core"  # where a unit's rails first meet: "core" (a leaf group per rail per unit) or "spine"
 
     @property
     def groups(self) -> int:
-        """SU leaf groups: one per rail per unit."""
-        return self.units * self.rails
+        """SU leaf groups: one per rail per unit (rails meet at the core), or one per unit (at the spine)."""
+        return self.units * (self.rails if self.rails_meet == "core" else 1)
+
+    @property
+    def rail_leaves(self) -> int:
+        """Leaves of one rail of one unit."""
+        return self.leaves if self.rails_meet == "core" else self.leaves // self.rails
 
     @property
     def core_groups(self) -> int:
@@ -121,13 +129,13 @@ def unit_shape(spec: Spec) -> UnitShape:
     H = leaf_hosts(spec)
     unit_hosts = u.racks * rh
     units = max(1, math.ceil(host_count(spec) / unit_hosts))
-    leaves = max(1, math.ceil(unit_hosts / H))
+    leaves = max(1, math.ceil(unit_hosts / H)) * (R if u.rails_meet == "spine" else 1)  # of one SU leaf group
     up = u.leaf.up if u.leaf.up is not None else H
     spines = max(1, math.ceil(leaves * up / u.spine.down))
     sdown = math.ceil(leaves * up / spines)
-    links = units * R * u.spine.up
+    links = units * (R if u.rails_meet == "core" else 1) * u.spine.up  # into one core group
     cores = even_count(math.ceil(links / k), u.spine.up)
-    return UnitShape(units, R, rh, H, leaves, up, spines, sdown, u.spine.up, cores)
+    return UnitShape(units, R, rh, H, leaves, up, spines, sdown, u.spine.up, cores, u.rails_meet)
 
 
 def findings(spec: Spec) -> Iterator[tuple[Severity, tuple, str, str]]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from twin.compiler.resolve import campus_plan, checks, fabric_checks, liquid, planes, workload_checks
+from twin.compiler.resolve import campus_plan, checks, fabric_checks, liquid, planes, study_checks, workload_checks
 from twin.compiler.resolve import pools as address_pools
 from twin.compiler.resolve.campus_shape import campus_shape
 from twin.compiler.resolve.shape import fabric_shape
@@ -87,7 +87,7 @@ def _validate_current(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
         return None, _finish(diags)
     spec = _resolve(src, site, catalog_mod.merged(site.catalog, campus_site=bool(site.buildings)))
     for check in (checks.arithmetic, fabric_checks.sizing, campus_plan.arithmetic, checks.config_targets, checks.routing,
-                  workload_checks.workloads):
+                  workload_checks.workloads, study_checks.media_findings):
         diags += [diagnostic(src, *f) for f in check(spec)]
     if not any(d.severity is Severity.ERROR for d in diags):
         spec, findings = address_pools.fit(spec)  # defaults grow with the fabric; a short pool names its prefix
@@ -103,7 +103,7 @@ def _named(src: Source, site: Site) -> list[Diagnostic]:
     (liquid cooling included)."""
     cat = catalog_mod.merged(site.catalog, campus_site=bool(site.buildings))
     found = [*checks.references(site, cat), *campus_plan.references(site, cat), *checks.family_shape(site), *planes.findings(site, cat),
-             *fabric_checks.fields(site), *checks.facility(site), *liquid.findings(site, cat)]
+             *fabric_checks.fields(site), *checks.facility(site), *liquid.findings(site, cat), *study_checks.findings(site, cat)]
     return [diagnostic(src, *f) for f in found]
 
 

@@ -244,6 +244,8 @@ class Infiniband(Model):
     partitions: list[Partition] = Field(default_factory=lambda: [Partition(name="default", pkey=0x7FFF)])
 
 
+CageMode = Annotated[str, Field(pattern=pattern(r"^[1-8]x[1-9][0-9]{0,4}G$", "a breakout mode such as '1x800G' or '2x400G'"),
+                                 description="a cage's breakout mode: ports per cage x their speed")]
 LinkTier = Annotated[str, Field(pattern=pattern(r"^[a-z0-9]+-[a-z0-9]+$", "a link tier: two roles joined by '-', such as 'rtsw-ctsw'"), description="a link tier such as rtsw-ctsw")]
 
 
@@ -280,6 +282,11 @@ class Fabric(Model):
         description="allowed catalog media per link tier, in preference order (default: any, by length: "
         "DAC, AEC, AOC, then optics by reach); e.g. rtsw-ctsw: [dr4-400g] for single-mode optics",
     )
+    cages: dict[LinkTier, CageMode] = Field(
+        default_factory=dict, exclude_if=lambda v: not v,
+        description="breakout mode per link tier between switches, where it differs from the switch model's own: the cages at "
+        "both ends of the tier's links run in it (e.g. leaf-spine: 1x800G runs a split model's up cages whole; "
+        "twin/compiler/resolve/cage_modes.py)")
     routing: Routing = Field(default_factory=Routing)
     qos: Qos = Field(default_factory=Qos)
     infiniband: Infiniband = Field(default_factory=Infiniband)
@@ -313,8 +320,11 @@ class Site(Model):
 
     name: Slug = Field(description="the site name; also the output folder generated/<name>/")
     description: Text = ""
-    power: SitePower
-    halls: list[Hall] = Field(min_length=1)
+    power: SitePower | None = Field(None, exclude_if=lambda v: v is None, description=(
+        "the site's utility supply and PUE (required with halls; a fabric-only study has neither)"))
+    halls: list[Hall] = Field(default_factory=list, description=(
+        "the data halls; none (and no buildings) makes a fabric-only study: the fabric, its links, BOM, configs and "
+        "the job twin, without the floor (twin/compiler/resolve/study.py)"))
     buildings: list[Building] = Field(default_factory=list, exclude_if=lambda v: not v, description=(
         "a campus: the buildings, each with its own halls, feed and location (twin/lang/site/campus.py)"))
     campus: Campus | None = Field(None, exclude_if=lambda v: v is None, description=(
@@ -325,3 +335,8 @@ class Site(Model):
     placement: PlacementOptions = Field(default_factory=PlacementOptions)
     workloads: list[TrainingJob] = Field(default_factory=list)
     storage: Storage | None = Field(None, description="checkpoint storage: bandwidths (reliability twin)")
+
+    @property
+    def fabric_only(self) -> bool:
+        """A study of the fabric alone: no halls and no buildings, so nothing is placed, routed or powered."""
+        return not self.halls and not self.buildings

@@ -57,11 +57,12 @@ class PortMap(Model):
         """Logical ports per cage in the configured (first) breakout mode: ``2x400G`` -> 2."""
         return int(re.fullmatch(BREAKOUT_RE, self.breakouts[0]).group(1))
 
-    def render_alias(self, n0: int) -> str:
-        """The front-panel alias of logical port ``n0`` (0-based)."""
+    def render_alias(self, n0: int, whole: bool = False) -> str:
+        """The front-panel alias of logical port ``n0`` (0-based); ``whole``: of its cage run as one port
+        (``fabric.cages``), which has no sub-port letter (``etp33`` where its split ports are ``etp33a``, ``etp33b``)."""
         cage, sub = divmod(n0, self.cage_ports)
         return (self.alias.replace("{n0}", str(n0)).replace("{n}", str(n0 + 1))
-                .replace("{cage}", str(cage + 1)).replace("{sub}", "abcdefgh"[sub]))
+                .replace("{cage}", str(cage + 1)).replace("{sub}", "" if whole else "abcdefgh"[sub]))
 
     @model_validator(mode="after")
     def _modes_fit_the_lanes(self) -> PortMap:

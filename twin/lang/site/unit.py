@@ -3,7 +3,8 @@
 NVIDIA draws its DGX SuperPODs in scalable units (SU) of compute racks: a leaf per rack (or per group of
 hosts) per rail, the leaves of one rail of one SU sharing their own spines (an SU leaf group), and the
 rails meeting only at the core, in as many core groups as a leaf group has spines. A site states the unit
-(racks per SU), which hosts a leaf takes and each tier's down and up ports; twin counts the switches
+(racks per SU), which hosts a leaf takes, each tier's down and up ports and the tier where the rails meet
+(``rails_meet``: the core, as drawn, or the spine, an SU leaf group then holding every rail); twin counts the switches
 (:mod:`twin.compiler.resolve.unit_shape`) or refuses a combination that cannot be built, naming the
 counts that can.
 """
@@ -39,3 +40,7 @@ class ScalableUnit(Model):
     racks: int = Field(ge=1, le=4096, description="compute racks per scalable unit (the site's racks come in whole units)")
     leaf: LeafPorts = Field(default_factory=LeafPorts, description="hosts per leaf (default one leaf per rack per rail) and uplinks")
     spine: SpinePorts = Field(description="ports of a spine of an SU leaf group (one rail of one unit)")
+    rails_meet: Literal["core", "spine"] = Field("core", exclude_if=lambda v: v == "core", description=(
+        "the tier where a unit's rails first meet: core (an SU leaf group is one rail of one unit, its spines its own, "
+        "the rails meet only in the core groups, as the DGX SuperPOD GB200 draws it) or spine (an SU leaf group is every "
+        "rail of one unit: its spines take leaves of all rails)"))

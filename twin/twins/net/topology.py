@@ -309,7 +309,8 @@ def cable_lengths(design) -> dict[str, float]:
         arr = getattr(cab, "stock", None)
         if arr is None:
             arr = cab.length
-        return dict(zip(map(str, ids), np.asarray(arr, float).tolist()))
+        # a fabric-only study's links have no length (NaN): no propagation delay is counted for them
+        return {k: (0.0 if v != v else v) for k, v in zip(map(str, ids), np.asarray(arr, float).tolist())}
     cables = getattr(cab, "cables", cab)
     out: dict[str, float] = {}
     for key, c in cables.items():
