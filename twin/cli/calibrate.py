@@ -35,8 +35,8 @@ def run_calibrate(site: Path, runs_csv: Path, base: str, name: str, constants: s
             from twin.twins.net import topology
             from twin.twins.workload import calibrate
 
-            if routing not in rt.SCHEMES:
-                return fail(f"--routing '{routing}': expected one of {', '.join(rt.SCHEMES)}")
+            if routing not in (*rt.SCHEMES, "site"):
+                return fail(f"--routing '{routing}': expected site or one of {', '.join(rt.SCHEMES)}")
             try:
                 text = read_bytes(runs_csv, "input_bytes", "calibration CSV").decode("utf-8")
             except (FileRefused, UnicodeDecodeError) as e:
@@ -46,8 +46,11 @@ def run_calibrate(site: Path, runs_csv: Path, base: str, name: str, constants: s
             runs = calibrate.read_runs(text, str(runs_csv), {w.name: w for w in design.spec.site.workloads})
             say("the site's fabric")
             net = topology.from_design(design)
-            qps = design.spec.fabric.routing.qps_per_gpu_pair if routing == "e-ecmp" else 1
-            scheme = rt.Scheme(f"{routing}, {qps} QP", routing, qps)
+            if routing == "site":  # what the site's spec says its switches run (InfiniBand's routing engine, Ethernet's hash)
+                scheme = rt.site_scheme(design.spec.fabric)
+            else:
+                qps = design.spec.fabric.routing.qps_per_gpu_pair if routing == "e-ecmp" else 1
+                scheme = rt.Scheme(f"{routing}, {qps} QP", routing, qps)
             say(f"fit {constants} on {len(runs)} run(s)")
             res = calibrate.fit(design, net, runs, base, name, tuple(c.strip() for c in constants.split(",") if c.strip()), scheme,
                                 str(runs_csv), holdout)
@@ -95,7 +98,9 @@ def register(app, out, err, print_diags, emit_json) -> None:
         fit: str = typer.Option("kernel_share", "--fit", help="Constants to fit, comma-separated: kernel_share, straggler_mean."),
         holdout: str = typer.Option("none", "--holdout", help="none: fit on every run; smallest: fit on the run with the fewest GPUs "
                                     "and report the error on the rest."),
-        routing: str = typer.Option("e-ecmp", "--routing", help="Routing scheme the runs are timed under: ecmp, e-ecmp, static, spray, te."),
+        routing: str = typer.Option("site", "--routing", help="Routing scheme the runs are timed under: site (what the site's spec "
+                                    "states: InfiniBand's routing_engine, ar_* adaptive; Ethernet's hash fields), ecmp, e-ecmp, static, "
+                                    "spray, adaptive, te."),
         out_file: Path | None = typer.Option(None, "--out", help="Write the calibrated stack here as a catalog entry (YAML)."),
         as_json: bool = typer.Option(False, "--json", help="Print the fit, every run's residual and the catalog entry as JSON."),
     ) -> None:
