@@ -84,6 +84,7 @@ def first_row(text: str, k: int, value: str | None) -> str:
     (lambda t: t.replace(HEADER.splitlines()[1], "#", 1), 24, 1, "a data row before the column header"),
     (lambda t: t.replace("on node-1 device  7", "on node-2 device  7", 1), 1, 1, "different numbers of GPUs"),
     (lambda t: t.replace("#  Rank 15", "#  Rank 14", 1), 19, 9, "rank 14 appears twice"),
+    (lambda t: "\n".join(x for x in t.split("\n") if not x[:1].isspace() or x.split()[0] == "8"), 24, 1, "one size (8 B) to fit two"),
 ])
 def test_hostile_nccl_tests_output_is_a_located_error(ib, edit, line, col, words):
     text = edit(measured(ib, 0.9, 0.0))

@@ -78,9 +78,10 @@ def parse(text: str, file: str = "nccl-tests.txt") -> Table:
     ... #  Rank  1 Group  0 Pid 2 on b device  0 [0x1] H100
     ... #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
     ... #        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
-    ...    1048576        262144     float     sum      -1    100.0   10.49   10.49      0    99.0   10.59   10.59      0''')
-    >>> t.op, t.ranks, t.hosts, t.rows[0].time_s
-    ('allreduce', 2, 2, 0.0001)
+    ...    1048576        262144     float     sum      -1    100.0   10.49   10.49      0    99.0   10.59   10.59      0
+    ...    2097152        524288     float     sum      -1    180.0   11.65   11.65      0   181.0   11.59   11.59      0''')
+    >>> t.op, t.ranks, t.hosts, [r.time_s for r in t.rows]
+    ('allreduce', 2, 2, [0.0001, 0.00018])
     """
     ranks: dict[int, tuple[str, int]] = {}
     cols: list[str] | None = None
@@ -130,6 +131,9 @@ def parse(text: str, file: str = "nccl-tests.txt") -> Table:
         raise _error(file, 1, 1, f"ranks {sorted(ranks)[:8]}... are not 0..{len(ranks) - 1}", "one line per rank, every rank")
     if not rows:
         raise _error(file, 1, 1, "no data rows", "the rows nccl-tests prints under its header, one per size")
+    if len({r.size for r in rows}) < 2:
+        raise _error(file, rows[0].line, 1, f"one size ({rows[0].size:,} B) to fit two constants (protocol_efficiency, step_overhead)",
+                     "a sweep of sizes (all_reduce_perf -b 8 -e 8G -f 2)")
     hosts: dict[str, int] = {}
     for host, _ in ranks.values():
         hosts[host] = hosts.get(host, 0) + 1
