@@ -11,8 +11,9 @@ from twin.lang.diagnostics import InfeasibleError, Severity, SpecError
 EXIT_INVALID = 2
 
 
-def run_calibrate(site: Path, runs_csv: Path, base: str, name: str, constants: str, holdout: str, routing: str, out_file: Path | None,
-                  as_json: bool, out, err, print_diags, emit_json) -> int:
+def run_calibrate(site: Path, runs_csv: Path | None, base: str, name: str, constants: str, holdout: str, routing: str, out_file: Path | None,
+                  as_json: bool, out, err, print_diags, emit_json, nccl_file: Path | None = None) -> int:
+    import dataclasses
     import re
 
     from twin.cli.progress import steps
@@ -25,32 +26,53 @@ def run_calibrate(site: Path, runs_csv: Path, base: str, name: str, constants: s
 
     if not re.match(SLUG, name):
         return fail(f"--name '{name}': a stack name is a slug (lower-case letters, digits and '-'), it becomes catalog text")
+    if runs_csv is None and nccl_file is None:
+        return fail("nothing to calibrate on: give --runs (measured steps), --nccl-tests (nccl-tests output) or both")
     if holdout not in ("none", "smallest"):
         return fail(f"--holdout '{holdout}': expected none or smallest")
     try:
         with steps(err, not as_json, "load the compiler") as say:
             from twin.compiler.pipeline import compile_design
             from twin.lang.files import FileRefused, read_bytes
+            from twin.twins.net import nccl_tests, topology
             from twin.twins.net import routing as rt
-            from twin.twins.net import topology
+            from twin.twins.net.nccl import Library
             from twin.twins.workload import calibrate
 
-            if routing not in rt.SCHEMES:
-                return fail(f"--routing '{routing}': expected one of {', '.join(rt.SCHEMES)}")
-            try:
-                text = read_bytes(runs_csv, "input_bytes", "calibration CSV").decode("utf-8")
-            except (FileRefused, UnicodeDecodeError) as e:
-                return fail(f"{runs_csv}: {e}")
+            if routing not in (*rt.SCHEMES, "site"):
+                return fail(f"--routing '{routing}': expected site or one of {', '.join(rt.SCHEMES)}")
+            texts = {}
+            for path, what in ((runs_csv, "calibration CSV"), (nccl_file, "nccl-tests output")):
+                if path is None:
+                    continue
+                try:
+                    texts[what] = read_bytes(path, "input_bytes", what).decode("utf-8")
+                except (FileRefused, UnicodeDecodeError) as e:
+                    return fail(f"{path}: {e}")
+            table = nccl_tests.parse(texts["nccl-tests output"], str(nccl_file)) if nccl_file is not None else None
             say(f"compile {site}")
             design = compile_design(site)
-            runs = calibrate.read_runs(text, str(runs_csv), {w.name: w for w in design.spec.site.workloads})
+            runs = calibrate.read_runs(texts["calibration CSV"], str(runs_csv), {w.name: w for w in design.spec.site.workloads}) \
+                if runs_csv is not None else None
             say("the site's fabric")
             net = topology.from_design(design)
-            qps = design.spec.fabric.routing.qps_per_gpu_pair if routing == "e-ecmp" else 1
-            scheme = rt.Scheme(f"{routing}, {qps} QP", routing, qps)
-            say(f"fit {constants} on {len(runs)} run(s)")
-            res = calibrate.fit(design, net, runs, base, name, tuple(c.strip() for c in constants.split(",") if c.strip()), scheme,
-                                str(runs_csv), holdout)
+            if routing == "site":  # what the site's spec says its switches run (InfiniBand's routing engine, Ethernet's hash)
+                scheme = rt.site_scheme(design.spec.fabric)
+            else:
+                qps = design.spec.fabric.routing.qps_per_gpu_pair if routing == "e-ecmp" else 1
+                scheme = rt.Scheme(f"{routing}, {qps} QP", routing, qps)
+            lib = Library(nic_latency=design.spec.chassis.nic_latency)
+            coll_fit = None
+            if table is not None:
+                say(f"fit the collective model on {len(table.rows)} size(s) of {nccl_file}")
+                coll_fit = nccl_tests.fit(net, table, nccl_tests.place(net, table, str(nccl_file)), scheme, lib)
+                c = coll_fit["constants"]
+                lib = dataclasses.replace(lib, eta=c["protocol_efficiency"], step_overhead=c["step_overhead"])
+            res = None
+            if runs is not None:
+                say(f"fit {constants} on {len(runs)} run(s)")
+                res = calibrate.fit(design, net, runs, base, name, tuple(c.strip() for c in constants.split(",") if c.strip()), scheme,
+                                    str(runs_csv), holdout, lib=lib)
     except SpecError as e:
         if as_json:
             emit_json({"status": "invalid", "diagnostics": [d.to_json() for d in e.diagnostics]})
@@ -62,10 +84,14 @@ def run_calibrate(site: Path, runs_csv: Path, base: str, name: str, constants: s
         return fail(f"{site}: the design does not fit: " + "; ".join(e.diagnosis))
     except (FileNotFoundError, ValueError) as e:
         return fail(str(e))
-    if out_file is not None:
+    if out_file is not None and res is not None:
         out_file.write_text(res["catalog"])
     if as_json:
-        emit_json({**res, "written": str(out_file) if out_file else None})
+        emit_json({**(res or {"scheme": scheme.name}), "nccl_tests": coll_fit, "written": str(out_file) if out_file and res else None})
+        return 0
+    if coll_fit is not None:
+        _print_collective(out, coll_fit, nccl_file)
+    if res is None:
         return 0
     out.print(f"stack {name} (from {base}), routing {res['scheme']}: " + ", ".join(f"{k} {v}" for k, v in res["constants"].items()),
               markup=False)
@@ -83,19 +109,35 @@ def run_calibrate(site: Path, runs_csv: Path, base: str, name: str, constants: s
     return 0
 
 
+def _print_collective(out, f: dict, path: Path) -> None:
+    c = f["constants"]
+    out.print(f"nccl-tests {f['test']}, {f['ranks']} ranks on {f['hosts']} servers ({path}), routing {f['scheme']}: protocol_efficiency "
+              f"{c['protocol_efficiency']}, step_overhead {c['step_overhead'] * 1e6:.2f} us", markup=False)
+    out.print(f"{'line':>5} {'size B':>14} {'measured us':>12} {'twin us':>10} {'error':>7}", markup=False)
+    for r in f["rows"]:
+        out.print(f"{r['line']:>5} {r['size']:>14,} {r['measured_us']:>12.1f} {r['predicted_us']:>10.1f} {100 * r['error']:>+6.1f}%", markup=False)
+    out.print(f"fit: rms error {100 * f['rms_error']:.1f}% over {len(f['rows'])} sizes", markup=False)
+    out.print("scenario fields (paste at the top level of your scenarios):\n" + f["scenario"], markup=False)
+
+
 def register(app, out, err, print_diags, emit_json) -> None:
     """Add ``twin calibrate`` to the ``twin`` command."""
 
     @app.command("calibrate")
     def calibrate_cmd(
         site: Path = typer.Argument(..., help="The site spec whose workloads the runs are plans of (its fabric times them)."),
-        runs: Path = typer.Option(..., "--runs", help="CSV of measured runs: workload,gpus,step_s and plan columns (tp cp pp dp ...)."),
+        runs: Path | None = typer.Option(None, "--runs", help="CSV of measured runs: workload,gpus,step_s and plan columns (tp cp pp dp ...)."),
+        nccl: Path | None = typer.Option(None, "--nccl-tests", help="nccl-tests output (all_reduce_perf, all_gather_perf or reduce_scatter_perf "
+                                         "across servers): fits the collective model's protocol_efficiency and step_overhead, which the "
+                                         "--runs fit then uses."),
         stack: str = typer.Option("megatron-core-2025", "--stack", help="The catalog stack to start from."),
         name: str = typer.Option("calibrated", "--name", help="Name of the calibrated stack (a slug)."),
         fit: str = typer.Option("kernel_share", "--fit", help="Constants to fit, comma-separated: kernel_share, straggler_mean."),
         holdout: str = typer.Option("none", "--holdout", help="none: fit on every run; smallest: fit on the run with the fewest GPUs "
                                     "and report the error on the rest."),
-        routing: str = typer.Option("e-ecmp", "--routing", help="Routing scheme the runs are timed under: ecmp, e-ecmp, static, spray, te."),
+        routing: str = typer.Option("site", "--routing", help="Routing scheme the runs are timed under: site (what the site's spec "
+                                    "states: InfiniBand's routing_engine, ar_* adaptive; Ethernet's hash fields), ecmp, e-ecmp, static, "
+                                    "spray, adaptive, te."),
         out_file: Path | None = typer.Option(None, "--out", help="Write the calibrated stack here as a catalog entry (YAML)."),
         as_json: bool = typer.Option(False, "--json", help="Print the fit, every run's residual and the catalog entry as JSON."),
     ) -> None:
@@ -106,5 +148,8 @@ def register(app, out, err, print_diags, emit_json) -> None:
         Example: twin calibrate sites/meta-24k-roce.yaml --runs runs.csv --stack meta-production-2024 --name my-cluster --holdout smallest
 
         Example: twin calibrate site.yaml --runs runs.csv --fit kernel_share,straggler_mean --out my-stack.yaml --json
+
+        Example: twin calibrate sites/lab-ib.yaml --nccl-tests all_reduce_perf.txt
         """
-        raise typer.Exit(run_calibrate(site, runs, stack, name, fit, holdout, routing, out_file, as_json, out, err, print_diags, emit_json))
+        raise typer.Exit(run_calibrate(site, runs, stack, name, fit, holdout, routing, out_file, as_json, out, err, print_diags, emit_json,
+                                       nccl))

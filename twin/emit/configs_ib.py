@@ -147,7 +147,7 @@ def emit(design: Design) -> dict[str, bytes]:
     endpoints = [n for n, r in g.nodes(data="role") if r == "endpoint"]
     sms = subnet_managers(fabric)
     # ftree routes compute nodes at the leaves; attachments elsewhere are I/O nodes (cn/io GUID files)
-    io = bool(endpoints) and ib.routing_engine == "ftree"
+    io = bool(endpoints) and ib.routing_engine in ("ftree", "ar_ftree")
     files = {}
     for i, sm in enumerate(sms or [None]):
         conf = render("opensm/opensm.conf.j2", site=design.name, ib=ib, switches=len(fabric.switches()), hcas=len(nics) + len(endpoints),

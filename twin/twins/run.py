@@ -45,12 +45,21 @@ class Result:
     power_views: dict = field(default_factory=dict)  # arrays for the power twin's plots
 
 
-def schemes_of(scn: Scenario, default_qps: int, site_fields: list[str] | None = None) -> list[routing.Scheme]:
+def schemes_of(scn: Scenario, default_qps: int, site_fields: list[str] | None = None, fabric=None, src=None) -> list[routing.Scheme]:
+    """The scenario's routing schemes; ``scheme: site`` takes the kind the site's ``fabric`` spec states
+    (:func:`twin.twins.net.routing.site_scheme`), a located error without a site."""
     out = []
-    for r in scn.routing:
+    for k, r in enumerate(scn.routing):
         h = r.hash or scn.hash
         fields = tuple(f for f in (site_fields or FIVE_TUPLE) if f != "roce-dst-qp")
-        out.append(routing.Scheme(r.name, r.scheme, r.qps or default_qps, h.function, h.seed, h.per_switch, fields, r.ecmp_width))
+        kind, qps = r.scheme, r.qps or default_qps
+        if kind == "site":
+            if fabric is None:
+                raise SpecError([error(src, ("routing", k, "scheme"), "scheme site takes the site's routing, but this run has no site",
+                                       "a scheme kind: " + ", ".join(routing.SCHEMES))])
+            own = routing.site_scheme(fabric)
+            kind, qps = own.kind, r.qps or own.qps
+        out.append(routing.Scheme(r.name, kind, qps, h.function, h.seed, h.per_switch, fields, r.ecmp_width))
     return out
 
 
@@ -74,7 +83,8 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
     g0 = graph if graph is not None else design.fabric.graph
     routing_spec = design.spec.fabric.routing if design is not None else None
     default_qps = routing_spec.qps_per_gpu_pair if routing_spec else 16
-    schemes = schemes_of(scn, default_qps, list(routing_spec.hash_fields) if routing_spec else None)
+    schemes = schemes_of(scn, default_qps, list(routing_spec.hash_fields) if routing_spec else None,
+                         design.spec.fabric if design is not None else None, src)
     if progress:
         progress("the fabric's paths and links for the network twin")
     net0 = _compile(design, g0, None)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from twin.folder import FolderError, printable, read_bytes
+from twin.lang.site.models import ADAPTIVE_ENGINES
 from twin.verify.ib_tables import check_routes, link_widths, parse_dump_fts, parse_ibnetdiscover, width_mismatches
 from twin.verify.preflight import check_ib, umad2sim
 from twin.verify.runs import Run
@@ -78,7 +79,11 @@ NET_LIMIT = 512 * 2**20  # bytes of topology.net (a 24K-GPU fabric has ~10 MB)
 
 def _rewrite_conf(conf: str, files: dict[str, Path], where: str = "opensm.conf") -> tuple[str, str]:
     """Point the generated opensm.conf's file options at the run's copies (``files``: option ->
-    path); return (conf, engine). Only the options twin writes are accepted (FolderError at the line)."""
+    path); return (conf, engine). Only the options twin writes are accepted (FolderError at the line).
+
+    >>> _rewrite_conf("routing_engine ar_ftree", {})
+    ('routing_engine ftree\\n', 'ftree')
+    """
     engine = "minhop"
     out = []
     for n, line in enumerate(conf.splitlines(), 1):
@@ -98,7 +103,10 @@ def _rewrite_conf(conf: str, files: dict[str, Path], where: str = "opensm.conf")
             raise FolderError(f"{where}:{n}: {printable(key, 60)!r} is not an option twin writes (it accepts "
                               f"{', '.join(sorted(VALUE_OPTIONS) + sorted(FILE_OPTIONS))}); OpenSM would run with it as this user")
         if key == "routing_engine":
-            engine = value
+            # an adaptive engine (ar_ftree, ar_updn: NVIDIA's OpenSM) programs its base engine's tables as the default
+            # routes and the AR groups beside them; upstream OpenSM under ibsim routes the base engine, whose tables are checked
+            engine = ",".join(ADAPTIVE_ENGINES.get(e, e) for e in value.split(","))
+            line = f"routing_engine {engine}"
         out.append(line)
     return "\n".join(out) + "\n", engine
 

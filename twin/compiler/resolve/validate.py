@@ -3,7 +3,8 @@
 Three stages, each only when the previous one is clean (later checks read what earlier ones guarantee):
 structure (pydantic: types, units, ranges), references (catalog and rack-type names), then design
 checks (arithmetic, port budgets, facility definitions, routing and workloads), which also give warnings.
-Hall types are expanded first (:mod:`twin.lang.site.hall_types`); address pools are fitted to the fabric
+Hall types are expanded first (:mod:`twin.lang.site.hall_types`), then workloads that name a base
+(:mod:`twin.lang.site.workload_bases`); address pools are fitted to the fabric
 last (:mod:`twin.compiler.resolve.pools`), so the returned Spec carries the pools the build will use.
 """
 
@@ -28,7 +29,7 @@ from twin.lang import catalog as catalog_mod
 from twin.lang import limits, versions
 from twin.lang.diagnostics import Diagnostic, Severity, SpecError
 from twin.lang.loader import LoadError, Source, load_file, load_text
-from twin.lang.site import campus, hall_types
+from twin.lang.site import campus, hall_types, workload_bases
 from twin.lang.site.models import ROLE_POOL_NAMES, Site
 from twin.lang.validator import known_fields, pydantic_diagnostics, typo_renames
 
@@ -74,6 +75,9 @@ def _validate_current(src: Source) -> tuple[Spec | None, list[Diagnostic]]:
     if not diags:
         src, diags = hall_types.expand(src)
         diags = [replace(d, path=campus.written_path(src, d.path)) for d in diags]  # a hall as written under its building
+    if not any(d.severity is Severity.ERROR for d in diags):
+        src, more = workload_bases.expand(src)  # a workload naming a base takes the base's fields it does not set
+        diags = diags + more
     if not diags:
         diags = _positions_cost(src)
     if any(d.severity is Severity.ERROR for d in diags):
@@ -216,7 +220,7 @@ def diagnostic(src: Source, severity: Severity, path: tuple, message: str, expec
     came = hall_types.origin(src, path)
     if came is not None:
         path = came.type_path + path[len(src.anchor(path)):]
-        message = f"hall {came.hall} (type {came.type}): {message}"
+        message = f"{came.label()}: {message}"
     else:
         path = campus.written_path(src, path)
     message = campus.written_text(src, message)
@@ -266,6 +270,7 @@ def locator(path: str | Path, sha256: str):
         return None
     src, _ = campus.expand(src)
     src, _ = hall_types.expand(src)
+    src, _ = workload_bases.expand(src)
 
     def at(*paths: tuple) -> str:
         chosen = next((tuple(p) for p in paths if src.anchor(tuple(p)) == tuple(p)), tuple(paths[0]) if paths else ())

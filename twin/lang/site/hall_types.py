@@ -39,6 +39,11 @@ class Inherited:
     hall: str
     type: str
     type_path: PathT
+    of: str = "hall"  # what inherited: a hall from its type, or a workload from its base (twin.lang.site.workload_bases)
+
+    def label(self) -> str:
+        """How a finding names it: ``hall dh3 (type meta-hall)``, ``workload w2 (base w1)``."""
+        return f"{self.of} {self.hall} ({'type' if self.of == 'hall' else 'base'} {self.type})"
 
 
 # ---------------------------------------------------------------- expansion
@@ -57,7 +62,7 @@ def expand(src: Source) -> tuple[Source, list[Diagnostic]]:
     >>> src.data["halls"][0], diags
     ({'name': 'a', 'power': {'derating': 0.7, 'utility': '1 MW'}, 'rows': 2}, [])
     >>> origin(src, ("halls", 0, "power", "utility"))
-    Inherited(hall='a', type='h', type_path=('hall_types', 'h', 'power', 'utility'))
+    Inherited(hall='a', type='h', type_path=('hall_types', 'h', 'power', 'utility'), of='hall')
     """
     data = src.data
     if not isinstance(data, dict) or ("hall_types" not in data and not _typed_halls(data.get("halls"))):
@@ -107,7 +112,7 @@ def expand(src: Source) -> tuple[Source, list[Diagnostic]]:
             label = hall["name"] if isinstance(hall.get("name"), str) else f"halls[{i}]"
             own = {k: v for k, v in hall.items() if k != "type"}
             index = under.setdefault(tname, [(p, xy) for p, xy in src.positions.items() if p[:2] == ("hall_types", tname)])
-            out_halls.append(_merge(body, own, ("hall_types", tname), ("halls", i), Inherited(label, tname, ()), index, positions, inherited))
+            out_halls.append(merge(body, own, ("hall_types", tname), ("halls", i), Inherited(label, tname, ()), index, positions, inherited))
     for name in types:
         if name not in used and isinstance(types[name], dict):
             say(Severity.WARNING, ("hall_types", name), f"hall type '{name}' is not used by any hall", "type: " + name + " in a hall, or remove it")
@@ -126,14 +131,14 @@ def _typed_halls(halls: Any) -> bool:
     return isinstance(halls, list) and any(isinstance(h, dict) and "type" in h for h in halls)
 
 
-def _merge(base: dict, own: dict, base_loc: PathT, own_loc: PathT, tag: Inherited, index: list,
+def merge(base: dict, own: dict, base_loc: PathT, own_loc: PathT, tag: Inherited, index: list,
            positions: dict, inherited: dict) -> dict:
     """``own`` over ``base``; every path taken from ``base`` gets its position and an :class:`Inherited`."""
     out: dict = {}
     for key, mine in own.items():
         value = base.get(key)
         if isinstance(value, dict) and isinstance(mine, dict):
-            out[key] = _merge(value, mine, base_loc + (key,), own_loc + (key,), tag, index, positions, inherited)
+            out[key] = merge(value, mine, base_loc + (key,), own_loc + (key,), tag, index, positions, inherited)
         else:
             out[key] = mine
     for key, value in base.items():

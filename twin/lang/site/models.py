@@ -237,8 +237,20 @@ class Partition(Model):
     members: Literal["all"] | list[int] = "all"
 
 
+# OpenSM's adaptive-routing engines (NVIDIA's OpenSM on Quantum switches [nvidia-ib-ar]): each programs its base
+# engine's tables as the default route and lets every switch pick, per packet, the least loaded port of the group
+# of minimal-hop ports towards the destination (the TREE AR groups of a fat tree); the others are static tables.
+# ar_updn is the one the cited page names (NVIDIA OpenSM's default on a fat tree); ar_ftree, ftree's adaptive twin, is
+# assumed by the same naming (a site that runs another AR engine names its base here)
+ADAPTIVE_ENGINES = {"ar_updn": "updn", "ar_ftree": "ftree"}  # engine: the static engine whose tables it starts from
+RoutingEngine = Literal["ftree", "updn", "minhop", "dor", "lash", "ar_ftree", "ar_updn"]
+
+
 class Infiniband(Model):
-    routing_engine: Literal["ftree", "updn", "minhop", "dor", "lash"] = "ftree"
+    routing_engine: RoutingEngine = Field("ftree", description=(
+        "OpenSM's routing engine: ftree, updn, minhop, dor, lash program static tables (one port per destination); "
+        "ar_ftree and ar_updn (NVIDIA's OpenSM, Quantum switches) add adaptive routing, each switch picking the least "
+        "loaded minimal-hop port per packet; the network twin times the site's scheme (routing scheme site) accordingly"))
     lmc: int = Field(0, ge=0, le=7)
     sm_priority: int = Field(15, ge=0, le=15)
     partitions: list[Partition] = Field(default_factory=lambda: [Partition(name="default", pkey=0x7FFF)])

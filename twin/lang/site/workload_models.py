@@ -66,6 +66,8 @@ class TrainingJob(Model):
     """A training job: the model, the recipe and the software stack (module docstring)."""
 
     name: Slug
+    base: Slug | None = Field(None, exclude_if=lambda v: v is None, description="another workload of the site this one inherits from: every field it does not "
+                              "set (nested moe and stragglers merge key by key; the measured figures are not inherited)")
     kind: Literal["training"] = "training"
     parameters: Count = Field(le=1e16, description="model parameters, e.g. 405B (at most 10 quadrillion)")
     layers: int = Field(ge=1, le=10_000)

@@ -11,6 +11,9 @@ queue pairs (NCCL_IB_QPS_PER_CONNECTION), each pinned to one path by the switche
   racks share uplinks.
 - ``spray``: ideal packet spraying / adaptive routing: each switch splits traffic evenly over every
   next hop towards the destination; the upper bound a hash can approach.
+- ``adaptive``: InfiniBand adaptive routing (OpenSM's ``ar_ftree``/``ar_updn`` on Quantum switches): each switch
+  sends each packet to the least loaded port of its minimal-hop group towards the destination; on a tree
+  whose links are equal that splits every transfer evenly over the group, as ``spray`` does.
 - ``te``: an optimal traffic-engineered split (min-max link load LP, see :mod:`twin.twins.net.te`); it is a
   reference number, not a per-flow route.
 
@@ -33,12 +36,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.sparse import csc_matrix
 
-from twin.lang.site.models import FIVE_TUPLE
+from twin.lang.site.models import ADAPTIVE_ENGINES, FIVE_TUPLE
 from twin.twins.net import hashing, planes, spray
 from twin.twins.net.flowpaths import choice_base, class_matrix, first_classes, flows_per_transfer, hashed_paths, row_classes
 from twin.twins.net.topology import Net
 
-SCHEMES = ("ecmp", "e-ecmp", "static", "spray", "te")
+SCHEMES = ("ecmp", "e-ecmp", "static", "spray", "adaptive", "te")
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,26 @@ class Scheme:
         if self.kind == "e-ecmp":
             f.append("roce-dst-qp")
         return f
+
+
+def site_scheme(fabric) -> Scheme:
+    """The scheme a site's switches run, as its spec (``fabric:``) states it: on InfiniBand, OpenSM's routing
+    engine (an adaptive engine, ``ar_*``: ``adaptive``; any other: ``static`` destination tables); on Ethernet,
+    the hash fields (``roce-dst-qp``: ``e-ecmp`` with the site's QPs per GPU pair; else ``ecmp``).
+
+    >>> from twin.lang.site.models import Infiniband, Routing
+    >>> class F: technology = "infiniband"; infiniband = Infiniband(routing_engine="ar_ftree"); routing = Routing()
+    >>> s = site_scheme(F); s.name, s.kind, s.qps
+    ('ar_ftree', 'adaptive', 1)
+    """
+    r = fabric.routing
+    if getattr(fabric.technology, "value", fabric.technology) == "infiniband":
+        engine = fabric.infiniband.routing_engine
+        return Scheme(engine, "adaptive" if engine in ADAPTIVE_ENGINES else "static", 1)
+    fields = tuple(f for f in r.hash_fields if f != "roce-dst-qp")
+    if "roce-dst-qp" in r.hash_fields:
+        return Scheme(f"e-ecmp, {r.qps_per_gpu_pair} QP", "e-ecmp", r.qps_per_gpu_pair, hash_fields=fields, ecmp_width=r.ecmp_width)
+    return Scheme(f"ecmp, {r.qps_per_gpu_pair} QP", "ecmp", r.qps_per_gpu_pair, hash_fields=fields, ecmp_width=r.ecmp_width)
 
 
 @dataclass
@@ -104,7 +127,7 @@ def route(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray, nbytes: np.ndarray
         pre[fw, 1] = net.gpu_nvl_in[rel[fw]]
         t, s_nic, d_nic, b = planes.split(net, via, dg, nbytes[netw])  # one share per plane up at both ends
         pre = pre[t]
-        if scheme.kind in ("spray", "te"):
+        if scheme.kind in ("spray", "adaptive", "te"):
             parts.append(_spray(net, s_nic, d_nic, b, pre))
         elif scheme.kind in ("ecmp", "e-ecmp", "static"):
             parts.append(_hashed(net, s_nic, d_nic, b, scheme, pre, conns))

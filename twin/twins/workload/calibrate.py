@@ -121,14 +121,15 @@ def with_stack(design, base: str, name: str, x: dict):
     return dataclasses.replace(design, spec=dataclasses.replace(design.spec, catalog=cat.model_copy(update={"stacks": stacks})))
 
 
-def predict(design, net, runs: list[Run], stack: str, scheme) -> np.ndarray:
-    """The job twin's step time of every run under ``stack`` (seconds)."""
+def predict(design, net, runs: list[Run], stack: str, scheme, lib=None) -> np.ndarray:
+    """The job twin's step time of every run under ``stack`` (seconds); ``lib``: the collective library's
+    constants (default: the model's, with the chassis' NIC latency; ``twin calibrate --nccl-tests`` fits them)."""
     from twin.lang.scenario.job import Case, Job
     from twin.twins.net.nccl import Library
     from twin.twins.workload import jobs
 
     by_name = {w.name: w for w in design.spec.site.workloads}
-    lib = Library(nic_latency=design.spec.chassis.nic_latency)
+    lib = lib or Library(nic_latency=design.spec.chassis.nic_latency)
     out = []
     for k, r in enumerate(runs):
         w = by_name[r.workload].model_copy(update={**r.plan, "name": f"run-{k}", "stack": stack})
@@ -140,7 +141,7 @@ def predict(design, net, runs: list[Run], stack: str, scheme) -> np.ndarray:
 
 
 def fit(design, net, runs: list[Run], base: str, name: str, constants: tuple[str, ...], scheme, file: str = "runs.csv",
-        holdout: str = "none") -> dict:
+        holdout: str = "none", lib=None) -> dict:
     """Fit ``constants`` of stack ``base`` on ``runs`` (all, or with ``holdout="smallest"`` only the run with the fewest
     GPUs); the result with residuals, held-out errors and the catalog entry."""
     from scipy.optimize import least_squares
@@ -163,13 +164,13 @@ def fit(design, net, runs: list[Run], base: str, name: str, constants: tuple[str
 
     def residual(v) -> np.ndarray:
         x = dict(zip(constants, v))
-        return np.log(predict(with_stack(design, base, name, x), net, fitted, name, scheme) / meas)
+        return np.log(predict(with_stack(design, base, name, x), net, fitted, name, scheme, lib) / meas)
 
     lo, hi = zip(*(BOUNDS[c] for c in constants))
     res = least_squares(residual, [base_x[c] for c in constants], bounds=(lo, hi), diff_step=1e-3, xtol=1e-6, ftol=1e-8)
     x = {c: float(round(v, 4)) for c, v in zip(constants, res.x)}
     d = with_stack(design, base, name, x)
-    pred = predict(d, net, runs, name, scheme)
+    pred = predict(d, net, runs, name, scheme, lib)
     rows = [{"line": r.line, "workload": r.workload, "gpus": r.gpus, "measured_step_s": r.step_s, "predicted_step_s": float(p),
              "error": float(p / r.step_s - 1), "fitted": i in used} for i, (r, p) in enumerate(zip(runs, pred))]
     held = [abs(r["error"]) for r in rows if not r["fitted"]]

@@ -6,10 +6,10 @@ prediction, error and the convention it is compared in. Anyone can rerun it:
 The open validation set (the only end-to-end rows any constant may be set on):
 
 - Llama 3 Table 4 ([llama3]): the three workloads of ``sites/meta-24k-roce.yaml`` on its compiled fabric,
-  E-ECMP with 16 QPs; model FLOPs (6N + attention, BF16 MFU convention). The ``meta-production-2024``
+  E-ECMP with 16 QPs (the site's hash fields and QPs); model FLOPs (6N + attention, BF16 MFU convention). The ``meta-production-2024``
   stack's ``kernel_share`` is set on the 8,192-GPU row; the other two rows are predictions.
 - Megatron-LM SC'21 Table 1 ([megatron-sc21]): the ten GPT runs of ``sites/selene-a100.yaml`` on its
-  compiled HDR fat tree (static routing, as OpenSM's ftree programs it); hardware FLOPs with
+  compiled HDR fat tree (static routing, as the site's OpenSM engine, ftree, programs it); hardware FLOPs with
   recomputation (Eq. 3). The ``megatron-lm-2021`` stack's ``kernel_share`` is set so that the ten rows'
   errors average zero; the trend (44% -> 52% of peak) is the model's.
 - nccl-tests ``all_reduce_perf`` on one DGX H100 ([dgxc-nccl]): time (8 B - 1 MiB) or bus bandwidth
@@ -56,7 +56,6 @@ class Group:
     site: str
     source: str
     convention: str
-    scheme: tuple[str, str, int]  # routing scheme (name, kind, QPs) the rows are timed under
     stack: str
     calibration: str  # how the stack's kernel_share is set from this group: "mean" of all rows, "row" (calibration_row)
     calibration_row: str = ""  # the row the stack is set on ("row")
@@ -73,13 +72,13 @@ class Group:
 
 GROUPS = (
     Group("llama3-table4", "meta-24k-roce", "[llama3] Table 4", "model FLOPs per GPU (BF16 MFU convention)",
-          ("e-ecmp-16qp", "e-ecmp", 16), "meta-production-2024", "row", "llama3-405b-8k"),
+          "meta-production-2024", "row", "llama3-405b-8k"),
     Group("megatron-sc21-table1", "selene-a100", "[megatron-sc21] Table 1", "hardware FLOPs with recomputation (Eq. 3)",
-          ("ftree", "static", 1), "megatron-lm-2021", "mean"),
+          "megatron-lm-2021", "mean"),
     Group("nemo-h100", "dgx-h100-pod", "[megatron-bridge-perf]", "Megatron-LM model FLOPs (attention over the full square)",
-          ("ftree", "static", 1), "megatron-core-2025", "row", "nemo-llama3-8b", ("nemo-llama3-8b",)),
+          "megatron-core-2025", "row", "nemo-llama3-8b", ("nemo-llama3-8b",)),
     Group("megatron-sc21-table2", "selene-a100", "[megatron-sc21] Table 2", "hardware FLOPs with recomputation (Eq. 3)",
-          ("ftree", "static", 1), "megatron-deepspeed-2021", "row", "zero3-175b-384", ("zero3-175b-384",), validation_rows.TABLE2),
+          "megatron-deepspeed-2021", "row", "zero3-175b-384", ("zero3-175b-384",), validation_rows.TABLE2),
 )
 CALIBRATION_ROW = GROUPS[0].calibration_row  # the Llama 3 row the meta stack is set on
 NCCL_ROWS = (  # size, time (us), busbw (GB/s) or None: [dgxc-nccl], out of place
@@ -136,7 +135,7 @@ def _job_rows(g: Group, design, net, names: list[str] | None = None) -> list[Row
     from twin.twins.net.nccl import Library
     from twin.twins.workload import jobs
 
-    scheme = routing.Scheme(g.scheme[0], g.scheme[1], g.scheme[2])
+    scheme = routing.site_scheme(design.spec.fabric)  # as the site states it: OpenSM's engine, or Ethernet's hash
     lib = Library(nic_latency=design.spec.chassis.nic_latency)
     if g.variants:
         design = validation_rows.design_with(design, g.variants)
