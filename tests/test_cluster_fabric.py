@@ -1,0 +1,129 @@
+"""The cluster twin's shared fabric (twin/twins/cluster/fabric.py) held to closed forms and to the flow model:
+two identical jobs forced across one uplink that each alone fills get half of it each, so their collective
+takes twice as long (max-min fairness on one bottleneck, the network twin's fluid model, gives the same
+ratio); jobs in separate zones of a fabric non-blocking inside a zone slow each other by nothing; a stretch
+that changes mid-run moves the job's end by its remaining work; topology-aware packing measures less
+slowdown than a scheduler blind to the fabric; and every GPU-second stays in exactly one bucket."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from twin.twins.cluster import failures as fail
+from twin.twins.cluster.alloc import Allocator
+from twin.twins.cluster.engine import BUCKETS, Policy, Run
+from twin.twins.cluster.fabric import SharedFabric
+from twin.twins.cluster.jobset import JobSet
+from twin.twins.cluster.site import from_design
+from twin.twins.net import fluid, routing, synthetic, topology
+from twin.twins.net.collectives import plan
+from twin.twins.net.load import SPRAY
+
+W = 3600.0
+
+
+def fabric_site(**kw):
+    g = synthetic.clos(**kw)
+    site = from_design(SimpleNamespace(fabric=SimpleNamespace(graph=g), name="synthetic"))
+    return site, topology.compile_graph(g, {}, None)
+
+
+# 2 zones x 2 racks x 1 server x 1 GPU; 1 CTSW per zone with one uplink to the ATSW: 2:1 above the zone.
+# Jobs (0, 2) and (1, 3) each put one server in each zone: each ring's hop between the zones fills the uplink.
+TWO = dict(zones=2, racks_per_zone=2, servers_per_rack=1, gpus_per_server=1, ctsw_per_zone=1, atsw=1, ctsw_uplinks=1)
+
+
+def jobs(submit, gpus, work) -> JobSet:
+    n = len(submit)
+    return JobSet(np.array(submit, float), np.array(gpus, np.int64), np.array(work, float), np.zeros(n, np.int64),
+                  np.zeros(n, bool), ("training",), (True,), (0,))
+
+
+class Forced(Allocator):
+    """Places the multi-server jobs, in the order they start, on the servers given (the closed form's placement)."""
+
+    def __init__(self, site, places):
+        super().__init__(site, "first-fit")
+        self.places = list(places)
+
+    def allocate(self, g):
+        servers = self.places.pop(0)
+        for s in servers:
+            self._set(s, 0)
+        return [(s, self.G) for s in servers]
+
+
+def run(site, net, js, share, policy=None, horizon=2 * 86400.0, places=None):
+    p = policy or Policy(interval=1e9, restart=0.0)
+    shared = SharedFabric(net, site.ids, share)
+    arr = fail.arrivals([], site.servers, int(site.rack.max()) + 1, np.zeros(site.servers, bool), 1.0, horizon, 1)
+    R = Run(site, js, [], arr, np.zeros(site.servers, bool), p, horizon, shared)
+    if places is not None:
+        R.A = Forced(site, places)
+    out = R.go()
+    assert abs(sum(out.buckets.values()) - site.gpus * horizon) < 1.0, "every GPU-second lands in exactly one bucket"
+    return out, shared
+
+
+def test_two_jobs_across_one_uplink_each_get_half_of_it_as_the_fluid_model_shares_it():
+    site, net = fabric_site(**TWO)
+    f = SharedFabric(net, site.ids, 1.0)
+    assert f.add(0, (0, 2)) == {0: 1.0}
+    assert f.add(1, (1, 3)) == {1: 2.0, 0: 2.0}  # closed form: half the uplink each, the collective twice as long
+    assert f.remove(0) == {1: 1.0}
+    # the flow model: both rings' flows max-min fair on the fabric finish in twice the time of one alone
+    routed = []
+    for servers in ((0, 2), (1, 3)):
+        ranks = np.concatenate([f.gpus[s] for s in servers])
+        (ph,), _ = plan(net, "allreduce", "ring", ranks)
+        routed.append(routing.route(net, ph.src, ph.dst, ph.frac * 1e9, SPRAY, ph.conns, ph.pxn))
+    alone = fluid.complete(routed[0].A, net.arc_cap / 8, routed[0].size).makespan
+    both = routing._concat(net, routed)
+    together = fluid.complete(both.A, net.arc_cap / 8, both.size).makespan
+    assert together / alone == pytest.approx(2.0, rel=1e-6)
+
+
+def test_the_step_stretches_by_its_share_of_the_collective_and_a_change_mid_run_moves_the_end():
+    site, net = fabric_site(**TWO)
+    both = [(0, 2), (1, 3)]
+    # w = 1, both from 0: each runs at half speed to 2W; its 2 GPUs spend W of it slowed by its neighbour
+    out, _ = run(site, net, jobs([0.0, 0.0], [2, 2], [W, W]), 1.0, places=both)
+    assert out.jobs_end.tolist() == pytest.approx([2 * W, 2 * W])
+    assert out.buckets["neighbours"] == pytest.approx(4 * W) and out.buckets["productive"] == pytest.approx(4 * W)
+    # w = 1, the second job at W/2: A has W/2 left, done at 1.5 W; B did W/2 by then and ends alone at 2 W
+    out, _ = run(site, net, jobs([0.0, W / 2], [2, 2], [W, W]), 1.0, places=both)
+    assert out.jobs_end.tolist() == pytest.approx([1.5 * W, 2.0 * W])
+    assert out.buckets["neighbours"] == pytest.approx(2 * (W / 2) * 2)  # each job's 2 GPUs slowed for W/2
+    # w = 1/2: on the uplink U = 1/2 + 1/2, C = 1 - 1/2 + 1 = 3/2, the step 1 + (3/2 - 1)/2 = 5/4
+    out, _ = run(site, net, jobs([0.0, 0.0], [2, 2], [W, W]), 0.5, places=both)
+    assert out.jobs_end.tolist() == pytest.approx([1.25 * W, 1.25 * W])
+    # each inside its own zone (servers 0, 1 and 2, 3) the same two jobs are not stretched at all
+    out, _ = run(site, net, jobs([0.0, 0.0], [2, 2], [W, W]), 1.0, places=[(0, 1), (2, 3)])
+    assert out.jobs_end.tolist() == pytest.approx([W, W]) and out.buckets["neighbours"] == 0.0
+
+
+def test_jobs_in_separate_zones_slow_each_other_by_nothing():
+    # 2 zones x 2 racks x 2 servers x 2 GPUs, 1:1 inside the zone, 8:1 above it
+    site, net = fabric_site(zones=2, racks_per_zone=2, servers_per_rack=2, gpus_per_server=2, ctsw_per_zone=2, atsw=1, ctsw_uplinks=1)
+    f = SharedFabric(net, site.ids, 1.0)
+    for j, zone in enumerate(range(2)):
+        servers = tuple(np.flatnonzero(site.zone == zone).tolist())
+        assert f.add(j, servers) == {j: 1.0}
+    assert f.R.max() <= 1.0 + 1e-9  # nothing stretched, nothing to recompute
+
+
+def test_topology_packing_measures_less_slowdown_than_random_placement():
+    site, net = fabric_site(zones=2, racks_per_zone=4, servers_per_rack=2, gpus_per_server=2, ctsw_per_zone=2, atsw=1, ctsw_uplinks=1)
+    rng = np.random.default_rng(5)
+    n = 60
+    js = jobs(np.sort(rng.random(n) * 3 * 86400.0), [8] * n, rng.uniform(1, 4, n) * W)
+    slowed = {}
+    for packing in ("topology", "random"):
+        out, _ = run(site, net, js, 0.5, Policy(interval=1e9, restart=0.0, packing=packing), horizon=4 * 86400.0)
+        held = sum(out.buckets[k] for k in BUCKETS[:7])
+        slowed[packing] = out.buckets["neighbours"] / held
+        assert out.counts["completions"] == n
+    assert slowed["topology"] == 0.0 < 0.05 < slowed["random"]

@@ -1,0 +1,146 @@
+"""The shared fabric: concurrent jobs whose collectives cross the same links slow each other.
+
+Each job of more than one server runs its data-parallel collective (a ring AllReduce over its GPUs, in
+the order the scheduler lists its servers: NCCL's rail rings, :func:`twin.twins.net.collectives.plan`)
+on the compiled fabric, sprayed over every shortest path (the flow model's ideal share, without hash
+collisions). Its *footprint* is the load that collective puts on each switch-to-switch arc at full
+speed, as a share of the arc's capacity: ``u(a) = bytes(a) / cap(a) / T`` with ``T`` the job's own
+bottleneck (``max bytes/cap`` over every arc it crosses, its NICs included), so ``u = 1`` on a link the
+job alone fills. Footprints are cached by placement.
+
+A job spends a share ``w`` of its step in that collective (``fabric.comm_share``). Its neighbours are
+counted at their share (the chance that their collective runs at the same moment: a mean field), so on
+arc ``a`` the load seen by job ``j`` while it communicates is ``u_j(a) + sum_{k != j} w_k u_k(a)``, and
+its collective stretches by the worst of its arcs::
+
+    C_j = max(1, max_a [u_j(a) + U(a) - w_j u_j(a)]),   U(a) = sum_k w_k u_k(a)
+    step stretch s_j = 1 + w_j (C_j - 1)
+
+Two identical jobs (``w = 1``) forced across one uplink that each alone fills get half of it each:
+``C = 2``, their communication time doubles. Jobs in separate zones of a fabric that is non-blocking
+inside a zone share no loaded arc and slow each other by nothing.
+
+Only arcs where the jobs' raw loads ``R(a) = sum_k u_k(a)`` exceed 1 can stretch anyone
+(``u_j + U - w_j u_j <= R``), so an event that leaves every arc it touches at or below 1 re-times no
+other job: inside a non-blocking zone nothing is recomputed.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+import numpy as np
+
+HOT = 1.0 + 1e-9
+
+
+@dataclass(frozen=True)
+class Footprint:
+    arcs: np.ndarray  # the switch-to-switch arcs the job's collective loads
+    u: np.ndarray  # its load on each, as a share of the arc's capacity at the job's own full speed
+
+
+class SharedFabric:
+    """Running jobs' footprints on the compiled fabric and the stretch each one's step gets from them."""
+
+    def __init__(self, net, server_ids: tuple[str, ...], comm_share: float, cache: int = 4096):
+        from twin.twins.net.load import fabric_arcs
+
+        self.net = net
+        index = {s: i for i, s in enumerate(net.server_ids)}
+        missing = [s for s in server_ids if s not in index]
+        if missing:
+            raise ValueError(f"the fabric has no server {missing[0]!r}")
+        order = np.argsort(net.gpu_server, kind="stable")
+        bounds = np.searchsorted(net.gpu_server[order], np.arange(len(net.server_ids) + 1))
+        self.gpus = [order[bounds[index[s]]:bounds[index[s] + 1]] for s in server_ids]
+        self.fabric = fabric_arcs(net)
+        self.w = float(comm_share)
+        self.U = np.zeros(net.n_arcs)
+        self.R = np.zeros(net.n_arcs)
+        self.on: dict[int, Footprint] = {}
+        self.s: dict[int, float] = {}
+        self.cache: dict[tuple[int, ...], Footprint] = {}
+        self.limit = cache
+        self.routed = 0
+
+    def footprint(self, servers: tuple[int, ...]) -> Footprint:
+        fp = self.cache.get(servers)
+        if fp is None:
+            fp = self._route(servers)
+            if len(self.cache) >= self.limit:
+                self.cache.pop(next(iter(self.cache)))
+            self.cache[servers] = fp
+        return fp
+
+    def _route(self, servers: tuple[int, ...]) -> Footprint:
+        from twin.twins.net import collectives, routing
+        from twin.twins.net.load import SPRAY
+
+        net = self.net
+        self.routed += 1
+        ranks = np.concatenate([self.gpus[s] for s in servers])
+        (ph,), _ = collectives.plan(net, "allreduce", "ring", ranks)
+        r = routing.route(net, ph.src, ph.dst, ph.frac, SPRAY, ph.conns, ph.pxn)
+        share = routing.link_load(net, r) / net.arc_cap
+        top = float(share.max()) if len(share) else 0.0
+        arcs = np.flatnonzero(self.fabric & (share > 0))
+        return Footprint(arcs, share[arcs] / top if top > 0 else share[arcs])
+
+    def stretch_of(self, j: int) -> float:
+        fp, w = self.on[j], self.w
+        if not len(fp.arcs):
+            return 1.0
+        c = float((fp.u * (1.0 - w) + self.U[fp.arcs]).max())
+        return 1.0 + w * (c - 1.0) if c > HOT else 1.0
+
+    def add(self, j: int, servers: tuple[int, ...]) -> dict[int, float]:
+        """Job ``j`` starts on ``servers``: the stretches that changed (``j``'s own always)."""
+        fp = self.footprint(servers)
+        self.on[j] = fp
+        self.U[fp.arcs] += self.w * fp.u
+        self.R[fp.arcs] += fp.u
+        return self._changed(j, fp, hot=self.R[fp.arcs] > HOT)
+
+    def remove(self, j: int) -> dict[int, float]:
+        """Job ``j`` stops: the stretches of the others that changed."""
+        fp = self.on.pop(j, None)
+        self.s.pop(j, None)
+        if fp is None:
+            return {}
+        hot = self.R[fp.arcs] > HOT
+        self.U[fp.arcs] -= self.w * fp.u
+        self.R[fp.arcs] -= fp.u
+        return self._changed(None, fp, hot)
+
+    def _changed(self, j: int | None, fp: Footprint, hot: np.ndarray) -> dict[int, float]:
+        out = {}
+        if j is not None:
+            self.s[j] = out[j] = self.stretch_of(j)
+        if hot.any():
+            mark = np.zeros(self.net.n_arcs, bool)
+            mark[fp.arcs[hot]] = True
+            for k, other in self.on.items():
+                if k != j and mark[other.arcs].any():
+                    s = self.stretch_of(k)
+                    if s != self.s.get(k, 1.0):
+                        self.s[k] = out[k] = s
+        return out
+
+
+def retime(R, t: float, changed: dict[int, float]) -> None:
+    """New stretches on the clock of a run ``R`` (:class:`twin.twins.cluster.engine.Run`): each running job's
+    end moves with its remaining running time, and the seconds stretched so far are kept apart."""
+    for j, s in changed.items():
+        if j not in R.running or s == R.sf[j]:
+            continue
+        R.lag[j] = R.slowed(j, t)
+        R.ts[j], R.sf[j] = t, s
+        end = t + (R.need[j] - (t - R.seg0[j] - R.lag[j])) * s
+        i = bisect.bisect_left(R.ends, (R.est[j], j))
+        if i < len(R.ends) and R.ends[i][1] == j:
+            del R.ends[i]
+        R.est[j] = end
+        bisect.insort(R.ends, (end, j))
+        R.push_end(j, end)
