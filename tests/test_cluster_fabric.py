@@ -127,3 +127,14 @@ def test_topology_packing_measures_less_slowdown_than_random_placement():
         slowed[packing] = out.buckets["neighbours"] / held
         assert out.counts["completions"] == n
     assert slowed["topology"] == 0.0 < 0.05 < slowed["random"]
+
+
+@pytest.mark.parametrize("servers", [(0, 8), (0, 1, 8), (3, 12, 5, 9), (0, 2, 4, 6, 8, 10, 12), tuple(range(16))])
+def test_the_ring_read_off_the_spray_tables_is_the_routed_collectives_footprint(lab, servers):
+    """The fast footprint (each ring hop's spray table) against routing the planned ring's every transfer."""
+    site = from_design(lab)
+    f = SharedFabric(topology.from_design(lab), site.ids, 1.0)
+    assert f.direct
+    fast, routed = f._ring(servers), f._route(servers)
+    assert fast.arcs.tolist() == routed.arcs.tolist() and len(fast.arcs) > 0
+    assert fast.u == pytest.approx(routed.u, rel=1e-9)

@@ -64,11 +64,16 @@ class SharedFabric:
         self.cache: dict[tuple[int, ...], Footprint] = {}
         self.limit = cache
         self.routed = 0
+        # the ring's hops read straight off the spray tables where a hop is one NIC to one NIC of one plane
+        # between two NVLink domains (else every transfer is routed: multi-plane NICs, rack-scale domains)
+        G = {len(x) for x in self.gpus}
+        self.direct = net.planes == 1 and net.gpu_domain is None and len(G) == 1
+        self.pairs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def footprint(self, servers: tuple[int, ...]) -> Footprint:
         fp = self.cache.get(servers)
         if fp is None:
-            fp = self._route(servers)
+            fp = self._ring(servers) if self.direct and len(servers) > 1 else self._route(servers)
             if len(self.cache) >= self.limit:
                 self.cache.pop(next(iter(self.cache)))
             self.cache[servers] = fp
@@ -87,6 +92,42 @@ class SharedFabric:
         top = float(share.max()) if len(share) else 0.0
         arcs = np.flatnonzero(self.fabric & (share > 0))
         return Footprint(arcs, share[arcs] / top if top > 0 else share[arcs])
+
+    def _ring(self, servers: tuple[int, ...]) -> Footprint:
+        """:meth:`_route`'s footprint without building the flows: NCCL's rail rings cross from each server to the
+        next on one rail (GPU ``i`` to GPU ``i``; with an odd count of servers the ring's closing hop goes from
+        GPU ``i`` to ``i + 1``, :func:`twin.twins.net.collectives.rings`), every hop the same bytes, each sprayed
+        by its (leaf, destination) table, the tables cached."""
+        from twin.twins.net import spray
+
+        net = self.net
+        self.routed += 1
+        nic = net.gpu_nic[np.stack([self.gpus[s] for s in servers])]
+        dst = np.roll(nic, -1, axis=0)
+        if len(servers) % 2:
+            dst[-1] = np.roll(nic[0], -1)
+        src, dst = nic.ravel(), dst.ravel()
+        top = float(max((1.0 / net.arc_cap[net.nic_up[src]]).max(), (1.0 / net.arc_cap[net.nic_down[dst]]).max()))
+        sl, dl = net.nic_leaf[src], net.nic_leaf[dst]
+        cross = sl != dl
+        S = net.n_switches
+        keys, count = np.unique(sl[cross] * S + dl[cross], return_counts=True)
+        new = [k for k in keys.tolist() if k not in self.pairs]
+        if new:
+            nk = np.array(new, np.int64)
+            arcs, frac, ptr = spray.table(net, nk // S, net.dest_of_switch[nk % S])
+            for i, k in enumerate(new):
+                self.pairs[k] = (arcs[ptr[i]:ptr[i + 1]], frac[ptr[i]:ptr[i + 1]])
+        if not len(keys):
+            return Footprint(np.zeros(0, np.int64), np.zeros(0))
+        parts = [self.pairs[k] for k in keys.tolist()]
+        arcs = np.concatenate([a for a, _ in parts])
+        w = np.concatenate([f * c for (_, f), c in zip(parts, count.tolist())])
+        arcs, inv = np.unique(arcs, return_inverse=True)
+        share = np.bincount(inv.reshape(-1), weights=w, minlength=len(arcs)) / net.arc_cap[arcs]
+        top = max(top, float(share.max()))
+        keep = self.fabric[arcs]
+        return Footprint(arcs[keep], share[keep] / top)
 
     def stretch_of(self, j: int) -> float:
         fp, w = self.on[j], self.w
