@@ -159,14 +159,19 @@ class SharedFabric:
         out = {}
         if j is not None:
             self.s[j] = out[j] = self.stretch_of(j)
-        if hot.any():
-            mark = np.zeros(self.net.n_arcs, bool)
-            mark[fp.arcs[hot]] = True
-            for k, other in self.on.items():
-                if k != j and mark[other.arcs].any():
-                    s = self.stretch_of(k)
-                    if s != self.s.get(k, 1.0):
-                        self.s[k] = out[k] = s
+        others = [k for k, o in self.on.items() if k != j and len(o.arcs)] if hot.any() else []
+        if not others:
+            return out
+        # every other job's stretch at once: the max of u (1 - w) + U over its arcs, compared with the one it has
+        fps = [self.on[k] for k in others]
+        n = np.array([len(o.arcs) for o in fps])
+        arcs = np.concatenate([o.arcs for o in fps])
+        v = np.concatenate([o.u for o in fps]) * (1.0 - self.w) + self.U[arcs]
+        c = np.maximum.reduceat(v, np.r_[0, np.cumsum(n)[:-1]])
+        new = np.where(c > HOT, 1.0 + self.w * (c - 1.0), 1.0)
+        for k, x in zip(others, new.tolist()):
+            if x != self.s.get(k, 1.0):
+                self.s[k] = out[k] = x
         return out
 
 
