@@ -138,3 +138,24 @@ def test_the_ring_read_off_the_spray_tables_is_the_routed_collectives_footprint(
     fast, routed = f._ring(servers), f._route(servers)
     assert fast.arcs.tolist() == routed.arcs.tolist() and len(fast.arcs) > 0
     assert fast.u == pytest.approx(routed.u, rel=1e-9)
+
+
+def test_a_scenario_with_a_shared_fabric_reports_the_slowed_share_and_keeps_every_gpu_second(lab):
+    """lab-2zone (2:1 above the zones) with 32-GPU jobs placed at random: rings crossing the ATSW tier
+    together stretch each other; packed inside the zones they do not."""
+    from twin.emit.report_cluster import findings
+    from twin.lang.scenario.models import parse_scenario
+    from twin.twins.cluster.run import simulate_cluster
+
+    text = ("name: t\ncluster:\n  days: 3\n  jobs:\n    mix:\n      rate: 30 / day\n      sizes:\n"
+            "        - {gpus: 32, share: 1, duration: {median: 2 h, sigma: 0.5}}\n"
+            "  scheduler: {packing: PACKING}\n  fabric: {comm_share: 0.5}\n")
+    slowed = {}
+    for packing in ("topology", "random"):
+        scn, src = parse_scenario(text.replace("PACKING", packing))
+        doc, out = simulate_cluster(lab, scn.cluster, src)
+        assert abs(doc["conservation_gpu_s"]) < 1.0 and "neighbours" in doc["buckets_gpu_h"]
+        assert doc["fabric"]["placements_routed"] > 0
+        slowed[packing] = doc["fabric"]["slowed_share_of_held"]
+        assert any(f.startswith("shared fabric:") for f in findings(doc))
+    assert slowed["topology"] == 0.0 < slowed["random"]
