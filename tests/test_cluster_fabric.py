@@ -159,3 +159,19 @@ def test_a_scenario_with_a_shared_fabric_reports_the_slowed_share_and_keeps_ever
         slowed[packing] = doc["fabric"]["slowed_share_of_held"]
         assert any(f.startswith("shared fabric:") for f in findings(doc))
     assert slowed["topology"] == 0.0 < slowed["random"]
+
+
+def test_the_sites_power_at_full_load_is_the_designs_facility_budget_and_idle_is_the_idle_draw(lab):
+    """Power on the cluster clock (twin/twins/cluster/power.py): every GPU held and computing at TDP (lab-2zone
+    has no cap) draws the design's own facility budget; an empty site draws its idle figures (closed form)."""
+    from twin.twins.cluster.power import site_power
+    from twin.twins.power.phases import gpu_phases
+
+    ch = lab.spec.chassis
+    full = site_power(lab, np.array([128.0, 0.0]), 128, 8, 3600.0)
+    assert full["facility_kw"]["peak"] * 1e3 == pytest.approx(lab.budget.facility_power, rel=1e-9)
+    ph = gpu_phases(ch.phase_power, ch.gpu_tdp, lab.spec.rack.gpu_power_cap, ch.max_power, ch.gpus)
+    idle_it = lab.budget.it_power - 16 * ch.max_power + 128 * ph.idle + 16 * ph.rest_idle
+    assert full["facility_kw"]["min"] * 1e3 == pytest.approx(idle_it * lab.spec.site.power.pue, rel=1e-9)
+    assert full["hours_over_supply"] == 0.0 and full["facility_kw"]["mean"] == pytest.approx(
+        (full["facility_kw"]["peak"] + full["facility_kw"]["min"]) / 2)

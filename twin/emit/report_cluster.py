@@ -68,6 +68,10 @@ def findings(c: dict) -> list[str]:
         f = c["fabric"]
         out.append(f"shared fabric: jobs' steps were stretched by neighbours on shared links for {_pct(f['slowed_share_of_held'])} of "
                    f"the GPU-time jobs held (collective share of a step {f['comm_share']:g}; {f['placements_routed']:,} placements routed).")
+    if "power" in c:
+        pw = c["power"]
+        out.append(f"site power (facility, x PUE {pw['pue']:g}): peak {pw['facility_kw']['peak']:,.0f} kW, mean {pw['facility_kw']['mean']:,.0f} kW "
+                   f"against a supply of {pw['supply_kw']:,.0f} kW; {pw['hours_over_supply']:,.0f} h over it.")
     if "trace" in c:
         t = c["trace"]
         out.append(f"trace {t['file']} ({t['format']}): {t['jobs']:,} jobs over {t['span_days']:.1f} days, {t['gpu_hours']:,.0f} GPU-hours; "

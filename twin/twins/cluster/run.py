@@ -92,6 +92,11 @@ def simulate_cluster(design, cl, src=None, base_dir: Path | None = None, progres
     if shared is not None:
         doc["fabric"] = {"comm_share": shared.w, "placements_routed": shared.routed,
                          "slowed_share_of_held": out.buckets["neighbours"] / max(sum(out.buckets[k] for k in JOB_BUCKETS), 1e-300)}
+    if design is not None and getattr(design, "budget", None) is not None:
+        from twin.twins.cluster.power import site_power
+
+        running = np.asarray(doc["series"]["gpu_states"]["running"], float)
+        doc["power"] = site_power(design, running, site.gpus, site.gpus_per_server, out.bin, cl.fabric.comm_share if cl.fabric else None)
     if stats is not None:
         doc["trace"] = stats
     return doc, out
