@@ -6,7 +6,8 @@ compile is apart (done once, not per run). Each line is the median of ``--repeat
 cluster run alone (jobs drawn, failures drawn, the clock, the summary), for the scenario's own mix
 (scenarios/meta-rsc-month.yaml, 7,200 jobs a day) and the same mix at 10,000 jobs a day (about 300,000
 jobs; the site is then over-subscribed and the queue grows, which is the scheduler's hard case), under
-EASY backfill with preemption and under FIFO.
+EASY backfill with preemption and under FIFO; and the scenario's mix with a shared fabric
+(``fabric: {comm_share: 0.3}``: every multi-server job's ring laid on the compiled fabric).
 
     python bench/bench_cluster.py              # 3 repeats
     python bench/bench_cluster.py --repeat 5
@@ -39,8 +40,10 @@ def main() -> None:
     site = from_design(design)
     print(f"design compile (apart): {time.perf_counter() - t0:.1f} s; {site.gpus:,} GPUs, {site.servers:,} servers, {site.zones} zones")
     text = SCENARIO.read_text(encoding="utf-8")
-    for rate, policy in (("7200 / day", "easy"), ("10000 / day", "easy"), ("10000 / day", "fifo")):
+    for rate, policy, shared in (("7200 / day", "easy", False), ("10000 / day", "easy", False), ("10000 / day", "fifo", False),
+                                 ("7200 / day", "easy", True)):
         variant = text.replace("rate: 7200 / day", f"rate: {rate}").replace("policy: easy", f"policy: {policy}")
+        variant += "  fabric: {comm_share: 0.3}\n" if shared else ""
         scn, src = parse_scenario(variant, str(SCENARIO))
         times, doc = [], None
         for _ in range(args.repeat):
@@ -49,7 +52,7 @@ def main() -> None:
             times.append(time.perf_counter() - t1)
         med = statistics.median(times)
         k = doc["counts"]
-        print(f"{rate:>12}  {policy:4}  {doc['jobs']:>7,} jobs  {k['failures']:4} node failures  {k['preemptions']:5,} preemptions  "
+        print(f"{rate:>12}  {policy:4}{' fabric' if shared else ''}  {doc['jobs']:>7,} jobs  {k['failures']:4} node failures  {k['preemptions']:5,} preemptions  "
               f"utilization {100 * doc['utilization']:5.1f}%  goodput {100 * doc['goodput']:5.1f}%  "
               f"median {med:5.1f} s (of {', '.join(f'{t:.1f}' for t in times)})  goal <= 60 s: {'met' if med <= 60 else 'NOT met'}")
 

@@ -144,3 +144,4 @@ def test_a_sweep_varies_the_cluster_knobs_and_collects_site_goodput(root):
     short, long_ = (r["figures"] for r in rows)
     assert 0 < short["site_goodput"] < short["site_utilization"] <= 1
     assert short["site_preemptions"] > long_["site_preemptions"] == 0
+    assert 0.102 < short["site_power_peak_mw"] <= 0.5  # above lab-2zone's empty-site draw (101 kW), within its 500 kW supply

@@ -14,7 +14,7 @@ from twin.emit.markdown import table
 BUCKET_NAMES = {
     "productive": "productive training", "rework": "rework after a failure", "detection": "hung until detected",
     "restart": "restarts", "checkpoint": "checkpoint writes", "preempted": "preempted (lost work, relaunch)",
-    "idle": "idle, no job waiting", "queued_idle": "idle while jobs wait", "fragmentation": "fragmentation",
+    "neighbours": "slowed by neighbours (shared links)", "idle": "idle, no job waiting", "queued_idle": "idle while jobs wait", "fragmentation": "fragmentation",
     "repair": "drained for repair", "spare": "held as spares",
 }
 
@@ -36,7 +36,7 @@ def headline(c: dict) -> str:
 
 
 def bucket_rows(c: dict) -> list[list]:
-    return [[BUCKET_NAMES[b], f"{c['buckets_gpu_h'][b]:,.0f}", _pct(c["shares"][b])] for b in BUCKET_NAMES]
+    return [[BUCKET_NAMES[b], f"{c['buckets_gpu_h'][b]:,.0f}", _pct(c["shares"][b])] for b in BUCKET_NAMES if b in c["shares"]]
 
 
 def size_rows(c: dict) -> list[list]:
@@ -64,6 +64,14 @@ def findings(c: dict) -> list[str]:
     if lem["servers"]:
         out.append(f"{lem['servers']} lemon servers touched {_pct(lem['jobs_touched_share'])} of the jobs; "
                    f"{lem['drained']} servers drained as lemons ({lem['drained_true']} of them were).")
+    if "fabric" in c:
+        f = c["fabric"]
+        out.append(f"shared fabric: jobs' steps were stretched by neighbours on shared links for {_pct(f['slowed_share_of_held'])} of "
+                   f"the GPU-time jobs held (collective share of a step {f['comm_share']:g}; {f['placements_routed']:,} placements routed).")
+    if "power" in c:
+        pw = c["power"]
+        out.append(f"site power (facility, x PUE {pw['pue']:g}): peak {pw['facility_kw']['peak']:,.0f} kW, mean {pw['facility_kw']['mean']:,.0f} kW "
+                   f"against a supply of {pw['supply_kw']:,.0f} kW; {pw['hours_over_supply']:,.0f} h over it.")
     if "trace" in c:
         t = c["trace"]
         out.append(f"trace {t['file']} ({t['format']}): {t['jobs']:,} jobs over {t['span_days']:.1f} days, {t['gpu_hours']:,.0f} GPU-hours; "

@@ -152,8 +152,9 @@ class Preemption(Model):
 class Scheduler(Model):
     policy: Literal["fifo", "easy"] = Field("easy", description="fifo: in queue order, the head blocks; easy: EASY backfill behind the head's reservation")
     backfill_depth: int = Field(64, ge=1, le=100_000, description="waiting jobs behind the head that backfill looks at")
-    packing: Literal["topology", "first-fit"] = Field("topology", description="topology: a job's servers inside one AI zone "
-                                                       "(the smallest that fits), small jobs on the fullest server; first-fit: in server order")
+    packing: Literal["topology", "first-fit", "random"] = Field("topology", description="topology: a job's servers inside one AI zone "
+                                                                 "(the smallest that fits), small jobs on the fullest server; first-fit: in "
+                                                                 "server order; random: a multi-server job's servers drawn at random")
     preemption: Preemption | None = Field(None, description="a blocked waiting job preempts jobs behind it in queue order that ran past the guard")
 
 
@@ -197,6 +198,13 @@ class Failures(Model):
         return self
 
 
+class SharedFabric(Model):
+    """Concurrent jobs whose collectives cross the same links of the compiled fabric slow each other."""
+
+    comm_share: float = Field(ge=0, le=1, description="share of a multi-server job's step spent in its data-parallel "
+                              "collective at full bandwidth (its step stretches by this share of the collective's slowdown)")
+
+
 class Cluster(Model):
     """The whole site over ``days``: every job, the scheduler and the failures on one event clock."""
 
@@ -208,6 +216,8 @@ class Cluster(Model):
     restart: Duration = Field(300.0, description="relaunch after a failure or a preemption (u0 in Kokolis et al.; assumed 5 min)")
     failures: Failures = Field(default_factory=Failures)
     spares: int = Field(0, ge=0, le=10_000_000, description="servers held back from the scheduler, each brought in when a server is drained")
+    fabric: SharedFabric | None = Field(None, description="jobs sharing links slow each other by the flow model's shares "
+                                        "(default: the fabric is not shared)")
 
     @model_validator(mode="after")
     def _span(self) -> "Cluster":

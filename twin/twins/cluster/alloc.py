@@ -27,12 +27,13 @@ IN_SERVICE, DOWN, SPARE = 0, 1, 2
 
 
 class Allocator:
-    def __init__(self, site, packing: str, spares: int = 0):
+    def __init__(self, site, packing: str, spares: int = 0, seed: int = 1):
         self.G = G = site.gpus_per_server
         self.S = S = site.servers
         self.zone = site.zone
         self.Z = site.zones
         self.topology = packing == "topology"
+        self.rng = np.random.default_rng([seed, 38]) if packing == "random" else None
         self.free = np.full(S, G, np.int64)
         self.state = np.zeros(S, np.int8)
         if spares:
@@ -92,6 +93,8 @@ class Allocator:
                 rank = np.empty(self.Z, np.int64)
                 rank[order] = np.arange(self.Z)
                 pick = whole[np.argsort(rank[self.zone[whole]], kind="stable")][:k]
+        elif self.rng is not None:
+            pick = self.rng.choice(whole, size=k, replace=False)
         else:
             pick = whole[:k]
         out = []

@@ -12,7 +12,8 @@ time) and the failed server is drained for repair. The scheduler (:mod:`twin.twi
 runs after every event that can let a job start.
 
 Every GPU-second of the span lands in exactly one bucket (:data:`BUCKETS`): a job's held time is split
-into productive, rework, detection, restart, checkpoint and preempted; a GPU no job holds is idle (no
+into productive, rework, detection, restart, checkpoint, preempted and neighbours (the part of its
+running time its step was stretched by jobs sharing its links: :mod:`twin.twins.cluster.fabric`); a GPU no job holds is idle (no
 job waits), queued_idle (jobs wait and the head needs more GPUs than are free), fragmentation (the head
 would fit by count, not by shape), repair (on a drained server) or spare (a held-back server).
 """
@@ -29,11 +30,12 @@ import numpy as np
 from twin.twins.cluster import schedule
 from twin.twins.cluster.alloc import DOWN, IN_SERVICE, SPARE, Allocator
 from twin.twins.cluster.answers import Tally, size_class
+from twin.twins.cluster.fabric import retime
 from twin.twins.cluster.failures import Source
 
-BUCKETS = ("productive", "rework", "detection", "restart", "checkpoint", "preempted",
+BUCKETS = ("productive", "rework", "detection", "restart", "checkpoint", "preempted", "neighbours",
            "idle", "queued_idle", "fragmentation", "repair", "spare")
-JOB_BUCKETS = BUCKETS[:6]
+JOB_BUCKETS = BUCKETS[:7]
 END, RELEASE, REPAIR, LIFETIME, GUARD = range(5)
 FINISH, FAIL, PREEMPT, LIFE, HORIZON = range(5)
 WAITING, RUNNING, HANGING, DONE = 1, 2, 3, 4
@@ -55,6 +57,7 @@ class Policy:
     lemon_window: float = 7 * 86400.0
     lemon_drain: float = 30 * 86400.0
     bin: float = 3600.0  # the GPU-state series' resolution
+    seed: int = 1  # random packing's draws
 
 
 @dataclass
@@ -94,8 +97,9 @@ class Run:
     """One cluster run; ``go()`` returns its :class:`Outcome`. Deterministic for its inputs."""
 
     def __init__(self, site, jobs, sources: list[Source], failures: tuple[np.ndarray, np.ndarray, np.ndarray],
-                 lemons: np.ndarray, policy: Policy, horizon: float):
+                 lemons: np.ndarray, policy: Policy, horizon: float, fabric=None):
         self.site, self.jobs, self.sources, self.p, self.D = site, jobs, sources, policy, horizon
+        self.fab = fabric  # a SharedFabric: multi-server jobs stretch each other's steps (None: they do not)
         self.fail_t, self.fail_u, self.fail_k = failures
         self.lemons = lemons
         n = len(jobs)
@@ -115,9 +119,14 @@ class Run:
         self.prod = [0.0] * n
         self.hang0 = [0.0] * n
         self.est = [0.0] * n
+        self.need = [0.0] * n  # running time to the end of the segment, unstretched
+        self.sf = [1.0] * n  # the step's stretch by neighbours now, since ts; lag: stretched seconds before ts
+        self.ts = [0.0] * n
+        self.lag = [0.0] * n
+        self.tok = [0] * n  # the END event that counts
         self.after_fail = [False] * n
         self.on_lemon = [False] * n
-        self.A = Allocator(site, policy.packing, policy.spares)
+        self.A = Allocator(site, policy.packing, policy.spares, policy.seed)
         self.on = [set() for _ in range(site.servers)]
         self.sepoch = [0] * site.servers
         self.seen: list[list[float]] = [[] for _ in range(site.servers)]
@@ -217,7 +226,7 @@ class Run:
 
     def event(self, t: float, kind: int, a: int, b: int) -> None:
         if kind == END:
-            if self.epoch[a] == b and self.st[a] == RUNNING:
+            if self.tok[a] == b and self.st[a] == RUNNING:
                 self.close(a, t, FINISH)
         elif kind == RELEASE:
             if self.epoch[a] == b and self.st[a] == HANGING:
@@ -264,10 +273,12 @@ class Run:
         self.seg0[j] = t
         self.over[j] = p.restart if self.cause[j] in (FAIL, PREEMPT, LIFE) else 0.0
         self.epoch[j] += 1
-        end = t + self.over[j] + wall(self.rem[j], self.tau[j], p.write)
+        self.need[j] = self.over[j] + wall(self.rem[j], self.tau[j], p.write)
+        end = t + self.need[j]
         self.est[j] = end
+        self.sf[j], self.ts[j], self.lag[j] = 1.0, t, 0.0
         bisect.insort(self.ends, (end, j))
-        self.push(end, END, j, self.epoch[j])
+        self.push_end(j, end)
         if t + p.lifetime < end:
             self.push(t + p.lifetime, LIFETIME, j, self.epoch[j])
         if p.preempt:
@@ -278,6 +289,16 @@ class Run:
         self.c["starts"] += 1
         if len(alloc) > 1 and self.A.zones_of(alloc) > 1:
             self.c["cross_zone_starts"] += 1
+        if self.fab is not None and len(alloc) > 1:
+            retime(self, t, self.fab.add(j, tuple(s for s, _ in alloc)))
+
+    def push_end(self, j: int, end: float) -> None:
+        self.tok[j] = self.seq + 1
+        self.push(end, END, j, self.tok[j])
+
+    def slowed(self, j: int, t: float) -> float:
+        """Seconds of the running segment of ``j`` up to ``t`` that its neighbours' stretch added."""
+        return self.lag[j] + (t - self.ts[j]) * (1.0 - 1.0 / self.sf[j])
 
     def held(self, j: int, dt: float, bucket: str) -> None:
         v = dt * self.g[j]
@@ -288,9 +309,11 @@ class Run:
         """End the running segment of ``j`` at ``t``: its GPU-time into buckets, its progress kept or lost."""
         p = self.p
         e = t - self.seg0[j]
-        ov = min(e, self.over[j])
+        lag = self.slowed(j, t) if self.sf[j] != 1.0 or self.lag[j] else 0.0
+        self.held(j, lag, "neighbours")
+        ov = min(e - lag, self.over[j])
         self.held(j, ov, "preempted" if self.cause[j] == PREEMPT else "restart")
-        done, kept, ck = split(e - ov, self.tau[j], p.write)
+        done, kept, ck = split(e - lag - ov, self.tau[j], p.write)
         if how in (FINISH, LIFE, HORIZON):
             kept = done
         if how == FINISH:
@@ -308,6 +331,8 @@ class Run:
             del self.ends[i]
         self.epoch[j] += 1
         self.cause[j] = how
+        if self.fab is not None and j in self.fab.on:
+            retime(self, t, self.fab.remove(j))
         if how == FAIL:
             self.st[j] = HANGING
             self.hang0[j] = t

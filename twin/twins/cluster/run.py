@@ -30,7 +30,7 @@ def policy_of(cl) -> Policy:
                   guard=pre.guard if pre else 0.0, lifetime=(pre.lifetime or math.inf) if pre else math.inf,
                   interval=cl.checkpoint.interval, write=cl.checkpoint.write, restart=cl.restart, spares=cl.spares,
                   lemon_after=lem.detect_after if lem else None, lemon_window=lem.window if lem else 7 * 86400.0,
-                  lemon_drain=lem.drain if lem else 0.0, bin=3600.0 if cl.days <= 62 else 86400.0)
+                  lemon_drain=lem.drain if lem else 0.0, bin=3600.0 if cl.days <= 62 else 86400.0, seed=cl.seed)
 
 
 def load_jobs(cl, site: ClusterSite, src, base_dir: Path | None, horizon: float) -> tuple[jobset.JobSet, dict | None]:
@@ -86,11 +86,32 @@ def simulate_cluster(design, cl, src=None, base_dir: Path | None = None, progres
     arr = fail.arrivals(sources, site.servers, racks, lemons, factor, D, cl.seed)
     if progress:
         progress(f"cluster: {len(jobs):,} jobs and {len(arr[0]):,} failures over {cl.days:g} days")
-    out = Run(site, jobs, sources, arr, lemons, policy_of(cl), D).go()
+    shared = shared_fabric(design, cl, site, progress)
+    out = Run(site, jobs, sources, arr, lemons, policy_of(cl), D, shared).go()
     doc = summary(out, jobs, site, sources, lemons, list(jobs.notes) + notes)
+    if shared is not None:
+        doc["fabric"] = {"comm_share": shared.w, "placements_routed": shared.routed,
+                         "slowed_share_of_held": out.buckets["neighbours"] / max(sum(out.buckets[k] for k in JOB_BUCKETS), 1e-300)}
+    if design is not None and getattr(design, "budget", None) is not None:
+        from twin.twins.cluster.power import site_power
+
+        running = np.asarray(doc["series"]["gpu_states"]["running"], float)
+        doc["power"] = site_power(design, running, site.gpus, site.gpus_per_server, out.bin, cl.fabric.comm_share if cl.fabric else None)
     if stats is not None:
         doc["trace"] = stats
     return doc, out
+
+
+def shared_fabric(design, cl, site: ClusterSite, progress=None):
+    """The compiled fabric the jobs share (:mod:`twin.twins.cluster.fabric`), when the scenario asks for it."""
+    if cl.fabric is None:
+        return None
+    from twin.twins.cluster.fabric import SharedFabric
+    from twin.twins.net.topology import from_design as net_of
+
+    if progress:
+        progress("cluster: the shared fabric")
+    return SharedFabric(net_of(design), site.ids, cl.fabric.comm_share)
 
 
 def summary(out, jobs, site: ClusterSite, sources, lemons: np.ndarray, notes: list[str]) -> dict:
