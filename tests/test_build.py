@@ -12,13 +12,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import compiled, tiered, twin_in_process, unwrap
+from conftest import compiled, example_sites, tiered, twin_in_process, unwrap
 from golden import differences, files_under
 
 from twin.build import OutputError, build
 
 ROOT = Path(__file__).resolve().parents[1]
-SITES = sorted((ROOT / "sites").glob("*.yaml"))
+SITES = example_sites()
 
 
 def twin_cli(*args, cwd=ROOT, env=None):

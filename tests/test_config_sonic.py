@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SITES, compiled, emitted, tiered
+from conftest import ROOT, SITES, compiled, emitted, example_sites, tiered
 
 from twin.compiler.config.buffers import port_xoff
 from twin.compiler.resolve.targets import target_of
@@ -48,7 +48,7 @@ catalog:
 def sonic_sites() -> list[str]:
     """Example sites with at least one switch configured by SONiC (from the spec alone: cheap)."""
     out = []
-    for path in sorted(SITES.glob("*.yaml")):
+    for path in example_sites():
         spec = load_spec(path)
         f = spec.fabric
         names = [spec.rack_type.rtsw, f.switch] + [t.model for t in (f.ctsw, f.atsw) if t is not None]
