@@ -33,6 +33,12 @@ def render(data: dict, console: Console) -> None:
                   f"{nc.get('nic_latency_us', 0):g} us; extra step overhead {data['step_overhead_us']:g} us")
     for n in data["notes"]:
         console.print(f"note: {n}", markup=False)
+    for pl in data.get("plans", []):  # plan: best (twin/twins/plan/best.py)
+        sp, tied = pl["space"], pl["indistinguishable_from_pick"]
+        console.print(f"plan: best for job {pl['job'] + 1} ({pl['workload']}, {pl['gpus']:,} GPUs): {pl['pick']}, predicted step "
+                      f"{pl['predicted_step_s']:.3f} s; {sp['enumerated']:,} plans enumerated, {sp['feasible']:,} feasible, "
+                      f"{sp['scored']:,} scored" + (f"; {len(tied)} within the model's {100 * pl['model_error']:.0f}% error, not told apart"
+                                                     if tied else "; no other leader within the model's error"), markup=False)
     names = _schemes(data)
     for case in data["cases"]:
         for c in case["collectives"]:

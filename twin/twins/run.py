@@ -92,6 +92,11 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
         progress("check the scenario's references against the design")
     bind.check(design, scn, src, g0, net0)  # every reference at once, before anything runs
     lib = library_of(scn, design)
+    plans = []
+    if any(j.plan == "best" for j in scn.jobs):  # plan: best jobs take the plan search's pick on this design
+        from twin.twins.plan import best as plan_best
+
+        scn, plans = plan_best.resolve(design, scn, schemes, lib, src, progress)
     out: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "scenario": scn.name,
@@ -105,6 +110,7 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
         "schemes": [{"name": s.name, "scheme": s.kind, "qps": s.qps, "hash": s.hash_function, "seed": s.seed, "per_switch": s.per_switch} for s in schemes],
         "notes": list(net0.notes),
         "cases": [],
+        **({"plans": plans} if plans else {}),
     }
     res = Result(out)
     for ci, case in enumerate(scn.cases):

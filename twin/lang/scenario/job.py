@@ -28,6 +28,9 @@ class Job(Model):
     overlap_grad_reduce: bool | None = Field(None, description="gradient reduction overlaps the backward pass (default: the workload's)")
     overlap_param_gather: bool | None = Field(None, description="the weight all-gather overlaps the forward pass (default: the workload's)")
     stragglers: Stragglers | None = Field(None, description="per-rank slowdown whose slowest rank sets each step (default: the workload's)")
+    plan: Literal["as-written", "best"] = Field("as-written", description="as-written: the workload's plan with the recipe's "
+                                                 "changes; best: the plan search's pick on this design (twin plan), the recipe's plan "
+                                                 "fields and a stated dims pinning it")
     recipe: dict[str, Any] | None = Field(None, description="any recipe or stack field of the workload (tp, micro_batch, recompute, zero, "
                                           "fp8, stack, ...), laid over the workload's for this job and checked as the workload's are")
 

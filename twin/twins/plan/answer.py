@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from twin.lang.scenario.job import Case, Job
+from twin.lang.scenario.job import Case
 from twin.twins.plan import search
 from twin.twins.plan.fast import PARTS
 from twin.twins.plan.problem import Problem, row
@@ -68,7 +68,7 @@ def label(c: dict) -> str:
 def full_twin(p: Problem, c: dict) -> dict:
     """The full job twin's result for one plan on the problem's fabric."""
     w = p.workload_of(c)
-    return jobs.simulate_job(p.design, p.net, Job(workload=p.workload.name, dims=c["dims"]), [p.scheme], p.lib,
+    return jobs.simulate_job(p.design, p.net, p.cfg(c["dims"]), [p.scheme], p.lib,
                              Case(name="plan"), set(), None, ("plan",), workload=w)
 
 

@@ -36,19 +36,29 @@ class Problem:
     ranks: np.ndarray | None = None  # the job's GPUs in topology order (rank r runs on ranks[r])
     scheme: object = None
     lib: object = None
+    job: object = None  # a scenario's job (plan: best): its overlaps and stragglers carry over to every plan
+
+    def cfg(self, dims: str):
+        """The scenario job that times one plan in the full twin: the problem's job (or a plain one) in rank order ``dims``."""
+        from twin.lang.scenario.job import Job
+
+        base = self.job or Job(workload=self.workload.name)
+        return base.model_copy(update={"workload": self.workload.name, "dims": dims, "recipe": None, "virtual_stages": None})
 
     @classmethod
-    def of(cls, design, workload, gpus: int | None = None, fabric: bool = True) -> Problem:
+    def of(cls, design, workload, gpus: int | None = None, fabric: bool = True, job=None) -> Problem:
         """The problem of ``workload`` on ``gpus`` GPUs of ``design`` (default: the workload's own count);
-        ``fabric=False`` skips compiling the fabric (the space and memory only)."""
+        ``fabric=False`` skips compiling the fabric (the space and memory only); ``job``: a scenario's job whose
+        overlaps and stragglers every plan keeps."""
         n = gpus or workload.gpus
         stacks = design.spec.catalog.stacks
         if (workload.stack or DEFAULT_STACK) not in stacks:
             raise ValueError(f"unknown software stack '{workload.stack}' (the catalog has {', '.join(sorted(stacks))})")
-        base = Recipe.of(workload.model_copy(update={"tp": max(2, workload.tp)}), stacks)  # the stack's TP overlaps, whatever TP it had
+        base = Recipe.of(workload.model_copy(update={"tp": max(2, workload.tp)}), stacks,  # the stack's TP overlaps, whatever TP it had
+                         job.model_copy(update={"virtual_stages": None}) if job is not None else None)
         gpu = jobs.gpu_of(design, base.kernel_share)
         ch = design.spec.chassis
-        p = cls(design, workload, n, Shape.of(workload), base, gpu, ch.gpu_memory or 0.0, bool(ch.nvls))
+        p = cls(design, workload, n, Shape.of(workload), base, gpu, ch.gpu_memory or 0.0, bool(ch.nvls), job=job)
         if fabric:
             p.compile_fabric()
         return p
@@ -59,11 +69,11 @@ class Problem:
 
         d = self.design
         self.net = topology.from_design(d, within=topology.first_gpus(d.fabric.graph, self.gpus))
-        self.ranks = jobs.place_job(self.net, self.gpus, "topology", 7, set())
+        j = self.job
+        self.ranks = jobs.place_job(self.net, self.gpus, j.order if j is not None else "topology", j.seed if j is not None else 7, set())
         if self.ranks is None:
             raise ValueError(f"the site has {int((self.net.nic_leaf[self.net.gpu_nic] >= 0).sum()):,} GPUs, fewer than {self.gpus:,}")
-        qps = d.spec.fabric.routing.qps_per_gpu_pair
-        self.scheme = routing.Scheme(f"e-ecmp, {qps} QPs", "e-ecmp", qps)
+        self.scheme = routing.site_scheme(d.spec.fabric)  # what the site's switches run (a scenario's job: its first scheme)
         self.lib = Library(nic_latency=d.spec.chassis.nic_latency)
 
     def stack_limits(self) -> dict:

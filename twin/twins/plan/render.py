@@ -82,7 +82,7 @@ def scenario(res: dict) -> str:
     plan = e["plan"]
     recipe = {k: plan[k] for k in PLAN_FIELDS if k in RECIPE_FIELDS}
     rt = res["routing"]
-    doc = {"name": f"plan-{res['workload']}"[:63], "routing": [{"name": rt["scheme"], "scheme": rt["scheme"], "qps": rt["qps"]}], "jobs": [{"workload": res["workload"], "order": "topology", "dims": plan["dims"],
+    doc = {"name": f"plan-{res['workload']}"[:63], "routing": [{"name": rt["scheme"], "scheme": "site"}], "jobs": [{"workload": res["workload"], "order": "topology", "dims": plan["dims"],
                                                            "recipe": recipe}]}
     head = (f"# twin plan's pick for {res['workload']} on {res['gpus']:,} GPUs of {res['site']}: {e['label']}\n"
             f"# predicted step {e['step_s']:.4f} s. Run: twin simulate SITE --scenario THIS_FILE\n")

@@ -76,6 +76,9 @@ def search(p: Problem, fixed: dict | None = None, keep: int = 10, mask_fn=None, 
     space = Space.of(p.axes(fixed))
     sec["enumerate_s"] = time.perf_counter() - t0
     pruned = dict(space.pruned)
+    if not space.size and not space.enumerated:
+        raise ValueError(f"no plan has the pinned values ({', '.join(f'{k}={v}' for k, v in (fixed or {}).items())}) on {p.gpus:,} GPUs: "
+                         "a pinned TP, CP, PP, DP or EP divides the GPU count, and the axes' product is the GPU count")
     if not space.size:
         raise ValueError(_why_empty(space))
     t0 = time.perf_counter()

@@ -103,8 +103,9 @@ def step_profile(job: dict, scheme: str | None = None) -> StepProfile:
                        bubble_s=job["bubble_s"], tokens_per_step=job["tokens_per_step"], gpus=job["gpus"])
 
 
-def _with_recipe(design, w, recipe: dict, src, path):
-    """The workload with a scenario job's recipe fields laid over it, validated and checked as a site's workload is."""
+def with_recipe(design, w, recipe: dict, src, path, checked: bool = True):
+    """The workload with a scenario job's recipe fields laid over it, validated and checked as a site's workload is
+    (``checked=False``: each field's type and bounds only; the plan search checks the plan's rules itself)."""
     from typing import Annotated
 
     from pydantic import TypeAdapter, ValidationError
@@ -121,6 +122,8 @@ def _with_recipe(design, w, recipe: dict, src, path):
             x = e.errors()[0]
             raise SpecError([error(src, path + (k, *x["loc"]), x["msg"], f.description or "a valid value")]) from None
     w2 = w.model_copy(update=upd)
+    if not checked:
+        return w2
     errs = [error(src, path + tuple(f[1][2:]), f[2], f[3]) for f in workload_checks.one(design.spec, w2, ("workloads", 0))
             if f[0].value == "error"]
     if errs:
@@ -145,7 +148,7 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
         raise SpecError([error(src, path + ("workload",), f"unknown workload '{cfg.workload}'", ", ".join(sorted(wl)) or "a workload of the site")])
     w = wl[cfg.workload]
     if getattr(cfg, "recipe", None):
-        w = _with_recipe(design, w, cfg.recipe, src, path + ("recipe",))
+        w = with_recipe(design, w, cfg.recipe, src, path + ("recipe",))
         design = _with_workload(design, w)
     stacks = design.spec.catalog.stacks
     if (w.stack or DEFAULT_STACK) not in stacks:
