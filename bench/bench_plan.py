@@ -31,10 +31,12 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's twin, whatever is installed
 GPT3_175B = ["parameters=175B", "layers=96", "hidden_size=12288", "heads=96", "global_batch=1536", "sequence_length=2048"]
 CASES = {  # name: (site, workload, GPUs, --set)
     "lab llama-8b @128": ("lab-2zone", "lab-llama-8b", 128, []),
     "gpt3-175b @1,024": ("selene-a100", "gpt-145p6b", 1024, GPT3_175B),
+    "gpt3-175b @1,024, every axis": ("selene-a100", "gpt-145p6b", 1024, [*GPT3_175B, "stack=meta-production-2024"]),
     "gpt-145.6b @1,536": ("selene-a100", "gpt-145p6b", 1536, []),
     "llama3-405b @16,384": ("meta-24k-roce", "llama3-405b-8k", 16384, []),
 }

@@ -169,6 +169,8 @@ class Collectives:
         if what.startswith("tp"):
             g = self.groups(("tp",), rep)
             self.intra[key] = all(len(set(net.gpu_server[x].tolist())) == 1 for x in g[:64])
+            if self.intra[key] and all(len(set(net.gpu_server[x].tolist())) == 1 for x in g):
+                g = g[:1]  # groups inside one server each share nothing with another server's: one group is timed for all
             algs = ["ring"] if what == "tp-allgather" else _allreduce_algorithms(net, g[0], self.p.nvls)
             t = self._time(what, "allgather" if what == "tp-allgather" else "allreduce", algs, g)
         elif what == "cp-allgather":
