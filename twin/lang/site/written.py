@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from twin.lang.base import Model, Slug
 from twin.lang.site.campus import Building
 from twin.lang.site.models import Hall, Site
+from twin.lang.site.workload_models import TrainingJob
 from twin.lang.versions import VERSION_FIELD
 
 _MERGE_NOTE = "nested sections merge field by field with the hall's own; lists are replaced whole"
@@ -66,6 +67,15 @@ TypedHall = _partial(
 )
 
 
+BasedWorkload = _partial(
+    TrainingJob, "BasedWorkload",
+    "A workload that names a base with `base:`: name and base, then any field of a training workload to override the "
+    "base's; nested sections merge field by field, lists are replaced whole.",
+    keep=("name",), drop=("base",),
+    first={"base": (Slug, Field(description="another workload of the site: this one takes every field it does not set from it"))},
+)
+
+
 def _building_input() -> type[BaseModel]:
     """A campus building as written: its halls in full or with a hall type (expanded by twin.lang.site.campus)."""
     fields: dict[str, tuple] = {}
@@ -88,6 +98,9 @@ def _site_input() -> type[BaseModel]:
                 default_factory=dict, description="named hall templates that halls name with `type:` (write a repeated hall once)"))
         elif key == "buildings":
             fields[key] = (list[_building_input()], Field(default_factory=list, description=f.description))
+        elif key == "workloads":
+            fields[key] = (list[TrainingJob | BasedWorkload], Field(
+                default_factory=list, description="the training workloads: every field, or a `base:` workload plus overrides"))
         else:
             fields[key] = (f.annotation, copy.copy(f))
     model = create_model("Site", __base__=Model, __doc__=Site.__doc__, **fields)

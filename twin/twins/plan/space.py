@@ -63,8 +63,11 @@ class Axes:
 
 
 def divisors(n: int) -> list[int]:
-    """>>> divisors(12)
-    [1, 2, 3, 4, 6, 12]"""
+    """The divisors of ``n``, ascending.
+
+    >>> divisors(12)
+    [1, 2, 3, 4, 6, 12]
+    """
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return sorted({*small, *(n // d for d in small)})
 
