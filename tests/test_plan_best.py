@@ -69,3 +69,31 @@ def test_plan_best_in_json_envelope(tmp_path):
     assert r.returncode == 0, r.stderr
     res = unwrap(r.stdout)
     assert res["status"] == "ok" and len(res["plans"]) == 2 and res["plans"][0]["pick"].startswith("TP")
+
+
+def test_a_sweep_judges_each_variant_at_its_own_best_plan(lab, tmp_path):
+    """twin sweep on a real Dask cluster (one worker process): each variant of the global batch searches its
+    own plan; the base variant's row is the pick twin plan gives for the same question, at its step."""
+    import pyarrow.parquet as pq
+
+    from twin.sweep import engine
+    from twin.sweep.load import load_sweep
+    from twin.sweep.output import write
+
+    (tmp_path / "lab-2zone.yaml").write_bytes(LAB.read_bytes())
+    f = tmp_path / "s.yaml"
+    f.write_text("name: best\nsite: lab-2zone.yaml\nplacement: naive\nscenario:\n  name: lab-best\n  routing:\n"
+                 "    - {name: site, scheme: site}\n  jobs:\n    - {workload: lab-llama-8b, plan: best, recipe: {recompute: none, fp8: none}}\n"
+                 "axes:\n  - path: workloads[0].global_batch\n    values: [64, 256]\n"
+                 "figures: [step_time_s, tokens_per_day, 'sim:plans[0].pick', 'sim:plans[0].plan.dp', 'sim:plans[0].plan.micro_batch']\n",
+                 encoding="utf-8")
+    sw = load_sweep(f)
+    write(sw, engine.run(sw, tmp_path / "out", workers=1), tmp_path / "out")
+    rows = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
+    assert [r["status"] for r in rows] == ["ok", "ok"], [r.get("error") for r in rows]
+    w = next(x for x in lab.spec.site.workloads if x.name == "lab-llama-8b")
+    direct = answer.answer(Problem.of(lab, w), {"recompute": "none", "fp8": 0}, top=5)["plans"][0]
+    assert rows[0]["sim:plans[0].pick"] == direct["label"] and rows[0]["step_time_s"] == pytest.approx(direct["step_s"], rel=1e-9)
+    for r, batch in zip(rows, (64, 256)):  # each variant's pick splits its own batch
+        assert batch % (r["sim:plans[0].plan.dp"] * r["sim:plans[0].plan.micro_batch"]) == 0
+        assert r["tokens_per_day"] == pytest.approx(batch * 8192 * 86400 / r["step_time_s"], rel=1e-12)
