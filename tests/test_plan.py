@@ -195,3 +195,20 @@ def test_megatron_table2_ptdp_beats_zero3_by_more_with_scale(selene):
         assert ptdp["plan"]["tp"] * ptdp["plan"]["pp"] > 1 and zero3["plan"]["dp"] == n
         ratio[n] = zero3["step_s"] / ptdp["step_s"]
     assert 1.0 < ratio[384] < ratio[1536]
+
+
+def test_a_model_given_on_the_command_line_on_a_site_without_workloads():
+    """lab-ib has no workloads: --set gives the model and --gpus the count; without them, one line, exit 2."""
+    ib = ROOT / "sites" / "lab-ib.yaml"
+    model = ("--set", "layers=32", "--set", "hidden_size=4096", "--set", "heads=32", "--set", "sequence_length=4096",
+             "--set", "global_batch=64", "--set", "parameters=6.7B")
+    r = twin_in_process("plan", ib, "--gpus", "64", *model, "--top", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    res = unwrap(r.stdout)
+    pick = res["plans"][0]["plan"]
+    assert res["workload"] == "model" and res["gpus"] == 64 and pick["tp"] * pick["cp"] * pick["pp"] * pick["dp"] == 64
+    assert res["global_batch"] == 64 and res["sequence_length"] == 4096
+    for args, needle in (((), "no training workload to plan"), (model, "no training workload to plan"),
+                         (("--gpus", "64", "--set", "layers=32"), "--set parameters")):
+        r = twin_in_process("plan", ib, *args)
+        assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -42,8 +42,9 @@ def parse_pins(pins: list[str]) -> dict:
     return out
 
 
-def with_sets(design, w, sets: list[str]):
-    """The workload with ``--set FIELD=VALUE`` laid over it, validated as a site's workload is."""
+def with_sets(design, w, sets: list[str], gpus: int | None = None):
+    """The workload with ``--set FIELD=VALUE`` laid over it, validated as a site's workload is; with no workload
+    (a site without any), the model the sets give on ``gpus`` GPUs (named ``model``)."""
     import yaml
     from pydantic import ValidationError
 
@@ -62,8 +63,9 @@ def with_sets(design, w, sets: list[str]):
             upd[k] = v
     if not upd:
         return w
+    base = w.model_dump(exclude_defaults=True) if w is not None else {"name": "model", "dp": gpus}
     try:
-        return TrainingJob.model_validate({**w.model_dump(exclude_defaults=True), **upd})
+        return TrainingJob.model_validate({**base, **upd})
     except ValidationError as e:
         x = e.errors()[0]
         raise ValueError(f"--set {'.'.join(str(p) for p in x['loc'])}: {x['msg']}") from None
@@ -135,12 +137,13 @@ def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out,
             say(f"compile {spec.name}")
             design = compile_design(spec, progress=lambda n: say(f"compile: {n}"), placement_method=placement_method)
             ws = [w for w in design.spec.site.workloads if getattr(w, "kind", "training") == "training"]
-            if not ws:
-                return fail(f"{spec}: the site has no training workload to plan (workloads: with kind training)")
-            w = next((x for x in ws if x.name == workload), None) if workload else ws[0]
-            if w is None:
+            if not ws and not (sets and gpus):
+                return fail(f"{spec}: the site has no training workload to plan: name one under workloads:, or give the model with "
+                            "--set (layers, hidden_size, heads, sequence_length, global_batch, ...) and the GPU count with --gpus")
+            w = (next((x for x in ws if x.name == workload), None) if workload else ws[0]) if ws else None
+            if w is None and ws:
                 return fail(f"--workload '{workload}': not a training workload of the site (one of: {', '.join(x.name for x in ws)})")
-            w = with_sets(design, w, sets)
+            w = with_sets(design, w, sets, gpus)
             say(f"compile the fabric of {gpus or w.gpus:,} GPUs")
             p = problem.Problem.of(design, w, gpus)
             started = time.perf_counter()
