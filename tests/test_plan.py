@@ -25,7 +25,8 @@ def brute(ax: Axes) -> tuple[set, int]:
         if ax.gpus % (tp * cp * pp) or pp > ax.layers or cp & (cp - 1):
             continue
         dp = ax.gpus // (tp * cp * pp)
-        for v in [1] + ([x for x in divisors(ax.layers // pp) if x > 1] if pp > 1 else []):
+        longest = -(-ax.layers // pp) if ax.uneven else ax.layers // pp
+        for v in [1] + ([x for x in divisors(longest) if x > 1] if pp > 1 else []):
             for mb in [m for m in divisors(max(1, ax.batch // dp))]:
                 for o in orders_of({"tp": tp, "cp": cp, "pp": pp, "dp": dp}):
                     for rc, z, sp in itertools.product(range(3), range(4), range(2)):
@@ -34,17 +35,18 @@ def brute(ax: Axes) -> tuple[set, int]:
                         n += 1
                         ok = (ax.heads % tp == 0 and ax.ffn % tp == 0 and (ax.kv_heads % tp == 0 or tp % ax.kv_heads == 0)
                               and (cp == 1 or ax.seq % (2 * cp) == 0) and ax.batch % (dp * mb) == 0
-                              and (v == 1 or (ax.layers % (pp * v) == 0 and (ax.batch // (dp * mb)) % pp == 0))
+                              and (v == 1 or ((ax.uneven or ax.layers % (pp * v) == 0) and (ax.batch // (dp * mb)) % pp == 0))
                               and not (z >= 2 and pp > 1))
                         if ok:
                             keep.add((tp, cp, pp, dp, v, mb, o, rc, z, sp))
     return keep, n
 
 
-def test_the_space_is_every_plan_the_rules_allow():
+@pytest.mark.parametrize("layers,uneven", [(8, False), (10, True)])
+def test_the_space_is_every_plan_the_rules_allow(layers, uneven):
     """The numpy enumeration equals a brute force over the same axes: the same survivors, every other plan
-    counted once under a rule."""
-    ax = Axes(gpus=16, layers=8, heads=8, kv_heads=2, ffn=48, seq=96, batch=16)
+    counted once under a rule (a stack with uneven stages: 10 layers on PP 4 hold 3, 3, 2, 2)."""
+    ax = Axes(gpus=16, layers=layers, heads=8, kv_heads=2, ffn=48, seq=96, batch=16, uneven=uneven)
     sp = Space.of(ax)
     got = {tuple(int(sp.cols[k][i]) for k in ("tp", "cp", "pp", "dp", "v", "mb", "order", "rc", "zero", "sp")) for i in range(sp.size)}
     want, n = brute(ax)
@@ -212,3 +214,26 @@ def test_a_model_given_on_the_command_line_on_a_site_without_workloads():
                          (("--gpus", "64", "--set", "layers=32"), "--set parameters")):
         r = twin_in_process("plan", ib, *args)
         assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+
+def test_uneven_stages_are_timed_as_the_job_twin_times_them(lab):
+    """Llama 3's stack runs unequal stages ([llama3] s3.3.2: 126 layers on 16 stages). A 30-layer model on
+    lab-2zone: PP 4 holds 8 layers on its longest stage and interleaves in chunks of 2, 4 or 8; the fast
+    stage's compute, bubble and memory equal the full job twin's and memory model's on such plans."""
+    w = next(x for x in lab.spec.site.workloads if x.name == "lab-llama-8b").model_copy(update={"layers": 30})
+    p = Problem.of(lab, w)
+    s = search.search(p, {"fp8": 0, "pp": 4, "zero": [0, 1], "recompute": "none"}, keep=4)
+    assert set(s.cols["v"].tolist()) == {1, 2, 4, 8}
+    rng = np.random.default_rng(3)
+    picks = list(s.best(None, 2)) + list(rng.choice(np.flatnonzero(s.scored & (s.cols["v"] > 1)), 6, replace=False))
+    for i in picks:
+        c = row(s.cols, int(i))
+        full = answer.full_twin(p, c)
+        # compute and bubble exactly; the step within the signature's approximation (a collective timed on one
+        # layout of its fabric signature serves every layout with that signature: tables.signature)
+        assert s.parts["compute_s"][i] == pytest.approx(full["compute_s"], rel=1e-9), answer.label(c)
+        assert s.parts["bubble_s"][i] == pytest.approx(full["bubble_s"], rel=1e-9), answer.label(c)
+        assert s.step[i] == pytest.approx(full["schemes"][0]["step_s"], rel=2e-3), answer.label(c)
+        m = memory.training(p.shape, memory.Plan.of(p.workload_of(c), p.base.fused_attention), p.hbm)
+        assert s.memory["total"][i] == pytest.approx(m.total, rel=1e-9)

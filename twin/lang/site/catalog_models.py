@@ -74,6 +74,9 @@ class StackPlans(Model):
     sequence_parallel: list[bool] = Field([False, True], min_length=1, description="sequence parallelism: without, with, or both")
     context_parallel: bool = Field(True, description="it splits a sequence over GPUs (CP)")
     interleaved: bool = Field(True, description="it runs the interleaved pipeline schedule (virtual stages)")
+    uneven_stages: bool = Field(False, description="its pipeline stages may hold unequal layer counts (ceil(layers / PP) on the "
+                                "longest), interleaved into chunks that divide the longest stage; otherwise the layers split evenly "
+                                "over PP x virtual stages (Megatron-LM's rule)")
     expert_parallel: bool = Field(True, description="it splits MoE experts over data-parallel ranks (EP)")
     fp8: bool = Field(True, description="it runs GEMMs in FP8 where the GPU has it")
 

@@ -13,7 +13,8 @@ The rules, each a reason a plan is pruned (:data:`RULES`), are the frameworks' o
 argument checks; DeepSpeed's): heads, KV heads and the FFN split evenly over TP; a sequence splits into
 2 x CP chunks (CP's load-balanced causal split); the global batch splits over DP x micro-batch; experts
 split over EP, and EP divides the data-parallel ranks; the interleaved schedule needs PP >= 2, layers
-divisible by PP x v and micro-batches divisible by PP; ZeRO stages 2 and 3 do not run with pipeline
+divisible by PP x v (a stack with uneven stages: v divides the longest stage, ceil(layers / PP)) and
+micro-batches divisible by PP; ZeRO stages 2 and 3 do not run with pipeline
 parallelism (DeepSpeed refuses it; Megatron shards only the optimizer with PP).
 
 >>> sp = Space.of(Axes(gpus=8, layers=4, heads=8, kv_heads=8, ffn=64, seq=64, batch=8))
@@ -40,7 +41,7 @@ RULES = {
     "cp": "the sequence does not split into 2 x CP chunks",
     "batch": "the global batch does not split over DP x micro-batch",
     "ep": "experts do not split over EP, or EP does not divide the data-parallel ranks",
-    "interleave": "interleaving needs PP >= 2, layers divisible by PP x v and micro-batches divisible by PP",
+    "interleave": "interleaving needs PP >= 2, layers divisible by PP x v (uneven stages: v divides the longest) and micro-batches divisible by PP",
     "zero-pp": "ZeRO 2 and 3 do not run with pipeline parallelism",
     "memory": "does not fit in HBM less the reserve",
 }
@@ -59,6 +60,7 @@ class Axes:
     batch: int  # sequences per optimizer step
     experts: int = 0  # routed experts (0: dense)
     fp8: bool = False  # the GPU has an FP8 peak
+    uneven: bool = False  # the stack's stages may hold unequal layer counts (catalog stacks: plans: uneven_stages)
     fixed: dict = field(default_factory=dict)  # axes pinned to a value or a list of allowed values: {"tp": 8, "zero": [0, 1]}
 
 
@@ -142,7 +144,8 @@ def _structures(ax: Axes, pruned: dict[str, int]) -> tuple[list[tuple], int]:
                 if not _allowed(ax, "dp", [dp]):
                     continue
                 eps = _allowed(ax, "ep", [e for e in divisors(ax.experts) if e <= dp * cp] if ax.experts else [1])
-                vs = _allowed(ax, "v", [1] + [v for v in divisors(ax.layers // pp) if v > 1] if pp >= 2 else [1])
+                longest = -(-ax.layers // pp) if ax.uneven else ax.layers // pp  # layers on the longest stage
+                vs = _allowed(ax, "v", [1] + [v for v in divisors(longest) if v > 1] if pp >= 2 else [1])
                 mbs = _allowed(ax, "micro_batch", [m for m in divisors(max(1, ax.batch // dp)) if m <= MAX_MICRO_BATCH])
                 orders = orders_of({"tp": tp, "cp": cp, "pp": pp, "dp": dp})
                 if "order" in ax.fixed:
@@ -159,7 +162,7 @@ def _structures(ax: Axes, pruned: dict[str, int]) -> tuple[list[tuple], int]:
                         reason = "batch"
                     elif ax.experts and (ax.experts % ep or (dp * cp) % ep):
                         reason = "ep"
-                    elif v > 1 and (ax.layers % (pp * v) or (ax.batch // (dp * mb)) % pp):
+                    elif v > 1 and ((longest % v if ax.uneven else ax.layers % (pp * v)) or (ax.batch // (dp * mb)) % pp):
                         reason = "interleave"
                     if reason:
                         pruned[reason] += len(orders) * plans
