@@ -212,8 +212,10 @@ def rule_broken(ax: Axes, c: dict) -> tuple[str, str, str] | None:
               ("pp", pp <= ax.layers, f"PP {pp} over {ax.layers} layers", f"at most {ax.layers}"),
               ("ep", not ax.experts and c["ep"] == 1 or ax.experts and ax.experts % c["ep"] == 0 and c["ep"] <= dp * cp,
                f"EP {c['ep']}", "1 for a dense model; for MoE a divisor of the experts and of DP x CP"),
-              ("virtual_stages", c["v"] == 1 or pp >= 2 and (ax.layers // pp) % c["v"] == 0, f"{c['v']} chunks per GPU", RULES["interleave"]),
-              ("micro_batch", c["mb"] <= MAX_MICRO_BATCH and ax.batch % (dp * c["mb"]) == 0, f"micro-batch {c['mb']}", RULES["batch"]),
+              ("virtual_stages", c["v"] == 1 or pp >= 2 and (ax.layers // pp) % c["v"] == 0, f"{c['v']} chunks per GPU",
+               f"1, or with PP >= 2 a divisor of the {ax.layers // pp} layers per stage"),
+              ("micro_batch", c["mb"] <= MAX_MICRO_BATCH and ax.batch % (dp * c["mb"]) == 0, f"micro-batch {c['mb']}",
+               f"at most {MAX_MICRO_BATCH}, DP x micro-batch dividing the global batch {ax.batch:,}"),
               ("fp8", ax.fp8 or not c["fp8"], "FP8 on a GPU without an FP8 peak", "false"))
     for col_name, ok, what, expected in checks:
         if not ok:
