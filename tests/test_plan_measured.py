@@ -173,3 +173,14 @@ def test_cli_exit_2_on_a_rule_and_on_another_gpu_count(tmp_path):
     r = twin_in_process("plan", SELENE, *SETS, "--gpus", "384", "--measured", f, "--json")
     assert r.returncode == 2
     assert unwrap(r.stdout)["error"] == f"{f}:2: gpus: '768', the job's is 384 (expected 384 (runs at another count: twin plan --gpus N))"
+
+
+def test_a_blank_cell_takes_the_workloads_value_and_says_so(tmp_path, p384):
+    """gpt-145p6b's own plan has 10 chunks per GPU (its 80 layers over PP 8); a blank virtual_stages cell at PP 12
+    takes it, and the error says the value came from the workload."""
+    f = tmp_path / "runs.csv"
+    f.write_text("tp,pp,virtual_stages,step_s\n8,12,,76.78\n")
+    with pytest.raises(measured.MeasuredError) as e:
+        measured.plans(p384, f, measured.read(f))
+    assert str(e.value) == (f"{f}:2: virtual_stages: 10 chunks per GPU (the workload's value: the cell is blank) "
+                            "(expected 1, or with PP >= 2 a divisor of the 8 layers per stage)")

@@ -129,6 +129,8 @@ def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out,
     except ValueError as e:
         return fail(str(e))
     runs = None
+    if measured is not None and (plot is not None or write is not None):
+        return fail("--measured: --plot and --write are the search's; run them without --measured")
     if measured is not None:  # the CSV's shape and size checked before any work
         from twin.twins.plan import measured as held
 

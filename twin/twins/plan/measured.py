@@ -189,7 +189,8 @@ def plan_of(p: Problem, path, r: Run) -> dict:
     why = rule_broken(p.axes(), c)
     if why:
         col, msg, expected = why
-        raise _err(path, r.line, col, msg, expected)
+        blank = col in ("tp", "cp", "pp", "ep", "virtual_stages", "micro_batch", "zero", "fp8") and r.cells.get(col, "") == ""
+        raise _err(path, r.line, col, msg + (" (the workload's value: the cell is blank)" if blank else ""), expected)
     return c
 
 
@@ -316,7 +317,7 @@ def hold(p: Problem, path, runs: list[Run], fixed: dict | None = None, progress=
             progress(n, len(checked))
         full = answer.full_twin(q, c)["schemes"][0]
         mem = _memory(q, c)
-        rows.append({"line": r.line, "name": r.cells.get("name", ""), "stack": q.base.stack, "plan": answer.describe(c),
+        rows.append({"line": r.line, "name": "".join(ch for ch in r.cells.get("name", "") if ch.isprintable())[:60], "stack": q.base.stack, "plan": answer.describe(c),
                      "label": answer.label(c), "measured_step_s": r.step_s, "predicted_step_s": full["step_s"],
                      "error": full["step_s"] / r.step_s - 1, "memory_GB": mem["total"] / 1e9, "fits": mem["total"] <= budget,
                      "shortfall_GB": max(0.0, mem["total"] - budget) / 1e9})
