@@ -184,3 +184,19 @@ def test_a_blank_cell_takes_the_workloads_value_and_says_so(tmp_path, p384):
         measured.plans(p384, f, measured.read(f))
     assert str(e.value) == (f"{f}:2: virtual_stages: 10 chunks per GPU (the workload's value: the cell is blank) "
                             "(expected 1, or with PP >= 2 a divisor of the 8 layers per stage)")
+
+
+def test_table2_at_1536_gpus(tmp_path, selene):
+    """Table 2 rows 3 and 9 (1,536 GPUs: ZeRO-3 44, PTD-P 141 TFLOP/s per GPU): twin picks PTD-P, the measured
+    best (regret 0, rank correlation 1), and places it in the whole space."""
+    gpus = 1536
+    base = next(x for x in selene.spec.site.workloads if x.name == "gpt-145p6b")
+    p = Problem.of(selene, base.model_copy(update=GPT3), gpus)
+    f = tmp_path / "t2.csv"
+    f.write_text(table2(gpus))
+    res = measured.hold(p, f, measured.read(f))
+    runs = {x["name"]: x for x in res["runs"]}
+    assert res["pick"] == res["measured_best"] == runs["ptd-p"]["label"] and runs["ptd-p"]["plan"]["dp"] == gpus // 96
+    assert res["regret"] == 0.0 and res["rank_correlation"] == pytest.approx(1.0) and res["not_fitting"] == []
+    sp = res["measured_best_place"]["in_space"]
+    assert 1 <= sp["place"] <= sp["feasible"] and sp["scored"] <= sp["feasible"]
