@@ -86,7 +86,8 @@ def read(path: Path) -> list[Run]:
         names = [h.strip().lower() for h in header]
         for i, h in enumerate(names):
             if h not in COLUMNS:
-                raise _err(path, head_line, h[:40] or f"column {i + 1}", "unknown column", "one of " + ", ".join(COLUMNS))
+                shown = "".join(ch for ch in h if ch.isprintable())[:40]
+                raise _err(path, head_line, shown or f"column {i + 1}", "unknown column", "one of " + ", ".join(COLUMNS))
             if h in names[:i]:
                 raise _err(path, head_line, h, "named twice", "each column once")
         if "order" in names and "dims" in names:
@@ -183,7 +184,7 @@ def plan_of(p: Problem, path, r: Run) -> dict:
         raise _err(path, r.line, "dp", f"TP x CP x PP x DP = {rest * c['dp']:,}", f"the job's {n:,} GPUs")
     c["sp"] = c["sp"] if c["tp"] > 1 else 0  # the same plan: SP with TP 1 splits nothing
     c["zero"] = c["zero"] if c["dp"] * c["cp"] > 1 else 0  # ZeRO over one data-parallel rank shards nothing
-    c["dims"] = _order(path, r, c, "tp-cp-pp-dp")
+    c["dims"] = _order(path, r, c, p.job.dims if p.job is not None else "tp-cp-pp-dp")
     c["order"] = ORDERS.index(c["dims"])
     c["m"] = w.global_batch // (c["dp"] * c["mb"]) if w.global_batch % (c["dp"] * c["mb"]) == 0 else 0
     why = rule_broken(p.axes(), c)
