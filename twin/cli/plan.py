@@ -87,6 +87,8 @@ def register(app, out, err, print_diags, emit_json) -> None:
         placement: str = typer.Option("reading-order", "--placement", help="reading-order (default: racks filled in reading order, "
                                       "seconds) or spec (the spec's placement, optimised with HiGHS; it moves only cable lengths, "
                                       "which the plans' steps see as nanoseconds of propagation)."),
+        measured: Optional[Path] = typer.Option(None, "--measured", help="A CSV of plans you ran and their measured step_s: twin "
+                                                "ranks them and reports its regret, rank correlation and the plans it predicts do not fit."),
         as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON."),
     ) -> None:
         """Search every parallel plan of a workload on the site's compiled fabric and say which is fastest and why.
@@ -100,18 +102,20 @@ def register(app, out, err, print_diags, emit_json) -> None:
         Example: twin plan sites/selene-a100.yaml --workload gpt-18p4b
 
         Example: twin plan sites/meta-24k-roce.yaml -w llama3-405b-8k --gpus 2048 --set global_batch=256 --fix tp=8 --json
+
+        Example: twin plan sites/selene-a100.yaml -w gpt-145p6b --gpus 384 --set layers=96 --set parameters=174.6e9 --set global_batch=1536 --measured scenarios/megatron-sc21-table2-384.csv
         """
         if placement not in ("reading-order", "spec"):
             from twin.cli.envelope import invalid
 
             raise typer.Exit(invalid(f"--placement '{placement}': expected reading-order or spec", as_json, emit_json, err))
         code = run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out, err, print_diags, emit_json,
-                        None if placement == "spec" else "naive")
+                        None if placement == "spec" else "naive", measured)
         raise typer.Exit(code)
 
 
 def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out, err, print_diags, emit_json,
-             placement_method: str | None = "naive") -> int:
+             placement_method: str | None = "naive", measured: Path | None = None) -> int:
     from twin.cli.envelope import invalid
     from twin.cli.progress import steps
     from twin.lang.diagnostics import InfeasibleError, Severity, SpecError
@@ -126,6 +130,16 @@ def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out,
         fixed = parse_pins(pins)
     except ValueError as e:
         return fail(str(e))
+    runs = None
+    if measured is not None and (plot is not None or write is not None):
+        return fail("--measured: --plot and --write are the search's; run them without --measured")
+    if measured is not None:  # the CSV's shape and size checked before any work
+        from twin.twins.plan import measured as held
+
+        try:
+            runs = held.read(measured)
+        except ValueError as e:
+            return fail(str(e))
     t0 = time.perf_counter()
     try:
         with steps(err, not as_json, "load the compiler") as say:
@@ -147,6 +161,10 @@ def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out,
             say(f"compile the fabric of {gpus or w.gpus:,} GPUs")
             p = problem.Problem.of(design, w, gpus)
             started = time.perf_counter()
+            if runs is not None:
+                res = held.hold(p, measured, runs, fixed, lambda n, total: say(f"full job twin: measured plan {n + 1} of {total}"))
+                emit_json(res) if as_json else out.print(held.text(res), markup=False, emoji=False)
+                return 0
 
             def progress(stage, done, total, best, c):
                 if stage == "full twin":
