@@ -56,12 +56,26 @@ def _line(text: str, needle: str) -> int:
     ("    stack: pytorch-2030\n", "workloads[0].stack", "stack:", "unknown software stack 'pytorch-2030'"),
     ("    ep: 2\n", "workloads[0].ep", "ep: 2", "expert parallelism needs moe:"),
     ("    sequence_parallel: false\n    overlap_tp: [allgather]\n", "workloads[0].overlap_tp", "overlap_tp", "userbuffers do not split"),
+    # a stack that cannot overlap: Megatron-LM 2021 ran no sequence parallelism ([megatron-sc21] s3; it came in 2022)
+    ("    stack: megatron-lm-2021\n    overlap_tp: [allgather]\n", "workloads[0].overlap_tp", "overlap_tp",
+     "stack megatron-lm-2021 runs no sequence parallelism"),
 ])
 def test_bad_recipe_is_a_located_error(root, extra, field, needle, words):
     text = (root / LAB).read_text().rstrip("\n") + "\n" + extra
     errs = errors(text)
     assert [d.dotted for d in errs] == [field], [d.format() for d in errs]
     assert words in errs[0].message and errs[0].line == _line(text, needle) and errs[0].file == "w.yaml"
+
+
+def test_tp_overlap_across_nvlink_domains_is_a_located_error(root):
+    """A GPU that cannot overlap: TP16 over two 8-GPU servers, whose exchanges userbuffers cannot reach (they share NVLink
+    peer memory inside one domain); TP over the network alone stays a warning."""
+    text = (root / LAB).read_text().replace("    tp: 8\n    pp: 2\n    dp: 8", "    tp: 16\n    pp: 2\n    dp: 4").rstrip("\n")
+    errs = errors(text + "\n    overlap_tp: [allgather]\n")
+    assert [d.dotted for d in errs] == ["workloads[0].overlap_tp"] and "TP16 spans NVLink domains of 8" in errs[0].message
+    assert errs[0].line == _line(text + "\n    overlap_tp: [allgather]\n", "overlap_tp") and "tp <= 8" in errs[0].expected
+    spec, _ = validate_text(text + "\n", "w.yaml")
+    assert spec is not None
 
 
 def test_overlap_and_bucket_inputs_are_accepted_where_they_apply(root):

@@ -129,3 +129,21 @@ jobs:
         simulate(lab, scn, src)
     d = e.value.diagnostics[0]
     assert (d.file, d.line, d.dotted) == ("s.yaml", 5, "jobs[0].recipe.micro_batch") and "larger than the batch" in d.message
+
+
+def test_dp_overlap_on_a_job_that_overlaps_nothing_is_a_located_error(lab):
+    """Issue 35: a scenario's dp_overlap did nothing when the job's DP overlaps were off; it is now refused where it
+    is written (exit 2), and accepted where an overlap is on."""
+    from twin.lang.diagnostics import SpecError
+    from twin.lang.scenario.models import parse_scenario
+    from twin.twins.run import simulate
+
+    head = "name: x\nrouting: [{name: e16, scheme: e-ecmp, qps: 16}]\njobs:\n"
+    scn, src = parse_scenario(head + "  - {workload: lab-llama-8b, dp_overlap: 0.5, overlap_grad_reduce: false, "
+                              "overlap_param_gather: false}\n", "s.yaml")
+    with pytest.raises(SpecError) as e:
+        simulate(lab, scn, src)
+    d = e.value.diagnostics[0]
+    assert (d.file, d.line, d.col, d.dotted) == ("s.yaml", 4, 42, "jobs[0].dp_overlap") and "overlaps neither" in d.message
+    scn, src = parse_scenario(head + "  - {workload: lab-llama-8b, dp_overlap: 0.5, overlap_param_gather: false}\n", "s.yaml")
+    assert simulate(lab, scn, src).data["cases"][0]["jobs"][0]["schemes"][0]["step_s"] > 0

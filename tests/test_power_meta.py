@@ -70,3 +70,28 @@ def test_smallest_battery_passes_and_five_percent_less_fails(meta24k):
     assert b["passes_with_5pct_less_power"] is False
     assert b["passes_with_5pct_less_energy"] is False
     assert 1 < b["power_MW"] < 20 and 0 < b["energy_MWh"] < 5
+
+
+@pytest.mark.slow
+def test_the_example_scenarios_job_loses_one_to_two_percent_at_midday(tmp_path):
+    """Issue 35, deliverable 9: scenarios/llama3-405b-power.yaml as shipped, its job timed by the job twin (the site's
+    llama3-405b-16k, 403.9 TFLOPs/GPU against Table 4's 400), on its hot day, at 1 s and without its events and
+    mitigations (which do not throttle); slow: it compiles meta-24k-roce and times the 16,384-GPU job. The air-cooled halls lose 1-2% at midday ([llama3] s3.3.4). It fell to 0.63%
+    while the scenario overrode the workload's interleaving (4 chunks against its 8): a step of 7.05 s, 69% compute,
+    whose lower step-average power the throttle, which takes only the power above (83 degC - inlet) / theta, barely reached."""
+    from conftest import ROOT, twin_in_process, unwrap
+
+    text = (ROOT / "scenarios" / "llama3-405b-power.yaml").read_text()
+    head, rest = text.split("  events:")
+    weather = "  weather:" + rest.split("  weather:")[1].split("\n  mitigations:")[0]
+    sc = tmp_path / "power.yaml"
+    sc.write_text(head.replace("resolution: 10 ms", "resolution: 1 s") + weather + "\n")
+    r = twin_in_process("simulate", SITES / "meta-24k-roce.yaml", "-s", sc, "--json")
+    assert r.returncode in (0, 4), r.stderr[-2000:]
+    doc = unwrap(r.stdout)
+    job = doc["cases"][0]["jobs"][0]
+    assert job["workload"] == "llama3-405b-16k" and job["virtual_stages"] == 8
+    s = job["schemes"][0]
+    assert s["predicted_tflops_per_gpu"] == pytest.approx(400, rel=0.02)  # [llama3] Table 4 row 2
+    assert 0.7 < job["compute_s"] / s["step_s"] < 0.8
+    assert 0.01 <= doc["power"]["thermal"]["throughput_loss_midday"] <= 0.02

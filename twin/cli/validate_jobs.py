@@ -14,6 +14,8 @@ def register(app, out, err, emit_json) -> None:
     def validate_jobs(
         as_json: bool = typer.Option(False, "--json", help="Print every row and the summary as JSON."),
         fit: bool = typer.Option(False, "--fit", help="Rerun the software stacks' calibration on the open set and print the constants."),
+        holdout: bool = typer.Option(False, "--holdout", help="Calibrate each published series on its smallest run alone (twin "
+                                     "calibrate --holdout smallest) and print the error on the rest of the series."),
     ) -> None:
         """Print every published training and collective row the job twin is held to, with its source
         (paper, table, row), inputs, the twin's prediction, the error and the convention compared in.
@@ -27,6 +29,8 @@ def register(app, out, err, emit_json) -> None:
         Example: twin validate-jobs
 
         Example: twin validate-jobs --json > validation.json
+
+        Example: twin validate-jobs --holdout
         """
         from twin.twins.workload import validation
 
@@ -39,6 +43,13 @@ def register(app, out, err, emit_json) -> None:
                 else:
                     for k, v in res.items():
                         out.print(f"{k}: kernel_share {v}", markup=False)
+                raise typer.Exit(0)
+            if holdout:
+                series = validation.holdout(log)
+                if as_json:
+                    emit_json({"holdout": series})
+                else:
+                    out.print(validation.holdout_table(series), markup=False)
                 raise typer.Exit(0)
             rows = validation.run(log)
         except FileNotFoundError as e:

@@ -31,10 +31,15 @@ def one(spec: Spec, j, base: tuple) -> Iterator[Finding]:
         yield from _memory(spec, j, base)
 
 
+def domain_of(spec: Spec) -> int:
+    """GPUs of one NVLink domain (0: the chassis states none)."""
+    return min(spec.chassis.domain, spec.chassis.gpus) if spec.chassis.gpus else 0
+
+
 def _layout(spec: Spec, j, base: tuple) -> Iterator[Finding]:
     if j.gpus > spec.gpus:
         yield E, base, f"TP{j.tp} x CP{j.cp} x PP{j.pp} x DP{j.dp} = {j.gpus:,} GPUs, the site has {spec.gpus:,}", f"at most {spec.gpus:,} GPUs"
-    domain = min(spec.chassis.domain, spec.chassis.gpus) if spec.chassis.gpus else 0
+    domain = domain_of(spec)
     if domain and j.tp > domain:
         yield W, base + ("tp",), f"TP{j.tp} spans NVLink domains ({domain} GPUs each): tensor parallelism over the network", f"tp <= {domain}"
     if j.global_batch % j.dp:
@@ -93,6 +98,12 @@ def _recipe(spec: Spec, j, base: tuple) -> Iterator[Finding]:
         why = "TP1 has no TP exchange" if j.tp == 1 else "without sequence parallelism TP exchanges are all-reduces, which userbuffers do not split"
         yield E, base + ("overlap_tp",), f"TP communication overlap ({', '.join(j.overlap_tp)}), but {why}", \
             "overlap_tp: [] or tp > 1 with sequence_parallel: true"
+    elif j.overlap_tp and name in stacks and True not in stacks[name].plans.sequence_parallel:
+        yield E, base + ("overlap_tp",), f"TP communication overlap ({', '.join(j.overlap_tp)}), but stack {name} runs no sequence "\
+            "parallelism, whose all-gathers and reduce-scatters userbuffers overlap", "overlap_tp: [], or a stack that runs it (megatron-core-2025)"
+    elif j.overlap_tp and domain_of(spec) and j.tp > domain_of(spec):
+        yield E, base + ("overlap_tp",), f"TP communication overlap ({', '.join(j.overlap_tp)}), but TP{j.tp} spans NVLink domains of "\
+            f"{domain_of(spec)} {spec.chassis.gpu_model} GPUs: userbuffers exchange through NVLink peer memory", f"overlap_tp: [], or tp <= {domain_of(spec)}"
     if j.overlap_cp is True and j.cp > 1 and j.cp_comm == "all-gather":
         yield E, base + ("overlap_cp",), "overlap_cp hides a CP ring behind attention, but cp_comm is all-gather (gathered before attention)", \
             "cp_comm: ring, or no overlap_cp"

@@ -155,6 +155,10 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
         raise SpecError([error(src, path + ("workload",), f"workload {w.name}: unknown software stack '{w.stack or DEFAULT_STACK}'",
                                "one of: " + ", ".join(sorted(stacks)))])
     r = Recipe.of(w, stacks, cfg)
+    if "dp_overlap" in getattr(cfg, "model_fields_set", ()) and not (r.overlap_grad_reduce or r.overlap_param_gather):
+        raise SpecError([error(src, path + ("dp_overlap",), f"dp_overlap {cfg.dp_overlap:g} is the share of a micro-batch that hides the "
+                               f"data-parallel collectives, but this job overlaps neither (overlap_grad_reduce and overlap_param_gather "
+                               f"are off for it; stack {r.stack})", "overlap_grad_reduce or overlap_param_gather true in the job or its workload, or no dp_overlap")])
     per_stage = -(-w.layers // w.pp)
     if r.virtual_stages > per_stage:
         raise SpecError([error(src, path + ("virtual_stages",), f"{r.virtual_stages} interleaved chunks per GPU, but a stage holds at "

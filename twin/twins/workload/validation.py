@@ -24,7 +24,8 @@ The open validation set (the only end-to-end rows any constant may be set on):
 Out of sample (reported, never calibrated on): the LLAMA3_70B (TP4, TP exchanges overlapped with the GEMMs)
 and LLAMA3.1_405B rows of the same table.
 
-``--fit`` reruns the two calibrations and prints the constants they give (the catalog holds them).
+``--fit`` reruns the calibrations and prints the constants they give (the catalog holds them); ``--holdout``
+calibrates each series on its smallest run alone and prints the error on the rest (:func:`holdout`).
 Designs compile with the naive placement (cable lengths change latencies by microseconds, not the rows).
 """
 
@@ -251,6 +252,53 @@ def fit(progress=None) -> dict:
     return out
 
 
+def holdout(progress=None, groups: tuple[str, ...] | None = None) -> list[dict]:
+    """``twin calibrate --holdout smallest`` on every published series of the table: the rows of one group under one
+    stack, their measured rates restated as step times (the twin's step x predicted / measured), the stack's
+    ``kernel_share`` fitted on the row with the fewest GPUs alone and the others predicted (the issue's measure of a
+    calibration: the error on the rest of the series)."""
+    from twin.lang.site.workload_models import DEFAULT_STACK
+    from twin.twins.net import routing, topology
+    from twin.twins.workload import calibrate
+
+    out = []
+    for g in GROUPS:
+        if groups is not None and g.name not in groups:
+            continue
+        if progress:
+            progress(f"calibrating {g.source} on its smallest run")
+        d = _design(g.site)
+        net = topology.from_design(d)
+        rows = _job_rows(g, d, net)
+        dv = validation_rows.design_with(d, g.variants) if g.variants else d
+        by = {w.name: w for w in dv.spec.site.workloads}
+        series: dict[str, list[Row]] = {}
+        for r in rows:
+            series.setdefault(by[r.extra["workload"]].stack or DEFAULT_STACK, []).append(r)
+        for stack, rs in series.items():
+            if len(rs) < 2:
+                continue
+            runs = [calibrate.Run(k + 2, r.extra["workload"], by[r.extra["workload"]].gpus, r.extra["step_s"] * r.predicted / r.measured, {})
+                    for k, r in enumerate(rs)]
+            res = calibrate.fit(dv, net, runs, stack, "held-out", ("kernel_share",), routing.site_scheme(d.spec.fabric),
+                                file=g.source, holdout="smallest")
+            out.append({"group": g.name, "source": g.source, "stack": stack, "kernel_share": res["constants"]["kernel_share"],
+                        "open_set": all(r.open_set for r in rs), "runs": res["runs"], "held_out": res["held_out"]})
+    return out
+
+
+def holdout_table(series: list[dict]) -> str:
+    lines = []
+    for s in series:
+        fitted = next(r for r in s["runs"] if r["fitted"])
+        rest = ", ".join(f"{r['workload']} {100 * r['error']:+.1f}%" for r in s["runs"] if not r["fitted"])
+        h = s["held_out"]
+        lines.append(f"{s['source']} ({s['stack']}{'' if s['open_set'] else ', out of sample'}): fitted on {fitted['workload']} "
+                     f"({fitted['gpus']:,} GPUs, kernel_share {s['kernel_share']}); held out {rest}; mean |error| "
+                     f"{100 * h['mean_abs_error']:.1f}%, largest {100 * h['max_abs_error']:.1f}%")
+    return "\n".join(lines + ["(error: the twin's step against the measured one, + slower)"])
+
+
 def table(rows: list[Row]) -> str:
     head = f"{'source':<58} {'compared in':<16} {'measured':>10} {'twin':>10} {'error':>7}  inputs"
     lines = [head, "-" * len(head)]
@@ -288,12 +336,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m twin.twins.workload.validation", description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", action="store_true", help="print the rows and the summary as JSON")
     ap.add_argument("--fit", action="store_true", help="rerun the stacks' calibration and print the constants")
+    ap.add_argument("--holdout", action="store_true", help="calibrate each series on its smallest run and print the held-out error")
     a = ap.parse_args(argv)
     log = (lambda m: None) if a.json else (lambda m: print(f"  {m}", file=sys.stderr))
     try:
         if a.fit:
             res = fit(log)
             print(json.dumps(res, indent=1, sort_keys=True) if a.json else "\n".join(f"{k}: kernel_share {v}" for k, v in res.items()))
+            return 0
+        if a.holdout:
+            series = holdout(log)
+            print(json.dumps(series, indent=1, sort_keys=True) if a.json else holdout_table(series))
             return 0
         rows = run(log)
     except FileNotFoundError as e:

@@ -1,0 +1,69 @@
+"""Held-out error of `twin calibrate` on the published series (issue 35, deliverable 3 and its known answer
+"calibrating on one row of a series and predicting the others: within 5% on the open series"):
+`twin validate-jobs --holdout`.
+
+Each series (the rows of one table under one stack) is restated as measured step times (the published TFLOPs/GPU
+in the series' own convention, over its GPUs), the stack's kernel_share is fitted on the run with the fewest GPUs
+alone, and the other rows are predicted. The fit reproduces its row exactly; what is left is the twin's trend
+along the series. The issue's 5% is not met on the open series, and this test holds the errors measured, so that
+a change which widens them fails:
+
+- [llama3] Table 4 (fitted on 8,192 GPUs): 16,384 GPUs -1.0%, 16,384 at 131K tokens +6.3% (its CP16 all-gathers;
+  the mean-calibrated table has the row at -5.9% too).
+- [megatron-sc21] Table 1 (fitted on 1.7B, TP1): mean 4.7%, largest +9.1% at 7.5B and 18.4B, the TP4 and TP8
+  rows without a pipeline, whose twin steps carry 12-18% of exposed TP all-reduces on NVLink while the measured
+  share of peak stays at 43-46%: the table's own residuals, calibrated on all ten rows, span -5.0% to +5.1%, so
+  no single row predicts the other nine within 5%.
+- Out of sample: [megatron-bridge-perf] (fitted on LLAMA3_8B) 70B +4.8%, 405B -9.2%; [megatron-sc21] Table 2
+  ZeRO-3 (on 384 GPUs) +11.3%, -7.1%; PTD-P (on 384 GPUs) +2.5%, +3.9%.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import twin_in_process, unwrap
+
+from twin.twins.workload import validation
+
+
+@pytest.mark.slow
+def test_calibrated_on_the_smallest_run_each_series_is_predicted_within_its_stated_errors():
+    """Slow: compiles meta-24k-roce, selene-a100 and dgx-h100-pod and times every row once per step of each fit."""
+    r = twin_in_process("validate-jobs", "--holdout", "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    series = {(s["group"], s["stack"]): s for s in unwrap(r.stdout)["holdout"]}
+    assert len(series) == 5
+    for s in series.values():  # the fit is exact on its one row, the smallest of the series
+        fitted = [x for x in s["runs"] if x["fitted"]]
+        assert len(fitted) == 1 and abs(fitted[0]["error"]) < 0.002
+        assert fitted[0]["gpus"] == min(x["gpus"] for x in s["runs"]) and s["held_out"]["runs"] == len(s["runs"]) - 1
+
+    llama = series["llama3-table4", "meta-production-2024"]
+    assert llama["open_set"] and [round(100 * x["error"]) for x in llama["runs"][1:]] == [-1, 6]
+    assert llama["held_out"]["max_abs_error"] < 0.07 and llama["held_out"]["mean_abs_error"] < 0.04
+
+    t1 = series["megatron-sc21-table1", "megatron-lm-2021"]
+    err = {x["workload"]: x["error"] for x in t1["runs"] if not x["fitted"]}
+    assert t1["open_set"] and len(err) == 9
+    assert t1["held_out"]["mean_abs_error"] < 0.05 and t1["held_out"]["max_abs_error"] < 0.10
+    assert set(sorted(err, key=err.get)[-2:]) == {"gpt-7p5b", "gpt-18p4b"}  # TP4 and TP8 without a pipeline: too slow
+
+    # out of sample: the stacks set on their smallest row already, and PTD-P (Table 1's stack) refitted on its own
+    for key, bound in ((("nemo-h100", "megatron-core-2025"), 0.10), (("megatron-sc21-table2", "megatron-deepspeed-2021"), 0.12),
+                       (("megatron-sc21-table2", "megatron-lm-2021"), 0.05)):
+        assert not series[key]["open_set"] and series[key]["held_out"]["max_abs_error"] < bound, key
+    assert series["megatron-sc21-table2", "megatron-deepspeed-2021"]["kernel_share"] == pytest.approx(0.7679, abs=2e-3)
+
+
+@pytest.mark.slow
+def test_the_trend_not_the_fit_bounds_a_one_row_calibration_of_table_1():
+    """The reason the 5% is not met, in the validation table's own terms: calibrated on all ten rows of Table 1 the
+    residuals span about 10 points, so a calibration on any one row leaves some other row about 5% or more off.
+    Slow: compiles selene-a100 (it reads the rows only, no fit)."""
+    from twin.twins.net import topology
+
+    g = next(x for x in validation.GROUPS if x.name == "megatron-sc21-table1")
+    d = validation._design(g.site)
+    rows = validation._job_rows(g, d, topology.from_design(d))
+    e = [r.error for r in rows]
+    assert len(e) == 10 and abs(sum(e) / 10) < 0.002 and 0.09 < max(e) - min(e) < 0.11
