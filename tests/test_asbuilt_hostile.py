@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -99,11 +98,17 @@ def test_a_20_mb_one_line_merged_file_of_unknown_devices_reads_in_linear_time(tm
     f = tmp_path / "merged.json"
     f.write_text("{" + ",".join(f'"unknown\\/dev-{i:07d}":{one}' for i in range(n)) + "}", encoding="utf-8")
     assert f.stat().st_size > 19_000_000
-    t = time.monotonic()
-    res = asbuilt(f, timeout=120)
-    took = time.monotonic() - t
+    import resource
+
+    def cpu() -> float:  # the command's own CPU seconds (a waited-for child): wall time on a shared machine says little
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
+    t = cpu()
+    res = asbuilt(f, timeout=300)
+    took = cpu() - t
     assert res.returncode == 2 and "Traceback" not in res.stderr and "is a device of site lab-2zone" in res.stderr
-    assert took < 10, f"{took:.1f} s"
+    assert took < 10, f"{took:.1f} s of CPU"
 
 
 @pytest.mark.parametrize("column, value", [("a_u", "9" * 5000), ("a_row", "²")])
