@@ -16,6 +16,7 @@ reported apart: it is not the search). Per case, medians of ``--runs`` searches:
 
     python bench/bench_plan.py                 # every case, a Markdown table
     python bench/bench_plan.py --runs 3 --json
+    python bench/bench_plan.py --large         # and Llama 3 405B on 8,192 GPUs of meta-24k-roce (minutes)
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ CASES = {  # name: (site, workload, GPUs, --set)
     "gpt3-175b @1,024": ("selene-a100", "gpt-145p6b", 1024, GPT3_175B),
     "gpt3-175b @1,024, every axis": ("selene-a100", "gpt-145p6b", 1024, [*GPT3_175B, "stack=meta-production-2024"]),
     "gpt-145.6b @1,536": ("selene-a100", "gpt-145p6b", 1536, []),
-    "llama3-405b @16,384": ("meta-24k-roce", "llama3-405b-8k", 16384, []),
 }
+LARGE = {"llama3-405b @8,192": ("meta-24k-roce", "llama3-405b-8k", 8192, [])}  # minutes: with --large only
 GOALS = {"plans_per_s_per_core": 1e6, "gpt3_search_s": 1.0, "12m_search_s": 10.0, "full_s": 30.0, "peak_GiB": 2.0}
 
 
@@ -50,7 +51,7 @@ def one(name: str, runs: int, top: int) -> dict:
     from twin.twins.plan import fast, search, tables
     from twin.twins.plan.problem import Problem, row
 
-    site, wname, gpus, sets = CASES[name]
+    site, wname, gpus, sets = {**CASES, **LARGE}[name]
     t0 = time.perf_counter()
     d = compile_design(ROOT / "sites" / f"{site}.yaml", placement_method="naive")
     compile_s = time.perf_counter() - t0
@@ -91,7 +92,7 @@ def main() -> None:
         print(json.dumps(one(args[args.index("--case") + 1], runs, top)))
         return
     results = []
-    for name in CASES:
+    for name in [*CASES, *(LARGE if "--large" in args else ())]:
         r = subprocess.run([sys.executable, __file__, "--case", name, "--runs", str(runs), "--top", str(top)],
                            capture_output=True, text=True, cwd=ROOT)
         if r.returncode:
