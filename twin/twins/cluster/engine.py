@@ -4,12 +4,13 @@ Three streams of events meet on one clock: job arrivals (sorted, from a mix or a
 (sorted, drawn up front per server), and what the run itself schedules in a heap (a job ends, a hung
 job is released, a server comes back, a job reaches its lifetime, a job passes its preemption guard).
 
-A running job works in cycles of ``interval`` compute then a checkpoint ``write``; after a failure or a
-preemption it pays ``restart`` before computing again, and loses the compute since its last checkpoint
-(a job that does not checkpoint loses all of it). A failure hangs the job for the source's detection
-time (its GPUs held, doing nothing); the job is then requeued in its old place (its priority and submit
-time) and the failed server is drained for repair. The scheduler (:mod:`twin.twins.cluster.schedule`)
-runs after every event that can let a job start.
+A running job works in cycles of ``interval`` compute then a checkpoint ``write``
+(:mod:`twin.twins.cluster.cycle`); after a failure or a preemption it pays ``restart`` before computing
+again, and loses the compute since its last checkpoint (a job that does not checkpoint loses all of it).
+A failure (:mod:`twin.twins.cluster.strike`) hangs the job for the source's detection time (its GPUs
+held, doing nothing); the job is then requeued in its old place (its priority and submit time) and the
+failed server is drained for repair. The scheduler (:mod:`twin.twins.cluster.schedule`) runs after every
+event that can let a job start.
 
 Every GPU-second of the span lands in exactly one bucket (:data:`BUCKETS`): a job's held time is split
 into productive, rework, detection, restart, checkpoint, preempted and neighbours (the part of its
@@ -23,74 +24,17 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from twin.twins.cluster import schedule
+from twin.twins.cluster import schedule, strike
 from twin.twins.cluster.alloc import DOWN, IN_SERVICE, SPARE, Allocator
 from twin.twins.cluster.answers import Tally, size_class
+from twin.twins.cluster.cycle import BUCKETS, DONE, END, FAIL, FINISH, GUARD, HANGING, HORIZON, LIFE, LIFETIME, PREEMPT, RELEASE, REPAIR, RUNNING, WAITING, Outcome, Policy, split, wall
 from twin.twins.cluster.fabric import retime
 from twin.twins.cluster.failures import Source
 
-BUCKETS = ("productive", "rework", "detection", "restart", "checkpoint", "preempted", "neighbours",
-           "idle", "queued_idle", "fragmentation", "repair", "spare")
-JOB_BUCKETS = BUCKETS[:7]
-END, RELEASE, REPAIR, LIFETIME, GUARD = range(5)
-FINISH, FAIL, PREEMPT, LIFE, HORIZON = range(5)
-WAITING, RUNNING, HANGING, DONE = 1, 2, 3, 4
-
-
-@dataclass(frozen=True)
-class Policy:
-    policy: str = "easy"  # fifo | easy
-    depth: int = 64
-    packing: str = "topology"
-    preempt: bool = False
-    guard: float = 7200.0
-    lifetime: float = math.inf
-    interval: float = 3600.0
-    write: float = 0.0
-    restart: float = 300.0
-    spares: int = 0
-    lemon_after: int | None = None
-    lemon_window: float = 7 * 86400.0
-    lemon_drain: float = 30 * 86400.0
-    bin: float = 3600.0  # the GPU-state series' resolution
-    seed: int = 1  # random packing's draws
-
-
-@dataclass
-class Outcome:
-    horizon: float
-    gpus: int
-    buckets: dict[str, float]  # GPU-seconds
-    tally: Tally  # per size class
-    series: dict[str, np.ndarray]  # GPU-seconds per bin by state
-    counts: dict[str, int] = field(default_factory=dict)
-    by_source: dict[str, int] = field(default_factory=dict)  # failures that stopped a job, per source
-    by_causes: dict[str, int] = field(default_factory=dict)
-    jobs_first: np.ndarray | None = None  # first start per job (nan: never started)
-    jobs_end: np.ndarray | None = None
-    jobs_state: np.ndarray | None = None
-    bin: float = 3600.0
-
-
-def split(run: float, tau: float, w: float) -> tuple[float, float, float]:
-    """(compute done, compute kept at the last checkpoint, checkpoint stall) of ``run`` s of running."""
-    if not math.isfinite(tau):
-        return run, 0.0, 0.0
-    c = tau + w
-    n = math.floor(run / c)
-    rho = run - n * c
-    return n * tau + min(rho, tau), n * tau, n * w + max(rho - tau, 0.0)
-
-
-def wall(rem: float, tau: float, w: float) -> float:
-    """Wall time to compute ``rem`` s with a checkpoint after every ``tau`` s (none after the last)."""
-    if not math.isfinite(tau):
-        return rem
-    return rem + w * max(math.ceil(rem / tau - 1e-12) - 1, 0)
+__all__ = ["BUCKETS", "Outcome", "Policy", "Run"]
 
 
 class Run:
@@ -176,7 +120,7 @@ class Run:
                 _, _, kind, a, b = heapq.heappop(heap)
                 self.event(t, kind, a, b)
             elif tf <= ta:
-                self.failure(t, fu[nf], fk[nf])
+                strike.failure(self, t, fu[nf], fk[nf])
                 nf += 1
             else:
                 self.arrive(t, na)
@@ -360,47 +304,3 @@ class Run:
             self.c["preemptions_after_failure"] += 1
         self.T.count(self.cls[j], "preemptions")
         self.close(j, t, PREEMPT)
-
-    # ------------------------------------------------------------------ failures
-    def failure(self, t: float, unit: int, k: int) -> None:
-        src = self.sources[k]
-        servers = self.racks[unit] if src.unit == "rack" else (unit,)
-        for s in servers:
-            self.server_fails(t, s, src)
-
-    def server_fails(self, t: float, s: int, src: Source) -> None:
-        A, p = self.A, self.p
-        if A.state[s] == DOWN:
-            self.c["failures_while_down"] += 1
-            return
-        self.c["failures"] += 1
-        hit = [j for j in self.on[s] if self.st[j] == RUNNING]
-        if hit:
-            self.by_source[src.name] += 1
-            self.by_causes[src.causes] += 1
-        for j in hit:
-            self.c["job_interruptions"] += 1
-            self.T.count(self.cls[j], "failures")
-            self.after_fail[j] = True
-            self.close(j, t, FAIL)
-            self.push(t + src.detection, RELEASE, j, self.epoch[j])
-        was_spare = A.state[s] == SPARE
-        A.set_state(s, DOWN)
-        back = t + src.detection + src.repair
-        if p.lemon_after is not None:
-            seen = self.seen[s]
-            seen.append(t)
-            recent = [x for x in seen if x > t - p.lemon_window]
-            self.seen[s] = recent
-            if len(recent) >= p.lemon_after:
-                back = max(back, t + src.detection + p.lemon_drain)
-                self.c["lemons_drained"] += 1
-                self.c["lemons_true"] += int(self.lemons[s])
-                self.seen[s] = []
-        self.sepoch[s] += 1
-        self.push(back, REPAIR, s, self.sepoch[s])
-        if not was_spare and p.spares:
-            spare = np.flatnonzero(A.state == SPARE)
-            if len(spare):
-                A.set_state(int(spare[0]), IN_SERVICE)
-                self.dirty = True

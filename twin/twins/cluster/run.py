@@ -20,7 +20,8 @@ from twin.lang.validator import error
 from twin.twins.cluster import failures as fail
 from twin.twins.cluster import jobset
 from twin.twins.cluster.answers import LABELS, by_class, size_class
-from twin.twins.cluster.engine import BUCKETS, JOB_BUCKETS, Policy, Run
+from twin.twins.cluster.cycle import BUCKETS, JOB_BUCKETS, Policy
+from twin.twins.cluster.engine import Run
 from twin.twins.cluster.site import ClusterSite, from_design
 
 
