@@ -66,8 +66,12 @@ def findings(c: dict) -> list[str]:
                    f"{lem['drained']} servers drained as lemons ({lem['drained_true']} of them were).")
     if "fabric" in c:
         f = c["fabric"]
+        own = ", a workload's jobs their own" if c.get("workloads") else ""
         out.append(f"shared fabric: jobs' steps were stretched by neighbours on shared links for {_pct(f['slowed_share_of_held'])} of "
-                   f"the GPU-time jobs held (collective share of a step {f['comm_share']:g}; {f['placements_routed']:,} placements routed).")
+                   f"the GPU-time jobs held (collective share of a step {f['comm_share']:g}{own}; {f['placements_routed']:,} placements routed).")
+    for w in c.get("workloads", []):
+        out.append(f"{w['workload']} ({w['gpus']:,} GPUs, {w['jobs']:,} jobs): step {w['step_s']:.4g} s from the job twin ({w['scheme']}), "
+                   f"{w['cluster_step_s']:.4g} s on the shared site; its data-parallel collective {_pct(w['comm_share'])} of the step.")
     if "power" in c:
         pw = c["power"]
         out.append(f"site power (facility, x PUE {pw['pue']:g}): peak {pw['facility_kw']['peak']:,.0f} kW, mean {pw['facility_kw']['mean']:,.0f} kW "

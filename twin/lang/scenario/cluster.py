@@ -99,6 +99,9 @@ class SizeClass(Model):
     share: float = Field(gt=0, le=1, description="share of the jobs (the shares are normalised)")
     duration: LogNormal
     kind: Slug | None = Field(None, description="every job of this size is of this kind (default: drawn by the kinds' shares)")
+    workload: Slug | None = Field(None, description="the jobs of this size run this workload of the scenario's jobs: the job twin's step "
+                                  "gives their step, and the share of it their data-parallel collective is on the wire their comm_share "
+                                  "on a shared fabric (gpus must be the job's)")
 
 
 class Kind(Model):

@@ -62,6 +62,8 @@ class Outcome:
     jobs_end: np.ndarray | None = None
     jobs_state: np.ndarray | None = None
     bin: float = 3600.0
+    jobs_ran: np.ndarray | None = None  # running time per job over all its segments
+    jobs_slowed: np.ndarray | None = None  # the part of it its neighbours' stretch added
 
 
 def split(run: float, tau: float, w: float) -> tuple[float, float, float]:

@@ -41,9 +41,11 @@ class Run:
     """One cluster run; ``go()`` returns its :class:`Outcome`. Deterministic for its inputs."""
 
     def __init__(self, site, jobs, sources: list[Source], failures: tuple[np.ndarray, np.ndarray, np.ndarray],
-                 lemons: np.ndarray, policy: Policy, horizon: float, fabric=None):
+                 lemons: np.ndarray, policy: Policy, horizon: float, fabric=None, comm: np.ndarray | None = None):
         self.site, self.jobs, self.sources, self.p, self.D = site, jobs, sources, policy, horizon
         self.fab = fabric  # a SharedFabric: multi-server jobs stretch each other's steps (None: they do not)
+        # each job's collective share of its step (the job twin's, :mod:`twin.twins.cluster.profiles`; nan or None: the stated one)
+        self.comm = None if comm is None else [None if x != x else x for x in np.asarray(comm, float).tolist()]
         self.fail_t, self.fail_u, self.fail_k = failures
         self.lemons = lemons
         n = len(jobs)
@@ -67,6 +69,8 @@ class Run:
         self.sf = [1.0] * n  # the step's stretch by neighbours now, since ts; lag: stretched seconds before ts
         self.ts = [0.0] * n
         self.lag = [0.0] * n
+        self.ran = [0.0] * n  # running time over all segments, and the part of it neighbours' stretch added
+        self.slow = [0.0] * n
         self.tok = [0] * n  # the END event that counts
         self.after_fail = [False] * n
         self.on_lemon = [False] * n
@@ -137,7 +141,7 @@ class Run:
         self.c["jobs_on_lemons"] = sum(self.on_lemon)
         return Outcome(D, self.site.gpus, dict(self.B), self.T, {k: np.array(v) for k, v in self.series.items()},
                        dict(self.c), dict(self.by_source), dict(self.by_causes), np.array(self.first), np.array(self.end),
-                       np.array(self.st), self.p.bin)
+                       np.array(self.st), self.p.bin, np.array(self.ran), np.array(self.slow))
 
     def advance(self, t: float) -> None:
         """Account the GPUs no job holds from the last event to ``t``."""
@@ -234,7 +238,7 @@ class Run:
         if len(alloc) > 1 and self.A.zones_of(alloc) > 1:
             self.c["cross_zone_starts"] += 1
         if self.fab is not None and len(alloc) > 1:
-            retime(self, t, self.fab.add(j, tuple(s for s, _ in alloc)))
+            retime(self, t, self.fab.add(j, tuple(s for s, _ in alloc), self.comm[j] if self.comm is not None else None))
 
     def push_end(self, j: int, end: float) -> None:
         self.tok[j] = self.seq + 1
@@ -266,6 +270,8 @@ class Run:
         self.held(j, done - kept, "preempted" if how == PREEMPT else "rework")
         self.held(j, ck, "checkpoint")
         self.T.add_time(self.cls[j], e)
+        self.ran[j] += e
+        self.slow[j] += lag
         self.prod[j] += kept
         self.rem[j] = max(self.rem[j] - kept, 0.0)
         self.running.discard(j)

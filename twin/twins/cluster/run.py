@@ -18,7 +18,7 @@ from twin.lang import limits
 from twin.lang.diagnostics import SpecError
 from twin.lang.validator import error
 from twin.twins.cluster import failures as fail
-from twin.twins.cluster import jobset
+from twin.twins.cluster import jobset, profiles
 from twin.twins.cluster.answers import LABELS, by_class, size_class
 from twin.twins.cluster.cycle import BUCKETS, JOB_BUCKETS, Policy
 from twin.twins.cluster.engine import Run
@@ -63,12 +63,15 @@ def load_jobs(cl, site: ClusterSite, src, base_dir: Path | None, horizon: float)
         raise SpecError([error(src, where + ("trace", "file"), str(e))]) from None
 
 
-def simulate_cluster(design, cl, src=None, base_dir: Path | None = None, progress=None, site: ClusterSite | None = None) -> tuple[dict, object]:
-    """(the result document's ``cluster`` part, the raw :class:`Outcome`)."""
+def simulate_cluster(design, cl, src=None, base_dir: Path | None = None, progress=None, site: ClusterSite | None = None,
+                     results: list[dict] | None = None) -> tuple[dict, object]:
+    """(the result document's ``cluster`` part, the raw :class:`Outcome`); ``results``: the job twin's results of the
+    scenario's jobs (the first case), for the mix's classes that run a workload."""
     site = site or from_design(design)
     D = cl.days * 86400.0
     if progress:
         progress("cluster: the jobs")
+    linked = profiles.resolve(cl.jobs.mix, results, src) if cl.jobs.mix is not None else {}
     jobs, stats = load_jobs(cl, site, src, base_dir, D)
     classes = design.spec.catalog.reliability if design is not None else {}
     sources, notes = fail.from_scenario(cl.failures, classes, site.gpus_per_server, site.trays)
@@ -88,8 +91,10 @@ def simulate_cluster(design, cl, src=None, base_dir: Path | None = None, progres
     if progress:
         progress(f"cluster: {len(jobs):,} jobs and {len(arr[0]):,} failures over {cl.days:g} days")
     shared = shared_fabric(design, cl, site, progress)
-    out = Run(site, jobs, sources, arr, lemons, policy_of(cl), D, shared).go()
+    out = Run(site, jobs, sources, arr, lemons, policy_of(cl), D, shared, profiles.comm_of(jobs, linked)).go()
     doc = summary(out, jobs, site, sources, lemons, list(jobs.notes) + notes)
+    if linked:
+        doc["workloads"] = profiles.summary(jobs, out, linked)
     if shared is not None:
         doc["fabric"] = {"comm_share": shared.w, "placements_routed": shared.routed,
                          "slowed_share_of_held": out.buckets["neighbours"] / max(sum(out.buckets[k] for k in JOB_BUCKETS), 1e-300)}

@@ -1,0 +1,85 @@
+"""The cluster twin's jobs that run a scenario's workload: their step and their collective's share from the job twin.
+
+A size class of the mix may name ``workload:``, a workload of the scenario's ``jobs:``. The job twin has
+timed that job on the compiled fabric (the scenario's first case, its first routing scheme); its result
+gives the class's jobs
+
+- their step, ``step_s``: what the cluster twin's step of such a job is when nothing slows it, and
+- their collective's share of the step, ``w = dp_s / step_s``: the time the job's data-parallel
+  traffic is on the wire over the step. On a shared fabric (:mod:`twin.twins.cluster.fabric`) this is
+  the job's own ``comm_share``: the chance its neighbours find its collective running, and the share of
+  its step that stretches with the collective (``s = 1 + w (C - 1)``). The stretch is exact when the job
+  twin finds part of the collective exposed (the compute it overlaps is then full, so every second the
+  collective gains shows in the step) and an upper bound when the collective is wholly hidden.
+
+Per workload the run reports its jobs, the job twin's step and share, and the cluster twin's step: the
+job twin's step times the jobs' running time over their running time without the neighbours' stretch.
+A job alone on the site has the job twin's step, to the float.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from twin.lang.diagnostics import SpecError
+from twin.lang.validator import error
+
+
+@dataclass(frozen=True)
+class Profile:
+    workload: str
+    gpus: int
+    scheme: str
+    step_s: float
+    dp_s: float
+    dp_exposed_s: float
+
+    @property
+    def comm_share(self) -> float:
+        return min(max(self.dp_s / self.step_s, 0.0), 1.0) if self.step_s > 0 else 0.0
+
+
+def resolve(mix, results: list[dict] | None, src) -> dict[str, Profile]:
+    """The profile of every workload the mix's classes name, from the job twin's ``results`` (located errors)."""
+    out: dict[str, Profile] = {}
+    for i, c in enumerate(mix.sizes):
+        if c.workload is None:
+            continue
+        where = ("cluster", "jobs", "mix", "sizes", i)
+        found = next((r for r in results or [] if r.get("workload") == c.workload), None)
+        if found is None:
+            names = sorted({r["workload"] for r in results or []})
+            raise SpecError([error(src, where + ("workload",), f"workload '{c.workload}' is not among this scenario's jobs",
+                                   ", ".join(names) if names else "list it under jobs: (the job twin computes its step)")])
+        if c.gpus != found["gpus"]:
+            raise SpecError([error(src, where + ("gpus",), f"{c.gpus:,} GPUs, but the job twin's {c.workload} runs on {found['gpus']:,}",
+                                   f"{found['gpus']:,}")])
+        s = found["schemes"][0]
+        out[c.workload] = Profile(c.workload, int(found["gpus"]), s["scheme"], float(s["step_s"]), float(s.get("dp_s", 0.0)),
+                                  float(s.get("dp_exposed_s", 0.0)))
+    return out
+
+
+def comm_of(jobs, profiles: dict[str, Profile]) -> np.ndarray | None:
+    """Each job's collective share (nan: the fabric's stated ``comm_share``), or None when no job runs a workload."""
+    if jobs.workload is None or not profiles:
+        return None
+    w = np.array([profiles[n].comm_share for n in jobs.workloads] + [np.nan])
+    return w[jobs.workload]
+
+
+def summary(jobs, out, profiles: dict[str, Profile]) -> list[dict]:
+    """Per workload: its jobs, the job twin's step and share, and the step the cluster twin measured."""
+    rows = []
+    for i, name in enumerate(jobs.workloads):
+        p = profiles[name]
+        mine = jobs.workload == i
+        ran = float(out.jobs_ran[mine].sum())
+        slowed = float(out.jobs_slowed[mine].sum())
+        stretch = ran / (ran - slowed) if ran > slowed else 1.0
+        rows.append({"workload": name, "gpus": p.gpus, "scheme": p.scheme, "jobs": int(mine.sum()),
+                     "step_s": p.step_s, "dp_s": p.dp_s, "dp_exposed_s": p.dp_exposed_s, "comm_share": p.comm_share,
+                     "running_h": ran / 3600.0, "slowed_h": slowed / 3600.0, "cluster_step_s": p.step_s * stretch})
+    return rows
