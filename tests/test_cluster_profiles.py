@@ -80,6 +80,8 @@ def test_a_job_alone_on_the_site_has_the_job_twins_step_and_its_dp_share(root, t
     assert row["jobs"] == doc["cluster"]["jobs"] > 0 and row["running_h"] > 0
     assert row["step_s"] == job["step_s"] and row["cluster_step_s"] == job["step_s"] and row["slowed_h"] == 0.0
     assert row["comm_share"] == job["dp_s"] / job["step_s"] and 0.0 < row["comm_share"] < 0.3  # not the stated 0.3
+    res = doc["cases"][0]["jobs"][0]  # what slows under a power cap: compute and bubble (the power twin's rate)
+    assert row["compute_share"] == (res["compute_s"] + res["bubble_s"]) / job["step_s"] and 0.5 < row["compute_share"] < 1.0
 
 
 @pytest.mark.parametrize("change, to, words", [

@@ -14,7 +14,7 @@ from twin.emit.markdown import table
 BUCKET_NAMES = {
     "productive": "productive training", "rework": "rework after a failure", "detection": "hung until detected",
     "restart": "restarts", "checkpoint": "checkpoint writes", "preempted": "preempted (lost work, relaunch)",
-    "neighbours": "slowed by neighbours (shared links)", "idle": "idle, no job waiting", "queued_idle": "idle while jobs wait", "fragmentation": "fragmentation",
+    "neighbours": "slowed by neighbours (shared links)", "powercap": "slowed by a power cap", "idle": "idle, no job waiting", "queued_idle": "idle while jobs wait", "fragmentation": "fragmentation",
     "repair": "drained for repair", "spare": "held as spares",
 }
 
@@ -76,6 +76,11 @@ def findings(c: dict) -> list[str]:
         pw = c["power"]
         out.append(f"site power (facility, x PUE {pw['pue']:g}): peak {pw['facility_kw']['peak']:,.0f} kW, mean {pw['facility_kw']['mean']:,.0f} kW "
                    f"against a supply of {pw['supply_kw']:,.0f} kW; {pw['hours_over_supply']:,.0f} h over it.")
+        if "site_cap" in pw:
+            sc = pw["site_cap"]
+            out.append(f"site power cap {sc['cap_kw']:,.0f} kW (set every {sc['interval_s'] / 60:g} min): GPUs capped down to {sc['gpu_w_min']:,.0f} W "
+                       f"of {sc['gpu_w_uncapped']:,.0f}; jobs' steps stretched for {_pct(sc['slowed_share_of_held'])} of the GPU-time they held; "
+                       f"{pw['hours_over_cap']:,.0f} h over the cap (the hour's mean), peak {pw['facility_kw']['peak']:,.0f} kW.")
     if "trace" in c:
         t = c["trace"]
         out.append(f"trace {t['file']} ({t['format']}): {t['jobs']:,} jobs over {t['span_days']:.1f} days, {t['gpu_hours']:,.0f} GPU-hours; "

@@ -21,10 +21,10 @@ import numpy as np
 
 from twin.twins.cluster.answers import Tally
 
-BUCKETS = ("productive", "rework", "detection", "restart", "checkpoint", "preempted", "neighbours",
+BUCKETS = ("productive", "rework", "detection", "restart", "checkpoint", "preempted", "neighbours", "powercap",
            "idle", "queued_idle", "fragmentation", "repair", "spare")
-JOB_BUCKETS = BUCKETS[:7]
-END, RELEASE, REPAIR, LIFETIME, GUARD = range(5)
+JOB_BUCKETS = BUCKETS[:8]
+END, RELEASE, REPAIR, LIFETIME, GUARD, CAP = range(6)
 FINISH, FAIL, PREEMPT, LIFE, HORIZON = range(5)
 WAITING, RUNNING, HANGING, DONE = 1, 2, 3, 4
 
@@ -63,7 +63,7 @@ class Outcome:
     jobs_state: np.ndarray | None = None
     bin: float = 3600.0
     jobs_ran: np.ndarray | None = None  # running time per job over all its segments
-    jobs_slowed: np.ndarray | None = None  # the part of it its neighbours' stretch added
+    jobs_slowed: np.ndarray | None = None  # the part of it its neighbours' and the power cap's stretch added
 
 
 def split(run: float, tau: float, w: float) -> tuple[float, float, float]:

@@ -13,8 +13,9 @@ failed server is drained for repair. The scheduler (:mod:`twin.twins.cluster.sch
 event that can let a job start.
 
 Every GPU-second of the span lands in exactly one bucket (:data:`BUCKETS`): a job's held time is split
-into productive, rework, detection, restart, checkpoint, preempted and neighbours (the part of its
-running time its step was stretched by jobs sharing its links: :mod:`twin.twins.cluster.fabric`); a GPU no job holds is idle (no
+into productive, rework, detection, restart, checkpoint, preempted, neighbours (the part of its running
+time its step was stretched by jobs sharing its links: :mod:`twin.twins.cluster.fabric`) and powercap
+(stretched by a site power cap: :mod:`twin.twins.cluster.sitecap`); a GPU no job holds is idle (no
 job waits), queued_idle (jobs wait and the head needs more GPUs than are free), fragmentation (the head
 would fit by count, not by shape), repair (on a drained server) or spare (a held-back server).
 """
@@ -30,9 +31,10 @@ import numpy as np
 from twin.twins.cluster import schedule, strike
 from twin.twins.cluster.alloc import DOWN, IN_SERVICE, SPARE, Allocator
 from twin.twins.cluster.answers import Tally, size_class
-from twin.twins.cluster.cycle import BUCKETS, DONE, END, FAIL, FINISH, GUARD, HANGING, HORIZON, LIFE, LIFETIME, PREEMPT, RELEASE, REPAIR, RUNNING, WAITING, Outcome, Policy, split, wall
+from twin.twins.cluster.cycle import BUCKETS, CAP, DONE, END, FAIL, FINISH, GUARD, HANGING, HORIZON, LIFE, LIFETIME, PREEMPT, RELEASE, REPAIR, RUNNING, WAITING, Outcome, Policy, split, wall
 from twin.twins.cluster.fabric import retime
 from twin.twins.cluster.failures import Source
+from twin.twins.cluster.sitecap import stretch
 
 __all__ = ["BUCKETS", "Outcome", "Policy", "Run"]
 
@@ -41,11 +43,14 @@ class Run:
     """One cluster run; ``go()`` returns its :class:`Outcome`. Deterministic for its inputs."""
 
     def __init__(self, site, jobs, sources: list[Source], failures: tuple[np.ndarray, np.ndarray, np.ndarray],
-                 lemons: np.ndarray, policy: Policy, horizon: float, fabric=None, comm: np.ndarray | None = None):
+                 lemons: np.ndarray, policy: Policy, horizon: float, fabric=None, comm: np.ndarray | None = None, cap=None,
+                 busy: np.ndarray | None = None):
         self.site, self.jobs, self.sources, self.p, self.D = site, jobs, sources, policy, horizon
         self.fab = fabric  # a SharedFabric: multi-server jobs stretch each other's steps (None: they do not)
         # each job's collective share of its step (the job twin's, :mod:`twin.twins.cluster.profiles`; nan or None: the stated one)
         self.comm = None if comm is None else [None if x != x else x for x in np.asarray(comm, float).tolist()]
+        self.cap = cap  # a SiteCap: the power manager's GPU cap slows the jobs (None: no site cap)
+        self.busy = np.ones(len(jobs)).tolist() if busy is None else np.asarray(busy, float).tolist()  # compute share of a step
         self.fail_t, self.fail_u, self.fail_k = failures
         self.lemons = lemons
         n = len(jobs)
@@ -66,9 +71,11 @@ class Run:
         self.hang0 = [0.0] * n
         self.est = [0.0] * n
         self.need = [0.0] * n  # running time to the end of the segment, unstretched
-        self.sf = [1.0] * n  # the step's stretch by neighbours now, since ts; lag: stretched seconds before ts
+        self.sf = [1.0] * n  # the step's stretch by neighbours now, since ts; lag: the seconds it added before ts
+        self.sp = [1.0] * n  # by the power cap; lagp
         self.ts = [0.0] * n
         self.lag = [0.0] * n
+        self.lagp = [0.0] * n
         self.ran = [0.0] * n  # running time over all segments, and the part of it neighbours' stretch added
         self.slow = [0.0] * n
         self.tok = [0] * n  # the END event that counts
@@ -112,6 +119,8 @@ class Run:
         NA, NF = len(sub), len(ft)
         inf = math.inf
         heap = self.heap
+        if self.cap is not None:
+            self.push(0.0, CAP, 0, 0)
         while True:
             ta = sub[na] if na < NA else inf
             tf = ft[nf] if nf < NF else inf
@@ -159,6 +168,8 @@ class Run:
         B["repair"] += A.free_down * dt
         B["spare"] += A.free_spare * dt
         running = self.site.gpus - fi - A.free_down - A.free_spare
+        if self.cap is not None:
+            self.cap.account(self.tl, t, running)
         self._bins(self.tl, t, ((what, fi), ("repair", A.free_down), ("spare", A.free_spare), ("running", running)))
         self.tl = t
 
@@ -194,6 +205,17 @@ class Run:
             if self.epoch[a] == b and self.st[a] == RUNNING:
                 self.old.add(a)
                 self.dirty = True
+        elif kind == CAP:
+            self.control(t)
+
+    def control(self, t: float) -> None:
+        """The power manager sets the GPUs' cap for the GPUs held now; every running job's step follows it."""
+        A, cap = self.A, self.cap
+        if cap.control(t, self.site.gpus - A.free_in_service - A.free_down - A.free_spare):
+            for j in list(self.running):
+                self.restretch(j, t, sp=stretch(self.busy[j], cap.k))
+        if t + cap.interval < self.D:
+            self.push(t + cap.interval, CAP, 0, 0)
 
     # ------------------------------------------------------------------ jobs
     def arrive(self, t: float, j: int) -> None:
@@ -222,9 +244,10 @@ class Run:
         self.over[j] = p.restart if self.cause[j] in (FAIL, PREEMPT, LIFE) else 0.0
         self.epoch[j] += 1
         self.need[j] = self.over[j] + wall(self.rem[j], self.tau[j], p.write)
-        end = t + self.need[j]
+        sp = stretch(self.busy[j], self.cap.k) if self.cap is not None and self.cap.k < 1 else 1.0
+        end = t + self.need[j] * sp
         self.est[j] = end
-        self.sf[j], self.ts[j], self.lag[j] = 1.0, t, 0.0
+        self.sf[j], self.sp[j], self.ts[j], self.lag[j], self.lagp[j] = 1.0, sp, t, 0.0, 0.0
         bisect.insort(self.ends, (end, j))
         self.push_end(j, end)
         if t + p.lifetime < end:
@@ -244,9 +267,27 @@ class Run:
         self.tok[j] = self.seq + 1
         self.push(end, END, j, self.tok[j])
 
-    def slowed(self, j: int, t: float) -> float:
-        """Seconds of the running segment of ``j`` up to ``t`` that its neighbours' stretch added."""
-        return self.lag[j] + (t - self.ts[j]) * (1.0 - 1.0 / self.sf[j])
+    def slowed(self, j: int, t: float) -> tuple[float, float]:
+        """Seconds of the running segment of ``j`` up to ``t`` that its neighbours' and the power cap's stretches added
+        (of ``dt`` at both, ``dt (1 - 1/sp)`` is the cap's and ``dt / sp (1 - 1/sf)`` the neighbours')."""
+        dt, sf, sp = t - self.ts[j], self.sf[j], self.sp[j]
+        return self.lag[j] + dt / sp * (1.0 - 1.0 / sf), self.lagp[j] + dt * (1.0 - 1.0 / sp)
+
+    def restretch(self, j: int, t: float, sf: float | None = None, sp: float | None = None) -> None:
+        """New stretches of the running ``j`` from ``t``: its end moves with its remaining running time."""
+        a = self.sf[j] if sf is None else sf
+        b = self.sp[j] if sp is None else sp
+        if a == self.sf[j] and b == self.sp[j]:
+            return
+        self.lag[j], self.lagp[j] = self.slowed(j, t)
+        self.ts[j], self.sf[j], self.sp[j] = t, a, b
+        end = t + (self.need[j] - (t - self.seg0[j] - self.lag[j] - self.lagp[j])) * a * b
+        i = bisect.bisect_left(self.ends, (self.est[j], j))
+        if i < len(self.ends) and self.ends[i][1] == j:
+            del self.ends[i]
+        self.est[j] = end
+        bisect.insort(self.ends, (end, j))
+        self.push_end(j, end)
 
     def held(self, j: int, dt: float, bucket: str) -> None:
         v = dt * self.g[j]
@@ -257,8 +298,10 @@ class Run:
         """End the running segment of ``j`` at ``t``: its GPU-time into buckets, its progress kept or lost."""
         p = self.p
         e = t - self.seg0[j]
-        lag = self.slowed(j, t) if self.sf[j] != 1.0 or self.lag[j] else 0.0
-        self.held(j, lag, "neighbours")
+        nb, pw = self.slowed(j, t) if self.sf[j] != 1.0 or self.sp[j] != 1.0 or self.lag[j] or self.lagp[j] else (0.0, 0.0)
+        self.held(j, nb, "neighbours")
+        self.held(j, pw, "powercap")
+        lag = nb + pw
         ov = min(e - lag, self.over[j])
         self.held(j, ov, "preempted" if self.cause[j] == PREEMPT else "restart")
         done, kept, ck = split(e - lag - ov, self.tau[j], p.write)

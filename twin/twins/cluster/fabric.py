@@ -28,7 +28,6 @@ other job: inside a non-blocking zone nothing is recomputed.
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -183,16 +182,7 @@ class SharedFabric:
 
 def retime(R, t: float, changed: dict[int, float]) -> None:
     """New stretches on the clock of a run ``R`` (:class:`twin.twins.cluster.engine.Run`): each running job's
-    end moves with its remaining running time, and the seconds stretched so far are kept apart."""
+    end moves with its remaining running time (:meth:`~twin.twins.cluster.engine.Run.restretch`)."""
     for j, s in changed.items():
-        if j not in R.running or s == R.sf[j]:
-            continue
-        R.lag[j] = R.slowed(j, t)
-        R.ts[j], R.sf[j] = t, s
-        end = t + (R.need[j] - (t - R.seg0[j] - R.lag[j])) * s
-        i = bisect.bisect_left(R.ends, (R.est[j], j))
-        if i < len(R.ends) and R.ends[i][1] == j:
-            del R.ends[i]
-        R.est[j] = end
-        bisect.insort(R.ends, (end, j))
-        R.push_end(j, end)
+        if j in R.running:
+            R.restretch(j, t, sf=s)

@@ -18,15 +18,18 @@ from __future__ import annotations
 import numpy as np
 
 
-def site_power(design, running: np.ndarray, gpus: int, gpus_per_server: int, bin_s: float, comm_share: float | None = None) -> dict:
-    """``running``: GPUs held per bin (the mean over the bin). Watts per bin and the figures against the supply."""
+def site_power(design, running: np.ndarray, gpus: int, gpus_per_server: int, bin_s: float, comm_share: float | None = None,
+               compute_w: np.ndarray | None = None, cap_w: float | None = None) -> dict:
+    """``running``: GPUs held per bin (the mean over the bin); ``compute_w``: a held GPU's compute watts per bin under a
+    site power cap of ``cap_w`` (:mod:`twin.twins.cluster.sitecap`). Watts per bin and the figures against the supply."""
     from twin.twins.power.phases import gpu_phases
 
     spec = design.spec
     ch = spec.chassis
     ph = gpu_phases(ch.phase_power, ch.gpu_tdp, spec.rack.gpu_power_cap, ch.max_power, ch.gpus)
     w = comm_share or 0.0
-    busy = (1.0 - w) * ph.compute + w * ph.communication
+    comp = ph.compute if compute_w is None else np.asarray(compute_w, float)
+    busy = (1.0 - w) * comp + w * ph.communication
     n_servers = gpus / gpus_per_server
     fixed = float(design.budget.it_power) - n_servers * float(ch.max_power)
     r = np.asarray(running, float)
@@ -36,12 +39,15 @@ def site_power(design, running: np.ndarray, gpus: int, gpus_per_server: int, bin
     fac = it * pue
     cap = float(spec.site.power.utility_capacity)
     over = fac > cap
-    return {
-        "gpu_w": {"held": busy, "idle": ph.idle, "cap": ph.cap},
+    out = {
+        "gpu_w": {"held": float(np.max(busy)), "idle": ph.idle, "cap": ph.cap},
         "fixed_it_kw": fixed / 1e3, "pue": pue, "supply_kw": cap / 1e3,
         "facility_kw": {"peak": float(fac.max()) / 1e3 if len(fac) else 0.0, "mean": float(fac.mean()) / 1e3 if len(fac) else 0.0,
                         "min": float(fac.min()) / 1e3 if len(fac) else 0.0},
         "hours_over_supply": float(over.sum()) * bin_s / 3600.0,
         "series_kw": (fac / 1e3).round(1).tolist(),
     }
+    if cap_w is not None:
+        out["hours_over_cap"] = float((fac > cap_w * (1 + 1e-9)).sum()) * bin_s / 3600.0
+    return out
 

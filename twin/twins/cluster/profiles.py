@@ -12,8 +12,12 @@ gives the class's jobs
   twin finds part of the collective exposed (the compute it overlaps is then full, so every second the
   collective gains shows in the step) and an upper bound when the collective is wholly hidden.
 
-Per workload the run reports its jobs, the job twin's step and share, and the cluster twin's step: the
-job twin's step times the jobs' running time over their running time without the neighbours' stretch.
+Under a site power cap (:mod:`twin.twins.cluster.sitecap`) the share of their step that slows with the GPUs'
+clock is the job twin's compute and pipeline bubble over the step (``compute_share``).
+
+Per workload the run reports its jobs, the job twin's step and shares, and the cluster twin's step: the
+job twin's step times the jobs' running time over their running time without the neighbours' and the
+power cap's stretch.
 A job alone on the site has the job twin's step, to the float.
 """
 
@@ -35,6 +39,11 @@ class Profile:
     step_s: float
     dp_s: float
     dp_exposed_s: float
+    busy_s: float = 0.0  # compute and pipeline bubble of the step: what slows with a GPU's clock
+
+    @property
+    def busy_share(self) -> float:
+        return min(max(self.busy_s / self.step_s, 0.0), 1.0) if self.step_s > 0 else 1.0
 
     @property
     def comm_share(self) -> float:
@@ -58,7 +67,7 @@ def resolve(mix, results: list[dict] | None, src) -> dict[str, Profile]:
                                    f"{found['gpus']:,}")])
         s = found["schemes"][0]
         out[c.workload] = Profile(c.workload, int(found["gpus"]), s["scheme"], float(s["step_s"]), float(s.get("dp_s", 0.0)),
-                                  float(s.get("dp_exposed_s", 0.0)))
+                                  float(s.get("dp_exposed_s", 0.0)), float(found["compute_s"]) + float(found["bubble_s"]))
     return out
 
 
@@ -68,6 +77,17 @@ def comm_of(jobs, profiles: dict[str, Profile]) -> np.ndarray | None:
         return None
     w = np.array([profiles[n].comm_share for n in jobs.workloads] + [np.nan])
     return w[jobs.workload]
+
+
+def busy_of(jobs, profiles: dict[str, Profile], comm: np.ndarray | None, fabric) -> np.ndarray | None:
+    """Each job's share of its step that slows with the GPUs' clock under a power cap: a workload's compute and
+    bubble over its step; a stated job's all but the fabric's ``comm_share`` (all of it when the fabric is not
+    shared). None: every job computes all of its step."""
+    w = fabric.comm_share if fabric is not None else 0.0
+    if jobs.workload is None or not profiles:
+        return None if w == 0.0 else np.full(len(jobs), 1.0 - w)
+    b = np.array([profiles[n].busy_share for n in jobs.workloads] + [1.0 - w])
+    return b[jobs.workload]
 
 
 def summary(jobs, out, profiles: dict[str, Profile]) -> list[dict]:
@@ -80,6 +100,6 @@ def summary(jobs, out, profiles: dict[str, Profile]) -> list[dict]:
         slowed = float(out.jobs_slowed[mine].sum())
         stretch = ran / (ran - slowed) if ran > slowed else 1.0
         rows.append({"workload": name, "gpus": p.gpus, "scheme": p.scheme, "jobs": int(mine.sum()),
-                     "step_s": p.step_s, "dp_s": p.dp_s, "dp_exposed_s": p.dp_exposed_s, "comm_share": p.comm_share,
+                     "step_s": p.step_s, "dp_s": p.dp_s, "dp_exposed_s": p.dp_exposed_s, "comm_share": p.comm_share, "compute_share": p.busy_share,
                      "running_h": ran / 3600.0, "slowed_h": slowed / 3600.0, "cluster_step_s": p.step_s * stretch})
     return rows

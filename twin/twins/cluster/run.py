@@ -91,7 +91,10 @@ def simulate_cluster(design, cl, src=None, base_dir: Path | None = None, progres
     if progress:
         progress(f"cluster: {len(jobs):,} jobs and {len(arr[0]):,} failures over {cl.days:g} days")
     shared = shared_fabric(design, cl, site, progress)
-    out = Run(site, jobs, sources, arr, lemons, policy_of(cl), D, shared, profiles.comm_of(jobs, linked)).go()
+    pol = policy_of(cl)
+    cap = site_cap(design, cl, src, D, pol.bin)
+    comm = profiles.comm_of(jobs, linked)
+    out = Run(site, jobs, sources, arr, lemons, pol, D, shared, comm, cap, profiles.busy_of(jobs, linked, comm, cl.fabric)).go()
     doc = summary(out, jobs, site, sources, lemons, list(jobs.notes) + notes)
     if linked:
         doc["workloads"] = profiles.summary(jobs, out, linked)
@@ -102,10 +105,26 @@ def simulate_cluster(design, cl, src=None, base_dir: Path | None = None, progres
         from twin.twins.cluster.power import site_power
 
         running = np.asarray(doc["series"]["gpu_states"]["running"], float)
-        doc["power"] = site_power(design, running, site.gpus, site.gpus_per_server, out.bin, cl.fabric.comm_share if cl.fabric else None)
+        doc["power"] = site_power(design, running, site.gpus, site.gpus_per_server, out.bin, cl.fabric.comm_share if cl.fabric else None,
+                                  cap.compute_w() if cap is not None else None, cap.F if cap is not None else None)
+        if cap is not None:
+            doc["power"]["site_cap"] = {"cap_kw": cap.F / 1e3, "interval_s": cap.interval, "gpu_w_min": float(cap.compute_w().min()),
+                                        "gpu_w_uncapped": cap.ph.compute, "levels_set": cap.levels,
+                                        "slowed_share_of_held": out.buckets["powercap"] / max(sum(out.buckets[k] for k in JOB_BUCKETS), 1e-300)}
     if stats is not None:
         doc["trace"] = stats
     return doc, out
+
+
+def site_cap(design, cl, src, horizon: float, bin_s: float):
+    """The site power cap's manager (:mod:`twin.twins.cluster.sitecap`), when the scenario states one."""
+    if cl.power is None:
+        return None
+    from twin.twins.cluster.sitecap import SiteCap
+
+    if design is None or getattr(design, "budget", None) is None:
+        raise SpecError([error(src, ("cluster", "power"), "a site power cap needs the design's power budget")])
+    return SiteCap(design, cl.power.cap, cl.power.interval, cl.fabric.comm_share if cl.fabric else 0.0, horizon, bin_s)
 
 
 def shared_fabric(design, cl, site: ClusterSite, progress=None):
