@@ -80,7 +80,7 @@ def findings(c: dict) -> list[str]:
             sc = pw["site_cap"]
             out.append(f"site power cap {sc['cap_kw']:,.0f} kW (set every {sc['interval_s'] / 60:g} min): GPUs capped down to {sc['gpu_w_min']:,.0f} W "
                        f"of {sc['gpu_w_uncapped']:,.0f}; jobs' steps stretched for {_pct(sc['slowed_share_of_held'])} of the GPU-time they held; "
-                       f"{pw['hours_over_cap']:,.0f} h over the cap (the hour's mean), peak {pw['facility_kw']['peak']:,.0f} kW.")
+                       f"{pw['hours_over_cap']:,.0f} h over the cap (the hour's mean), by up to {pw['most_over_cap_kw']:,.1f} kW.")
     if "trace" in c:
         t = c["trace"]
         out.append(f"trace {t['file']} ({t['format']}): {t['jobs']:,} jobs over {t['span_days']:.1f} days, {t['gpu_hours']:,.0f} GPU-hours; "

@@ -212,8 +212,9 @@ class Run:
         """The power manager sets the GPUs' cap for the GPUs held now; every running job's step follows it."""
         A, cap = self.A, self.cap
         if cap.control(t, self.site.gpus - A.free_in_service - A.free_down - A.free_spare):
-            for j in list(self.running):
-                self.restretch(j, t, sp=stretch(self.busy[j], cap.k))
+            for j in self.running:
+                self.restretch(j, t, sp=stretch(self.busy[j], cap.k), sort=False)
+            self.ends = sorted((self.est[j], j) for j in self.running)
         if t + cap.interval < self.D:
             self.push(t + cap.interval, CAP, 0, 0)
 
@@ -273,8 +274,9 @@ class Run:
         dt, sf, sp = t - self.ts[j], self.sf[j], self.sp[j]
         return self.lag[j] + dt / sp * (1.0 - 1.0 / sf), self.lagp[j] + dt * (1.0 - 1.0 / sp)
 
-    def restretch(self, j: int, t: float, sf: float | None = None, sp: float | None = None) -> None:
-        """New stretches of the running ``j`` from ``t``: its end moves with its remaining running time."""
+    def restretch(self, j: int, t: float, sf: float | None = None, sp: float | None = None, sort: bool = True) -> None:
+        """New stretches of the running ``j`` from ``t``: its end moves with its remaining running time (``sort``: kept
+        in place in the expected ends; else the caller sorts them)."""
         a = self.sf[j] if sf is None else sf
         b = self.sp[j] if sp is None else sp
         if a == self.sf[j] and b == self.sp[j]:
@@ -282,11 +284,12 @@ class Run:
         self.lag[j], self.lagp[j] = self.slowed(j, t)
         self.ts[j], self.sf[j], self.sp[j] = t, a, b
         end = t + (self.need[j] - (t - self.seg0[j] - self.lag[j] - self.lagp[j])) * a * b
-        i = bisect.bisect_left(self.ends, (self.est[j], j))
-        if i < len(self.ends) and self.ends[i][1] == j:
-            del self.ends[i]
+        if sort:
+            i = bisect.bisect_left(self.ends, (self.est[j], j))
+            if i < len(self.ends) and self.ends[i][1] == j:
+                del self.ends[i]
+            bisect.insort(self.ends, (end, j))
         self.est[j] = end
-        bisect.insort(self.ends, (end, j))
         self.push_end(j, end)
 
     def held(self, j: int, dt: float, bucket: str) -> None:

@@ -10,7 +10,10 @@ optics, the racks' other equipment) is the design's IT budget less its servers a
 The site's facility power is the IT power times the site's PUE, held against its utility supply.
 
 At full load (every GPU held, computing at TDP with no cap) this is the design's own facility budget, and
-the test holds it to that.
+the test holds it to that. Under a site power cap (:mod:`twin.twins.cluster.sitecap`) a held GPU's compute
+watts are, per bin, the mean of the caps the manager set; the bins whose mean draw is over the cap are
+counted, with the most they exceed it by (the manager acts at intervals: jobs started between two of its
+settings draw at the cap in force until the next).
 """
 
 from __future__ import annotations
@@ -49,5 +52,6 @@ def site_power(design, running: np.ndarray, gpus: int, gpus_per_server: int, bin
     }
     if cap_w is not None:
         out["hours_over_cap"] = float((fac > cap_w * (1 + 1e-9)).sum()) * bin_s / 3600.0
+        out["most_over_cap_kw"] = max(float(fac.max()) - cap_w, 0.0) / 1e3 if len(fac) else 0.0
     return out
 
