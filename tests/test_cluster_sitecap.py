@@ -87,6 +87,12 @@ def test_a_scenario_with_a_site_power_cap_reports_it_and_keeps_every_gpu_second(
     sc = c["power"]["site_cap"]
     assert sc["cap_kw"] == 215.0 and sc["interval_s"] == 300.0 and 400.0 <= sc["gpu_w_min"] < 700.0
     assert c["power"]["facility_kw"]["mean"] <= 215.0
+    # the sweep's figure is the cap's bucket over GPUs x span
+    from types import SimpleNamespace
+
+    from twin.analysis.registry import FIGURES
+
+    assert FIGURES["site_slowed_by_power_cap"].value(SimpleNamespace(sim={"cluster": c})) == c["shares"]["powercap"]
     p.write_text(text.replace("215 kW", "215 km"), encoding="utf-8")
     r = twin_in_process("simulate", root / "sites/lab-2zone.yaml", "--scenario", p)
     assert r.returncode == 2 and f"{p}:10:" in r.stderr + r.stdout
