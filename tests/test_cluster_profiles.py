@@ -66,7 +66,7 @@ def test_two_jobs_with_their_own_shares_across_one_uplink_stretch_each_other_by_
     assert [r["comm_share"] for r in rows] == pytest.approx([wa, wb])
 
 
-def test_a_job_alone_on_the_site_has_the_job_twins_step_and_its_dp_share(root, tmp_path):
+def test_a_job_alone_on_the_site_has_the_job_twins_step_and_its_dp_share(root, tmp_path, lab):
     """The issue's known answer: the cluster twin's step of a job alone on the empty site equals the job twin's for the
     same inputs (lab-llama-8b takes all of lab-2zone's 128 GPUs, so its jobs never share a link)."""
     p = tmp_path / "s.yaml"
@@ -82,6 +82,20 @@ def test_a_job_alone_on_the_site_has_the_job_twins_step_and_its_dp_share(root, t
     assert row["comm_share"] == job["dp_s"] / job["step_s"] and 0.0 < row["comm_share"] < 0.3  # not the stated 0.3
     res = doc["cases"][0]["jobs"][0]  # what slows under a power cap: compute and bubble (the power twin's rate)
     assert row["compute_share"] == (res["compute_s"] + res["bubble_s"]) / job["step_s"] and 0.5 < row["compute_share"] < 1.0
+    # its GPUs draw the power twin's mean over its step (not the compute watts): an hour it holds every GPU draws
+    # (the design's IT budget less its 16 servers, + 128 GPUs at step_average + 16 servers' rest) x PUE
+    from twin.twins.power.phases import gpu_phases
+    from twin.twins.workload.jobs import step_profile
+
+    ch = lab.spec.chassis
+    ph = gpu_phases(ch.phase_power, ch.gpu_tdp, lab.spec.rack.gpu_power_cap, ch.max_power, ch.gpus)
+    avg = ph.step_average(step_profile(res))
+    assert 250.0 < avg < 0.95 * ph.compute
+    it = float(lab.budget.it_power) - 16 * float(ch.max_power) + 128 * avg + 16 * ph.rest
+    running = doc["cluster"]["series"]["gpu_states"]["running"]
+    full = [i for i, r in enumerate(running) if r == 128]
+    assert full, "an hour the job held every GPU"
+    assert doc["cluster"]["power"]["series_kw"][full[0]] == pytest.approx(it * float(lab.spec.site.power.pue) / 1e3, abs=0.05)
 
 
 @pytest.mark.parametrize("change, to, words", [

@@ -35,8 +35,8 @@ def one_job(lab, cap_w: float, busy: float | None = None, horizon: float = 86400
     js = JobSet(np.zeros(1), np.array([128], np.int64), np.array([W]), np.zeros(1, np.int64), np.zeros(1, bool),
                 ("training",), (True,), (0,))
     arr = fail.arrivals([], site.servers, int(site.rack.max()) + 1, np.zeros(site.servers, bool), 1.0, horizon, 1)
-    cap = SiteCap(lab, cap_w, I, 0.0, horizon, 3600.0)
-    out = Run(site, js, [], arr, np.zeros(site.servers, bool), Policy(interval=1e9, restart=0.0), horizon, cap=cap,
+    cap = SiteCap(lab, [(1.0, 0.0)], horizon, 3600.0, cap_w, I)  # a held GPU draws the compute watts in force
+    out = Run(site, js, [], arr, np.zeros(site.servers, bool), Policy(interval=1e9, restart=0.0), horizon, power=cap,
               busy=None if busy is None else np.array([busy])).go()
     assert abs(sum(out.buckets.values()) - site.gpus * horizon) < 1.0, "every GPU-second lands in exactly one bucket"
     return out, cap
@@ -54,9 +54,9 @@ def test_a_job_under_the_cap_computes_at_the_throughput_at_the_gpu_cap_the_site_
     assert out.jobs_end[0] == pytest.approx(I + (W - I) * s, rel=1e-9)
     assert out.buckets["powercap"] == pytest.approx(128 * (W - I) * (s - 1), rel=1e-6)
     assert out.buckets["productive"] == pytest.approx(128 * W, rel=1e-12) and out.buckets["neighbours"] == 0.0
-    # the held GPUs' watts per hour: uncapped (700 W) for the first quarter hour, P after it, until the job ends
-    assert cap.compute_w()[0] == pytest.approx((I * 700.0 + (3600 - I) * P) / 3600, rel=1e-12)
-    assert cap.compute_w()[2] == pytest.approx(P, rel=1e-12)
+    # the held GPUs' energy per hour: uncapped (700 W) for the first quarter hour, P after it, until the job ends
+    assert cap.held_j[0] == pytest.approx(128 * (I * 700.0 + (3600 - I) * P), rel=1e-12)
+    assert cap.held_j[2] == pytest.approx(128 * 3600 * P, rel=1e-12) and cap.lowest == pytest.approx(P, rel=1e-12)
 
 
 def test_a_cap_the_site_never_reaches_slows_nothing(lab):
@@ -66,7 +66,7 @@ def test_a_cap_the_site_never_reaches_slows_nothing(lab):
 
 def test_below_the_chassis_lowest_cap_the_draw_stays_over_and_the_gpus_at_their_floor(lab):
     out, cap = one_job(lab, facility_at(lab, 400.0) * 0.99)  # lab's H100 cannot be capped below 400 W
-    assert cap.compute_w()[2] == 400.0
+    assert cap.lowest == 400.0
     k = 0.78 + (0.85 - 0.78) * (400 / 700 - 0.571) / (0.643 - 0.571)  # the curve between its points 0.571 and 0.643 of TDP
     assert out.jobs_end[0] == pytest.approx(I + (W - I) / k, rel=1e-9)
 

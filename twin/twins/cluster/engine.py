@@ -43,13 +43,16 @@ class Run:
     """One cluster run; ``go()`` returns its :class:`Outcome`. Deterministic for its inputs."""
 
     def __init__(self, site, jobs, sources: list[Source], failures: tuple[np.ndarray, np.ndarray, np.ndarray],
-                 lemons: np.ndarray, policy: Policy, horizon: float, fabric=None, comm: np.ndarray | None = None, cap=None,
-                 busy: np.ndarray | None = None):
+                 lemons: np.ndarray, policy: Policy, horizon: float, fabric=None, comm: np.ndarray | None = None, power=None,
+                 busy: np.ndarray | None = None, kind: np.ndarray | None = None):
         self.site, self.jobs, self.sources, self.p, self.D = site, jobs, sources, policy, horizon
         self.fab = fabric  # a SharedFabric: multi-server jobs stretch each other's steps (None: they do not)
         # each job's collective share of its step (the job twin's, :mod:`twin.twins.cluster.profiles`; nan or None: the stated one)
         self.comm = None if comm is None else [None if x != x else x for x in np.asarray(comm, float).tolist()]
-        self.cap = cap  # a SiteCap: the power manager's GPU cap slows the jobs (None: no site cap)
+        self.pw = power  # a SiteDraw (the GPUs held by kind, for the site's power) or a SiteCap (that also slows the jobs)
+        self.cap = power if power is not None and power.controls else None
+        self.kind = [0] * len(jobs) if kind is None else np.asarray(kind, np.int64).tolist()  # each job's kind of draw
+        self.held_by = [0] * len(power.a) if power is not None else []
         self.busy = np.ones(len(jobs)).tolist() if busy is None else np.asarray(busy, float).tolist()  # compute share of a step
         self.fail_t, self.fail_u, self.fail_k = failures
         self.lemons = lemons
@@ -168,8 +171,8 @@ class Run:
         B["repair"] += A.free_down * dt
         B["spare"] += A.free_spare * dt
         running = self.site.gpus - fi - A.free_down - A.free_spare
-        if self.cap is not None:
-            self.cap.account(self.tl, t, running)
+        if self.pw is not None:
+            self.pw.account(self.tl, t, self.held_by)
         self._bins(self.tl, t, ((what, fi), ("repair", A.free_down), ("spare", A.free_spare), ("running", running)))
         self.tl = t
 
@@ -210,8 +213,8 @@ class Run:
 
     def control(self, t: float) -> None:
         """The power manager sets the GPUs' cap for the GPUs held now; every running job's step follows it."""
-        A, cap = self.A, self.cap
-        if cap.control(t, self.site.gpus - A.free_in_service - A.free_down - A.free_spare):
+        cap = self.cap
+        if cap.control(t, self.held_by):
             for j in self.running:
                 self.restretch(j, t, sp=stretch(self.busy[j], cap.k), sort=False)
             self.ends = sorted((self.est[j], j) for j in self.running)
@@ -234,6 +237,8 @@ class Run:
         p = self.p
         self.st[j] = RUNNING
         self.alloc[j] = alloc
+        if self.pw is not None:
+            self.held_by[self.kind[j]] += self.g[j]
         self.running.add(j)
         for s, _ in alloc:
             self.on[s].add(j)
@@ -344,6 +349,8 @@ class Run:
 
     def release(self, j: int) -> None:
         self.A.release(self.alloc[j])
+        if self.pw is not None:
+            self.held_by[self.kind[j]] -= self.g[j]
         for s, _ in self.alloc[j]:
             self.on[s].discard(j)
         self.alloc[j] = None

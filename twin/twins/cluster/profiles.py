@@ -40,6 +40,9 @@ class Profile:
     dp_s: float
     dp_exposed_s: float
     busy_s: float = 0.0  # compute and pipeline bubble of the step: what slows with a GPU's clock
+    compute_s: float = 0.0
+    bubble_s: float = 0.0
+    exposed_s: float = 0.0  # exposed communication
 
     @property
     def busy_share(self) -> float:
@@ -67,7 +70,8 @@ def resolve(mix, results: list[dict] | None, src) -> dict[str, Profile]:
                                    f"{found['gpus']:,}")])
         s = found["schemes"][0]
         out[c.workload] = Profile(c.workload, int(found["gpus"]), s["scheme"], float(s["step_s"]), float(s.get("dp_s", 0.0)),
-                                  float(s.get("dp_exposed_s", 0.0)), float(found["compute_s"]) + float(found["bubble_s"]))
+                                  float(s.get("dp_exposed_s", 0.0)), float(found["compute_s"]) + float(found["bubble_s"]),
+                                  float(found["compute_s"]), float(found["bubble_s"]), float(s["exposed_comm_s"]))
     return out
 
 
@@ -88,6 +92,22 @@ def busy_of(jobs, profiles: dict[str, Profile], comm: np.ndarray | None, fabric)
         return None if w == 0.0 else np.full(len(jobs), 1.0 - w)
     b = np.array([profiles[n].busy_share for n in jobs.workloads] + [1.0 - w])
     return b[jobs.workload]
+
+
+def draws_of(jobs, profiles: dict[str, Profile], ph, fabric) -> tuple[list[tuple[float, float]], np.ndarray | None]:
+    """The kinds of held GPU for the site's power (:class:`twin.twins.cluster.power.SiteDraw`): each draws ``a p + c`` W
+    at compute watts ``p``; kind 0 the stated jobs (``comm_share`` at communication watts), kind ``i + 1`` workload
+    ``i``'s jobs at the power twin's mean over their step (``ph.step_average``: compute at ``p``, exposed
+    communication, bubble and slack at theirs). And each job's kind (None: all kind 0)."""
+    w = fabric.comm_share if fabric is not None else 0.0
+    out = [(1.0 - w, w * ph.communication)]
+    for name in jobs.workloads if profiles else ():
+        p = profiles[name]
+        slack = max(0.0, p.step_s - p.compute_s - p.bubble_s - p.exposed_s)
+        out.append((p.compute_s / p.step_s, (p.exposed_s * ph.communication + (p.bubble_s + slack) * ph.waiting) / p.step_s))
+    if jobs.workload is None or not profiles:
+        return out, None
+    return out, jobs.workload + 1
 
 
 def summary(jobs, out, profiles: dict[str, Profile]) -> list[dict]:

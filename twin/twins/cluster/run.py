@@ -92,9 +92,10 @@ def simulate_cluster(design, cl, src=None, base_dir: Path | None = None, progres
         progress(f"cluster: {len(jobs):,} jobs and {len(arr[0]):,} failures over {cl.days:g} days")
     shared = shared_fabric(design, cl, site, progress)
     pol = policy_of(cl)
-    cap = site_cap(design, cl, src, D, pol.bin)
+    power, kind = site_draw(design, cl, src, D, pol.bin, jobs, linked)
+    cap = power if power is not None and power.controls else None
     comm = profiles.comm_of(jobs, linked)
-    out = Run(site, jobs, sources, arr, lemons, pol, D, shared, comm, cap, profiles.busy_of(jobs, linked, comm, cl.fabric)).go()
+    out = Run(site, jobs, sources, arr, lemons, pol, D, shared, comm, power, profiles.busy_of(jobs, linked, comm, cl.fabric), kind).go()
     doc = summary(out, jobs, site, sources, lemons, list(jobs.notes) + notes)
     if linked:
         doc["workloads"] = profiles.summary(jobs, out, linked)
@@ -105,10 +106,12 @@ def simulate_cluster(design, cl, src=None, base_dir: Path | None = None, progres
         from twin.twins.cluster.power import site_power
 
         running = np.asarray(doc["series"]["gpu_states"]["running"], float)
+        nb = len(running)
+        width = np.minimum(out.bin, out.horizon - np.arange(nb) * out.bin)
         doc["power"] = site_power(design, running, site.gpus, site.gpus_per_server, out.bin, cl.fabric.comm_share if cl.fabric else None,
-                                  cap.compute_w() if cap is not None else None, cap.F if cap is not None else None)
+                                  power.held_j / width if power is not None else None, cap.F if cap is not None else None)
         if cap is not None:
-            doc["power"]["site_cap"] = {"cap_kw": cap.F / 1e3, "interval_s": cap.interval, "gpu_w_min": float(cap.compute_w().min()),
+            doc["power"]["site_cap"] = {"cap_kw": cap.F / 1e3, "interval_s": cap.interval, "gpu_w_min": cap.lowest,
                                         "gpu_w_uncapped": cap.ph.compute, "levels_set": cap.levels,
                                         "slowed_share_of_held": out.buckets["powercap"] / max(sum(out.buckets[k] for k in JOB_BUCKETS), 1e-300)}
     if stats is not None:
@@ -116,15 +119,22 @@ def simulate_cluster(design, cl, src=None, base_dir: Path | None = None, progres
     return doc, out
 
 
-def site_cap(design, cl, src, horizon: float, bin_s: float):
-    """The site power cap's manager (:mod:`twin.twins.cluster.sitecap`), when the scenario states one."""
-    if cl.power is None:
-        return None
+def site_draw(design, cl, src, horizon: float, bin_s: float, jobs, linked: dict):
+    """(the site power cap's manager, :mod:`twin.twins.cluster.sitecap`, when the scenario states one; else the count of
+    GPUs held by kind when some jobs run a workload, for the site's power; else None, each job's kind of draw)."""
+    if cl.power is None and not linked:
+        return None, None
+    if design is None or getattr(design, "budget", None) is None:
+        if cl.power is None:
+            return None, None
+        raise SpecError([error(src, ("cluster", "power"), "a site power cap needs the design's power budget")])
+    from twin.twins.cluster.power import SiteDraw, phases_of
     from twin.twins.cluster.sitecap import SiteCap
 
-    if design is None or getattr(design, "budget", None) is None:
-        raise SpecError([error(src, ("cluster", "power"), "a site power cap needs the design's power budget")])
-    return SiteCap(design, cl.power.cap, cl.power.interval, cl.fabric.comm_share if cl.fabric else 0.0, horizon, bin_s)
+    draws, kind = profiles.draws_of(jobs, linked, phases_of(design), cl.fabric)
+    if cl.power is None:
+        return SiteDraw(design, draws, horizon, bin_s), kind
+    return SiteCap(design, draws, horizon, bin_s, cl.power.cap, cl.power.interval), kind
 
 
 def shared_fabric(design, cl, site: ClusterSite, progress=None):
