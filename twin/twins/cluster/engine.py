@@ -52,7 +52,6 @@ class Run:
         self.pw = power  # a SiteDraw (the GPUs held by kind, for the site's power) or a SiteCap (that also slows the jobs)
         self.cap = power if power is not None and power.controls else None
         self.kind = [0] * len(jobs) if kind is None else np.asarray(kind, np.int64).tolist()  # each job's kind of draw
-        self.held_by = [0] * len(power.a) if power is not None else []
         self.busy = np.ones(len(jobs)).tolist() if busy is None else np.asarray(busy, float).tolist()  # compute share of a step
         self.fail_t, self.fail_u, self.fail_k = failures
         self.lemons = lemons
@@ -172,7 +171,7 @@ class Run:
         B["spare"] += A.free_spare * dt
         running = self.site.gpus - fi - A.free_down - A.free_spare
         if self.pw is not None:
-            self.pw.account(self.tl, t, self.held_by)
+            self.pw.account(self.tl, t)
         self._bins(self.tl, t, ((what, fi), ("repair", A.free_down), ("spare", A.free_spare), ("running", running)))
         self.tl = t
 
@@ -214,7 +213,7 @@ class Run:
     def control(self, t: float) -> None:
         """The power manager sets the GPUs' cap for the GPUs held now; every running job's step follows it."""
         cap = self.cap
-        if cap.control(t, self.held_by):
+        if cap.control(t):
             for j in self.running:
                 self.restretch(j, t, sp=stretch(self.busy[j], cap.k), sort=False)
             self.ends = sorted((self.est[j], j) for j in self.running)
@@ -238,7 +237,7 @@ class Run:
         self.st[j] = RUNNING
         self.alloc[j] = alloc
         if self.pw is not None:
-            self.held_by[self.kind[j]] += self.g[j]
+            self.pw.hold(self.kind[j], self.g[j])
         self.running.add(j)
         for s, _ in alloc:
             self.on[s].add(j)
@@ -350,7 +349,7 @@ class Run:
     def release(self, j: int) -> None:
         self.A.release(self.alloc[j])
         if self.pw is not None:
-            self.held_by[self.kind[j]] -= self.g[j]
+            self.pw.hold(self.kind[j], -self.g[j])
         for s, _ in self.alloc[j]:
             self.on[s].discard(j)
         self.alloc[j] = None

@@ -45,9 +45,20 @@ class SiteDraw:
         self.a = [float(a) for a, _ in draws]
         self.c = [float(c) for _, c in draws]
         self.p = self.ph.compute
+        self.held_by = [0] * len(draws)  # GPUs held now, by kind
+        self.w_now = 0.0  # their watts at p
         self.bin = bin_s
         nb = max(1, math.ceil(horizon / bin_s))
         self.held_j = np.zeros(nb)  # held GPUs' energy per bin (J)
+
+    def hold(self, kind: int, gpus: int) -> None:
+        """``gpus`` more (or, negative, fewer) GPUs of ``kind`` held from now."""
+        self.held_by[kind] += gpus
+        self.w_now += gpus * (self.a[kind] * self.p + self.c[kind])
+
+    def set_p(self, p: float) -> None:
+        self.p = p
+        self.w_now = self.held_watts(self.held_by, p)
 
     def held_watts(self, held_by: list[int], p: float) -> float:
         return sum(h * (a * p + c) for h, a, c in zip(held_by, self.a, self.c))
@@ -59,9 +70,9 @@ class SiteDraw:
         it = self.fixed + self.held_watts(held_by, p) + idle * self.ph.idle + (held * self.ph.rest + idle * self.ph.rest_idle) / self.gps
         return it * self.pue
 
-    def account(self, t0: float, t1: float, held_by: list[int]) -> None:
+    def account(self, t0: float, t1: float) -> None:
         """The GPUs held from ``t0`` to ``t1`` at the watts in force, into the bins."""
-        w = self.held_watts(held_by, self.p)
+        w = self.w_now
         b = self.bin
         k = int(t0 // b)
         while t0 < t1 and k < len(self.held_j):

@@ -65,12 +65,12 @@ class SiteCap(SiteDraw):
             return top
         return min(top, max(self.p_min, (self.F - self.facility(held_by, 0.0)) / slope))
 
-    def control(self, t: float, held_by: list[int]) -> bool:
-        """The manager acts at ``t``: True when the throughput in force changed."""
-        p = self.solve(held_by)
+    def control(self, t: float) -> bool:
+        """The manager acts at ``t`` for the GPUs held then: True when the throughput in force changed."""
+        p = self.solve(self.held_by)
         if p == self.p:
             return False
-        self.p = p
+        self.set_p(p)
         self.lowest = min(self.lowest, p)
         self.k = min(1.0, self.perf(self.chassis, p) / self.full)
         self.levels += 1
