@@ -78,7 +78,7 @@ class Run:
         self.ts = [0.0] * n
         self.lag = [0.0] * n
         self.lagp = [0.0] * n
-        self.ran = [0.0] * n  # running time over all segments, and the part of it neighbours' stretch added
+        self.ran = [0.0] * n  # running time over all segments, and the part of it the stretches (neighbours, cap) added
         self.slow = [0.0] * n
         self.tok = [0] * n  # the END event that counts
         self.after_fail = [False] * n
