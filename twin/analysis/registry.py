@@ -320,6 +320,8 @@ def _twin_figures() -> list[Figure]:
           cl(lambda k: k["counts"]["job_interruptions"])),
         F("site_slowed_by_neighbours", "GPU-time jobs' steps were stretched by jobs sharing their links, over GPUs x span", "",
           "cluster", q, "the cluster twin's buckets (with a shared fabric)", cl(lambda k: k["shares"].get("neighbours")), 4),
+        F("site_slowed_by_power_cap", "GPU-time jobs' steps were stretched by a site power cap, over GPUs x span", "",
+          "cluster", q, "the cluster twin's buckets (with a site power cap)", cl(lambda k: k["shares"].get("powercap")), 4),
         F("site_power_peak_mw", "peak facility power of the site on the cluster clock", "MW", "cluster", q, "the cluster twin's power",
           cl(lambda k: k["power"]["facility_kw"]["peak"] / 1e3 if k.get("power") else None), 4),
         F("largest_jobs_ettr", "ETTR of the largest size class", "", "cluster", q, "the cluster twin's size classes",

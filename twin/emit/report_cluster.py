@@ -14,7 +14,7 @@ from twin.emit.markdown import table
 BUCKET_NAMES = {
     "productive": "productive training", "rework": "rework after a failure", "detection": "hung until detected",
     "restart": "restarts", "checkpoint": "checkpoint writes", "preempted": "preempted (lost work, relaunch)",
-    "neighbours": "slowed by neighbours (shared links)", "idle": "idle, no job waiting", "queued_idle": "idle while jobs wait", "fragmentation": "fragmentation",
+    "neighbours": "slowed by neighbours (shared links)", "powercap": "slowed by a power cap", "idle": "idle, no job waiting", "queued_idle": "idle while jobs wait", "fragmentation": "fragmentation",
     "repair": "drained for repair", "spare": "held as spares",
 }
 
@@ -66,12 +66,21 @@ def findings(c: dict) -> list[str]:
                    f"{lem['drained']} servers drained as lemons ({lem['drained_true']} of them were).")
     if "fabric" in c:
         f = c["fabric"]
+        own = ", a workload's jobs their own" if c.get("workloads") else ""
         out.append(f"shared fabric: jobs' steps were stretched by neighbours on shared links for {_pct(f['slowed_share_of_held'])} of "
-                   f"the GPU-time jobs held (collective share of a step {f['comm_share']:g}; {f['placements_routed']:,} placements routed).")
+                   f"the GPU-time jobs held (collective share of a step {f['comm_share']:g}{own}; {f['placements_routed']:,} placements routed).")
+    for w in c.get("workloads", []):
+        out.append(f"{w['workload']} ({w['gpus']:,} GPUs, {w['jobs']:,} jobs): step {w['step_s']:.4g} s from the job twin ({w['scheme']}), "
+                   f"{w['cluster_step_s']:.4g} s on the shared site; its data-parallel collective {_pct(w['comm_share'])} of the step.")
     if "power" in c:
         pw = c["power"]
         out.append(f"site power (facility, x PUE {pw['pue']:g}): peak {pw['facility_kw']['peak']:,.0f} kW, mean {pw['facility_kw']['mean']:,.0f} kW "
                    f"against a supply of {pw['supply_kw']:,.0f} kW; {pw['hours_over_supply']:,.0f} h over it.")
+        if "site_cap" in pw:
+            sc = pw["site_cap"]
+            out.append(f"site power cap {sc['cap_kw']:,.0f} kW (set every {sc['interval_s'] / 60:g} min): GPUs capped down to {sc['gpu_w_min']:,.0f} W "
+                       f"of {sc['gpu_w_uncapped']:,.0f}; jobs' steps stretched for {_pct(sc['slowed_share_of_held'])} of the GPU-time they held; "
+                       f"{pw['hours_over_cap']:,.0f} h over the cap (the hour's mean), by up to {pw['most_over_cap_kw']:,.1f} kW.")
     if "trace" in c:
         t = c["trace"]
         out.append(f"trace {t['file']} ({t['format']}): {t['jobs']:,} jobs over {t['span_days']:.1f} days, {t['gpu_hours']:,.0f} GPU-hours; "

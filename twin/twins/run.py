@@ -184,7 +184,7 @@ def simulate(design, scn: Scenario, src=None, graph: nx.MultiGraph | None = None
         out["campaign"], res.events = run_campaign(
             design, scn, src, g0, lambda f: campaign_job(design, g0, net0, scn, schemes, src, out, f), progress)
     if scn.cluster is not None:
-        _add_cluster(res, design, scn, src, progress)
+        _add_cluster(res, design, scn, src, progress, out["cases"][0]["jobs"] if out["cases"] else [])
     if scn.power is not None:
         _add_power(res, design, scn, src, out["cases"][0]["jobs"] if out["cases"] else [], res.events, progress)
     return res
@@ -261,13 +261,14 @@ def _add_power(res: Result, design, scn: Scenario, src, jobs: list[dict], events
     res.power_views = pr.views
 
 
-def _add_cluster(res: Result, design, scn: Scenario, src, progress=None) -> None:
-    """The cluster twin (twin/twins/cluster): the scenario's ``cluster:`` section over the whole site."""
+def _add_cluster(res: Result, design, scn: Scenario, src, progress=None, jobs: list[dict] | None = None) -> None:
+    """The cluster twin (twin/twins/cluster): the scenario's ``cluster:`` section over the whole site (jobs: the first
+    case's job results, for the mix's classes that run a workload)."""
     from twin.twins.cluster.run import simulate_cluster
 
     if design is None:
         raise SpecError([error(src, ("cluster",), "the cluster twin needs a site design (its servers, zones and catalog)")])
-    res.data["cluster"], _ = simulate_cluster(design, scn.cluster, src, _base_dir(src), progress)
+    res.data["cluster"], _ = simulate_cluster(design, scn.cluster, src, _base_dir(src), progress, results=jobs)
 
 
 def _base_dir(src):

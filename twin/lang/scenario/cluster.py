@@ -35,7 +35,7 @@ from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, mo
 
 from twin.lang.base import Model, Slug, Text
 from twin.lang.scenario.campaign import Days
-from twin.lang.units import TIME, QuantityError, Time, parse
+from twin.lang.units import TIME, Power, QuantityError, Time, parse
 
 MAX_DAYS = 366.0
 
@@ -99,6 +99,9 @@ class SizeClass(Model):
     share: float = Field(gt=0, le=1, description="share of the jobs (the shares are normalised)")
     duration: LogNormal
     kind: Slug | None = Field(None, description="every job of this size is of this kind (default: drawn by the kinds' shares)")
+    workload: Slug | None = Field(None, description="the jobs of this size run this workload of the scenario's jobs: the job twin's step "
+                                  "gives their step, and the share of it their data-parallel collective is on the wire their comm_share "
+                                  "on a shared fabric (gpus must be the job's)")
 
 
 class Kind(Model):
@@ -205,6 +208,14 @@ class SharedFabric(Model):
                               "collective at full bandwidth (its step stretches by this share of the collective's slowdown)")
 
 
+class SitePowerCap(Model):
+    """A site power cap: a power manager holds the facility draw at ``cap`` by capping the GPUs, which slows the jobs."""
+
+    cap: Annotated[Power, Field(gt=0)] = Field(description="the facility power the site may draw (at the utility, PUE included), e.g. '20 MW'")
+    interval: Annotated[Time, Field(ge=60, le=86400)] = Field(900.0, description="the manager sets the GPUs' cap this often "
+                                                               "(from 1 min to 1 d), for the GPUs held then")
+
+
 class Cluster(Model):
     """The whole site over ``days``: every job, the scheduler and the failures on one event clock."""
 
@@ -218,6 +229,8 @@ class Cluster(Model):
     spares: int = Field(0, ge=0, le=10_000_000, description="servers held back from the scheduler, each brought in when a server is drained")
     fabric: SharedFabric | None = Field(None, description="jobs sharing links slow each other by the flow model's shares "
                                         "(default: the fabric is not shared)")
+    power: SitePowerCap | None = Field(None, description="a site power cap that slows the jobs by the chassis' throughput at the "
+                                       "GPU cap it needs (default: none)")
 
     @model_validator(mode="after")
     def _span(self) -> "Cluster":

@@ -4,16 +4,18 @@ Three streams of events meet on one clock: job arrivals (sorted, from a mix or a
 (sorted, drawn up front per server), and what the run itself schedules in a heap (a job ends, a hung
 job is released, a server comes back, a job reaches its lifetime, a job passes its preemption guard).
 
-A running job works in cycles of ``interval`` compute then a checkpoint ``write``; after a failure or a
-preemption it pays ``restart`` before computing again, and loses the compute since its last checkpoint
-(a job that does not checkpoint loses all of it). A failure hangs the job for the source's detection
-time (its GPUs held, doing nothing); the job is then requeued in its old place (its priority and submit
-time) and the failed server is drained for repair. The scheduler (:mod:`twin.twins.cluster.schedule`)
-runs after every event that can let a job start.
+A running job works in cycles of ``interval`` compute then a checkpoint ``write``
+(:mod:`twin.twins.cluster.cycle`); after a failure or a preemption it pays ``restart`` before computing
+again, and loses the compute since its last checkpoint (a job that does not checkpoint loses all of it).
+A failure (:mod:`twin.twins.cluster.strike`) hangs the job for the source's detection time (its GPUs
+held, doing nothing); the job is then requeued in its old place (its priority and submit time) and the
+failed server is drained for repair. The scheduler (:mod:`twin.twins.cluster.schedule`) runs after every
+event that can let a job start.
 
 Every GPU-second of the span lands in exactly one bucket (:data:`BUCKETS`): a job's held time is split
-into productive, rework, detection, restart, checkpoint, preempted and neighbours (the part of its
-running time its step was stretched by jobs sharing its links: :mod:`twin.twins.cluster.fabric`); a GPU no job holds is idle (no
+into productive, rework, detection, restart, checkpoint, preempted, neighbours (the part of its running
+time its step was stretched by jobs sharing its links: :mod:`twin.twins.cluster.fabric`) and powercap
+(stretched by a site power cap: :mod:`twin.twins.cluster.sitecap`); a GPU no job holds is idle (no
 job waits), queued_idle (jobs wait and the head needs more GPUs than are free), fragmentation (the head
 would fit by count, not by shape), repair (on a drained server) or spare (a held-back server).
 """
@@ -23,83 +25,34 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from twin.twins.cluster import schedule
+from twin.twins.cluster import schedule, strike
 from twin.twins.cluster.alloc import DOWN, IN_SERVICE, SPARE, Allocator
 from twin.twins.cluster.answers import Tally, size_class
+from twin.twins.cluster.cycle import BUCKETS, CAP, DONE, END, FAIL, FINISH, GUARD, HANGING, HORIZON, LIFE, LIFETIME, PREEMPT, RELEASE, REPAIR, RUNNING, WAITING, Outcome, Policy, split, wall
 from twin.twins.cluster.fabric import retime
 from twin.twins.cluster.failures import Source
+from twin.twins.cluster.sitecap import stretch
 
-BUCKETS = ("productive", "rework", "detection", "restart", "checkpoint", "preempted", "neighbours",
-           "idle", "queued_idle", "fragmentation", "repair", "spare")
-JOB_BUCKETS = BUCKETS[:7]
-END, RELEASE, REPAIR, LIFETIME, GUARD = range(5)
-FINISH, FAIL, PREEMPT, LIFE, HORIZON = range(5)
-WAITING, RUNNING, HANGING, DONE = 1, 2, 3, 4
-
-
-@dataclass(frozen=True)
-class Policy:
-    policy: str = "easy"  # fifo | easy
-    depth: int = 64
-    packing: str = "topology"
-    preempt: bool = False
-    guard: float = 7200.0
-    lifetime: float = math.inf
-    interval: float = 3600.0
-    write: float = 0.0
-    restart: float = 300.0
-    spares: int = 0
-    lemon_after: int | None = None
-    lemon_window: float = 7 * 86400.0
-    lemon_drain: float = 30 * 86400.0
-    bin: float = 3600.0  # the GPU-state series' resolution
-    seed: int = 1  # random packing's draws
-
-
-@dataclass
-class Outcome:
-    horizon: float
-    gpus: int
-    buckets: dict[str, float]  # GPU-seconds
-    tally: Tally  # per size class
-    series: dict[str, np.ndarray]  # GPU-seconds per bin by state
-    counts: dict[str, int] = field(default_factory=dict)
-    by_source: dict[str, int] = field(default_factory=dict)  # failures that stopped a job, per source
-    by_causes: dict[str, int] = field(default_factory=dict)
-    jobs_first: np.ndarray | None = None  # first start per job (nan: never started)
-    jobs_end: np.ndarray | None = None
-    jobs_state: np.ndarray | None = None
-    bin: float = 3600.0
-
-
-def split(run: float, tau: float, w: float) -> tuple[float, float, float]:
-    """(compute done, compute kept at the last checkpoint, checkpoint stall) of ``run`` s of running."""
-    if not math.isfinite(tau):
-        return run, 0.0, 0.0
-    c = tau + w
-    n = math.floor(run / c)
-    rho = run - n * c
-    return n * tau + min(rho, tau), n * tau, n * w + max(rho - tau, 0.0)
-
-
-def wall(rem: float, tau: float, w: float) -> float:
-    """Wall time to compute ``rem`` s with a checkpoint after every ``tau`` s (none after the last)."""
-    if not math.isfinite(tau):
-        return rem
-    return rem + w * max(math.ceil(rem / tau - 1e-12) - 1, 0)
+__all__ = ["BUCKETS", "Outcome", "Policy", "Run"]
 
 
 class Run:
     """One cluster run; ``go()`` returns its :class:`Outcome`. Deterministic for its inputs."""
 
     def __init__(self, site, jobs, sources: list[Source], failures: tuple[np.ndarray, np.ndarray, np.ndarray],
-                 lemons: np.ndarray, policy: Policy, horizon: float, fabric=None):
+                 lemons: np.ndarray, policy: Policy, horizon: float, fabric=None, comm: np.ndarray | None = None, power=None,
+                 busy: np.ndarray | None = None, kind: np.ndarray | None = None):
         self.site, self.jobs, self.sources, self.p, self.D = site, jobs, sources, policy, horizon
         self.fab = fabric  # a SharedFabric: multi-server jobs stretch each other's steps (None: they do not)
+        # each job's collective share of its step (the job twin's, :mod:`twin.twins.cluster.profiles`; nan or None: the stated one)
+        self.comm = None if comm is None else [None if x != x else x for x in np.asarray(comm, float).tolist()]
+        self.pw = power  # a SiteDraw (the GPUs held by kind, for the site's power) or a SiteCap (that also slows the jobs)
+        self.cap = power if power is not None and power.controls else None
+        self.kind = [0] * len(jobs) if kind is None else np.asarray(kind, np.int64).tolist()  # each job's kind of draw
+        self.busy = np.ones(len(jobs)).tolist() if busy is None else np.asarray(busy, float).tolist()  # compute share of a step
         self.fail_t, self.fail_u, self.fail_k = failures
         self.lemons = lemons
         n = len(jobs)
@@ -120,9 +73,13 @@ class Run:
         self.hang0 = [0.0] * n
         self.est = [0.0] * n
         self.need = [0.0] * n  # running time to the end of the segment, unstretched
-        self.sf = [1.0] * n  # the step's stretch by neighbours now, since ts; lag: stretched seconds before ts
+        self.sf = [1.0] * n  # the step's stretch by neighbours now, since ts; lag: the seconds it added before ts
+        self.sp = [1.0] * n  # by the power cap; lagp
         self.ts = [0.0] * n
         self.lag = [0.0] * n
+        self.lagp = [0.0] * n
+        self.ran = [0.0] * n  # running time over all segments, and the part of it the stretches (neighbours, cap) added
+        self.slow = [0.0] * n
         self.tok = [0] * n  # the END event that counts
         self.after_fail = [False] * n
         self.on_lemon = [False] * n
@@ -164,6 +121,8 @@ class Run:
         NA, NF = len(sub), len(ft)
         inf = math.inf
         heap = self.heap
+        if self.cap is not None:
+            self.push(0.0, CAP, 0, 0)
         while True:
             ta = sub[na] if na < NA else inf
             tf = ft[nf] if nf < NF else inf
@@ -176,7 +135,7 @@ class Run:
                 _, _, kind, a, b = heapq.heappop(heap)
                 self.event(t, kind, a, b)
             elif tf <= ta:
-                self.failure(t, fu[nf], fk[nf])
+                strike.failure(self, t, fu[nf], fk[nf])
                 nf += 1
             else:
                 self.arrive(t, na)
@@ -193,7 +152,7 @@ class Run:
         self.c["jobs_on_lemons"] = sum(self.on_lemon)
         return Outcome(D, self.site.gpus, dict(self.B), self.T, {k: np.array(v) for k, v in self.series.items()},
                        dict(self.c), dict(self.by_source), dict(self.by_causes), np.array(self.first), np.array(self.end),
-                       np.array(self.st), self.p.bin)
+                       np.array(self.st), self.p.bin, np.array(self.ran), np.array(self.slow))
 
     def advance(self, t: float) -> None:
         """Account the GPUs no job holds from the last event to ``t``."""
@@ -211,6 +170,8 @@ class Run:
         B["repair"] += A.free_down * dt
         B["spare"] += A.free_spare * dt
         running = self.site.gpus - fi - A.free_down - A.free_spare
+        if self.pw is not None:
+            self.pw.account(self.tl, t)
         self._bins(self.tl, t, ((what, fi), ("repair", A.free_down), ("spare", A.free_spare), ("running", running)))
         self.tl = t
 
@@ -246,6 +207,18 @@ class Run:
             if self.epoch[a] == b and self.st[a] == RUNNING:
                 self.old.add(a)
                 self.dirty = True
+        elif kind == CAP:
+            self.control(t)
+
+    def control(self, t: float) -> None:
+        """The power manager sets the GPUs' cap for the GPUs held now; every running job's step follows it."""
+        cap = self.cap
+        if cap.control(t):
+            for j in self.running:
+                self.restretch(j, t, sp=stretch(self.busy[j], cap.k), sort=False)
+            self.ends = sorted((self.est[j], j) for j in self.running)
+        if t + cap.interval < self.D:
+            self.push(t + cap.interval, CAP, 0, 0)
 
     # ------------------------------------------------------------------ jobs
     def arrive(self, t: float, j: int) -> None:
@@ -263,6 +236,8 @@ class Run:
         p = self.p
         self.st[j] = RUNNING
         self.alloc[j] = alloc
+        if self.pw is not None:
+            self.pw.hold(self.kind[j], self.g[j])
         self.running.add(j)
         for s, _ in alloc:
             self.on[s].add(j)
@@ -274,9 +249,10 @@ class Run:
         self.over[j] = p.restart if self.cause[j] in (FAIL, PREEMPT, LIFE) else 0.0
         self.epoch[j] += 1
         self.need[j] = self.over[j] + wall(self.rem[j], self.tau[j], p.write)
-        end = t + self.need[j]
+        sp = stretch(self.busy[j], self.cap.k) if self.cap is not None and self.cap.k < 1 else 1.0
+        end = t + self.need[j] * sp
         self.est[j] = end
-        self.sf[j], self.ts[j], self.lag[j] = 1.0, t, 0.0
+        self.sf[j], self.sp[j], self.ts[j], self.lag[j], self.lagp[j] = 1.0, sp, t, 0.0, 0.0
         bisect.insort(self.ends, (end, j))
         self.push_end(j, end)
         if t + p.lifetime < end:
@@ -290,15 +266,35 @@ class Run:
         if len(alloc) > 1 and self.A.zones_of(alloc) > 1:
             self.c["cross_zone_starts"] += 1
         if self.fab is not None and len(alloc) > 1:
-            retime(self, t, self.fab.add(j, tuple(s for s, _ in alloc)))
+            retime(self, t, self.fab.add(j, tuple(s for s, _ in alloc), self.comm[j] if self.comm is not None else None))
 
     def push_end(self, j: int, end: float) -> None:
         self.tok[j] = self.seq + 1
         self.push(end, END, j, self.tok[j])
 
-    def slowed(self, j: int, t: float) -> float:
-        """Seconds of the running segment of ``j`` up to ``t`` that its neighbours' stretch added."""
-        return self.lag[j] + (t - self.ts[j]) * (1.0 - 1.0 / self.sf[j])
+    def slowed(self, j: int, t: float) -> tuple[float, float]:
+        """Seconds of the running segment of ``j`` up to ``t`` that its neighbours' and the power cap's stretches added
+        (of ``dt`` at both, ``dt (1 - 1/sp)`` is the cap's and ``dt / sp (1 - 1/sf)`` the neighbours')."""
+        dt, sf, sp = t - self.ts[j], self.sf[j], self.sp[j]
+        return self.lag[j] + dt / sp * (1.0 - 1.0 / sf), self.lagp[j] + dt * (1.0 - 1.0 / sp)
+
+    def restretch(self, j: int, t: float, sf: float | None = None, sp: float | None = None, sort: bool = True) -> None:
+        """New stretches of the running ``j`` from ``t``: its end moves with its remaining running time (``sort``: kept
+        in place in the expected ends; else the caller sorts them)."""
+        a = self.sf[j] if sf is None else sf
+        b = self.sp[j] if sp is None else sp
+        if a == self.sf[j] and b == self.sp[j]:
+            return
+        self.lag[j], self.lagp[j] = self.slowed(j, t)
+        self.ts[j], self.sf[j], self.sp[j] = t, a, b
+        end = t + (self.need[j] - (t - self.seg0[j] - self.lag[j] - self.lagp[j])) * a * b
+        if sort:
+            i = bisect.bisect_left(self.ends, (self.est[j], j))
+            if i < len(self.ends) and self.ends[i][1] == j:
+                del self.ends[i]
+            bisect.insort(self.ends, (end, j))
+        self.est[j] = end
+        self.push_end(j, end)
 
     def held(self, j: int, dt: float, bucket: str) -> None:
         v = dt * self.g[j]
@@ -309,8 +305,10 @@ class Run:
         """End the running segment of ``j`` at ``t``: its GPU-time into buckets, its progress kept or lost."""
         p = self.p
         e = t - self.seg0[j]
-        lag = self.slowed(j, t) if self.sf[j] != 1.0 or self.lag[j] else 0.0
-        self.held(j, lag, "neighbours")
+        nb, pw = self.slowed(j, t) if self.sf[j] != 1.0 or self.sp[j] != 1.0 or self.lag[j] or self.lagp[j] else (0.0, 0.0)
+        self.held(j, nb, "neighbours")
+        self.held(j, pw, "powercap")
+        lag = nb + pw
         ov = min(e - lag, self.over[j])
         self.held(j, ov, "preempted" if self.cause[j] == PREEMPT else "restart")
         done, kept, ck = split(e - lag - ov, self.tau[j], p.write)
@@ -322,6 +320,8 @@ class Run:
         self.held(j, done - kept, "preempted" if how == PREEMPT else "rework")
         self.held(j, ck, "checkpoint")
         self.T.add_time(self.cls[j], e)
+        self.ran[j] += e
+        self.slow[j] += lag
         self.prod[j] += kept
         self.rem[j] = max(self.rem[j] - kept, 0.0)
         self.running.discard(j)
@@ -348,6 +348,8 @@ class Run:
 
     def release(self, j: int) -> None:
         self.A.release(self.alloc[j])
+        if self.pw is not None:
+            self.pw.hold(self.kind[j], -self.g[j])
         for s, _ in self.alloc[j]:
             self.on[s].discard(j)
         self.alloc[j] = None
@@ -360,47 +362,3 @@ class Run:
             self.c["preemptions_after_failure"] += 1
         self.T.count(self.cls[j], "preemptions")
         self.close(j, t, PREEMPT)
-
-    # ------------------------------------------------------------------ failures
-    def failure(self, t: float, unit: int, k: int) -> None:
-        src = self.sources[k]
-        servers = self.racks[unit] if src.unit == "rack" else (unit,)
-        for s in servers:
-            self.server_fails(t, s, src)
-
-    def server_fails(self, t: float, s: int, src: Source) -> None:
-        A, p = self.A, self.p
-        if A.state[s] == DOWN:
-            self.c["failures_while_down"] += 1
-            return
-        self.c["failures"] += 1
-        hit = [j for j in self.on[s] if self.st[j] == RUNNING]
-        if hit:
-            self.by_source[src.name] += 1
-            self.by_causes[src.causes] += 1
-        for j in hit:
-            self.c["job_interruptions"] += 1
-            self.T.count(self.cls[j], "failures")
-            self.after_fail[j] = True
-            self.close(j, t, FAIL)
-            self.push(t + src.detection, RELEASE, j, self.epoch[j])
-        was_spare = A.state[s] == SPARE
-        A.set_state(s, DOWN)
-        back = t + src.detection + src.repair
-        if p.lemon_after is not None:
-            seen = self.seen[s]
-            seen.append(t)
-            recent = [x for x in seen if x > t - p.lemon_window]
-            self.seen[s] = recent
-            if len(recent) >= p.lemon_after:
-                back = max(back, t + src.detection + p.lemon_drain)
-                self.c["lemons_drained"] += 1
-                self.c["lemons_true"] += int(self.lemons[s])
-                self.seen[s] = []
-        self.sepoch[s] += 1
-        self.push(back, REPAIR, s, self.sepoch[s])
-        if not was_spare and p.spares:
-            spare = np.flatnonzero(A.state == SPARE)
-            if len(spare):
-                A.set_state(int(spare[0]), IN_SERVICE)
-                self.dirty = True

@@ -8,7 +8,8 @@ speed, as a share of the arc's capacity: ``u(a) = bytes(a) / cap(a) / T`` with `
 bottleneck (``max bytes/cap`` over every arc it crosses, its NICs included), so ``u = 1`` on a link the
 job alone fills. Footprints are cached by placement.
 
-A job spends a share ``w`` of its step in that collective (``fabric.comm_share``). Its neighbours are
+A job spends a share ``w`` of its step in that collective (``fabric.comm_share``, or the job twin's own for
+a job that runs a scenario's workload: :mod:`twin.twins.cluster.profiles`). Its neighbours are
 counted at their share (the chance that their collective runs at the same moment: a mean field), so on
 arc ``a`` the load seen by job ``j`` while it communicates is ``u_j(a) + sum_{k != j} w_k u_k(a)``, and
 its collective stretches by the worst of its arcs::
@@ -27,7 +28,6 @@ other job: inside a non-blocking zone nothing is recomputed.
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,6 +61,7 @@ class SharedFabric:
         self.R = np.zeros(net.n_arcs)
         self.on: dict[int, Footprint] = {}
         self.s: dict[int, float] = {}
+        self.wj: dict[int, float] = {}  # each running job's own share (default: w)
         self.cache: dict[tuple[int, ...], Footprint] = {}
         self.limit = cache
         self.routed = 0
@@ -130,17 +131,19 @@ class SharedFabric:
         return Footprint(arcs[keep], share[keep] / top)
 
     def stretch_of(self, j: int) -> float:
-        fp, w = self.on[j], self.w
+        fp, w = self.on[j], self.wj[j]
         if not len(fp.arcs):
             return 1.0
         c = float((fp.u * (1.0 - w) + self.U[fp.arcs]).max())
         return 1.0 + w * (c - 1.0) if c > HOT else 1.0
 
-    def add(self, j: int, servers: tuple[int, ...]) -> dict[int, float]:
-        """Job ``j`` starts on ``servers``: the stretches that changed (``j``'s own always)."""
+    def add(self, j: int, servers: tuple[int, ...], w: float | None = None) -> dict[int, float]:
+        """Job ``j`` starts on ``servers``, its collective ``w`` of its step (default: the stated share): the
+        stretches that changed (``j``'s own always)."""
         fp = self.footprint(servers)
         self.on[j] = fp
-        self.U[fp.arcs] += self.w * fp.u
+        self.wj[j] = w = self.w if w is None else float(w)
+        self.U[fp.arcs] += w * fp.u
         self.R[fp.arcs] += fp.u
         return self._changed(j, fp, hot=self.R[fp.arcs] > HOT)
 
@@ -148,10 +151,11 @@ class SharedFabric:
         """Job ``j`` stops: the stretches of the others that changed."""
         fp = self.on.pop(j, None)
         self.s.pop(j, None)
+        w = self.wj.pop(j, self.w)
         if fp is None:
             return {}
         hot = self.R[fp.arcs] > HOT
-        self.U[fp.arcs] -= self.w * fp.u
+        self.U[fp.arcs] -= w * fp.u
         self.R[fp.arcs] -= fp.u
         return self._changed(None, fp, hot)
 
@@ -166,9 +170,10 @@ class SharedFabric:
         fps = [self.on[k] for k in others]
         n = np.array([len(o.arcs) for o in fps])
         arcs = np.concatenate([o.arcs for o in fps])
-        v = np.concatenate([o.u for o in fps]) * (1.0 - self.w) + self.U[arcs]
+        w = np.array([self.wj[k] for k in others])
+        v = np.concatenate([o.u for o in fps]) * np.repeat(1.0 - w, n) + self.U[arcs]
         c = np.maximum.reduceat(v, np.r_[0, np.cumsum(n)[:-1]])
-        new = np.where(c > HOT, 1.0 + self.w * (c - 1.0), 1.0)
+        new = np.where(c > HOT, 1.0 + w * (c - 1.0), 1.0)
         for k, x in zip(others, new.tolist()):
             if x != self.s.get(k, 1.0):
                 self.s[k] = out[k] = x
@@ -177,16 +182,7 @@ class SharedFabric:
 
 def retime(R, t: float, changed: dict[int, float]) -> None:
     """New stretches on the clock of a run ``R`` (:class:`twin.twins.cluster.engine.Run`): each running job's
-    end moves with its remaining running time, and the seconds stretched so far are kept apart."""
+    end moves with its remaining running time (:meth:`~twin.twins.cluster.engine.Run.restretch`)."""
     for j, s in changed.items():
-        if j not in R.running or s == R.sf[j]:
-            continue
-        R.lag[j] = R.slowed(j, t)
-        R.ts[j], R.sf[j] = t, s
-        end = t + (R.need[j] - (t - R.seg0[j] - R.lag[j])) * s
-        i = bisect.bisect_left(R.ends, (R.est[j], j))
-        if i < len(R.ends) and R.ends[i][1] == j:
-            del R.ends[i]
-        R.est[j] = end
-        bisect.insort(R.ends, (end, j))
-        R.push_end(j, end)
+        if j in R.running:
+            R.restretch(j, t, sf=s)

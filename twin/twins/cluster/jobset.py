@@ -37,6 +37,8 @@ class JobSet:
     checkpoints: tuple[bool, ...]  # per kind
     priorities: tuple[int, ...]  # per kind
     notes: tuple[str, ...] = ()
+    workload: np.ndarray | None = None  # int64 index into workloads per job (-1: none), for a mix's classes that run one
+    workloads: tuple[str, ...] = ()  # the scenario's workloads the jobs run (their step from the job twin)
 
     def __len__(self) -> int:
         return int(len(self.submit))
@@ -82,9 +84,11 @@ def from_mix(mix: Mix, horizon: float, gpus_per_server: int, seed: int) -> JobSe
     kind = np.where(fixed >= 0, fixed, kind)
     cancelled = rng.random(n) < mix.cancel
     work = np.where(cancelled, work * rng.random(n), work)
+    named = sorted({c.workload for c in mix.sizes if c.workload})
+    workload = np.array([named.index(c.workload) if c.workload else -1 for c in mix.sizes], np.int64)[cls] if named else None
     notes = []
     odd = [c.gpus for c in mix.sizes if c.gpus > gpus_per_server and c.gpus % gpus_per_server]
     if odd:
         notes.append(f"sizes {', '.join(map(str, odd))} rounded up to whole servers of {gpus_per_server} GPUs")
     return JobSet(submit, gpus, np.maximum(work, 1.0), kind, cancelled, tuple(k.name for k in mix.kinds),
-                  tuple(k.checkpoint for k in mix.kinds), tuple(k.priority for k in mix.kinds), tuple(notes))
+                  tuple(k.checkpoint for k in mix.kinds), tuple(k.priority for k in mix.kinds), tuple(notes), workload, tuple(named))

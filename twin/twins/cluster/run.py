@@ -18,9 +18,10 @@ from twin.lang import limits
 from twin.lang.diagnostics import SpecError
 from twin.lang.validator import error
 from twin.twins.cluster import failures as fail
-from twin.twins.cluster import jobset
+from twin.twins.cluster import jobset, profiles
 from twin.twins.cluster.answers import LABELS, by_class, size_class
-from twin.twins.cluster.engine import BUCKETS, JOB_BUCKETS, Policy, Run
+from twin.twins.cluster.cycle import BUCKETS, JOB_BUCKETS, Policy
+from twin.twins.cluster.engine import Run
 from twin.twins.cluster.site import ClusterSite, from_design
 
 
@@ -62,12 +63,15 @@ def load_jobs(cl, site: ClusterSite, src, base_dir: Path | None, horizon: float)
         raise SpecError([error(src, where + ("trace", "file"), str(e))]) from None
 
 
-def simulate_cluster(design, cl, src=None, base_dir: Path | None = None, progress=None, site: ClusterSite | None = None) -> tuple[dict, object]:
-    """(the result document's ``cluster`` part, the raw :class:`Outcome`)."""
+def simulate_cluster(design, cl, src=None, base_dir: Path | None = None, progress=None, site: ClusterSite | None = None,
+                     results: list[dict] | None = None) -> tuple[dict, object]:
+    """(the result document's ``cluster`` part, the raw :class:`Outcome`); ``results``: the job twin's results of the
+    scenario's jobs (the first case), for the mix's classes that run a workload."""
     site = site or from_design(design)
     D = cl.days * 86400.0
     if progress:
         progress("cluster: the jobs")
+    linked = profiles.resolve(cl.jobs.mix, results, src) if cl.jobs.mix is not None else {}
     jobs, stats = load_jobs(cl, site, src, base_dir, D)
     classes = design.spec.catalog.reliability if design is not None else {}
     sources, notes = fail.from_scenario(cl.failures, classes, site.gpus_per_server, site.trays)
@@ -87,8 +91,14 @@ def simulate_cluster(design, cl, src=None, base_dir: Path | None = None, progres
     if progress:
         progress(f"cluster: {len(jobs):,} jobs and {len(arr[0]):,} failures over {cl.days:g} days")
     shared = shared_fabric(design, cl, site, progress)
-    out = Run(site, jobs, sources, arr, lemons, policy_of(cl), D, shared).go()
+    pol = policy_of(cl)
+    power, kind = site_draw(design, cl, src, D, pol.bin, jobs, linked)
+    cap = power if power is not None and power.controls else None
+    comm = profiles.comm_of(jobs, linked)
+    out = Run(site, jobs, sources, arr, lemons, pol, D, shared, comm, power, profiles.busy_of(jobs, linked, comm, cl.fabric), kind).go()
     doc = summary(out, jobs, site, sources, lemons, list(jobs.notes) + notes)
+    if linked:
+        doc["workloads"] = profiles.summary(jobs, out, linked)
     if shared is not None:
         doc["fabric"] = {"comm_share": shared.w, "placements_routed": shared.routed,
                          "slowed_share_of_held": out.buckets["neighbours"] / max(sum(out.buckets[k] for k in JOB_BUCKETS), 1e-300)}
@@ -96,10 +106,35 @@ def simulate_cluster(design, cl, src=None, base_dir: Path | None = None, progres
         from twin.twins.cluster.power import site_power
 
         running = np.asarray(doc["series"]["gpu_states"]["running"], float)
-        doc["power"] = site_power(design, running, site.gpus, site.gpus_per_server, out.bin, cl.fabric.comm_share if cl.fabric else None)
+        nb = len(running)
+        width = np.minimum(out.bin, out.horizon - np.arange(nb) * out.bin)
+        doc["power"] = site_power(design, running, site.gpus, site.gpus_per_server, out.bin, cl.fabric.comm_share if cl.fabric else None,
+                                  power.held_j / width if power is not None else None, cap.F if cap is not None else None)
+        if cap is not None:
+            doc["power"]["site_cap"] = {"cap_kw": cap.F / 1e3, "interval_s": cap.interval, "gpu_w_min": cap.lowest,
+                                        "gpu_w_uncapped": cap.ph.compute, "levels_set": cap.levels,
+                                        "slowed_share_of_held": out.buckets["powercap"] / max(sum(out.buckets[k] for k in JOB_BUCKETS), 1e-300)}
     if stats is not None:
         doc["trace"] = stats
     return doc, out
+
+
+def site_draw(design, cl, src, horizon: float, bin_s: float, jobs, linked: dict):
+    """(the site power cap's manager, :mod:`twin.twins.cluster.sitecap`, when the scenario states one; else the count of
+    GPUs held by kind when some jobs run a workload, for the site's power; else None, each job's kind of draw)."""
+    if cl.power is None and not linked:
+        return None, None
+    if design is None or getattr(design, "budget", None) is None:
+        if cl.power is None:
+            return None, None
+        raise SpecError([error(src, ("cluster", "power"), "a site power cap needs the design's power budget")])
+    from twin.twins.cluster.power import SiteDraw, phases_of
+    from twin.twins.cluster.sitecap import SiteCap
+
+    draws, kind = profiles.draws_of(jobs, linked, phases_of(design), cl.fabric)
+    if cl.power is None:
+        return SiteDraw(design, draws, horizon, bin_s), kind
+    return SiteCap(design, draws, horizon, bin_s, cl.power.cap, cl.power.interval), kind
 
 
 def shared_fabric(design, cl, site: ClusterSite, progress=None):

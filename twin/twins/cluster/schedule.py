@@ -51,7 +51,7 @@ def _shadow(R, need: int) -> tuple[float, int]:
 
 
 def _backfill(R, t: float, h: int) -> None:
-    from twin.twins.cluster.engine import wall
+    from twin.twins.cluster.cycle import wall
 
     q, A, g = R.queue, R.A, R.g
     shadow = None
