@@ -39,6 +39,7 @@ CASES = {  # name: (site, workload, GPUs, --set)
     "gpt3-175b @1,024": ("selene-a100", "gpt-145p6b", 1024, GPT3_175B),
     "gpt3-175b @1,024, every axis": ("selene-a100", "gpt-145p6b", 1024, [*GPT3_175B, "stack=meta-production-2024"]),
     "gpt-145.6b @1,536": ("selene-a100", "gpt-145p6b", 1536, []),
+    "llama3-70b @1,152 NVL72 (13.6 M plans)": ("gb200-nvl72", "llama3-70b-tp8", 1152, []),
 }
 LARGE = {"llama3-405b @8,192": ("meta-24k-roce", "llama3-405b-8k", 8192, [])}  # minutes: with --large only
 GOALS = {"plans_per_s_per_core": 1e6, "gpt3_search_s": 1.0, "12m_search_s": 10.0, "full_s": 30.0, "peak_GiB": 2.0}

@@ -237,3 +237,18 @@ def test_uneven_stages_are_timed_as_the_job_twin_times_them(lab):
         assert s.step[i] == pytest.approx(full["schemes"][0]["step_s"], rel=2e-3), answer.label(c)
         m = memory.training(p.shape, memory.Plan.of(p.workload_of(c), p.base.fused_attention), p.hbm)
         assert s.memory["total"][i] == pytest.approx(m.total, rel=1e-9)
+
+
+def test_the_rule_on_a_72_gpu_nvlink_server_is_the_largest_tp_that_tiles_it():
+    """On an NVL72 rack (one 72-GPU server to the fabric) a model with 64 heads cannot split 72 ways: the rule's
+    class is the largest TP the model allows that divides the server (8), and says so."""
+    from types import SimpleNamespace
+
+    p = SimpleNamespace(net=SimpleNamespace(gpu_server=np.repeat(np.arange(2), 72)))
+    sp = Space.of(Axes(gpus=144, layers=8, heads=64, kv_heads=8, ffn=256, seq=64, batch=144))
+    masks = answer.classes(p)(sp.cols)
+    (name,) = [k for k in masks if k.startswith("rule")]
+    assert name == "rule: TP = 8 (the largest the model allows in a 72-GPU server)"
+    assert set(sp.cols["tp"][masks[name]].tolist()) == {8}
+    lab = SimpleNamespace(net=SimpleNamespace(gpu_server=np.repeat(np.arange(4), 8)))
+    assert "rule: TP = 8 (GPUs per server)" in answer.classes(lab)(Space.of(Axes(gpus=32, layers=8, heads=64, kv_heads=8, ffn=256, seq=64, batch=32)).cols)

@@ -45,8 +45,13 @@ def classes(p: Problem):
     def fn(cols):
         st = strides(cols)
         inside = (cols["tp"] == 1) | ((st["tp"] <= 1) & (k % cols["tp"] == 0))
+        # the rule: TP = the GPUs of a server; where the model cannot split that far (a 72-GPU NVLink rack), the
+        # largest TP the model allows that divides the server, so that its groups still tile the server
+        sizes = sorted({int(t) for t in np.unique(cols["tp"][inside])} if len(cols["tp"]) else {k})
+        t = k if k in sizes or not sizes else max(sizes)
+        name = f"rule: TP = {k} (GPUs per server)" if t == k else f"rule: TP = {t} (the largest the model allows in a {k}-GPU server)"
         return {"without PP": cols["pp"] == 1, "without CP": cols["cp"] == 1, "without recomputation": cols["rc"] == 0,
-                "TP inside the server": inside, f"rule: TP = {k} (GPUs per server)": (cols["tp"] == k) & inside}
+                "TP inside the server": inside, name: (cols["tp"] == t) & inside}
     return fn
 
 
