@@ -252,3 +252,17 @@ def test_the_rule_on_a_72_gpu_nvlink_server_is_the_largest_tp_that_tiles_it():
     assert set(sp.cols["tp"][masks[name]].tolist()) == {8}
     lab = SimpleNamespace(net=SimpleNamespace(gpu_server=np.repeat(np.arange(4), 8)))
     assert "rule: TP = 8 (GPUs per server)" in answer.classes(lab)(Space.of(Axes(gpus=32, layers=8, heads=64, kv_heads=8, ffn=256, seq=64, batch=32)).cols)
+
+
+def test_collectives_timed_on_two_cores_give_the_one_core_answer(lab_problem):
+    """The search forks workers to time a chunk's new collectives at once (twin/twins/plan/parallel.py): the
+    same collectives, the same timings, the same leaders as timing them one by one in place."""
+    import dataclasses
+
+    one = search.search(dataclasses.replace(lab_problem), {"fp8": 0, "zero": [0, 1]}, keep=5, workers=1)
+    two = search.search(dataclasses.replace(lab_problem), {"fp8": 0, "zero": [0, 1]}, keep=5, workers=2)
+    assert one.coll.calls == two.coll.calls > 1
+    assert one.coll.by_sig.keys() == two.coll.by_sig.keys()
+    np.testing.assert_array_equal(one.scored, two.scored)
+    np.testing.assert_array_equal(one.step[one.scored], two.step[two.scored])
+    assert list(one.best(None, 5)) == list(two.best(None, 5))

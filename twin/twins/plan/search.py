@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from twin.compiler.resolve import memory
-from twin.twins.plan import fast, tables
+from twin.twins.plan import fast, parallel, tables
 from twin.twins.plan.problem import Problem, row
 from twin.twins.plan.space import RULES, Space
 
@@ -68,9 +68,10 @@ def smallest_shortfall(p: Problem, space: Space, mem: dict[str, np.ndarray]) -> 
             f"{(mem['total'][i] - budget) / 1e9:.1f} GB over the {budget / 1e9:.0f} GB left after the reserve")
 
 
-def search(p: Problem, fixed: dict | None = None, keep: int = 10, mask_fn=None, progress=None) -> Searched:
+def search(p: Problem, fixed: dict | None = None, keep: int = 10, mask_fn=None, progress=None, workers: int | None = None) -> Searched:
     """Search the plans of ``p`` (pins ``fixed``); score until the ``keep`` best are proven, and also the
-    best of every class ``mask_fn(cols) -> {name: mask}`` names."""
+    best of every class ``mask_fn(cols) -> {name: mask}`` names; collectives timed on ``workers`` processes
+    (default: every core the process may use; :mod:`twin.twins.plan.parallel`)."""
     sec = {}
     t0 = time.perf_counter()
     space = Space.of(p.axes(fixed))
@@ -101,13 +102,14 @@ def search(p: Problem, fixed: dict | None = None, keep: int = 10, mask_fn=None, 
     coll = tables.Collectives(p)
     s = Searched(p, space, cols, mem, bound, scored, parts, pruned, coll, sec)
     masks = {"all": np.ones(n, bool), **(mask_fn(cols) if mask_fn else {})}
-    for name, mask in masks.items():
-        _branch_and_bound(s, comp, mask, keep if name == "all" else 1, progress, name)
+    with parallel.Timer(coll, workers) as timer:
+        for name, mask in masks.items():
+            _branch_and_bound(s, comp, mask, keep if name == "all" else 1, progress, name, timer)
     sec["fast_s"] = time.perf_counter() - t0
     return s
 
 
-def _branch_and_bound(s: Searched, comp: dict, mask: np.ndarray, keep: int, progress, name: str) -> None:
+def _branch_and_bound(s: Searched, comp: dict, mask: np.ndarray, keep: int, progress, name: str, timer) -> None:
     order = np.flatnonzero(mask)
     order = order[np.argsort(s.bound[order], kind="stable")]
     pos, chunk = 0, CHUNK
@@ -121,8 +123,9 @@ def _branch_and_bound(s: Searched, comp: dict, mask: np.ndarray, keep: int, prog
         chunk *= 2
         if not len(idx):
             continue
-        sub = {k: v[idx] for k, v in s.cols.items()}
-        ev = fast.evaluate(s.problem, sub, s.coll, {k: v[idx] for k, v in comp.items()})
+        sub, csub = {k: v[idx] for k, v in s.cols.items()}, {k: v[idx] for k, v in comp.items()}
+        timer.before(lambda sub=sub, csub=csub: fast.evaluate(s.problem, sub, s.coll, csub))  # the new collectives, on every core
+        ev = fast.evaluate(s.problem, sub, s.coll, csub)
         for k in s.parts:
             s.parts[k][idx] = ev[k]
         s.scored[idx] = True

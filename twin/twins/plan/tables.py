@@ -135,18 +135,27 @@ class Collectives:
         self.by_sig: dict[tuple, Timed] = {}
         self.intra: dict[tuple, bool] = {}
         self.calls = 0
-        self.seconds: dict[str, float] = {}  # time spent tabulating, by collective
+        self.seconds: dict[str, float] = {}  # time spent tabulating, by collective (summed over the cores that timed)
+        self.pending: dict | None = None  # while recording: signature -> what to time
 
     def groups(self, over: tuple[str, ...], rep: dict) -> list[np.ndarray]:
         sizes = {d: rep[d] for d in DIMS}
         return rank_groups(self.p.ranks, sizes, ORDERS[rep["order"]].split("-"), over)
 
-    def _time(self, what: str, op: str, algs: list[str], groups, peers=None) -> Timed:
-        from twin.twins.net import collectives as coll
-
+    def _time(self, what: str, op: str, algs: list[str], groups, peers=None) -> Timed | None:
         sig = (what, *signature(self.p.net, groups))
         if sig in self.by_sig:
             return self.by_sig[sig]
+        if self.pending is not None:  # recording what a chunk needs (twin.twins.plan.parallel): timed later, on every core
+            self.pending.setdefault(sig, (what, op, algs, groups, peers))
+            return None
+        self.fill([(sig, what, *self.timed_now(op, algs, groups, peers))])
+        return self.by_sig[sig]
+
+    def timed_now(self, op: str, algs: list[str], groups, peers=None) -> tuple[Timed, float]:
+        """One collective timed by the network twin, with the seconds it took."""
+        from twin.twins.net import collectives as coll
+
         t0 = time.perf_counter()
         out = []
         for a in algs:
@@ -154,10 +163,14 @@ class Collectives:
                 out.append(coll.time_collective(self.p.net, op, a, None, self.p.scheme, groups=groups, group_peers=peers, lib=self.p.lib))
             except ValueError:
                 continue
-        self.calls += 1
-        self.seconds[what] = self.seconds.get(what, 0.0) + time.perf_counter() - t0
-        self.by_sig[sig] = Timed(out)
-        return self.by_sig[sig]
+        return Timed(out), time.perf_counter() - t0
+
+    def fill(self, results) -> None:
+        """Record timed collectives: ``(signature, what, Timed, seconds)`` each."""
+        for sig, what, t, sec in results:
+            self.calls += 1
+            self.seconds[what] = self.seconds.get(what, 0.0) + sec
+            self.by_sig[sig] = t
 
     def get(self, what: str, key: tuple, rep: dict) -> Timed:
         """The Timed collective ``what`` (tp-allgather, tp-allreduce, cp-allgather, cp-ring, ep, pp, dp-allgather,
@@ -189,6 +202,8 @@ class Collectives:
             t = self._time(what, "allreduce", ["ring", "tree"], self.groups(("cp", "dp"), rep))
         else:
             raise KeyError(what)
+        if t is None:  # recorded, not timed yet: zero for now, never kept
+            return Timed([])
         self.timed[k] = t
         return t
 

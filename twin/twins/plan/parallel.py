@@ -1,0 +1,68 @@
+"""The plan search's collectives timed on every core the process may use.
+
+Timing a collective on the fabric (a flow simulation) is most of a large search. Branch and bound scores
+plans in chunks; before a chunk is scored, the fast stage runs once in recording mode
+(:attr:`twin.twins.plan.tables.Collectives.pending`): every collective the chunk needs that is not
+timed yet is noted, not timed. Those are then timed by worker processes forked from the search (they
+inherit the compiled fabric; only the groups go out and the timings come back), and the chunk is scored
+with every timing in place. The result is the one the search gets on one core: the same collectives
+timed the same way, only at once.
+
+One core, or a process that may not have children (a sweep's Dask worker is a daemon), times them in
+place.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+
+_COLL = None  # the search's Collectives, inherited by the forked workers
+
+
+def cores() -> int:
+    """The workers a search may fork: the cores this process may run on, 1 inside a daemon process."""
+    if mp.current_process().daemon:
+        return 1
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _one(job):
+    sig, what, op, algs, groups, peers = job
+    return (sig, what, *_COLL.timed_now(op, algs, groups, peers))
+
+
+class Timer:
+    """Times what a chunk needs on ``cores()`` workers (a context manager: the workers end with it)."""
+
+    def __init__(self, coll, workers: int | None = None):
+        self.coll, self.workers, self.pool = coll, workers or cores(), None
+
+    def __enter__(self) -> Timer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+
+    def before(self, score) -> None:
+        """Run ``score()`` recording the collectives it needs, and time the new ones on the workers."""
+        if self.workers < 2:
+            return
+        self.coll.pending = {}
+        try:
+            score()
+        finally:
+            need, self.coll.pending = self.coll.pending, None
+        if len(need) < 2:
+            return  # one is timed in place when the chunk is scored
+        if self.pool is None:
+            global _COLL
+            _COLL = self.coll
+            self.pool = mp.get_context("fork").Pool(self.workers)
+        jobs = sorted(((sig, *rest) for sig, rest in need.items()), key=lambda j: -sum(len(g) for g in j[4]))  # largest first
+        self.coll.fill(self.pool.imap_unordered(_one, jobs))
