@@ -127,6 +127,12 @@ def test_the_shape_says_what_the_vendor_table_says(two_su):
     ({"spine": {"down": 48, "up": 24}}, ("fabric", "unit", "spine"), "48 down + 24 up = 72", "at most 64"),
     ({"spine": {"down": 20, "up": 24}}, ("fabric", "unit", "spine", "down"), "8 leaves x 18 uplinks = 144 links",
      "down 24 (6 spines)"),
+    ({"racks": 3, "leaf": {"hosts": 36, "up": 18}}, ("fabric", "unit", "racks"), "3 racks of 18 hosts do not split into leaves of 36",
+     "a multiple of 2 racks"),
+    ({"rails_meet": "spine", "rail_group": 3}, ("fabric", "unit", "rail_group"), "a group of 3 rails does not divide the 4 rails",
+     "one of 1, 2, 4"),
+    ({"rail_group": 2}, ("fabric", "unit", "rail_group"), "a group of 2 rails meets at its spines, but rails_meet is core",
+     "rails_meet: spine"),
 ])
 def test_what_cannot_be_built_is_refused_with_the_counts_that_can(tmp_path, unit, path, words, expected):
     d = refusal(tmp_path, SITE, path, lambda f: f["unit"].update(unit))
@@ -181,6 +187,33 @@ def test_rails_meeting_at_the_spine_count_by_the_closed_form(tmp_path):
             units.setdefault(lk.b, set()).add(a["pod"])
     assert {len(v) for v in rails.values()} == {4} and {len(v) for v in units.values()} == {2}
     assert d.spec.shape.to_json()["unit"]["rails_meet"] == "spine"
+
+
+def test_a_rail_group_meets_at_its_spines_and_the_groups_at_the_cores(tmp_path):
+    """rail_group: 2 of the 4 rails: an SU leaf group is 8 racks x 2 rails = 16 leaves, 16 x 18 / 32 = 9 spines each
+    (2 uplinks from every leaf), 2 units x 2 rail groups = 4 groups; spine j of each to core group j (9 groups), each
+    taking 4 x 32 links on 64-port cores = 2 cores (18): every tier still 1,152 cables. Each spine reaches exactly
+    its group's 2 rails of its unit, each core both rail groups of both units."""
+    d = compile_design(superpod(tmp_path, 2, rails_meet="spine", rail_group=2, spine={"down": 32, "up": 32}), until="fabric",
+                       placement_method="naive")
+    assert mismatches(d.spec.shape, d.fabric) == []
+    c = counted(d)
+    assert (c["leaf"], c["spine"], c["core"], c["groups"], c["per_group"]) == (64, 36, 18, 9, {2})
+    assert c["cables"] == {"nic-leaf": 1152, "leaf-spine": 1152, "spine-core": 1152}
+    assert _ports(d) == {"leaf": Counter({(18, 18): 64}), "spine": Counter({(32, 32): 36}), "core": Counter({(64, 0): 18})}
+    g = d.fabric.graph
+    rails: dict[str, set] = {}
+    groups: dict[str, set] = {}
+    for lk in d.fabric.cables():
+        a, b = g.nodes[lk.a], g.nodes[lk.b]
+        if lk.tier == "leaf-spine":
+            assert a["unit"] == b["pod"] and b["rail"] <= a["rail"] < b["rail"] + b["rails"]
+            rails.setdefault(lk.b, set()).add(a["rail"])
+        elif lk.tier == "spine-core":
+            groups.setdefault(lk.b, set()).add((a["pod"], a["rail"]))
+    assert sorted({frozenset(v) for v in rails.values()}, key=min) == [{0, 1}, {2, 3}]
+    assert {frozenset(v) for v in groups.values()} == {frozenset({(0, 0), (0, 2), (1, 0), (1, 2)})}
+    assert "su2-rails3-4-spine-09" in g and d.spec.shape.to_json()["unit"]["rail_group"] == 2
 
 
 def test_rails_meeting_at_the_spine_refuse_spines_a_leaf_cannot_split_over(tmp_path):
