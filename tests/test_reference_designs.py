@@ -307,6 +307,18 @@ def test_b300_twin_plane_su_counts_cables_per_800g_port_as_the_vendor_does(b300)
     assert roles["nic"] == 512 and all(g.nodes[n].get("ports") == 2 for n, r in g.nodes(data="role") if r == "nic")
 
 
+def test_the_report_names_the_vendors_unit_beside_twins(b300):
+    """The sizing section and the BOM section of report.md lay cables per link beside cables per 800G port, the
+    unit of [dgx-b300-ra] Table 3 (512 node-leaf cables for 1,024 links); a fabric without twin-port modules has
+    no such table (its two counts agree)."""
+    from twin.emit import bom, sizing_report
+
+    rows = ["| leaf-spine | 512 | 512 |", "| nic-leaf | 1,024 | 512 (800G) |"]
+    for text in (sizing_report.section(b300), bom.section(b300)):
+        assert "cables per module port" in text and all(r in text for r in rows), text[-800:]
+    assert bom.port_table(compile_design(SITE, until="cabling", placement_method="naive")) is None
+
+
 def test_a_leaf_runs_its_cages_two_ways_in_breakouts_configs_and_netbox(b300):
     """One SN5600 leaf: down cages 1-32 split 2 x 400G (lanes 0-3 / 4-7 of each), up cages 33-64 whole at 800G
     (lanes 0-7, SONiC's 1x800G mode under the cage's first port, no row for its second)."""
