@@ -354,12 +354,16 @@ def test_a_leaf_runs_its_cages_two_ways_in_breakouts_configs_and_netbox(b300):
     assert len(mine) == 128 - 32 and Counter(r[2] for r in mine) == {"400gbase-x-qsfpdd": 64, "800gbase-x-osfp": 32}
 
 
-@pytest.mark.parametrize("cages, path, words, expected", [
-    ({"leaf-spine": "4x200G"}, ("fabric", "cages", "leaf-spine"), "cannot run 4x200G", "one of 2x400G, 1x800G"),
-    ({"nic-leaf": "1x800G"}, ("fabric", "cages", "nic-leaf"), "the NIC tier runs at the NIC's speed", "leaf-spine"),
+@pytest.mark.parametrize("site, cages, path, words, expected", [
+    (B300, {"leaf-spine": "4x200G"}, ("fabric", "cages", "leaf-spine"), "cannot run 4x200G", "one of 2x400G, 1x800G"),
+    (B300, {"nic-leaf": "1x800G"}, ("fabric", "cages", "nic-leaf"), "the NIC tier runs at the NIC's speed", "leaf-spine"),
+    # the QM9700's twin-port OSFP cages carry two NDR ports and the catalog knows no other mode [qm9700]
+    (SITE, {"leaf-spine": "1x800G"}, ("fabric", "cages", "leaf-spine"), "qm9700's cages run 2 x 400G and its catalog entry lists no other",
+     "catalog.switches.qm9700.port_map"),
+    (ROOT / "sites" / "lab-2zone.yaml", {"rtsw-ctsw": "1x800G"}, ("fabric", "cages"), "families of one switch model", "scalable-unit"),
 ])
-def test_a_mode_the_cage_cannot_run_is_refused_at_the_field(tmp_path, cages, path, words, expected):
-    d = refusal(tmp_path, B300, path, lambda f: f.update(cages=cages))
+def test_a_mode_the_cage_cannot_run_is_refused_at_the_field(tmp_path, site, cages, path, words, expected):
+    d = refusal(tmp_path, site, path, lambda f: f.update(cages=cages))
     assert words in d.message and expected in d.expected, (d.message, d.expected)
 
 
