@@ -354,16 +354,25 @@ def test_a_leaf_runs_its_cages_two_ways_in_breakouts_configs_and_netbox(b300):
     assert len(mine) == 128 - 32 and Counter(r[2] for r in mine) == {"400gbase-x-qsfpdd": 64, "800gbase-x-osfp": 32}
 
 
-@pytest.mark.parametrize("site, cages, path, words, expected", [
-    (B300, {"leaf-spine": "4x200G"}, ("fabric", "cages", "leaf-spine"), "cannot run 4x200G", "one of 2x400G, 1x800G"),
-    (B300, {"nic-leaf": "1x800G"}, ("fabric", "cages", "nic-leaf"), "the NIC tier runs at the NIC's speed", "leaf-spine"),
+@pytest.mark.parametrize("site, fabric, path, words, expected", [
+    (B300, {"cages": {"leaf-spine": "4x200G"}}, ("fabric", "cages", "leaf-spine"), "cannot run 4x200G", "one of 2x400G, 1x800G"),
+    (B300, {"cages": {"nic-leaf": "1x800G"}}, ("fabric", "cages", "nic-leaf"), "the NIC tier runs at the NIC's speed", "leaf-spine"),
     # the QM9700's twin-port OSFP cages carry two NDR ports and the catalog knows no other mode [qm9700]
-    (SITE, {"leaf-spine": "1x800G"}, ("fabric", "cages", "leaf-spine"), "qm9700's cages run 2 x 400G and its catalog entry lists no other",
-     "catalog.switches.qm9700.port_map"),
-    (ROOT / "sites" / "lab-2zone.yaml", {"rtsw-ctsw": "1x800G"}, ("fabric", "cages"), "families of one switch model", "scalable-unit"),
+    (SITE, {"cages": {"leaf-spine": "1x800G"}}, ("fabric", "cages", "leaf-spine"), "qm9700's cages run 2 x 400G and its catalog entry "
+     "lists no other", "catalog.switches.qm9700.port_map"),
+    (ROOT / "sites" / "lab-2zone.yaml", {"cages": {"rtsw-ctsw": "1x800G"}}, ("fabric", "cages"), "families of one switch model", "scalable-unit"),
+    # the B300 SU as scalable units of 8 racks with a leaf per host: 1 port below, half a cage of the split model
+    (B300, {"cages": {"leaf-spine": "1x800G"}, "family": "scalable-unit", "tiers": None, "rails_per_switch": None,
+            "unit": {"racks": 8, "leaf": {"hosts": 1, "up": 2}, "spine": {"down": 64, "up": 64}}},
+     ("fabric", "cages", "leaf-spine"), "a leaf's 1 ports below fill 0.5 cages", "down ports in whole cages of 2"),
 ])
-def test_a_mode_the_cage_cannot_run_is_refused_at_the_field(tmp_path, site, cages, path, words, expected):
-    d = refusal(tmp_path, site, path, lambda f: f.update(cages=cages))
+def test_a_mode_the_cage_cannot_run_is_refused_at_the_field(tmp_path, site, fabric, path, words, expected):
+    def edit(f: dict) -> None:
+        f.update(fabric)
+        for k in [k for k, v in f.items() if v is None]:  # None: the field left out
+            del f[k]
+
+    d = refusal(tmp_path, site, path, edit)
     assert words in d.message and expected in d.expected, (d.message, d.expected)
 
 
