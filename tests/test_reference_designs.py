@@ -299,6 +299,8 @@ def test_b300_twin_plane_su_counts_cables_per_800g_port_as_the_vendor_does(b300)
     # twin-port modules in the 512 ConnectX-8 cages and the 16 x 32 leaf down cages; an 800G DR8 at both ends of
     # each leaf-spine link (16 x 32 leaf up cages, 8 x 64 spine cages); no single 400G DR4
     assert xcvr == {"2xdr4-800g": 512 + 16 * 32, "dr8-800g": 16 * 32 + 8 * 64}
+    (where,) = [ln.description for ln in d.bom if ln.item == "2xdr4-800g"]  # by end: no 400G-DR4 at a ConnectX-8
+    assert where.endswith(": 512 in NIC cages (one module per NIC, all its ports), 512 in sn5600-2x400g cages"), where
     assert sum(ln.quantity for ln in d.bom if ln.category == "cable" and "dr8-800g" in ln.description) == 512
     from twin.compiler.cost import cost
 
