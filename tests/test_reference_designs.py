@@ -66,6 +66,7 @@ def test_gb200_superpod_table_rebuilt_from_the_graph(tmp_path, units):
     c = counted(d)
     assert (c["leaf"], c["spine"], c["core"], c["groups"], c["per_group"]) == (leaves, spines, cores, groups, {per_group})
     assert c["cables"] == {"nic-leaf": cables, "leaf-spine": cables, "spine-core": cables}
+    assert _ports(d) == {"leaf": {(18, 18): leaves}, "spine": {(24, 24): spines}, "core": {(64, 0): cores}}  # every row's ports
 
 
 def _ports(design) -> dict[str, Counter]:
