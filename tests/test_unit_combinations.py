@@ -81,3 +81,11 @@ def test_every_combination_is_built_as_counted_or_refused_with_counts_that_build
         assert by_role == {"leaf": {(us.leaf_hosts, us.leaf_up)}, "spine": {(us.spine_down, us.spine_up)}}, unit
         assert Counter(r for _, r in d.fabric.graph.nodes(data="role"))["leaf"] == us.counts()[0], unit
     assert built >= 10 and refused >= 100  # the grid reaches both sides
+
+
+def test_a_rail_group_of_one_rail_is_the_core_drawing_and_is_refused_as_such(tmp_path):
+    unit = {"racks": 8, "leaf": {"hosts": "rack", "up": 18}, "spine": {"down": 24, "up": 24}, "rails_meet": "spine", "rail_group": 1}
+    spec, diags = validate_file(study(tmp_path, "one", 2, unit))
+    (d,) = [d for d in diags if d.severity.name == "ERROR"]
+    assert spec is None and d.path == ("fabric", "unit", "rail_group") and d.line > 0
+    assert "keeps the rails apart up to the cores" in d.message and d.expected == "one of 2, 4 (rails meeting at the spines), or rails_meet: core"

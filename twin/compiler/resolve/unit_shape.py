@@ -165,9 +165,11 @@ def findings(spec: Spec) -> Iterator[tuple[Severity, tuple, str, str]]:
                 f"a group of {u.rail_group} rails meets at its spines, but rails_meet is core (an SU leaf group is one rail)"), (
                 "rails_meet: spine, or no rail_group")
             return
-        if R % u.rail_group:
-            ok = ", ".join(str(d) for d in range(1, R + 1) if R % d == 0)
-            yield E, base + ("rail_group",), f"a group of {u.rail_group} rails does not divide the {R} rails of a unit", f"one of {ok}"
+        if R % u.rail_group or u.rails_meet == "spine" and u.rail_group == 1:
+            ok = ", ".join(str(d) for d in range(2, R + 1) if R % d == 0)
+            what = ("a group of 1 rail keeps the rails apart up to the cores" if u.rail_group == 1 else
+                    f"a group of {u.rail_group} rails does not divide the {R} rails of a unit")
+            yield E, base + ("rail_group",), what, f"one of {ok} (rails meeting at the spines), or rails_meet: core"
             return
     if H > rh and H % rh or H < rh and rh % H:
         ok = [d for d in range(1, rh + 1) if rh % d == 0]

@@ -46,5 +46,5 @@ class ScalableUnit(Model):
         "the rails meet only in the core groups, as the DGX SuperPOD GB200 draws it) or spine (an SU leaf group is every "
         "rail of one unit: its spines take leaves of all rails)"))
     rail_group: int | None = Field(None, ge=1, le=4096, exclude_if=lambda v: v is None, description=(
-        "with rails_meet: spine, the rails of one SU leaf group (a divisor of the rails; default every rail of the "
+        "with rails_meet: spine, the rails of one SU leaf group (a divisor of the rails above 1; default every rail of the "
         "unit): the rails of a group meet at its spines, the groups and the units at the cores"))
