@@ -384,6 +384,8 @@ def test_schema_command_writes_checks_and_prints(tmp_path):
     stale = cli("-o", target, "--check")
     assert stale.returncode == 1 and "reference.md is stale" in stale.stderr and f"-o {target}" in stale.stderr
     assert cli("--print").stdout == schema_text()
+    folder = cli("-o", target.parent)  # a folder is refused in one line, naming the file path it takes
+    assert folder.returncode == 2 and f"expected -o {target.parent / 'twin-site.schema.json'}" in folder.stderr, folder.stderr
     checkout = cli("--check", "--json")  # no -o, run from elsewhere: the checkout's own schemas/
     assert checkout.returncode == 0 and str(ROOT / "schemas" / "reference.md") in checkout.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]

@@ -66,6 +66,7 @@ def test_gb200_superpod_table_rebuilt_from_the_graph(tmp_path, units):
     c = counted(d)
     assert (c["leaf"], c["spine"], c["core"], c["groups"], c["per_group"]) == (leaves, spines, cores, groups, {per_group})
     assert c["cables"] == {"nic-leaf": cables, "leaf-spine": cables, "spine-core": cables}
+    assert _ports(d) == {"leaf": {(18, 18): leaves}, "spine": {(24, 24): spines}, "core": {(64, 0): cores}}  # every row's ports
 
 
 def _ports(design) -> dict[str, Counter]:
@@ -127,6 +128,12 @@ def test_the_shape_says_what_the_vendor_table_says(two_su):
     ({"spine": {"down": 48, "up": 24}}, ("fabric", "unit", "spine"), "48 down + 24 up = 72", "at most 64"),
     ({"spine": {"down": 20, "up": 24}}, ("fabric", "unit", "spine", "down"), "8 leaves x 18 uplinks = 144 links",
      "down 24 (6 spines)"),
+    ({"racks": 3, "leaf": {"hosts": 36, "up": 18}}, ("fabric", "unit", "racks"), "3 racks of 18 hosts do not split into leaves of 36",
+     "a multiple of 2 racks"),
+    ({"rails_meet": "spine", "rail_group": 3}, ("fabric", "unit", "rail_group"), "a group of 3 rails does not divide the 4 rails",
+     "one of 2, 4"),
+    ({"rail_group": 2}, ("fabric", "unit", "rail_group"), "a group of 2 rails meets at its spines, but rails_meet is core",
+     "rails_meet: spine"),
 ])
 def test_what_cannot_be_built_is_refused_with_the_counts_that_can(tmp_path, unit, path, words, expected):
     d = refusal(tmp_path, SITE, path, lambda f: f["unit"].update(unit))
@@ -181,6 +188,33 @@ def test_rails_meeting_at_the_spine_count_by_the_closed_form(tmp_path):
             units.setdefault(lk.b, set()).add(a["pod"])
     assert {len(v) for v in rails.values()} == {4} and {len(v) for v in units.values()} == {2}
     assert d.spec.shape.to_json()["unit"]["rails_meet"] == "spine"
+
+
+def test_a_rail_group_meets_at_its_spines_and_the_groups_at_the_cores(tmp_path):
+    """rail_group: 2 of the 4 rails: an SU leaf group is 8 racks x 2 rails = 16 leaves, 16 x 18 / 32 = 9 spines each
+    (2 uplinks from every leaf), 2 units x 2 rail groups = 4 groups; spine j of each to core group j (9 groups), each
+    taking 4 x 32 links on 64-port cores = 2 cores (18): every tier still 1,152 cables. Each spine reaches exactly
+    its group's 2 rails of its unit, each core both rail groups of both units."""
+    d = compile_design(superpod(tmp_path, 2, rails_meet="spine", rail_group=2, spine={"down": 32, "up": 32}), until="fabric",
+                       placement_method="naive")
+    assert mismatches(d.spec.shape, d.fabric) == []
+    c = counted(d)
+    assert (c["leaf"], c["spine"], c["core"], c["groups"], c["per_group"]) == (64, 36, 18, 9, {2})
+    assert c["cables"] == {"nic-leaf": 1152, "leaf-spine": 1152, "spine-core": 1152}
+    assert _ports(d) == {"leaf": Counter({(18, 18): 64}), "spine": Counter({(32, 32): 36}), "core": Counter({(64, 0): 18})}
+    g = d.fabric.graph
+    rails: dict[str, set] = {}
+    groups: dict[str, set] = {}
+    for lk in d.fabric.cables():
+        a, b = g.nodes[lk.a], g.nodes[lk.b]
+        if lk.tier == "leaf-spine":
+            assert a["unit"] == b["pod"] and b["rail"] <= a["rail"] < b["rail"] + b["rails"]
+            rails.setdefault(lk.b, set()).add(a["rail"])
+        elif lk.tier == "spine-core":
+            groups.setdefault(lk.b, set()).add((a["pod"], a["rail"]))
+    assert sorted({frozenset(v) for v in rails.values()}, key=min) == [{0, 1}, {2, 3}]
+    assert {frozenset(v) for v in groups.values()} == {frozenset({(0, 0), (0, 2), (1, 0), (1, 2)})}
+    assert "su2-rails3-4-spine-09" in g and d.spec.shape.to_json()["unit"]["rail_group"] == 2
 
 
 def test_rails_meeting_at_the_spine_refuse_spines_a_leaf_cannot_split_over(tmp_path):
@@ -266,12 +300,26 @@ def test_b300_twin_plane_su_counts_cables_per_800g_port_as_the_vendor_does(b300)
     # twin-port modules in the 512 ConnectX-8 cages and the 16 x 32 leaf down cages; an 800G DR8 at both ends of
     # each leaf-spine link (16 x 32 leaf up cages, 8 x 64 spine cages); no single 400G DR4
     assert xcvr == {"2xdr4-800g": 512 + 16 * 32, "dr8-800g": 16 * 32 + 8 * 64}
+    (where,) = [ln.description for ln in d.bom if ln.item == "2xdr4-800g"]  # by end: no 400G-DR4 at a ConnectX-8
+    assert where.endswith(": 512 in NIC cages (one module per NIC, all its ports), 512 in sn5600-2x400g cages"), where
     assert sum(ln.quantity for ln in d.bom if ln.category == "cable" and "dr8-800g" in ln.description) == 512
     from twin.compiler.cost import cost
 
     # the catalog's (assumed) module prices: 1,024 x $1,300 + 1,024 x $1,100, where every cage split would be 2,048 x $1,300
     assert cost(d).transceivers == 1024 * 1300 + 1024 * 1100
     assert roles["nic"] == 512 and all(g.nodes[n].get("ports") == 2 for n, r in g.nodes(data="role") if r == "nic")
+
+
+def test_the_report_names_the_vendors_unit_beside_twins(b300):
+    """The sizing section and the BOM section of report.md lay cables per link beside cables per 800G port, the
+    unit of [dgx-b300-ra] Table 3 (512 node-leaf cables for 1,024 links); a fabric without twin-port modules has
+    no such table (its two counts agree)."""
+    from twin.emit import bom, sizing_report
+
+    rows = ["| leaf-spine | 512 | 512 |", "| nic-leaf | 1,024 | 512 (800G) |"]
+    for text in (sizing_report.section(b300), bom.section(b300)):
+        assert "cables per module port" in text and all(r in text for r in rows), text[-800:]
+    assert bom.port_table(compile_design(SITE, until="cabling", placement_method="naive")) is None
 
 
 def test_a_leaf_runs_its_cages_two_ways_in_breakouts_configs_and_netbox(b300):
@@ -309,12 +357,25 @@ def test_a_leaf_runs_its_cages_two_ways_in_breakouts_configs_and_netbox(b300):
     assert len(mine) == 128 - 32 and Counter(r[2] for r in mine) == {"400gbase-x-qsfpdd": 64, "800gbase-x-osfp": 32}
 
 
-@pytest.mark.parametrize("cages, path, words, expected", [
-    ({"leaf-spine": "4x200G"}, ("fabric", "cages", "leaf-spine"), "cannot run 4x200G", "one of 2x400G, 1x800G"),
-    ({"nic-leaf": "1x800G"}, ("fabric", "cages", "nic-leaf"), "the NIC tier runs at the NIC's speed", "leaf-spine"),
+@pytest.mark.parametrize("site, fabric, path, words, expected", [
+    (B300, {"cages": {"leaf-spine": "4x200G"}}, ("fabric", "cages", "leaf-spine"), "cannot run 4x200G", "one of 2x400G, 1x800G"),
+    (B300, {"cages": {"nic-leaf": "1x800G"}}, ("fabric", "cages", "nic-leaf"), "the NIC tier runs at the NIC's speed", "leaf-spine"),
+    # the QM9700's twin-port OSFP cages carry two NDR ports and the catalog knows no other mode [qm9700]
+    (SITE, {"cages": {"leaf-spine": "1x800G"}}, ("fabric", "cages", "leaf-spine"), "qm9700's cages run 2 x 400G and its catalog entry "
+     "lists no other", "catalog.switches.qm9700.port_map"),
+    (ROOT / "sites" / "lab-2zone.yaml", {"cages": {"rtsw-ctsw": "1x800G"}}, ("fabric", "cages"), "families of one switch model", "scalable-unit"),
+    # the B300 SU as scalable units of 8 racks with a leaf per host: 1 port below, half a cage of the split model
+    (B300, {"cages": {"leaf-spine": "1x800G"}, "family": "scalable-unit", "tiers": None, "rails_per_switch": None,
+            "unit": {"racks": 8, "leaf": {"hosts": 1, "up": 2}, "spine": {"down": 64, "up": 64}}},
+     ("fabric", "cages", "leaf-spine"), "a leaf's 1 ports below fill 0.5 cages", "down ports in whole cages of 2"),
 ])
-def test_a_mode_the_cage_cannot_run_is_refused_at_the_field(tmp_path, cages, path, words, expected):
-    d = refusal(tmp_path, B300, path, lambda f: f.update(cages=cages))
+def test_a_mode_the_cage_cannot_run_is_refused_at_the_field(tmp_path, site, fabric, path, words, expected):
+    def edit(f: dict) -> None:
+        f.update(fabric)
+        for k in [k for k, v in f.items() if v is None]:  # None: the field left out
+            del f[k]
+
+    d = refusal(tmp_path, site, path, edit)
     assert words in d.message and expected in d.expected, (d.message, d.expected)
 
 

@@ -306,6 +306,10 @@ def schema(
         err.print("twin is installed, not run from a source checkout: give -o PATH to write the schema there,"
                   " or --print to print it", style="red", markup=False)
         raise typer.Exit(EXIT_INVALID)
+    if target.is_dir():
+        err.print(f"-o {target}: a folder; give the schema file's path (expected -o {target / 'twin-site.schema.json'})",
+                  style="red", markup=False)
+        raise typer.Exit(EXIT_INVALID)
     files = schema_files(target)
     if check:
         stale = stale_files(files)

@@ -89,9 +89,13 @@ def unit_notes(u) -> list[str]:
     if u.rails_meet == "core":
         out = [f"{u.units} scalable unit(s) x {u.rails} rails = {u.groups} SU leaf groups of {u.leaves} leaves ({u.leaf_hosts} hosts each) "
                f"and {u.spines} spines; no switch below the cores joins two rails."]
-    else:
+    elif u.rail_group == u.rails:
         out = [f"{u.units} scalable unit(s) = {u.groups} SU leaf groups of {u.rails} rails x {u.rail_leaves} leaves ({u.leaf_hosts} hosts "
                f"each) and {u.spines} spines; the rails meet at the spines, the units at the cores."]
+    else:
+        out = [f"{u.units} scalable unit(s) x {u.rails // u.rail_group} rail groups = {u.groups} SU leaf groups of {u.rail_group} rails x "
+               f"{u.rail_leaves} leaves ({u.leaf_hosts} hosts each) and {u.spines} spines; the rails of a group meet at its spines, "
+               f"the groups and the units at the cores."]
     if u.leaf_up % u.spines == 0:
         out.append(f"leaf: {u.leaf_up} up-links, {u.leaf_up // u.spines} to each of its leaf group's {u.spines} spines (parallel links by design).")
     where = (f"{u.spine_up // u.cores} to each of the {u.cores} cores of its core group" if u.spine_up % u.cores == 0

@@ -88,9 +88,11 @@ def bill(spec: Spec, fabric: Fabric, plan: CablePlan) -> tuple[BomLine, ...]:
         if med.pluggable and med.module_ports > 1:
             cages, ends = module_cages(spec, fabric, [plan.ids[j] for j in np.flatnonzero(sel)], med.module_ports)
             far = spec.catalog.media[med.far_end]
-            lines.append(BomLine("transceiver", name, med.description or name, None, len(cages), med.power_per_end, med.source, 0.0, med.price))
+            lines.append(BomLine("transceiver", name, f"twin-port {name}, one module per cage of {med.module_ports} x {med.speed / 1e9:g}G: {module_places(fabric, cages)}", None,
+                                 len(cages), med.power_per_end, med.source, 0.0, med.price))
             if ends:
-                lines.append(BomLine("transceiver", med.far_end, far.description or med.far_end, None, ends, far.power_per_end, far.source, 0.0, far.price))
+                lines.append(BomLine("transceiver", med.far_end, f"{far.description or med.far_end}: the far end of {name} links at an end "
+                                     "with no twin-port cage", None, ends, far.power_per_end, far.source, 0.0, far.price))
             for length, c in zip(lengths.tolist(), counts.tolist()):
                 lines.append(BomLine("cable", f"{med.fiber}-{med.connector or 'fiber'}".lower().replace(" ", "-"), f"{med.fiber.upper()} fiber {med.connector} for {name}", _known(length), c, 0.0, med.source,
                                      _mass(length, med.weight_per_metre), _at(length, med.price_per_metre)))
@@ -158,6 +160,18 @@ def module_cages(spec: Spec, fabric: Fabric, link_ids: list[str], ports: int) ->
             out.add((lid, 0))
         far += 2 - max(1, len(ends))
     return out, far
+
+
+def module_places(fabric: Fabric, cages: set[tuple[str, int]]) -> str:
+    """Where a twin-port medium's modules sit, by end: in the cages of each switch model, in NIC cages (a NIC's
+    ports in one cage: one module carries them all), or on links with neither (a module of their own)."""
+    g = fabric.graph
+    where: Counter = Counter()
+    for node, _ in cages:
+        d = g.nodes[node] if node in g else None
+        where["in NIC cages (one module per NIC, all its ports)" if d is not None and d.get("role") == "nic" else
+              f"in {d['model']} cages" if d is not None else "on links with no twin-port cage at either end"] += 1
+    return ", ".join(f"{n:,} {w}" for w, n in sorted(where.items()))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ The counts are the shape's (:mod:`twin.compiler.resolve.unit_shape`); this modul
   them, the groups' start points rotate so every core takes the same number of links.
 
 With ``rails_meet: spine`` a unit's leaves of every rail are one leaf group: its spines are named
-``su<u>-spine-NN`` and carry no ``rail``.
+``su<u>-spine-NN`` and carry no ``rail``; with ``rail_group: G`` below the rails, a group's spines are
+``su<u>-rails<a>-<b>-spine-NN`` and carry its first rail as ``rail`` and ``rails: G`` (as a leaf shared by
+rails does).
 
 Leaves carry ``rail`` and ``unit``; spines ``rail`` and ``pod`` (the unit: one ASN per leaf group
 under eBGP); cores ``group``. A tier in a wider breakout mode (``fabric.cages``) joins every ``r`` links of a
@@ -36,6 +38,17 @@ from twin.compiler.resolve.spec import Spec
 
 def _width(n: int) -> int:
     return max(2, len(str(n)))
+
+
+def _rails_named(grp: int, G: int, R: int) -> str:
+    """The rails in a leaf group's spine names: ``-rail3`` (one rail), none (every rail), ``-rails3-4`` (a rail group).
+
+    >>> _rails_named(2, 1, 4), _rails_named(0, 4, 4), _rails_named(1, 2, 4)
+    ('-rail3', '', '-rails3-4')
+    """
+    if G == 1:
+        return f"-rail{grp + 1}"
+    return "" if G == R else f"-rails{grp * G + 1}-{grp * G + G}"
 
 
 def synthesize(spec: Spec, placement: Placement) -> Fabric:
@@ -79,16 +92,16 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
         pre = plane_prefix(p, P)
         leaves: dict[tuple[int, int], list[str]] = {}
         spines: dict[tuple[int, int], list[str]] = {}
-        apart = us.rails_meet == "core"  # a leaf group per rail per unit; else one per unit, its spines joining the rails
+        G = us.rail_group  # rails of a leaf group: 1 (rails meet at the core), R (at the spine) or a divisor between
         for unit in range(us.units):
             for rail in range(R):
                 su = f"{pre}su{unit + 1:0{wu}d}-rail{rail + 1}"
                 leaves[unit, rail] = [switch(f"{su}-leaf-{i + 1:0{wl}d}", "leaf", 1, plane, rail=rail, unit=unit) for i in range(us.rail_leaves)]
         for unit in range(us.units):
-            for rail in range(R if apart else 1):
-                su = f"{pre}su{unit + 1:0{wu}d}" + (f"-rail{rail + 1}" if apart else "")
-                where = {"rail": rail} if apart else {}
-                spines[unit, rail] = [switch(f"{su}-spine-{j + 1:0{ws}d}", "spine", 2, plane, pod=unit, **where) for j in range(us.spines)]
+            for grp in range(R // G):
+                su = f"{pre}su{unit + 1:0{wu}d}" + _rails_named(grp, G, R)
+                where = {"rail": grp} if G == 1 else ({"rail": grp * G, "rails": G} if G < R else {})
+                spines[unit, grp] = [switch(f"{su}-spine-{j + 1:0{ws}d}", "spine", 2, plane, pod=unit, **where) for j in range(us.spines)]
         cores = [[switch(f"{pre}cg{j + 1}-core-{c + 1:0{wc}d}", "core", 3, plane, group=j) for c in range(us.cores)]
                  for j in range(us.core_groups)]
         for e, (nic, port) in enumerate(plane_endpoints(nics, p, pp)):
@@ -97,7 +110,7 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
             lid = leaves[unit, rail][at // H]
             b.link(nic, port, lid, b.port(lid), speed, "nic-leaf")
         for (unit, rail), group in leaves.items():
-            mine = spines[unit, rail if apart else 0]
+            mine = spines[unit, rail // G]
             for lid in group:
                 run(lid, [mine[t % us.spines] for t in range(us.leaf_up)], "leaf-spine")
         for g, key in enumerate(sorted(spines)):

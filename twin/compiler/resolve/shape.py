@@ -164,7 +164,7 @@ class FabricShape:
             out["unit"] = {"units": u.units, "rails": u.rails, "leaf_groups": u.groups, "leaves_per_group": u.leaves,
                            "spines_per_group": u.spines, "core_groups": u.core_groups, "cores_per_group": u.cores}
             if u.rails_meet != "core":  # a site that states nothing writes what it wrote before
-                out["unit"]["rails_meet"] = u.rails_meet
+                out["unit"] |= {"rails_meet": u.rails_meet} | ({"rail_group": u.rail_group} if u.rail_group < u.rails else {})
         return out
 
 

@@ -7,7 +7,9 @@ NVIDIA's DGX SuperPOD GB200 fabric (RA-11338-001, Table 4.1, 2-16 SU) as it is d
 - **spines**: the leaves of one rail of one SU are an *SU leaf group* with spines of their own,
   ``leaves x leaf.up / spine.down`` of them; each leaf sends ``leaf.up / spines`` links to each;
 - **rails_meet: spine** instead makes a unit's leaves of every rail one SU leaf group (``R x`` the leaves),
-  so its spines join the rails and the cores join the units;
+  so its spines join the rails and the cores join the units; with ``rail_group: G`` (a divisor of ``R``) a
+  group holds ``G`` rails of one unit (``G x`` the leaves), its spines join those rails and the cores join
+  the ``R / G`` rail groups of every unit;
 - **cores**: rails meet only here. Spine ``j`` of every leaf group goes to *core group* ``j``, so there
   are as many core groups as a leaf group has spines; a group has the fewest cores that take its
   ``groups x spine.up`` links on ``k`` ports and over which a spine's uplinks split evenly
@@ -54,16 +56,17 @@ class UnitShape:
     spine_up: int  # uplinks per spine
     cores: int  # cores per core group
     rails_meet: str = "core"  # where a unit's rails first meet: "core" (a leaf group per rail per unit) or "spine"
+    rail_group: int = 1  # rails of one SU leaf group: 1 (rails meet at the core), all of them or a divisor (at the spine)
 
     @property
     def groups(self) -> int:
-        """SU leaf groups: one per rail per unit (rails meet at the core), or one per unit (at the spine)."""
-        return self.units * (self.rails if self.rails_meet == "core" else 1)
+        """SU leaf groups: one per rail group per unit (a rail group is one rail when the rails meet at the core)."""
+        return self.units * max(1, self.rails // self.rail_group)
 
     @property
     def rail_leaves(self) -> int:
         """Leaves of one rail of one unit."""
-        return self.leaves if self.rails_meet == "core" else self.leaves // self.rails
+        return self.leaves // self.rail_group
 
     @property
     def core_groups(self) -> int:
@@ -129,13 +132,23 @@ def unit_shape(spec: Spec) -> UnitShape:
     H = leaf_hosts(spec)
     unit_hosts = u.racks * rh
     units = max(1, math.ceil(host_count(spec) / unit_hosts))
-    leaves = max(1, math.ceil(unit_hosts / H)) * (R if u.rails_meet == "spine" else 1)  # of one SU leaf group
+    G = group_rails(spec)
+    leaves = max(1, math.ceil(unit_hosts / H)) * G  # of one SU leaf group
     up = u.leaf.up if u.leaf.up is not None else H
     spines = max(1, math.ceil(leaves * up / u.spine.down))
     sdown = math.ceil(leaves * up / spines)
-    links = units * (R if u.rails_meet == "core" else 1) * u.spine.up  # into one core group
+    links = units * max(1, R // G) * u.spine.up  # into one core group
     cores = even_count(math.ceil(links / k), u.spine.up)
-    return UnitShape(units, R, rh, H, leaves, up, spines, sdown, u.spine.up, cores, u.rails_meet)
+    return UnitShape(units, R, rh, H, leaves, up, spines, sdown, u.spine.up, cores, u.rails_meet, G)
+
+
+def group_rails(spec: Spec) -> int:
+    """Rails of one SU leaf group: 1 where the rails meet at the core; else ``rail_group`` or every rail (at
+    most the rails, so a refused group still counts)."""
+    u = spec.fabric.unit
+    if u.rails_meet == "core":
+        return 1
+    return max(1, min(u.rail_group or rails(spec), rails(spec)))
 
 
 def findings(spec: Spec) -> Iterator[tuple[Severity, tuple, str, str]]:
@@ -145,6 +158,19 @@ def findings(spec: Spec) -> Iterator[tuple[Severity, tuple, str, str]]:
     k = spec.switch(spec.fabric.switch).ports
     base = ("fabric", "unit")
     rh, H = us.rack_hosts, us.leaf_hosts
+    if u.rail_group is not None:
+        R = us.rails
+        if u.rails_meet == "core" and u.rail_group > 1:
+            yield E, base + ("rail_group",), (
+                f"a group of {u.rail_group} rails meets at its spines, but rails_meet is core (an SU leaf group is one rail)"), (
+                "rails_meet: spine, or no rail_group")
+            return
+        if R % u.rail_group or u.rails_meet == "spine" and u.rail_group == 1:
+            ok = ", ".join(str(d) for d in range(2, R + 1) if R % d == 0)
+            what = ("a group of 1 rail keeps the rails apart up to the cores" if u.rail_group == 1 else
+                    f"a group of {u.rail_group} rails does not divide the {R} rails of a unit")
+            yield E, base + ("rail_group",), what, f"one of {ok} (rails meeting at the spines), or rails_meet: core"
+            return
     if H > rh and H % rh or H < rh and rh % H:
         ok = [d for d in range(1, rh + 1) if rh % d == 0]
         yield E, base + ("leaf", "hosts"), (

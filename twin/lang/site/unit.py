@@ -4,7 +4,8 @@ NVIDIA draws its DGX SuperPODs in scalable units (SU) of compute racks: a leaf p
 hosts) per rail, the leaves of one rail of one SU sharing their own spines (an SU leaf group), and the
 rails meeting only at the core, in as many core groups as a leaf group has spines. A site states the unit
 (racks per SU), which hosts a leaf takes, each tier's down and up ports and the tier where the rails meet
-(``rails_meet``: the core, as drawn, or the spine, an SU leaf group then holding every rail); twin counts the switches
+(``rails_meet``: the core, as drawn, or the spine, an SU leaf group then holding every rail, or the
+``rail_group`` rails it names); twin counts the switches
 (:mod:`twin.compiler.resolve.unit_shape`) or refuses a combination that cannot be built, naming the
 counts that can.
 """
@@ -44,3 +45,6 @@ class ScalableUnit(Model):
         "the tier where a unit's rails first meet: core (an SU leaf group is one rail of one unit, its spines its own, "
         "the rails meet only in the core groups, as the DGX SuperPOD GB200 draws it) or spine (an SU leaf group is every "
         "rail of one unit: its spines take leaves of all rails)"))
+    rail_group: int | None = Field(None, ge=1, le=4096, exclude_if=lambda v: v is None, description=(
+        "with rails_meet: spine, the rails of one SU leaf group (a divisor of the rails above 1; default every rail of the "
+        "unit): the rails of a group meet at its spines, the groups and the units at the cores"))
