@@ -21,7 +21,8 @@ figure the build did not draw fails the build (the site is built with ``--strict
     a picture of the review page of the lab example, built with ``scenarios/lab-twins.yaml``.
 ``{{ n.NAME }}``
     a number from ``docs/numbers.yml``, which the README states too (tests/test_docs.py holds them equal), or
-    a language's current version (``site_version``, ``scenario_version``, ``sweep_version``).
+    a language's current version (``site_version``, ``scenario_version``, ``sweep_version``), or the job
+    twin's stated error (``stated_error``, ``twin.twins.workload.validation.STATED_ERROR``).
 
 The lab example is built once per process into a temporary folder (about 3 s), or read from the folder
 ``$TWIN_DOCS_LAB_BUILD`` names (the tests pass the one their session built).
@@ -69,9 +70,11 @@ def lab_build() -> Path:
 def numbers() -> dict[str, str]:
     data = yaml.safe_load((ROOT / "docs" / "numbers.yml").read_text(encoding="utf-8"))
     from twin.lang.versions import CURRENT
+    from twin.twins.workload.validation import STATED_ERROR
 
     out = {k: str(v["value"]) for k, v in data.items()}
     out.update({f"{lang}_version": str(v) for lang, v in CURRENT.items()})  # the languages' versions, from the code
+    out["stated_error"] = f"{100 * STATED_ERROR:.1f}%"  # the job twin's stated error, as sweeps and the review use it
     return out
 
 
