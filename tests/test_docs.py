@@ -131,8 +131,25 @@ def test_readme_and_docs_share_their_numbers():
     missing = [k for k, v in numbers.items() if v.get("readme") and str(v["value"]) not in readme]
     assert missing == []
     used = {m for p in (ROOT / "docs").rglob("*.md") for m in re.findall(r"\{\{ *n\.([A-Za-z0-9_]+) *\}\}", p.read_text(encoding="utf-8"))}
-    known = set(numbers) | {"site_version", "scenario_version", "sweep_version"}  # the hook adds the languages' versions
+    known = set(numbers) | {"site_version", "scenario_version", "sweep_version", "stated_error"}  # the hook adds these from the code
     assert used <= known and used, used - known
     r = twin_in_process("validate", "sites/lab-2zone.yaml")
     n = {k: str(v["value"]) for k, v in numbers.items()}
     assert f"ok: {n['lab_gpus']} GPUs in {n['lab_racks']} racks, 0 fail, 0 warning(s) of {n['lab_checks']} checks" in r.stdout
+
+
+def test_readme_fits_on_two_screens_its_links_resolve_and_the_help_points_to_the_docs():
+    """The README stays a front page (under 200 lines: what twin is, a picture, set-up, three commands, the
+    docs, contributing); every file it links or shows exists (the site's strict build does not read it); and
+    ``twin --help`` and a bare ``twin`` name the documentation, which exists."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 200
+    for heading in ("## Quick start", "## Three commands", "## Documentation", "## Contributing"):
+        assert f"\n{heading}" in text, heading
+    links = [t.split("#")[0] for t in re.findall(r"\]\(([^)\s]+)\)", text) if not re.match(r"[a-z]+:", t)]
+    assert any(t.endswith(".svg") for t in links) and len(links) >= 10
+    assert [t for t in links if t and not (ROOT / t).exists()] == []
+    for args in (["--help"], []):  # a bare twin prints the same help (on stderr, exit 2: no command given)
+        said = " ".join((r := twin_in_process(*args)).stdout.split() + r.stderr.split())
+        assert "Documentation: docs/index.md" in said and "mkdocs serve" in said, args
+    assert (ROOT / "docs" / "index.md").is_file()
