@@ -153,3 +153,17 @@ def test_readme_fits_on_two_screens_its_links_resolve_and_the_help_points_to_the
         said = " ".join((r := twin_in_process(*args)).stdout.split() + r.stderr.split())
         assert "Documentation: docs/index.md" in said and "mkdocs serve" in said, args
     assert (ROOT / "docs" / "index.md").is_file()
+
+
+def test_the_exit_code_table_lists_every_code_the_commands_use():
+    """docs/reference/cli.md's table has a row for each exit code twin's code can return (its EXIT_ constants,
+    typer.Exit and sys.exit with a number), and none it cannot: a new code is documented or this fails."""
+    used = set()
+    for path in (ROOT / "twin").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        used |= {int(c) for c in re.findall(r"\bEXIT_[A-Z_]+ = (\d+)\b", text)}
+        used |= {int(c) for c in re.findall(r"(?:typer\.Exit|sys\.exit|SystemExit)\((?:code=)?(\d+)\)", text)}
+    page = (ROOT / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
+    table = page.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    documented = {int(c) for c in re.findall(r"^\| `(\d+)` \|", table, re.M)}
+    assert {0, 1, 2, 3, 4} <= used and used == documented, (sorted(used), sorted(documented))
