@@ -106,3 +106,25 @@ def test_newer_scenarios_and_sweeps_are_refused_where_they_are_read(tmp_path):
 def test_the_changelog_has_every_version():
     for lang, newest in CURRENT.items():
         assert sorted(c.version for c in CHANGES if c.language == lang) == list(range(1, newest + 1))
+
+
+def test_every_example_file_is_read_as_its_language_and_the_marks_are_the_models():
+    """`twin upgrade` tells the languages apart by the top-level keys only one of them has: those are the
+    models' own (a key two languages share marks neither), and every example site, scenario and sweep of
+    the repository is read as the language of its folder (a scenario of `power:` or `cluster:` alone
+    included: the docs' `twin upgrade --check sites/*.yaml scenarios/*.yaml sweeps/*.yaml` refused two)."""
+    from conftest import ROOT
+
+    from twin.lang.loader import load_file
+    from twin.lang.upgrade import MARKS, language_of
+    from twin.schema import LANGUAGES
+
+    fields = {lang: set(LANGUAGES[lang][0].model_fields) for lang in MARKS}
+    for lang, marks in MARKS.items():
+        others = set().union(*(f for other, f in fields.items() if other != lang))
+        assert marks == fields[lang] - others - {"version", "name", "description"}, lang
+    files = {"site": sorted(SITES.glob("*.yaml")), "scenario": sorted((ROOT / "scenarios").glob("*.yaml")),
+             "sweep": sorted((ROOT / "sweeps").glob("*.yaml"))}
+    assert all(len(f) >= 3 for f in files.values())
+    wrong = [f"{p.name}: {language_of(load_file(p))}" for lang, ps in files.items() for p in ps if language_of(load_file(p)) != lang]
+    assert wrong == []

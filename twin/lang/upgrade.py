@@ -31,10 +31,12 @@ from twin.lang.loader import LoadError, Source, load_file, load_text
 from twin.lang.validator import diagnostic
 from twin.lang.versions import CURRENT, Edit, pending, version_of
 
-# keys only one language has at its top level (a site's and a scenario's `power:` differ, so it is neither's mark)
+# keys only one language has at its top level (tests/test_versions.py holds them to the models: a site's and a
+# scenario's `power:`, a site's and a sweep's `placement:` are neither's mark)
 MARKS = {
-    "site": {"halls", "buildings", "hall_types", "rack_types", "fabric", "catalog", "campus", "placement", "workloads"},
-    "scenario": {"routing", "collectives", "jobs", "serving", "cases", "campaign", "nccl", "hash", "protocol_efficiency", "step_overhead"},
+    "site": {"halls", "buildings", "hall_types", "rack_types", "fabric", "catalog", "campus", "storage", "workloads"},
+    "scenario": {"routing", "collectives", "jobs", "serving", "cases", "campaign", "cluster", "nccl", "hash", "protocol_efficiency",
+                 "step_overhead"},
     "sweep": {"site", "scenario", "axes", "figures", "job", "scheme"},
 }
 
@@ -62,6 +64,8 @@ def language_of(src: Source) -> str:
     if isinstance(src.data.get("site"), dict):  # a sweep names its site file; only a site is never nested there
         score["sweep"] = 0
     best = max(score.values())
+    if best == 0 and "power" in keys:  # the power twin's scenario: a site's power: never stands without halls and a fabric
+        return "scenario"
     found = [lang for lang, n in score.items() if n == best]
     if best == 0 or len(found) > 1:
         raise SpecError([diagnostic(src, Severity.ERROR, (), "not a twin site, scenario or sweep"
