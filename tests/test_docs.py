@@ -176,3 +176,12 @@ def test_the_exit_code_table_lists_every_code_the_commands_use():
     table = page.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
     documented = {int(c) for c in re.findall(r"^\| `(\d+)` \|", table, re.M)}
     assert {0, 1, 2, 3, 4} <= used and used == documented, (sorted(used), sorted(documented))
+
+
+def test_every_repository_file_a_page_names_exists():
+    """A page that names a test, an example, a benchmark or a schema (`tests/test_planes.py`,
+    `scenarios/lab-twins.yaml`) names a file that exists: a renamed one cannot leave a stale pointer."""
+    named = r"`((?:tests|sites|scenarios|sweeps|bench|schemas|templates)/[A-Za-z0-9_./-]+\.(?:py|yaml|md|json|csv|j2))`"
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    found = {(str(p.relative_to(ROOT)), f) for p in pages for f in re.findall(named, p.read_text(encoding="utf-8"))}
+    assert len(found) >= 50 and sorted((p, f) for p, f in found if not (ROOT / f).is_file()) == []
