@@ -20,8 +20,10 @@ a change which widens them fails:
 
 from __future__ import annotations
 
+import doctest
+
 import pytest
-from conftest import twin_in_process, unwrap
+from conftest import ROOT, twin_in_process, unwrap
 
 from twin.twins.workload import validation
 
@@ -53,6 +55,10 @@ def test_calibrated_on_the_smallest_run_each_series_is_predicted_within_its_stat
                        (("megatron-sc21-table2", "megatron-lm-2021"), 0.05)):
         assert not series[key]["open_set"] and series[key]["held_out"]["max_abs_error"] < bound, key
     assert series["megatron-sc21-table2", "megatron-deepspeed-2021"]["kernel_share"] == pytest.approx(0.7679, abs=2e-3)
+    # what docs/job-twin.md shows under `$ twin validate-jobs --holdout` is this run's text (`...` is any text)
+    page = (ROOT / "docs" / "job-twin.md").read_text(encoding="utf-8").split("$ twin validate-jobs --holdout\n", 1)[1]
+    shown, got = page.split("```", 1)[0], validation.holdout_table(unwrap(r.stdout)["holdout"]) + "\n"
+    assert shown.count("\n") >= 3 and doctest.OutputChecker().check_output(shown, got, doctest.ELLIPSIS), f"shown\n{shown}\nbut\n{got}"
 
 
 @pytest.mark.slow
