@@ -185,3 +185,18 @@ def test_every_repository_file_a_page_names_exists():
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     found = {(str(p.relative_to(ROOT)), f) for p in pages for f in re.findall(named, p.read_text(encoding="utf-8"))}
     assert len(found) >= 50 and sorted((p, f) for p, f in found if not (ROOT / f).is_file()) == []
+
+
+def test_every_page_is_in_the_nav_and_every_nav_entry_is_a_page():
+    """A reader finds every page from the navigation: the strict build lets a page outside the nav through
+    (it is built and searchable), this does not; and no nav line names a page that is not there."""
+    def pages(node) -> list[str]:
+        if isinstance(node, str):
+            return [node]
+        items = node.values() if isinstance(node, dict) else node
+        return [p for item in items for p in pages(item)]
+
+    nav = pages(yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"])
+    on_disk = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md") if "hooks" not in p.parts}
+    assert len(nav) == len(set(nav)) and len(nav) >= 40
+    assert sorted(on_disk - set(nav)) == [] and sorted(set(nav) - on_disk) == []
