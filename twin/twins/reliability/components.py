@@ -116,7 +116,7 @@ def footprint(g: nx.MultiGraph, gpus: int, order: list[str] | None = None) -> Fo
         frontier = {nb for sw in frontier for nb in g.neighbors(sw) if level(nb) > level(sw) and nb not in switches}
     inside = set(nics) | switches
     links: dict[str, set[str]] = {}
-    adj = g.adj  # neighbour -> {key: data}: no edge view per node (a million NICs on a campus)
+    adj = g._adj  # neighbour -> {key: data}, networkx's own dicts: no view per node or edge (a million NICs on a campus)
     for u in inside:
         for v, keyed in adj[u].items():
             if v in inside:
@@ -164,7 +164,7 @@ class Reach:
         self.nic_server = np.array([sidx[server_of[n]] for n in fp.nics], np.int64)
         wanted = {key for tier in fp.links for key in fp.links[tier]}
         found: dict[str, tuple[int, int]] = {}
-        adj = g.adj
+        adj = g._adj
         for n in names:
             for b, keyed in adj[n].items():
                 for key in keyed:
