@@ -8,8 +8,12 @@ the peak so far; the last row is the forked children, the twins and the design-o
 outside with os.wait4 (wall, CPU, peak RSS of that process alone). The gigawatt build takes minutes and
 most of the machine: run it by hand, never in CI.
 
+`--twins` measures the twins at a million GPUs instead (bench_gigawatt_twins.py): each in its own
+process, compiled only as far as it reads, time and peak memory per step.
+
     python bench/bench_gigawatt.py               # one build of each site, a Markdown table
     python bench/bench_gigawatt.py --runs 3 --json
+    python bench/bench_gigawatt.py --twins --runs 3
 """
 
 from __future__ import annotations
@@ -53,6 +57,10 @@ def growth(small: dict, big: dict) -> dict[str, float]:
 
 def main(argv: list[str]) -> int:
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 1
+    if "--twins" in argv:
+        from bench_gigawatt_twins import main as twins
+
+        return twins(runs, "--json" in argv)
     small, big = (measured(s, runs) for s in SITES)
     g = growth(small, big)
     ok = big["total"]["wall_s"] <= GOAL_S and big["peak_mib"] / 1024 <= GOAL_GIB and all(v <= GOAL_GROWTH for v in g.values())

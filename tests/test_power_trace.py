@@ -97,3 +97,25 @@ def test_n_plus_1_reserve_block_takes_a_failed_blocks_rows(root, tmp_path):
         assert reserve["peak_W"] == pytest.approx(normal["peak_W"], rel=1e-12)
         assert normal["peak_W"] == pytest.approx(by[(f"row {k} busway A", "normal")]["peak_W"] * 2, rel=1e-12)
         assert normal["rating_W"] == pytest.approx(150e3)
+
+
+def test_each_busways_continuous_load_is_its_own_series_drawn_once_per_distinct_load(lab):
+    """The busway check draws a limit's per-second series as its weights times the channels' per-second
+    means (the trace is linear in the weights): the same largest one-minute mean, and where it starts,
+    as drawing each row's series on its own and summing; identical loads are drawn once."""
+    import numpy as np
+
+    from twin.twins.power.levels import continuous, rolling_max_mean
+    from twin.twins.power.trace import bin_average
+
+    m = prepare(lab, cfg(job={"step": {"step": "8 s", "compute": "6 s", "exposed_comm": "1 s", "bubble": "1 s"}, "stages": 4},
+                         events={"checkpoint": {"every": "10 min", "duration": "20 s"}, "failures": [{"at": "30 min"}]}))
+    segs = segments_for(m, m.base)
+    rows = m.tree.row_W
+    W = np.concatenate([rows, 0.5 * rows, rows[:1] + rows[-1:], rows])  # a row twice, halves, a pair of rows
+    best, at = continuous(segs, 1.0, 3600, W, 60)
+    own = bin_average(segs, 0.0, 1.0, 3600, rows)
+    series = np.concatenate([own, 0.5 * own, own[:1] + own[-1:], own])
+    want, want_at = rolling_max_mean(series, 60)
+    assert best == pytest.approx(want, rel=1e-9) and (at == want_at).all()
+    assert len(set(best.round(6))) < len(W) and best.max() > best.min() > 0  # repeated loads, and loads that differ

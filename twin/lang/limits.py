@@ -45,7 +45,7 @@ LIMITS: dict[str, Limit] = {x.name: x for x in (
     Limit("power_samples", 50_000_000, "samples", "duration / resolution of a power trace (tens of bytes each)"),
     Limit("power_segments", 20_000, "segments",
           "thermal intervals plus job-state changes (checkpoints, failures) of a power trace (about 1.3 ms each)"),
-    Limit("power_row_seconds", 50_000_000, "row-seconds", "rows x seconds of the per-second busway check (8 bytes each)"),
+    Limit("power_row_seconds", 50_000_000, "row-seconds", "rows of distinct load (and halls) x seconds of the per-second busway check"),
     Limit("cluster_jobs", 2_000_000, "jobs", "jobs of a cluster run: a mix's expected arrivals or a trace's rows (about 30 us and 200 bytes each)"),
     Limit("cluster_failures", 1_000_000, "failures", "failures a cluster run draws over its span (about 50 us each)"),
     Limit("trace_bytes", 2_000_000_000, "bytes", "size of a cluster trace file, read a block of lines at a time"),

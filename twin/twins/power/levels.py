@@ -21,14 +21,33 @@ from twin.twins.power.trace import bin_average, extremes
 CONTINUOUS_WINDOW = 60.0  # s: a breaker's continuous-load view of the busway (assumed)
 
 
-def rolling_max_mean(x: np.ndarray, m: int) -> tuple[float, int]:
-    """Largest mean over ``m`` consecutive samples and the index where that window starts."""
-    if len(x) <= m:
-        return float(x.mean()), 0
-    c = np.concatenate([[0.0], np.cumsum(x)])
-    means = (c[m:] - c[:-m]) / m
-    i = int(means.argmax())
-    return float(means[i]), i
+def rolling_max_mean(x: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Largest mean over ``m`` consecutive samples of each row of ``x`` and the index where that window starts.
+
+    >>> v, i = rolling_max_mean(np.array([[1.0, 3.0, 5.0, 1.0], [2.0, 2.0, 2.0, 2.0]]), 2)
+    >>> v.tolist(), i.tolist()
+    ([4.0, 2.0], [1, 0])
+    """
+    x = np.atleast_2d(x)
+    if x.shape[1] <= m:
+        return x.mean(axis=1), np.zeros(len(x), np.int64)
+    c = np.concatenate([np.zeros((len(x), 1)), np.cumsum(x, axis=1)], axis=1)
+    means = (c[:, m:] - c[:, :-m]) / m
+    i = means.argmax(axis=1)
+    return means[np.arange(len(x)), i], i
+
+
+def continuous(segs, dt_s: float, n_s: int, W: np.ndarray, m: int, chunk: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """The largest ``m``-second mean of each weight row of ``W`` and where its window starts. The series
+    are linear in the weights: each distinct row is drawn once, from the channels' per-second means,
+    ``chunk`` rows at a time (a campus's thousands of busways are a few distinct loads)."""
+    basis = bin_average(segs, 0.0, dt_s, n_s, np.eye(W.shape[1]))  # (channels x seconds)
+    uniq, inv = np.unique(W, axis=0, return_inverse=True)
+    best, at = np.empty(len(uniq)), np.empty(len(uniq), np.int64)
+    for a in range(0, len(uniq), chunk):
+        best[a:a + chunk], at[a:a + chunk] = rolling_max_mean(uniq[a:a + chunk] @ basis, m)
+    inv = np.ravel(inv)
+    return best[inv], at[inv]
 
 
 def distribution(design, tree, segs, duration: float, pue: float) -> dict:
@@ -36,16 +55,16 @@ def distribution(design, tree, segs, duration: float, pue: float) -> dict:
     spec = design.spec
     n_s = max(1, int(duration))
     dt_s = duration / n_s
-    rows_1s = bin_average(segs, 0.0, dt_s, n_s, tree.row_W)
     m = max(1, int(round(CONTINUOUS_WINDOW / dt_s)))
-    checks, worst = [], {}
     share = liquid_share(spec.site)
     n_gpu = int((tree.rack_W[:, : tree.ch.stages].sum(axis=1) + tree.rack_W[:, tree.ch.other_gpu] > 0).sum())
     gpu_row_W = np.zeros_like(tree.row_W)  # the GPU racks of each row (racks list GPU racks first)
     row_index = {hr: i for i, hr in enumerate(tree.rows)}
     for k in range(n_gpu):
         gpu_row_W[row_index[tree.rack_pos[k]]] += tree.rack_W[k]
-    gpu_rows_1s = bin_average(segs, 0.0, dt_s, n_s, gpu_row_W) if share and len(gpu_row_W) else np.zeros_like(rows_1s)
+    if not share:
+        gpu_row_W[:] = 0.0
+    found = []  # (hall, its limits, their weight rows)
     for h in spec.site.halls:
         idx = tree.hall_rows(h.name)
         if not idx:
@@ -54,22 +73,25 @@ def distribution(design, tree, segs, duration: float, pue: float) -> dict:
         if not lims:
             continue
         zero = np.zeros(tree.ch.n)
-        Wl = np.stack([L.coef * sum((tree.row_W[idx[r]] for r in L.rows if r in idx), zero)
-                       + L.gpu_coef * sum((gpu_row_W[idx[r]] for r in L.rows if r in idx), zero) for L in lims])
-        ex = extremes(segs, Wl)
-        for k, L in enumerate(lims):
-            series = (L.coef * sum((rows_1s[idx[r]] for r in L.rows if r in idx), np.zeros(n_s))
-                      + L.gpu_coef * sum((gpu_rows_1s[idx[r]] for r in L.rows if r in idx), np.zeros(n_s)))
-            cont, at = rolling_max_mean(series, m)
+        found.append((h, lims, np.stack([L.coef * sum((tree.row_W[idx[r]] for r in L.rows if r in idx), zero)
+                                         + L.gpu_coef * sum((gpu_row_W[idx[r]] for r in L.rows if r in idx), zero) for L in lims])))
+    Wall = np.concatenate([w for _, _, w in found]) if found else np.zeros((0, tree.ch.n))
+    ex = extremes(segs, Wall)
+    cont, at = continuous(segs, dt_s, n_s, Wall, m) if len(Wall) else (np.zeros(0), np.zeros(0, np.int64))
+    checks, worst = [], {}
+    k = 0
+    for h, lims, _ in found:
+        for L in lims:
             rating = L.capacity / (h.power.derating or 1.0) if L.kind in ("busway", "block") else L.capacity
             rec = {"hall": h.name, "limit": L.name, "state": L.state, "peak_W": float(ex["max"][k]), "peak_at_s": float(ex["max_at"][k]),
-                   "rating_W": rating, "continuous_W": cont, "continuous_at_s": at * dt_s, "derated_W": L.capacity,
-                   "peak_ok": bool(ex["max"][k] <= rating * (1 + 1e-9)), "continuous_ok": bool(cont <= L.capacity * (1 + 1e-9))}
-            rec["utilisation"] = max(rec["peak_W"] / rating if rating else np.inf, cont / L.capacity if L.capacity else np.inf)
+                   "rating_W": rating, "continuous_W": float(cont[k]), "continuous_at_s": int(at[k]) * dt_s, "derated_W": L.capacity,
+                   "peak_ok": bool(ex["max"][k] <= rating * (1 + 1e-9)), "continuous_ok": bool(cont[k] <= L.capacity * (1 + 1e-9))}
+            rec["utilisation"] = max(rec["peak_W"] / rating if rating else np.inf, rec["continuous_W"] / L.capacity if L.capacity else np.inf)
             checks.append(rec)
             key = (h.name, L.state)
             if key not in worst or rec["utilisation"] > worst[key]["utilisation"]:
                 worst[key] = rec
+            k += 1
     rack_ex = extremes(segs, tree.rack_W)
     gpu_racks = int((tree.rack_W[:, : tree.ch.stages].sum(axis=1) + tree.rack_W[:, tree.ch.other_gpu] > 0).sum())
     shelf = spec.rack_type.power_shelf
@@ -91,6 +113,5 @@ def distribution(design, tree, segs, duration: float, pue: float) -> dict:
                   "trough_W": float(rack_ex["min"][:gpu_racks].min()) if gpu_racks else 0.0, "power_shelf_W": shelf,
                   "over_shelf": int((rack_ex["max"][:gpu_racks] > shelf).sum())},
         "halls": halls,
-        "rows_1s": rows_1s,
         "halls_1s": hall_1s,
     }

@@ -90,7 +90,7 @@ def prepare(design, cfg: PowerScenario, src=None, jobs: list[dict] | None = None
     base = gpu_phases(ch_.phase_power, ch_.gpu_tdp, spec.rack.gpu_power_cap, ch_.max_power, ch_.gpus)
     evs = events if events is not None else schedule_events(cfg.events, cfg.duration)
     states = job_states(evs, cfg.duration)
-    _cost(cfg, src, len(states), len(tree.rows))
+    _cost(cfg, src, len(states), len(np.unique(tree.row_W, axis=0)) + len(tree.halls))
     m = Model(cfg, prof, stages, group, tree, base, evs, states, np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0),
               pue=spec.site.power.pue, pue_curve=list(spec.site.power.pue_curve))
     _thermal(design, m, src, base_dir or Path("."))
@@ -98,8 +98,9 @@ def prepare(design, cfg: PowerScenario, src=None, jobs: list[dict] | None = None
 
 
 def _cost(cfg: PowerScenario, src, states: int, rows: int) -> None:
-    """The trace's segments (job states, thermal intervals) and the busway check's row-seconds, before
-    either is drawn: a campaign's events are only known here."""
+    """The trace's segments (job states, thermal intervals) and the busway check's row-seconds (rows of
+    distinct load, each drawn once, and the halls), before either is drawn: a campaign's events are only
+    known here."""
     thermal = math.ceil(cfg.duration / cfg.thermal_interval)
     if msg := limits.exceeded("power_segments", states + thermal):
         where = WHERE + (("campaign_events",) if cfg.campaign_events else ("thermal_interval",))
@@ -107,7 +108,7 @@ def _cost(cfg: PowerScenario, src, states: int, rows: int) -> None:
                                "a longer thermal_interval, a shorter duration or fewer events")])
     row_seconds = rows * max(1, int(cfg.duration))
     if msg := limits.exceeded("power_row_seconds", row_seconds):
-        raise SpecError([error(src, WHERE + ("duration",), f"{rows:,} rows x {int(cfg.duration):,} s: {msg}", "a shorter duration")])
+        raise SpecError([error(src, WHERE + ("duration",), f"{rows:,} distinct rows and halls x {int(cfg.duration):,} s: {msg}", "a shorter duration")])
 
 
 def _network_total(design) -> float:

@@ -108,10 +108,10 @@ def simulate_power(design, cfg: PowerScenario, src=None, jobs: list[dict] | None
     data["limits_pass"] = all(v["pass"] for v in data["limits"])
     say("power: busways and UPS blocks in every failure state")
     dist = levels.distribution(design, m.tree, segs, cfg.duration, m.pue)
-    rows_1s, halls_1s = dist.pop("rows_1s"), dist.pop("halls_1s")
+    halls_1s = dist.pop("halls_1s")
     data["distribution"] = dist
     views = _views(m, segs, grid, f, ms, halls_1s)
-    views.update(rows_1s=rows_1s, row_names=[f"{h} row {r}" for h, r in m.tree.rows], it=it, grid=grid)
+    views.update(it=it, grid=grid)
     if mitigations:
         data["mitigations"] = mitigate.evaluate(design, m, it, grid, limits, lambda ph, slow=0.0: site_draw(m, segments_for(m, ph, slow)),
                                                 phases_for, throughput(m, segs), say)

@@ -116,10 +116,13 @@ def footprint(g: nx.MultiGraph, gpus: int, order: list[str] | None = None) -> Fo
         frontier = {nb for sw in frontier for nb in g.neighbors(sw) if level(nb) > level(sw) and nb not in switches}
     inside = set(nics) | switches
     links: dict[str, set[str]] = {}
+    adj = g._adj  # neighbour -> {key: data}, networkx's own dicts: no view per node or edge (a million NICs on a campus)
     for u in inside:
-        for _, v, key, d in g.edges(u, keys=True, data=True):
-            if d.get("kind") == "link" and v in inside:
-                links.setdefault(str(d.get("tier")), set()).add(str(key))
+        for v, keyed in adj[u].items():
+            if v in inside:
+                for key, d in keyed.items():
+                    if d.get("kind") == "link":
+                        links.setdefault(str(d.get("tier")), set()).add(str(key))
     by_role: dict[str, list[str]] = {}
     for sw in switches:
         by_role.setdefault(str(nodes[sw]["role"]), []).append(sw)
@@ -161,10 +164,12 @@ class Reach:
         self.nic_server = np.array([sidx[server_of[n]] for n in fp.nics], np.int64)
         wanted = {key for tier in fp.links for key in fp.links[tier]}
         found: dict[str, tuple[int, int]] = {}
+        adj = g._adj
         for n in names:
-            for a, b, key in g.edges(n, keys=True):
-                if key in wanted and key not in found:
-                    found[key] = (self.index[a], self.index[b])
+            for b, keyed in adj[n].items():
+                for key in keyed:
+                    if key in wanted and key not in found:
+                        found[key] = (self.index[n], self.index[b])
         self.keys = sorted(found)
         self.key_index = {k: i for i, k in enumerate(self.keys)}
         us = np.array([found[k][0] for k in self.keys], np.int64)
