@@ -48,6 +48,13 @@ def plant(tmp_path: Path, twin_output: Path) -> tuple[Path, list[Path], list[Pat
     shutil.copytree(twin_output, aside)
     empty = tmp_path / ".out.tmp-3mpty"
     empty.mkdir()
+    cut = tmp_path / ".out.tmp-cut"  # killed between creating the mark (O_EXCL) and writing its text
+    (cut / "configs").mkdir(parents=True)
+    (cut / MARK).write_bytes(b"")
+    (cut / "configs" / "leaf1.conf").write_text("router bgp 65001\n")
+    short = tmp_path / ".out.old-short"  # the previous output being discarded, killed inside the mark's write
+    shutil.copytree(twin_output, short)
+    (short / MARK).write_bytes(MARK_TEXT[:9])
     mine = tmp_path / ".out.tmp-mine"
     (mine / "notes").mkdir(parents=True)
     (mine / "notes" / "todo.txt").write_text("my own notes\n")
@@ -68,7 +75,7 @@ def plant(tmp_path: Path, twin_output: Path) -> tuple[Path, list[Path], list[Pat
     target = sibling(elsewhere / "x")  # a marked folder, but reached through a link
     link = tmp_path / ".out.tmp-link"
     link.symlink_to(target, target_is_directory=True)
-    return out, [half, aside, empty], [mine, forged, edited, webapp, a_file, link]
+    return out, [half, aside, empty, cut, short], [mine, forged, edited, webapp, a_file, link]
 
 
 def test_only_what_twin_made_is_removed(tmp_path, built):

@@ -6,7 +6,8 @@ swap; the two-rename fallback moves the previous output aside to ``.<name>.old-*
 at the wrong instant leaves one of them. The next build of that folder, holding its lock,
 (:func:`clean_leftovers`) removes a leftover only when it is proved twin's:
 
-- it holds twin's mark (a regular file, not a link, with exactly that text): a half-written output, or
+- it holds twin's mark (a regular file, not a link, with that text or the start of it: a kill between
+  making the mark and writing it leaves it empty or short): a half-written output, or
 - it is a twin output (a twin manifest, and every file in the folder one it lists with the size and
   sha256 it records, as :func:`twin.folder.foreign_entries` proves it): the previous output aside, or
   the new one between the mark's removal and the swap.
@@ -102,7 +103,8 @@ def leftovers(out_dir: Path) -> list[Path]:
 
 
 def marked(folder: Path) -> bool:
-    """``folder`` is a build's sibling folder: a real folder holding twin's mark as :func:`sibling` wrote it."""
+    """``folder`` is a build's sibling folder: a real folder holding twin's mark as :func:`sibling` wrote it
+    (or began to)."""
     try:
         if not stat.S_ISDIR(os.lstat(folder).st_mode):
             return False
@@ -110,7 +112,8 @@ def marked(folder: Path) -> bool:
     except OSError:
         return False
     try:
-        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, len(MARK_TEXT) + 1) == MARK_TEXT
+        # the whole text, or the start of it a kill between creating the file and writing it left
+        return stat.S_ISREG(os.fstat(fd).st_mode) and MARK_TEXT.startswith(os.read(fd, len(MARK_TEXT) + 1))
     finally:
         os.close(fd)
 
