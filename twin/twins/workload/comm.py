@@ -165,11 +165,33 @@ def time_comm(net, g: Groups, r, s, c, scheme, lib, nvls: bool, cache: dict) -> 
     return out
 
 
+def expert_dp_groups(grad: list[np.ndarray], ep: int) -> list[np.ndarray]:
+    """The ranks of each data-parallel group that hold the same routed experts (EP groups are runs of ``ep``
+    in it, :func:`twin.twins.workload.moe.ep_groups`): every ``ep``-th rank. Empty when each rank's experts
+    are its own."""
+    if ep >= min((len(x) for x in grad), default=0):
+        return []
+    return [np.asarray(x)[i::ep] for x in grad for i in range(ep)]
+
+
 def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
-    """(communication time, exposed time, latency part) of the step's data-parallel traffic."""
-    stage = (s.matmul_params + s.hidden * s.vocab) / (r.tp * r.pp)
-    grads = stage * BF16
-    ag = timed("dp", "allgather", ["ring"], g.grad)
+    """(communication time, exposed time, latency part) of the step's data-parallel traffic: the replicated
+    parameters' collectives over the DP x CP ranks and, for MoE, the routed experts' over the ranks that hold
+    the same experts (:func:`expert_dp_groups`), one after the other."""
+    rep_b = s.replicated_params / (r.tp * r.pp) * BF16
+    routed_b = s.routed_params / (r.ep * r.pp) * BF16
+    edp = expert_dp_groups(g.grad, r.ep) if routed_b else []
+    grads = rep_b + routed_b
+
+    def both(op: str, algs: list[str], rep: float, routed: float) -> tuple[float, float]:
+        if r.ep == 1:  # the experts are replicated like the rest: one collective over the same ranks
+            return timed("dp", op, algs, g.grad).at(rep + routed)
+        t, lat = timed("dp", op, algs, g.grad).at(rep)
+        if routed and edp:
+            t2, l2 = timed("edp", op, algs, edp).at(routed)
+            t, lat = t + t2, lat + l2
+        return t, lat
+
     m = r.microbatches
     w_f = r.dp_overlap * c.forward.seconds
     w_b = r.dp_overlap * (c.backward.seconds + c.recompute.seconds)
@@ -182,15 +204,15 @@ def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
         return max(t * tail, t - w_f) if r.overlap_param_gather else t
 
     if r.zero == 0:
-        ar = timed("dp", "allreduce", ["ring", "tree"], g.grad)
-        t, lat = ar.at(grads)
+        t, lat = both("allreduce", ["ring", "tree"], rep_b, routed_b)
         return t, reduce_exposed(t), lat
-    t_g, l_g = ag.at(grads)
     if r.zero in (1, 2):
+        t_g, l_g = both("allgather", ["ring"], rep_b, routed_b)
         n_rs = m if r.zero == 2 else 1
         return (n_rs + 1) * t_g, n_rs * reduce_exposed(t_g) + gather_exposed(t_g), (n_rs + 1) * l_g
-    layer = s.layer_params / r.tp * BF16
-    t_l, l_l = ag.at(layer)
+    l_rep, l_routed = s.zero3_mean_layer(r.tp, r.ep)
+    layer = (l_rep + l_routed) * BF16
+    t_l, l_l = both("allgather", ["ring"], l_rep * BF16, l_routed * BF16)
     gathers = 2 + (1 if {"attention", "mlp"} & r.recomputed() else 0)
     n = m * c.layers
     total = n * (gathers + 1) * t_l
