@@ -77,6 +77,9 @@ class StackPlans(Model):
     uneven_stages: bool = Field(False, description="its pipeline stages may hold unequal layer counts (ceil(layers / PP) on the "
                                 "longest), interleaved into chunks that divide the longest stage; otherwise the layers split evenly "
                                 "over PP x virtual stages (Megatron-LM's rule)")
+    zero_with_pp: list[Literal[0, 1, 2, 3]] = Field([0, 1], min_length=1, description="ZeRO stages it runs together with pipeline "
+                                                    "parallelism (Megatron-LM shards only the optimizer under PP and DeepSpeed refuses "
+                                                    "ZeRO 2 and 3 with it; a stack that shards gradients beside its pipeline says so)")
     expert_parallel: bool = Field(True, description="it splits MoE experts over data-parallel ranks (EP)")
     fp8: bool = Field(True, description="it runs GEMMs in FP8 where the GPU has it")
 
