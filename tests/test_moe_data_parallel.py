@@ -83,3 +83,23 @@ def test_data_parallel_traffic_and_the_optimizer_grow_with_the_experts(lab, lab_
         dp = [r["schemes"][0]["dp_s"] for r in (small, big)]
         assert 1.6 < dp[1] / dp[0] < 2.05, dp  # the routed experts are most of the bytes; the rest is fixed
         assert 1.6 < big["optimizer_s"] / small["optimizer_s"] < 2.05
+
+
+def test_overlapped_all_to_alls_hide_behind_a_layer_of_another_micro_batch(lab, lab_net):
+    """DeepSeek-V3's DualPipe (arXiv 2412.19437 s3.2.1) runs a layer's dispatch and combine beside the forward
+    and backward of another micro-batch's layer: the all-to-alls cost only what outlasts that compute. Top-8
+    routing to small experts makes them outlast it over the NICs (EP16) and not inside a server (EP8)."""
+    moe = Moe(experts=32, top_k=8, expert_ffn_hidden_size=64)
+    got = {(ep, ov): run(lab, lab_net, tp=1, pp=1, dp=128, global_batch=128, moe=moe, ep=ep, overlap_ep=ov)
+           for ep in (8, 16) for ov in (False, True)}
+    kind = {k: r["schemes"][0]["comm_by_kind"]["ep_alltoall"] for k, r in got.items()}
+    for ep in (8, 16):
+        assert kind[ep, True]["total_s"] == pytest.approx(kind[ep, False]["total_s"])  # the same traffic
+        assert kind[ep, False]["exposed_s"] == pytest.approx(kind[ep, False]["total_s"])  # none hidden without overlap
+    assert kind[8, True]["exposed_s"] == 0.0  # NVLink all-to-alls shorter than a layer's compute
+    r = got[16, True]
+    layers, rounds = r["layers_on_slowest_stage"], r["microbatches"]
+    hidden = (kind[16, False]["exposed_s"] - kind[16, True]["exposed_s"]) / (rounds * layers)  # per layer: its compute
+    per_layer = (r["microbatch_forward_s"] + r["microbatch_backward_s"] + r["microbatch_recompute_s"]) / layers
+    assert 0.8 * per_layer < hidden <= per_layer  # a layer's forward and backward (the output layer's share aside)
+    assert kind[16, True]["exposed_s"] > 0

@@ -87,7 +87,9 @@ def evaluate(p, cols: dict[str, np.ndarray], coll: tables.Collectives, comp: dic
     has_ep = (cols["ep"] > 1) & (moe_layers > 0)
     if s.moe and has_ep.any():
         t1 = coll.times("ep", cols, st, ("cp", "s_cp", "dp", "s_dp", "ep"), moe.alltoall_bytes(s, tokens, tp), has_ep)
-        out["ep_s"] = rounds * moe_layers * (4 + 2 * _redo("experts")[cols["rc"]]) * t1
+        t_n = (4 + 2 * _redo("experts")[cols["rc"]]) * t1
+        each = np.maximum(0.0, t_n - c["layer_forward_s"] - c["layer_backward_s"]) if b.overlap_ep else t_n
+        out["ep_s"] = rounds * moe_layers * each  # as comm.time_comm, overlapped or not
     has_pp = pp > 1
     if has_pp.any():
         t1 = coll.times("pp", cols, st, ("pp", "s_pp"), act / tp, has_pp)

@@ -8,7 +8,8 @@ Per micro-batch (on the slowest stage, ``L`` layers, ``act = T x h x 2`` bytes):
 - CP: all-gather (Llama 3 s3.3.2) of this GPU's K and V heads for the whole sequence before attention and
   a reduce-scatter of their gradients after it, exposed; or a ring passing K/V chunks to the next CP rank
   ``CP - 1`` times, hidden behind the attention kernel where it is long enough.
-- EP: four all-to-alls per MoE layer (:mod:`twin.twins.workload.moe`), exposed.
+- EP: four all-to-alls per MoE layer (:mod:`twin.twins.workload.moe`), exposed; with ``overlap_ep`` (DualPipe)
+  beside another micro-batch's forward and backward of a layer, exposed only where they outlast it.
 
 These run ``m + (PP - 1) / v`` times per step: m micro-batches plus the pipeline fill and drain, when
 the stage also waits for them. PP: ``act / TP`` to the next stage per micro-batch, each way; the steady
@@ -142,8 +143,11 @@ def time_comm(net, g: Groups, r, s, c, scheme, lib, nvls: bool, cache: dict) -> 
         a2a = timed("ep", "alltoall", ["direct"], g.ep)
         t1, l1 = a2a.at(moe_mod.alltoall_bytes(s, r.tokens, r.tp))
         n = 4 + (2 if "experts" in r.recomputed() else 0)
-        out["ep_s"] = rounds * c.moe_layers * n * t1
-        kinds["ep_alltoall"] = [out["ep_s"], out["ep_s"]]
+        # overlapped (DualPipe): a layer's all-to-alls run beside another micro-batch's forward and backward of a
+        # layer, exposed only where they outlast that compute
+        each = max(0.0, n * t1 - c.layer_forward_s - c.layer_backward_s) if r.overlap_ep else n * t1
+        out["ep_s"] = rounds * c.moe_layers * each
+        kinds["ep_alltoall"] = [rounds * c.moe_layers * n * t1, out["ep_s"]]
         lat += rounds * c.moe_layers * n * l1
     if r.pp > 1:
         stages = g.pp
