@@ -59,6 +59,7 @@ def _line(text: str, needle: str) -> int:
     # a stack that cannot overlap: Megatron-LM 2021 ran no sequence parallelism ([megatron-sc21] s3; it came in 2022)
     ("    stack: megatron-lm-2021\n    overlap_tp: [allgather]\n", "workloads[0].overlap_tp", "overlap_tp",
      "stack megatron-lm-2021 runs no sequence parallelism"),
+    ("    overlap_ep: true\n", "workloads[0].overlap_ep", "overlap_ep", "expert all-to-alls, but this workload has none"),
 ])
 def test_bad_recipe_is_a_located_error(root, extra, field, needle, words):
     text = (root / LAB).read_text().rstrip("\n") + "\n" + extra

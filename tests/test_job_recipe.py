@@ -159,6 +159,12 @@ def test_moe_all_to_all_grows_when_expert_parallelism_leaves_the_server(lab, lab
     t = {e: r["schemes"][0]["ep_s"] for e, r in ep.items()}
     assert 0 < t[8] < t[16] < t[32], t
     assert t[16] > 3 * t[8]  # leaving NVLink for the fabric
-    assert ep[8]["compute_s"] == pytest.approx(ep[32]["compute_s"], rel=0.05)  # the experts' work does not depend on EP
+    tokens = {e: r["compute_s"] - r["optimizer_s"] for e, r in ep.items()}
+    assert tokens[8] == pytest.approx(tokens[32], rel=0.05)  # the experts' work on the tokens does not depend on EP
+    # but the optimizer updates every expert a GPU holds: 4 of the 32 at EP8, 1 at EP32 (the replicated rest alike)
+    assert ep[8]["recipe"]["zero"] == 0
+    shape = Shape.of(lab.spec.site.workloads[0].model_copy(update={"moe": moe}))
+    own = {e: shape.replicated_params + shape.routed_params / e for e in (8, 32)}
+    assert ep[8]["optimizer_s"] / ep[32]["optimizer_s"] == pytest.approx(own[8] / own[32], rel=1e-6)
     dense = run(lab, lab_net, tp=1, pp=1, dp=128, global_batch=128)
     assert dense["schemes"][0]["ep_s"] == 0.0

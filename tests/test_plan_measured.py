@@ -151,7 +151,7 @@ def test_bad_csv_is_located_before_any_work(tmp_path, body, line, col, needle):
 @pytest.mark.parametrize("row,col,needle", [
     (ROW.format(tp=64, pp=1, dp=6, zero=0, mb=1, v=1, step=9), "tp", "heads, KV heads or FFN width do not split evenly over TP "
                                                                       "(expected TP dividing 96 heads"),
-    (ROW.format(tp=8, pp=12, dp=4, zero=3, mb=1, v=8, step=9), "zero", "ZeRO 2 and 3 do not run with pipeline parallelism"),
+    (ROW.format(tp=8, pp=12, dp=4, zero=3, mb=1, v=8, step=9), "zero", "does not run this ZeRO stage with pipeline parallelism"),
     (ROW.format(tp=8, pp=12, dp=4, zero=0, mb=1, v=3, step=9), "virtual_stages", "3 chunks per GPU (expected 1, or with PP >= 2 a divisor of the 8 layers per stage)"),
     (ROW.format(tp=8, pp=12, dp=4, zero=0, mb=5, v=8, step=9), "micro_batch", "micro-batch 5 (expected at most 32, DP x micro-batch dividing the global batch 1,536)"),
     (ROW.format(tp=8, pp=12, dp=8, zero=0, mb=1, v=8, step=9), "dp", "TP x CP x PP x DP = 768 (expected the job's 384 GPUs)"),

@@ -193,7 +193,7 @@ def training(s, p: Plan, hbm: float) -> TrainingMemory:
     if p.zero >= 2:
         grads = BF16 * (dense / shard + experts / eshard) + min(p.grad_bucket, grads)
     if p.zero >= 3:
-        layer = BF16 * (s.layer_params / p.tp)
+        layer = BF16 * sum(s.zero3_layer(p.tp, p.ep))
         weights = BF16 * (dense / shard + experts / eshard) + 2 * layer
     tokens = p.micro_batch * p.seq / p.cp
     kept, work = layer_bytes_per_token(s, p)

@@ -142,6 +142,44 @@ class Shape:
         return self.dense_layers * self.layer_params + self.moe_layers * self.moe_layer_active + self.hidden * self.vocab
 
     @property
+    def routed_params(self) -> float:
+        """Every routed expert of every MoE layer (0 for a dense model): held by EP ranks, each expert's
+        gradients reduced only over the ranks that hold the same experts."""
+        return self.moe_layers * self.moe.experts * self.expert_params if self.moe else 0.0
+
+    @property
+    def replicated_params(self) -> float:
+        """The parameters every data-parallel rank holds (a TP share of): all but the routed experts, with
+        the output layer and the input embedding once each. Data parallelism reduces their gradients over all
+        its ranks.
+
+        >>> m = Shape(4, 1024, 4096, 8, 8, 1000, moe=MoeShape(experts=16, top_k=2, ffn=512, shared=1))
+        >>> m.replicated_params + m.routed_params == m.total_params + (1000 * 1024 if m.tied else 0)
+        True
+        """
+        routed_visited = self.moe_layers * self.moe.top_k * self.expert_params if self.moe else 0.0
+        return self.matmul_params - routed_visited + self.hidden * self.vocab
+
+    def zero3_layer(self, tp: int, ep: int) -> tuple[float, float]:
+        """(replicated, routed) parameters per GPU of the largest layer ZeRO-3 gathers whole before using it:
+        a dense layer's share of TP, or an MoE layer's attention, router and shared experts (TP share) and
+        its routed experts (EP share)."""
+        dense = self.layer_params / tp if self.dense_layers else 0.0
+        if not self.moe:
+            return dense, 0.0
+        rep = (self.attn_params + self.hidden * self.moe.experts + self.moe.shared * self.expert_params) / tp
+        routed = self.moe.experts * self.expert_params / ep
+        return (dense, 0.0) if dense > rep + routed else (rep, routed)
+
+    def zero3_mean_layer(self, tp: int, ep: int) -> tuple[float, float]:
+        """(replicated, routed) parameters per GPU ZeRO-3 gathers per layer, on average over the layers."""
+        if not self.moe:
+            return self.layer_params / tp, 0.0
+        f = self.moe_layers / self.layers
+        rep = (self.attn_params + self.hidden * self.moe.experts + self.moe.shared * self.expert_params) / tp
+        return (1 - f) * self.layer_params / tp + f * rep, f * self.moe.experts * self.expert_params / ep
+
+    @property
     def total_params(self) -> float:
         """Every parameter: layers (all experts), the output layer and the input embedding (once if tied)."""
         emb = self.hidden * self.vocab * (1 if self.tied else 2)

@@ -104,6 +104,9 @@ def _recipe(spec: Spec, j, base: tuple) -> Iterator[Finding]:
     elif j.overlap_tp and domain_of(spec) and j.tp > domain_of(spec):
         yield E, base + ("overlap_tp",), f"TP communication overlap ({', '.join(j.overlap_tp)}), but TP{j.tp} spans NVLink domains of "\
             f"{domain_of(spec)} {spec.chassis.gpu_model} GPUs: userbuffers exchange through NVLink peer memory", f"overlap_tp: [], or tp <= {domain_of(spec)}"
+    if j.overlap_ep is True and not (j.moe and j.ep > 1):
+        yield E, base + ("overlap_ep",), "overlap_ep hides expert all-to-alls, but this workload has none (no moe, or ep 1)", \
+            "moe with ep > 1, or no overlap_ep"
     if j.overlap_cp is True and j.cp > 1 and j.cp_comm == "all-gather":
         yield E, base + ("overlap_cp",), "overlap_cp hides a CP ring behind attention, but cp_comm is all-gather (gathered before attention)", \
             "cp_comm: ring, or no overlap_cp"

@@ -25,6 +25,7 @@ class Job(Model):
     overlap_tp: list[Literal["allgather", "reducescatter"]] | None = Field(None, description="TP collectives overlapped with GEMMs (default: the workload's)")
     overlap_pp: bool | None = Field(None, description="pipeline transfers overlap the steady state (default: the workload's)")
     overlap_cp: bool | None = Field(None, description="a CP ring hides behind attention (default: the workload's)")
+    overlap_ep: bool | None = Field(None, description="expert all-to-alls run beside another micro-batch's compute (default: the workload's)")
     overlap_grad_reduce: bool | None = Field(None, description="gradient reduction overlaps the backward pass (default: the workload's)")
     overlap_param_gather: bool | None = Field(None, description="the weight all-gather overlaps the forward pass (default: the workload's)")
     stragglers: Stragglers | None = Field(None, description="per-rank slowdown whose slowest rank sets each step (default: the workload's)")

@@ -77,6 +77,9 @@ class StackPlans(Model):
     uneven_stages: bool = Field(False, description="its pipeline stages may hold unequal layer counts (ceil(layers / PP) on the "
                                 "longest), interleaved into chunks that divide the longest stage; otherwise the layers split evenly "
                                 "over PP x virtual stages (Megatron-LM's rule)")
+    zero_with_pp: list[Literal[0, 1, 2, 3]] = Field([0, 1], min_length=1, description="ZeRO stages it runs together with pipeline "
+                                                    "parallelism (Megatron-LM shards only the optimizer under PP and DeepSpeed refuses "
+                                                    "ZeRO 2 and 3 with it; a stack that shards gradients beside its pipeline says so)")
     expert_parallel: bool = Field(True, description="it splits MoE experts over data-parallel ranks (EP)")
     fp8: bool = Field(True, description="it runs GEMMs in FP8 where the GPU has it")
 
@@ -99,6 +102,8 @@ class Stack(Model):
     overlap_pp: bool = Field(True, description="pipeline sends and receives overlap the steady state's compute (false: each micro-batch "
                              "waits for its transfers, Megatron-LM 2021); a recipe may override")
     overlap_cp: bool = Field(True, description="a context-parallel ring's K/V exchange hides behind the attention kernel; a recipe may override")
+    overlap_ep: bool = Field(False, description="an MoE layer's expert all-to-alls run beside another micro-batch's compute (DeepSeek-V3's "
+                             "DualPipe, arXiv 2412.19437 s3.2.1; Megatron-Core's overlap_moe_expert_parallel_comm); a recipe may override")
     zero3_bucket: bounded(DATA_SIZE, above=0, at_most=1e12) | None = Field(None, description="ZeRO-3: bytes of the next layer's weight gather (and of a layer's gradient "
                                           "reduce-scatter) that may run ahead of need (DeepSpeed's stage3_prefetch_bucket_size); none: "
                                           "a whole layer (FSDP units); a recipe may override")

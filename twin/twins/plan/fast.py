@@ -87,13 +87,15 @@ def evaluate(p, cols: dict[str, np.ndarray], coll: tables.Collectives, comp: dic
     has_ep = (cols["ep"] > 1) & (moe_layers > 0)
     if s.moe and has_ep.any():
         t1 = coll.times("ep", cols, st, ("cp", "s_cp", "dp", "s_dp", "ep"), moe.alltoall_bytes(s, tokens, tp), has_ep)
-        out["ep_s"] = rounds * moe_layers * (4 + 2 * _redo("experts")[cols["rc"]]) * t1
+        t_n = (4 + 2 * _redo("experts")[cols["rc"]]) * t1
+        each = np.maximum(0.0, t_n - c["layer_forward_s"] - c["layer_backward_s"]) if b.overlap_ep else t_n
+        out["ep_s"] = rounds * moe_layers * each  # as comm.time_comm, overlapped or not
     has_pp = pp > 1
     if has_pp.any():
         t1 = coll.times("pp", cols, st, ("pp", "s_pp"), act / tp, has_pp)
         out["pp_s"] = 2 * (pp - 1) * t1 + (0.0 if b.overlap_pp else 2 * m * v * t1)
     _data_parallel(p, cols, st, coll, c, out)
-    zero_opt = np.where(cols["zero"] >= 1, c["optimizer0_s"] / (dp * cp), c["optimizer0_s"])
+    zero_opt = _optimizer(p, cols, c)
     out["compute_s"] = m * c["microbatch_s"] + zero_opt
     one_f1b = (v <= 1) & (c["other_stages_s"] > 0)
     out["bubble_s"] = np.where(pp > 1, (pp - 1) * np.where(one_f1b, c["other_stages_s"], c["microbatch_s"] / v), 0.0)
@@ -110,11 +112,21 @@ def lower_bound(p, cols: dict[str, np.ndarray], c: dict) -> np.ndarray:
     the search's branch and bound; :func:`evaluate` adds only non-negative communication to it)."""
     b = p.base
     pp, v, m = cols["pp"], cols["v"].astype(float), cols["m"].astype(float)
-    zero_opt = np.where(cols["zero"] >= 1, c["optimizer0_s"] / (cols["dp"] * cols["cp"]), c["optimizer0_s"])
+    zero_opt = _optimizer(p, cols, c)
     one_f1b = (v <= 1) & (c["other_stages_s"] > 0)
     bubble = np.where(pp > 1, (pp - 1) * np.where(one_f1b, c["other_stages_s"], c["microbatch_s"] / v), 0.0)
     slow = stragglers.expected_max(b.stragglers[0], b.stragglers[1], p.gpus) if b.stragglers else 0.0
     return (1 + slow) * (m * c["microbatch_s"] + zero_opt + bubble)
+
+
+def _optimizer(p, cols, c) -> np.ndarray:
+    """The optimizer step's time: the table's (no ZeRO) over the DP x CP ranks at ZeRO >= 1, the routed experts
+    over the ranks that hold the same ones (EP fewer), as :func:`twin.twins.workload.compute.training` times it."""
+    s = p.shape
+    rep, routed = s.replicated_params / cols["tp"], s.routed_params / cols["ep"]
+    f = routed / (rep + routed)
+    shard = (cols["dp"] * cols["cp"]).astype(float)
+    return np.where(cols["zero"] >= 1, c["optimizer0_s"] / shard * (1 - f + f * cols["ep"]), c["optimizer0_s"])
 
 
 def _data_parallel(p, cols, st, coll, c, out) -> None:
@@ -126,11 +138,21 @@ def _data_parallel(p, cols, st, coll, c, out) -> None:
     if not has.any():
         return
     m = cols["m"].astype(float)
-    grads = (s.matmul_params + s.hidden * s.vocab) / (tp * pp) * BF16
+    ep = cols["ep"]
+    rep_b = s.replicated_params / (tp * pp) * BF16
+    routed_b = s.routed_params / (ep * pp) * BF16
+    grads = rep_b + routed_b
     keys = ("cp", "s_cp", "dp", "s_dp")
+    split = (ep > 1) & (routed_b > 0)  # routed experts reduced apart, over the ranks holding the same ones
+    edp = split & (ep < dp * cp)
     w_f = b.dp_overlap * c["forward_s"]
     w_b = b.dp_overlap * (c["backward_s"] + c["recompute_s"])
     tail = np.minimum(1.0, b.grad_bucket / grads)
+
+    def both(op: str, mask, rep, routed):
+        """As comm._data_parallel: one collective when EP is 1, else the replicated and the routed parts."""
+        t = coll.times(f"dp-{op}", cols, st, keys, np.where(split, rep, rep + routed), mask)
+        return t + coll.times(f"edp-{op}", cols, st, (*keys, "ep"), routed, mask & edp)
 
     def reduce_exposed(t):
         return np.maximum(t * tail, t - w_b) if b.overlap_grad_reduce else t
@@ -139,17 +161,19 @@ def _data_parallel(p, cols, st, coll, c, out) -> None:
         return np.maximum(t * tail, t - w_f) if b.overlap_param_gather else t
 
     z0 = has & (zero == 0)
-    t = coll.times("dp-allreduce", cols, st, keys, grads, z0)
+    t = both("allreduce", z0, rep_b, routed_b)
     total, exposed = np.where(z0, t, 0.0), np.where(z0, reduce_exposed(t), 0.0)
     z12 = has & ((zero == 1) | (zero == 2))
-    t_g = coll.times("dp-allgather", cols, st, keys, grads, z12)
+    t_g = both("allgather", z12, rep_b, routed_b)
     n_rs = np.where(zero == 2, m, 1.0)
     total += np.where(z12, (n_rs + 1) * t_g, 0.0)
     exposed += np.where(z12, n_rs * reduce_exposed(t_g) + gather_exposed(t_g), 0.0)
     z3 = has & (zero == 3)
     if z3.any():
-        layer = s.layer_params / tp * BF16
-        t_l = coll.times("dp-allgather", cols, st, keys, layer * np.ones(len(tp)), z3)
+        a, e = s.zero3_mean_layer(1, 1)  # per layer, shares of TP (replicated) and EP (routed)
+        l_rep, l_routed = a / tp * BF16, e / ep * BF16
+        layer = l_rep + l_routed
+        t_l = both("allgather", z3, l_rep, l_routed)
         gathers = 2 + (_redo("attention") | _redo("mlp"))[cols["rc"]]
         layers = c["layers"]
         tot3 = m * layers * (gathers + 1) * t_l

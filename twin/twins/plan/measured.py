@@ -231,7 +231,7 @@ def _expected(reason: str, ax: Axes, c: dict) -> str:
             "batch": f"DP x micro-batch dividing the global batch {ax.batch:,}",
             "ep": f"EP dividing {ax.experts} experts and DP x CP",
             "interleave": f"PP >= 2, {ax.layers} layers divisible by PP x v, micro-batches divisible by PP",
-            "zero-pp": "zero 0 or 1 with PP > 1"}[reason]
+            "zero-pp": f"zero {' or '.join(str(z) for z in ax.zero_with_pp)} with PP > 1 under this stack"}[reason]
 
 
 def _problem_for(p: Problem, stack: str, cache: dict) -> Problem:

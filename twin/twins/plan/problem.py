@@ -91,7 +91,8 @@ class Problem:
         pins = {**self.stack_limits(), **(fixed or {})}
         return Axes(gpus=self.gpus, layers=s.layers, heads=s.heads, kv_heads=s.kv_heads, ffn=s.ffn, seq=w.sequence_length,
                     batch=w.global_batch, experts=s.moe.experts if s.moe else 0, fp8=bool(self.gpu.fp8_peak),
-                    uneven=self.design.spec.catalog.stacks[self.base.stack].plans.uneven_stages, fixed=pins)
+                    uneven=self.design.spec.catalog.stacks[self.base.stack].plans.uneven_stages,
+                    zero_with_pp=tuple(self.design.spec.catalog.stacks[self.base.stack].plans.zero_with_pp), fixed=pins)
 
     def recipe(self, c: dict) -> Recipe:
         """The :class:`Recipe` of one plan (a row of the space's columns, as Python ints): the workload's

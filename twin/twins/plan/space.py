@@ -42,7 +42,7 @@ RULES = {
     "batch": "the global batch does not split over DP x micro-batch",
     "ep": "experts do not split over EP, or EP does not divide the data-parallel ranks",
     "interleave": "interleaving needs PP >= 2, layers divisible by PP x v (uneven stages: v divides the longest) and micro-batches divisible by PP",
-    "zero-pp": "ZeRO 2 and 3 do not run with pipeline parallelism",
+    "zero-pp": "the stack does not run this ZeRO stage with pipeline parallelism (most run ZeRO 0 or 1 only)",
     "memory": "does not fit in HBM less the reserve",
 }
 
@@ -61,6 +61,7 @@ class Axes:
     experts: int = 0  # routed experts (0: dense)
     fp8: bool = False  # the GPU has an FP8 peak
     uneven: bool = False  # the stack's stages may hold unequal layer counts (catalog stacks: plans: uneven_stages)
+    zero_with_pp: tuple[int, ...] = (0, 1)  # ZeRO stages the stack runs beside pipeline parallelism (plans: zero_with_pp)
     fixed: dict = field(default_factory=dict)  # axes pinned to a value or a list of allowed values: {"tp": 8, "zero": [0, 1]}
 
 
@@ -194,7 +195,7 @@ def enumerate_space(ax: Axes) -> Space:
         cols[k] = np.tile(grid[:, i], n)
     cols["order"] = np.repeat(orders, g)
     keep = ((cols["tp"] > 1) | (cols["sp"] == 0)) & ((cols["dp"] * cols["cp"] > 1) | (cols["zero"] == 0))
-    zero_pp = keep & (cols["zero"] >= 2) & (cols["pp"] > 1)
+    zero_pp = keep & ~np.isin(cols["zero"], ax.zero_with_pp) & (cols["pp"] > 1)
     pruned["zero-pp"] += int(zero_pp.sum())
     keep &= ~zero_pp
     cols = {k: v[keep] for k, v in cols.items()}

@@ -23,7 +23,7 @@ from twin.compiler.resolve import memory
 from twin.lang.site.workload_models import RECOMPUTE_POLICIES
 from twin.twins.plan.space import DIMS, ORDERS, RECOMPUTE
 from twin.twins.workload import compute, moe
-from twin.twins.workload.comm import Timed, _allreduce_algorithms
+from twin.twins.workload.comm import Timed, _allreduce_algorithms, expert_dp_groups
 from twin.twins.workload.jobs import rank_groups
 
 
@@ -84,7 +84,8 @@ def memory_table(p, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     grads = memory.BF16 * n
     opt = np.where(zero >= 1, 12 * sharded, 12 * n)
     grads = np.where(zero >= 2, memory.BF16 * sharded + np.minimum(p.base.grad_bucket, grads), grads)
-    weights = np.where(zero >= 3, memory.BF16 * sharded + 2 * memory.BF16 * (s.layer_params / tp), weights)
+    l_rep, l_routed = _per_key(p, cols, ("tp", "ep"), lambda c: s.zero3_layer(c["tp"], c["ep"])).T
+    weights = np.where(zero >= 3, memory.BF16 * sharded + 2 * memory.BF16 * (l_rep + l_routed), weights)
     tokens = cols["mb"] * p.base.seq / cp
     kw = _per_key(p, cols, ("tp", "sp", "rc"), lambda c: memory.layer_bytes_per_token(s, _plan(p, c)))
     kept, work = kw[:, 0], kw[:, 1]
@@ -174,7 +175,7 @@ class Collectives:
 
     def get(self, what: str, key: tuple, rep: dict) -> Timed:
         """The Timed collective ``what`` (tp-allgather, tp-allreduce, cp-allgather, cp-ring, ep, pp, dp-allgather,
-        dp-allreduce) of the layout ``key``, built from the representative plan ``rep`` on first use."""
+        dp-allreduce, edp-allgather, edp-allreduce: the routed experts' ranks) of the layout ``key``, built from the representative plan ``rep`` on first use."""
         k = (what, key)
         if k in self.timed:
             return self.timed[k]
@@ -196,6 +197,10 @@ class Collectives:
             t = self._time(what, "sendrecv", ["direct"], [np.concatenate([x[:-1] for x in g])], [np.concatenate([x[1:] for x in g])])
         elif what == "ep":
             t = self._time(what, "alltoall", ["direct"], moe.ep_groups(self.groups(("cp", "dp"), rep), rep["ep"]))
+        elif what in ("edp-allgather", "edp-allreduce"):
+            op = what.split("-")[1]
+            t = self._time(what, op, ["ring"] if op == "allgather" else ["ring", "tree"],
+                           expert_dp_groups(self.groups(("cp", "dp"), rep), rep["ep"]))
         elif what == "dp-allgather":
             t = self._time(what, "allgather", ["ring"], self.groups(("cp", "dp"), rep))
         elif what == "dp-allreduce":

@@ -8,7 +8,8 @@ Per micro-batch (on the slowest stage, ``L`` layers, ``act = T x h x 2`` bytes):
 - CP: all-gather (Llama 3 s3.3.2) of this GPU's K and V heads for the whole sequence before attention and
   a reduce-scatter of their gradients after it, exposed; or a ring passing K/V chunks to the next CP rank
   ``CP - 1`` times, hidden behind the attention kernel where it is long enough.
-- EP: four all-to-alls per MoE layer (:mod:`twin.twins.workload.moe`), exposed.
+- EP: four all-to-alls per MoE layer (:mod:`twin.twins.workload.moe`), exposed; with ``overlap_ep`` (DualPipe)
+  beside another micro-batch's forward and backward of a layer, exposed only where they outlast it.
 
 These run ``m + (PP - 1) / v`` times per step: m micro-batches plus the pipeline fill and drain, when
 the stage also waits for them. PP: ``act / TP`` to the next stage per micro-batch, each way; the steady
@@ -142,8 +143,11 @@ def time_comm(net, g: Groups, r, s, c, scheme, lib, nvls: bool, cache: dict) -> 
         a2a = timed("ep", "alltoall", ["direct"], g.ep)
         t1, l1 = a2a.at(moe_mod.alltoall_bytes(s, r.tokens, r.tp))
         n = 4 + (2 if "experts" in r.recomputed() else 0)
-        out["ep_s"] = rounds * c.moe_layers * n * t1
-        kinds["ep_alltoall"] = [out["ep_s"], out["ep_s"]]
+        # overlapped (DualPipe): a layer's all-to-alls run beside another micro-batch's forward and backward of a
+        # layer, exposed only where they outlast that compute
+        each = max(0.0, n * t1 - c.layer_forward_s - c.layer_backward_s) if r.overlap_ep else n * t1
+        out["ep_s"] = rounds * c.moe_layers * each
+        kinds["ep_alltoall"] = [rounds * c.moe_layers * n * t1, out["ep_s"]]
         lat += rounds * c.moe_layers * n * l1
     if r.pp > 1:
         stages = g.pp
@@ -165,11 +169,33 @@ def time_comm(net, g: Groups, r, s, c, scheme, lib, nvls: bool, cache: dict) -> 
     return out
 
 
+def expert_dp_groups(grad: list[np.ndarray], ep: int) -> list[np.ndarray]:
+    """The ranks of each data-parallel group that hold the same routed experts (EP groups are runs of ``ep``
+    in it, :func:`twin.twins.workload.moe.ep_groups`): every ``ep``-th rank. Empty when each rank's experts
+    are its own."""
+    if ep >= min((len(x) for x in grad), default=0):
+        return []
+    return [np.asarray(x)[i::ep] for x in grad for i in range(ep)]
+
+
 def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
-    """(communication time, exposed time, latency part) of the step's data-parallel traffic."""
-    stage = (s.matmul_params + s.hidden * s.vocab) / (r.tp * r.pp)
-    grads = stage * BF16
-    ag = timed("dp", "allgather", ["ring"], g.grad)
+    """(communication time, exposed time, latency part) of the step's data-parallel traffic: the replicated
+    parameters' collectives over the DP x CP ranks and, for MoE, the routed experts' over the ranks that hold
+    the same experts (:func:`expert_dp_groups`), one after the other."""
+    rep_b = s.replicated_params / (r.tp * r.pp) * BF16
+    routed_b = s.routed_params / (r.ep * r.pp) * BF16
+    edp = expert_dp_groups(g.grad, r.ep) if routed_b else []
+    grads = rep_b + routed_b
+
+    def both(op: str, algs: list[str], rep: float, routed: float) -> tuple[float, float]:
+        if r.ep == 1:  # the experts are replicated like the rest: one collective over the same ranks
+            return timed("dp", op, algs, g.grad).at(rep + routed)
+        t, lat = timed("dp", op, algs, g.grad).at(rep)
+        if routed and edp:
+            t2, l2 = timed("edp", op, algs, edp).at(routed)
+            t, lat = t + t2, lat + l2
+        return t, lat
+
     m = r.microbatches
     w_f = r.dp_overlap * c.forward.seconds
     w_b = r.dp_overlap * (c.backward.seconds + c.recompute.seconds)
@@ -182,15 +208,15 @@ def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
         return max(t * tail, t - w_f) if r.overlap_param_gather else t
 
     if r.zero == 0:
-        ar = timed("dp", "allreduce", ["ring", "tree"], g.grad)
-        t, lat = ar.at(grads)
+        t, lat = both("allreduce", ["ring", "tree"], rep_b, routed_b)
         return t, reduce_exposed(t), lat
-    t_g, l_g = ag.at(grads)
     if r.zero in (1, 2):
+        t_g, l_g = both("allgather", ["ring"], rep_b, routed_b)
         n_rs = m if r.zero == 2 else 1
         return (n_rs + 1) * t_g, n_rs * reduce_exposed(t_g) + gather_exposed(t_g), (n_rs + 1) * l_g
-    layer = s.layer_params / r.tp * BF16
-    t_l, l_l = ag.at(layer)
+    l_rep, l_routed = s.zero3_mean_layer(r.tp, r.ep)
+    layer = (l_rep + l_routed) * BF16
+    t_l, l_l = both("allgather", ["ring"], l_rep * BF16, l_routed * BF16)
     gathers = 2 + (1 if {"attention", "mlp"} & r.recomputed() else 0)
     n = m * c.layers
     total = n * (gathers + 1) * t_l
