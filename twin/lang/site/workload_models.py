@@ -46,6 +46,9 @@ class Moe(Model):
     capacity_factor: float | None = Field(None, gt=0, le=64, description="tokens an expert takes, as a multiple of the balanced "
                                           "share; the excess is dropped and short experts pad (default: dropless, balanced)")
     every: int = Field(1, ge=1, le=64, description="every n-th layer is an MoE layer (1: all; 2: alternate with dense)")
+    max_nodes: int | None = Field(None, ge=1, le=4096, description="node-limited routing: a token's experts lie in at most this many "
+                                  "NVLink domains, each sent one copy and forwarded inside it over NVLink (DeepSeek-V3: 4); default: "
+                                  "one copy per expert over the network")
 
     @model_validator(mode="after")
     def _k(self) -> "Moe":

@@ -196,7 +196,8 @@ class Collectives:
             g = self.groups(("pp",), rep)
             t = self._time(what, "sendrecv", ["direct"], [np.concatenate([x[:-1] for x in g])], [np.concatenate([x[1:] for x in g])])
         elif what == "ep":
-            t = self._time(what, "alltoall", ["direct"], moe.ep_groups(self.groups(("cp", "dp"), rep), rep["ep"]))
+            g = moe.ep_groups(self.groups(("cp", "dp"), rep), rep["ep"])
+            t = self._time(what, "alltoall", [moe.ep_algorithm(self.p.net, g[0], self.p.shape)], g)
         elif what in ("edp-allgather", "edp-allreduce"):
             op = what.split("-")[1]
             t = self._time(what, op, ["ring"] if op == "allgather" else ["ring", "tree"],
