@@ -53,3 +53,39 @@ def test_a_group_inside_one_domain_runs_direct(lab_net):
     assert len(phases) == 1
     with pytest.raises(ValueError):
         dispatch.share_of("node-limited:1.5")
+
+
+def test_dualpipe_bubble_and_memory_are_deepseek_table_2():
+    """DeepSeek-V3 Table 2: bubble (PP/2 - 1)(F&B + B - 3W) against 1F1B's (PP - 1)(F + B); two copies of the
+    parameters; PP + 1 micro-batches' activations against PP."""
+    from twin.compiler.resolve import memory
+    from twin.compiler.resolve.transformer import Shape
+    from twin.twins.workload.compute import dualpipe_bubble
+
+    f, b = 1.0, 2.0  # a stage's forward and full backward; W = b / 2, F&B = f + b
+    assert dualpipe_bubble(16, f, b) == pytest.approx((16 / 2 - 1) * ((f + b) + b - 3 * b / 2))
+    assert dualpipe_bubble(16, f, b) < (16 - 1) * (f + b) / 3
+    s = Shape(layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=128256)
+    one = memory.Plan(seq=4096, micro_batch=1, microbatches=32, pp=8, dp=16, zero=1)
+    two = memory.Plan(seq=4096, micro_batch=1, microbatches=32, pp=8, dp=16, zero=1, dualpipe=True)
+    m1, m2 = memory.training(s, one, 80e9), memory.training(s, two, 80e9)
+    assert (m1.inflight, m2.inflight) == (8, 9)
+    assert m2.weights == pytest.approx(2 * m1.weights) and m2.optimizer == pytest.approx(2 * m1.optimizer)
+    assert m2.activations == pytest.approx(m1.activations * 9 / 8)
+
+
+def test_dualpipe_reaches_the_step_and_the_search(lab, lab_net):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_job_recipe import run
+
+    base = dict(tp=1, pp=4, dp=32, global_batch=256, virtual_stages=1)
+    one = run(lab, lab_net, **base)
+    two = run(lab, lab_net, **base, pipeline_schedule="dualpipe")
+    assert two["compute_s"] == pytest.approx(one["compute_s"])
+    f, b = two["microbatch_forward_s"], two["microbatch_backward_s"] + two["microbatch_recompute_s"]
+    assert two["bubble_s"] == pytest.approx((4 / 2 - 1) * (f + b / 2))
+    assert two["bubble_s"] < one["bubble_s"]
+    assert two["memory"]["weights_bytes"] == pytest.approx(2 * one["memory"]["weights_bytes"])
