@@ -60,6 +60,8 @@ def _line(text: str, needle: str) -> int:
     ("    stack: megatron-lm-2021\n    overlap_tp: [allgather]\n", "workloads[0].overlap_tp", "overlap_tp",
      "stack megatron-lm-2021 runs no sequence parallelism"),
     ("    overlap_ep: true\n", "workloads[0].overlap_ep", "overlap_ep", "expert all-to-alls, but this workload has none"),
+    ("    pipeline_schedule: dualpipe\n    virtual_stages: 2\n", "workloads[0].pipeline_schedule", "pipeline_schedule",
+     "DualPipe runs two stages per GPU"),
 ])
 def test_bad_recipe_is_a_located_error(root, extra, field, needle, words):
     text = (root / LAB).read_text().rstrip("\n") + "\n" + extra

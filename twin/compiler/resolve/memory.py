@@ -58,12 +58,14 @@ class Plan:
     recompute: tuple[str, ...] = ()
     fused_attention: bool = True
     grad_bucket: float = 160e6
+    dualpipe: bool = False  # DeepSeek-V3's schedule: two stages per GPU, PP + 1 micro-batches in flight
 
     @classmethod
-    def of(cls, w, fused_attention: bool = True, micro_batch: int | None = None) -> Plan:
+    def of(cls, w, fused_attention: bool = True, micro_batch: int | None = None, dualpipe: bool = False) -> Plan:
         mb = micro_batch or w.micro_batch
         return cls(w.sequence_length, mb, max(1, w.global_batch // (w.dp * mb)), w.tp, w.cp, w.pp, w.dp, w.ep,
-                   w.virtual_stages, w.zero, w.sequence_parallel, w.recompute_modules, fused_attention, w.grad_bucket)
+                   w.virtual_stages, w.zero, w.sequence_parallel, w.recompute_modules, fused_attention, w.grad_bucket,
+                   dualpipe and w.pp > 1)
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,8 @@ def inflight(p: Plan) -> float:
     m, pp, v = p.microbatches, p.pp, p.virtual_stages
     if pp == 1:
         return 1.0
+    if p.dualpipe:  # DeepSeek-V3 Table 2: PP + 1 micro-batches' activations of a stage
+        return float(min(m, pp + 1))
     if v == 1:
         return float(min(m, pp))
     return min(m * v, 2 * (pp - 1) + (v - 1) * pp + 1) / v
@@ -184,6 +188,8 @@ def stage_params(s, p: Plan) -> tuple[float, float]:
 
 def training(s, p: Plan, hbm: float) -> TrainingMemory:
     dense, experts = stage_params(s, p)
+    if p.dualpipe:  # a GPU holds stage i and stage PP - 1 - i (DeepSeek-V3 s3.2.1: "two copies of the parameters")
+        dense, experts = 2 * dense, 2 * experts
     shard = p.dp * p.cp
     eshard = max(1, shard // p.ep)
     n = dense + experts
@@ -209,14 +215,14 @@ def training(s, p: Plan, hbm: float) -> TrainingMemory:
     return TrainingMemory(weights, grads, opt, acts, logits, held, hbm)
 
 
-def largest_micro_batch(s, w, hbm: float, fused_attention: bool = True) -> int:
+def largest_micro_batch(s, w, hbm: float, fused_attention: bool = True, dualpipe: bool = False) -> int:
     """The largest micro-batch (sequences dividing the batch per DP rank) whose plan fits, 0 if none.
     Memory is not monotonic in the micro-batch (fewer micro-batches, fewer in flight), so every divisor
     is tried, largest first (trial division: at most a million steps)."""
     n = max(1, w.global_batch // w.dp)
     small = [d for d in range(1, min(math.isqrt(n), 1_000_000) + 1) if n % d == 0]
     for mb in sorted({*small, *(n // d for d in small)}, reverse=True):
-        if training(s, Plan.of(w, fused_attention, mb), hbm).fits:
+        if training(s, Plan.of(w, fused_attention, mb, dualpipe), hbm).fits:
             return mb
     return 0
 

@@ -39,6 +39,7 @@ class MoeShape:
     shared: int = 0
     capacity: float | None = None
     every: int = 1
+    max_nodes: int | None = None  # node-limited routing (twin.twins.net.dispatch)
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class Shape:
             ffn = max(1, round((per_layer - attn) / (mats * h)))
         m = getattr(w, "moe", None)
         moe = None if m is None else MoeShape(m.experts, m.top_k, m.expert_ffn_hidden_size or ffn, m.shared_experts,
-                                              m.capacity_factor, m.every)
+                                              m.capacity_factor, m.every, m.max_nodes)
         return cls(w.layers, h, ffn, heads, kv, vocab, mlp, positions, dropout, tied, bool(getattr(w, "parallel_block", False)),
                    getattr(w, "attention_window", None), moe)
 

@@ -104,6 +104,9 @@ def _recipe(spec: Spec, j, base: tuple) -> Iterator[Finding]:
     elif j.overlap_tp and domain_of(spec) and j.tp > domain_of(spec):
         yield E, base + ("overlap_tp",), f"TP communication overlap ({', '.join(j.overlap_tp)}), but TP{j.tp} spans NVLink domains of "\
             f"{domain_of(spec)} {spec.chassis.gpu_model} GPUs: userbuffers exchange through NVLink peer memory", f"overlap_tp: [], or tp <= {domain_of(spec)}"
+    if j.pipeline_schedule == "dualpipe" and j.pp > 1 and (j.pp % 2 or j.virtual_stages > 1):
+        yield E, base + ("pipeline_schedule",), f"DualPipe runs two stages per GPU from both ends of an even pipeline, without "\
+            f"interleaving; this workload has PP{j.pp} and {j.virtual_stages} virtual stage(s)", "pp even and virtual_stages: 1, or pipeline_schedule: 1f1b"
     if j.overlap_ep is True and not (j.moe and j.ep > 1):
         yield E, base + ("overlap_ep",), "overlap_ep hides expert all-to-alls, but this workload has none (no moe, or ep 1)", \
             "moe with ep > 1, or no overlap_ep"
@@ -129,12 +132,13 @@ def _memory(spec: Spec, j, base: tuple) -> Iterator[Finding]:
     hbm = spec.chassis.gpu_memory
     if not hbm:
         return
-    fused = spec.catalog.stacks[j.stack or DEFAULT_STACK].attention == "fused"
+    st = spec.catalog.stacks[j.stack or DEFAULT_STACK]
+    fused, dual = st.attention == "fused", (j.pipeline_schedule or st.pipeline_schedule) == "dualpipe"
     shape = Shape.of(j)
-    m = memory.training(shape, memory.Plan.of(j, fused), hbm)
+    m = memory.training(shape, memory.Plan.of(j, fused, dualpipe=dual), hbm)
     if m.fits:
         return
-    best = memory.largest_micro_batch(shape, j, hbm, fused)
+    best = memory.largest_micro_batch(shape, j, hbm, fused, dual)
     gb = 1e9
     parts = (f"weights {m.weights / gb:,.1f} + gradients {m.grads / gb:,.1f} + optimizer {m.optimizer / gb:,.1f} + activations "
              f"{m.activations / gb:,.1f} GB for {m.inflight:g} micro-batch(es) in flight" + (f" + logits {m.logits / gb:,.1f} GB" if m.logits else ""))

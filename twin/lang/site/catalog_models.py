@@ -102,6 +102,9 @@ class Stack(Model):
     overlap_pp: bool = Field(True, description="pipeline sends and receives overlap the steady state's compute (false: each micro-batch "
                              "waits for its transfers, Megatron-LM 2021); a recipe may override")
     overlap_cp: bool = Field(True, description="a context-parallel ring's K/V exchange hides behind the attention kernel; a recipe may override")
+    pipeline_schedule: Literal["1f1b", "dualpipe"] = Field("1f1b", description="1f1b: one-forward-one-backward (interleaved with "
+                                                          "virtual stages); dualpipe: DeepSeek-V3's bidirectional schedule (arXiv 2412.19437 "
+                                                          "s3.2.1: two stages per GPU, PP even, no interleaving); a recipe may override")
     overlap_ep: bool = Field(False, description="an MoE layer's expert all-to-alls run beside another micro-batch's compute (DeepSeek-V3's "
                              "DualPipe, arXiv 2412.19437 s3.2.1; Megatron-Core's overlap_moe_expert_parallel_comm); a recipe may override")
     zero3_bucket: bounded(DATA_SIZE, above=0, at_most=1e12) | None = Field(None, description="ZeRO-3: bytes of the next layer's weight gather (and of a layer's gradient "

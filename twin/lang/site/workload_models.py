@@ -30,7 +30,7 @@ RecomputeModule = Literal["core-attention", "attention", "mlp", "experts", "acti
 RECOMPUTE_POLICIES = {"none": (), "selective": ("core-attention",), "full": ("attention", "mlp", "experts", "norm")}
 # the fields of a workload's recipe and stack: what a scenario job may override (twin/lang/scenario/job.py ``recipe:``)
 RECIPE_FIELDS = ("tp", "cp", "pp", "dp", "ep", "sequence_length", "global_batch", "micro_batch", "virtual_stages", "recompute",
-                 "sequence_parallel", "zero", "overlap_grad_reduce", "overlap_param_gather", "overlap_tp", "overlap_pp", "overlap_cp", "overlap_ep",
+                 "sequence_parallel", "zero", "overlap_grad_reduce", "overlap_param_gather", "overlap_tp", "overlap_pp", "overlap_cp", "overlap_ep", "pipeline_schedule",
                  "zero3_bucket", "grad_bucket", "fp8", "cp_comm", "stack", "stragglers")
 DEFAULT_STACK = "meta-production-2024"  # the stack of a workload that names none (the twin says so in its result)
 Fp8Gemm = Literal["qkv", "proj", "fc1", "fc2", "experts", "output"]
@@ -46,6 +46,9 @@ class Moe(Model):
     capacity_factor: float | None = Field(None, gt=0, le=64, description="tokens an expert takes, as a multiple of the balanced "
                                           "share; the excess is dropped and short experts pad (default: dropless, balanced)")
     every: int = Field(1, ge=1, le=64, description="every n-th layer is an MoE layer (1: all; 2: alternate with dense)")
+    max_nodes: int | None = Field(None, ge=1, le=4096, description="node-limited routing: a token's experts lie in at most this many "
+                                  "NVLink domains, each sent one copy and forwarded inside it over NVLink (DeepSeek-V3: 4); default: "
+                                  "one copy per expert over the network")
 
     @model_validator(mode="after")
     def _k(self) -> "Moe":
@@ -111,6 +114,7 @@ class TrainingJob(Model):
         None, description="TP collectives overlapped with their GEMMs, by kind (default: the stack's; [] for none)")
     overlap_pp: bool | None = Field(None, description="pipeline transfers overlap the steady state (default: the stack's)")
     overlap_cp: bool | None = Field(None, description="a CP ring's exchange hides behind attention (default: the stack's)")
+    pipeline_schedule: Literal["1f1b", "dualpipe"] | None = Field(None, description="the pipeline schedule (default: the stack's)")
     overlap_ep: bool | None = Field(None, description="expert all-to-alls run beside another micro-batch's compute (default: the stack's)")
     zero3_bucket: bounded(DATA_SIZE, above=0, at_most=1e12) | None = Field(None, description="ZeRO-3 prefetch/reduce bucket (default: the stack's; none there: a whole layer)")
     stragglers: Stragglers | None = Field(None, description="per-rank slowdown whose slowest rank sets each step (default: the stack's; none: no stragglers)")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twin.twins.net import fluid, routing
+from twin.twins.net import dispatch, fluid, routing
 from twin.twins.net.nccl import INTRA_NODE_CHANNELS, PROTOCOL_EFFICIENCY, Cost, Library, PhaseCost, ring_channels
 from twin.twins.net.timing import BUSBW_FACTOR, PhaseTiming, Timing
 from twin.twins.net.topology import Net
@@ -175,6 +175,11 @@ def plan(net: Net, op: str, algorithm: str, ranks: np.ndarray, peers: np.ndarray
         return _tree(net, ranks, lib)
     if op == "allreduce" and algorithm == "hierarchical":
         return _hierarchical(net, ranks, lib), "ring"
+    if op == "alltoall" and dispatch.share_of(algorithm) is not None and len(np.unique(net.domain[ranks])) > 1:
+        phases = dispatch.phases(net, ranks, dispatch.share_of(algorithm), lambda s, d, f, label: _merge(net, s, d, f, label))
+        phases[0].steps, phases[1].steps = 1, 1
+        phases[0].net_steps, phases[0].posts, phases[0].conns = 1, max(0, _net_peers(net, ranks) - 1), lib.p2p_channels
+        return phases, "ring"
     if op == "alltoall":
         if n * (n - 1) > MAX_ALLTOALL_PAIRS:
             raise ValueError(f"alltoall over {n} ranks has {n * (n - 1):,} pairs; at most {MAX_ALLTOALL_PAIRS:,} are simulated")

@@ -16,7 +16,7 @@ import numpy as np
 from twin.lang.site.workload_models import RECOMPUTE_POLICIES
 from twin.twins.plan import tables
 from twin.twins.plan.space import RECOMPUTE
-from twin.twins.workload import moe, stragglers
+from twin.twins.workload import compute, moe, stragglers
 from twin.twins.workload.compute import BF16
 from twin.twins.workload.recipe import EXPANDS, Recipe
 
@@ -98,7 +98,7 @@ def evaluate(p, cols: dict[str, np.ndarray], coll: tables.Collectives, comp: dic
     zero_opt = _optimizer(p, cols, c)
     out["compute_s"] = m * c["microbatch_s"] + zero_opt
     one_f1b = (v <= 1) & (c["other_stages_s"] > 0)
-    out["bubble_s"] = np.where(pp > 1, (pp - 1) * np.where(one_f1b, c["other_stages_s"], c["microbatch_s"] / v), 0.0)
+    out["bubble_s"] = _bubble(p, pp, v, one_f1b, c)
     slow = stragglers.expected_max(b.stragglers[0], b.stragglers[1], p.gpus) if b.stragglers else 0.0
     out["straggler_s"] = slow * (out["compute_s"] + out["bubble_s"])
     out["recompute_s"] = m * c["recompute_s"]
@@ -114,9 +114,16 @@ def lower_bound(p, cols: dict[str, np.ndarray], c: dict) -> np.ndarray:
     pp, v, m = cols["pp"], cols["v"].astype(float), cols["m"].astype(float)
     zero_opt = _optimizer(p, cols, c)
     one_f1b = (v <= 1) & (c["other_stages_s"] > 0)
-    bubble = np.where(pp > 1, (pp - 1) * np.where(one_f1b, c["other_stages_s"], c["microbatch_s"] / v), 0.0)
+    bubble = _bubble(p, pp, v, one_f1b, c)
     slow = stragglers.expected_max(b.stragglers[0], b.stragglers[1], p.gpus) if b.stragglers else 0.0
     return (1 + slow) * (m * c["microbatch_s"] + zero_opt + bubble)
+
+
+def _bubble(p, pp, v, one_f1b, c) -> np.ndarray:
+    """The pipeline bubble as :meth:`twin.twins.workload.compute.TrainingCompute.bubble_s` times it."""
+    if p.base.pipeline_schedule == "dualpipe":
+        return np.where(pp > 1, compute.dualpipe_bubble(pp, c["forward_s"], c["backward_s"] + c["recompute_s"]), 0.0)
+    return np.where(pp > 1, (pp - 1) * np.where(one_f1b, c["other_stages_s"], c["microbatch_s"] / v), 0.0)
 
 
 def _optimizer(p, cols, c) -> np.ndarray:

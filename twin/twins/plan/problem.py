@@ -83,6 +83,11 @@ class Problem:
         for axis, ok in (("cp", st.context_parallel), ("v", st.interleaved), ("ep", st.expert_parallel), ("fp8", st.fp8)):
             if not ok:
                 out[axis] = 0 if axis == "fp8" else 1
+        if self.base.pipeline_schedule == "dualpipe":  # its own bidirectional schedule: no interleaving, PP even
+            from twin.twins.plan.space import divisors
+
+            out["v"] = 1
+            out["pp"] = [d for d in divisors(self.gpus) if d == 1 or d % 2 == 0]
         return out
 
     def axes(self, fixed: dict | None = None) -> Axes:

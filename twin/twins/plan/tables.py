@@ -60,7 +60,7 @@ def compute_table(p, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def _plan(p, c: dict, mb: int = 1, m: int = 1) -> memory.Plan:
     return memory.Plan(p.base.seq, mb, m, c.get("tp", 1), c.get("cp", 1), c.get("pp", 1), c.get("dp", 1), c.get("ep", 1),
                        c.get("v", 1), c.get("zero", 0), bool(c.get("sp", 1)), RECOMPUTE_POLICIES[RECOMPUTE[c.get("rc", 0)]],
-                       p.base.fused_attention, p.base.grad_bucket)
+                       p.base.fused_attention, p.base.grad_bucket, p.base.pipeline_schedule == "dualpipe" and c.get("pp", 1) > 1)
 
 
 def _per_key(p, cols, names, fn) -> np.ndarray:
@@ -76,6 +76,9 @@ def memory_table(p, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     zero = cols["zero"]
     params = _per_key(p, cols, ("tp", "pp", "ep"), lambda c: memory.stage_params(s, _plan(p, c)))
     dense, experts = params[:, 0], params[:, 1]
+    if p.base.pipeline_schedule == "dualpipe":  # two stages per GPU where there is a pipeline
+        two = np.where(cols["pp"] > 1, 2.0, 1.0)
+        dense, experts = dense * two, experts * two
     shard = dp * cp
     eshard = np.maximum(1, (cols["dp"] * cols["cp"]) // cols["ep"])
     n = dense + experts
@@ -91,8 +94,9 @@ def memory_table(p, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     kept, work = kw[:, 0], kw[:, 1]
     layers = _per_key(p, cols, ("pp",), lambda c: memory.stage_layers(s.layers, c["pp"]))
     first, last_layers = layers[:, 0], layers[:, 2]
-    held = _per_key(p, cols, ("m", "pp", "v"), lambda c: memory.inflight(memory.Plan(p.base.seq, 1, c["m"], pp=c["pp"],
-                                                                                      virtual_stages=c["v"])))[:, 0]
+    dual = p.base.pipeline_schedule == "dualpipe"
+    held = _per_key(p, cols, ("m", "pp", "v"), lambda c: memory.inflight(memory.Plan(p.base.seq, 1, c["m"], pp=c["pp"], virtual_stages=c["v"],
+                                                                                      dualpipe=dual and c["pp"] > 1)))[:, 0]
     acts = tokens * (kept * first * held + np.where(kept < work, work - kept, 0.0))
     logits = tokens * 4 * s.vocab / tp * 2
     last = tokens * (kept * last_layers + work) + logits
@@ -196,7 +200,8 @@ class Collectives:
             g = self.groups(("pp",), rep)
             t = self._time(what, "sendrecv", ["direct"], [np.concatenate([x[:-1] for x in g])], [np.concatenate([x[1:] for x in g])])
         elif what == "ep":
-            t = self._time(what, "alltoall", ["direct"], moe.ep_groups(self.groups(("cp", "dp"), rep), rep["ep"]))
+            g = moe.ep_groups(self.groups(("cp", "dp"), rep), rep["ep"])
+            t = self._time(what, "alltoall", [moe.ep_algorithm(self.p.net, g[0], self.p.shape)], g)
         elif what in ("edp-allgather", "edp-allreduce"):
             op = what.split("-")[1]
             t = self._time(what, op, ["ring"] if op == "allgather" else ["ring", "tree"],

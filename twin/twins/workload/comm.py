@@ -140,7 +140,7 @@ def time_comm(net, g: Groups, r, s, c, scheme, lib, nvls: bool, cache: dict) -> 
             kinds["cp_exchange"] = [out["cp_s"], out["cp_s"]]
             lat += rounds * layers * (2 + redo) * l1
     if g.ep and c.moe_layers:
-        a2a = timed("ep", "alltoall", ["direct"], g.ep)
+        a2a = timed("ep", "alltoall", [moe_mod.ep_algorithm(net, g.ep[0], s)], g.ep)
         t1, l1 = a2a.at(moe_mod.alltoall_bytes(s, r.tokens, r.tp))
         n = 4 + (2 if "experts" in r.recomputed() else 0)
         # overlapped (DualPipe): a layer's all-to-alls run beside another micro-batch's forward and backward of a

@@ -264,14 +264,29 @@ class TrainingCompute:
     def microbatch_s(self) -> float:
         return self.forward.seconds + self.backward.seconds + self.recompute.seconds
 
-    def bubble_s(self, pp: int, v: int) -> float:
+    def bubble_s(self, pp: int, v: int, schedule: str = "1f1b") -> float:
         """The pipeline bubble of one step on the slowest stage. 1F1B (``v`` = 1): it waits while one
         micro-batch passes every other stage forward (fill) and backward (drain): the sum of their times,
         not ``PP - 1`` of its own. Interleaved: the slowest stage sets every one of the ``(PP - 1) / v``
-        chunk slots ([megatron-sc21] s2.2.2)."""
+        chunk slots ([megatron-sc21] s2.2.2). DualPipe (DeepSeek-V3 s3.2.1, Table 2):
+        ``(PP/2 - 1) (F&B + B - 3W)`` with F&B = F + B (the overlap hides communication, not compute) and
+        the weight gradients W half the backward (:func:`dualpipe_bubble`)."""
         if pp <= 1:
             return 0.0
+        if schedule == "dualpipe":
+            return dualpipe_bubble(pp, self.forward.seconds, self.backward.seconds + self.recompute.seconds)
         return (pp - 1) * (self.other_stages_s if v <= 1 and self.other_stages_s else self.microbatch_s / v)
+
+
+def dualpipe_bubble(pp, forward_s, backward_s):
+    """DualPipe's bubble (DeepSeek-V3 Table 2) from a stage's forward and full backward per micro-batch:
+    ``(PP/2 - 1)(F + B + B - 3 B/2)``, the weight-gradient GEMMs taken as half the backward (each GEMM's
+    backward is a data-gradient and a weight-gradient GEMM of the same size). Works on arrays.
+
+    >>> dualpipe_bubble(16, 1.0, 2.0)  # against 1F1B's (PP - 1)(F + B) = 45
+    14.0
+    """
+    return (pp / 2 - 1) * (forward_s + backward_s / 2)
 
 
 def training(gpu: Gpu, s: Shape, r, moe_work=None) -> TrainingCompute:

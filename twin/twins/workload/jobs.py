@@ -180,7 +180,7 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
     v = r.virtual_stages
     t_f, t_b, t_r = c.forward.seconds, c.backward.seconds, c.recompute.seconds
     t_compute = m * c.microbatch_s + c.optimizer_s
-    bubble = c.bubble_s(w.pp, v)
+    bubble = c.bubble_s(w.pp, v, r.pipeline_schedule)
     # the slowest of the job's ranks sets every synchronous step (stragglers.py); none stated: every rank at its nominal rate
     slow = stragglers.expected_max(r.stragglers[0], r.stragglers[1], w.gpus) if r.stragglers else 0.0
     straggle = slow * (t_compute + bubble)
@@ -188,7 +188,8 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
     g = comm.Groups(groups["tp"], groups["cp"], groups["pp"], grad_groups,
                     moe.ep_groups(grad_groups, w.ep) if shape.moe and w.ep > 1 else [],
                     w.tp > 1 and all(len(set(net.gpu_server[x].tolist())) == 1 for x in groups["tp"][:64]))
-    mem = memory.training(shape, memory.Plan.of(w, r.fused_attention), design.spec.chassis.gpu_memory or 0.0)
+    mem = memory.training(shape, memory.Plan.of(w, r.fused_attention, dualpipe=r.pipeline_schedule == "dualpipe"),
+                          design.spec.chassis.gpu_memory or 0.0)
     tokens = w.global_batch * w.sequence_length
     nvls = bool(design.spec.chassis.nvls)
     cache: dict = {}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from twin.twins.net import dispatch
 from twin.twins.workload.compute import BF16, Work, _gemm
 
 
@@ -31,6 +32,17 @@ def routed_tokens(s, tokens: float, tp: int) -> float:
 def alltoall_bytes(s, tokens: float, tp: int) -> float:
     """Bytes one GPU sends in one all-to-all (dispatch or combine)."""
     return routed_tokens(s, tokens, tp) * s.hidden * BF16
+
+
+def ep_algorithm(net, group: np.ndarray, s) -> str:
+    """How an EP group's all-to-all runs: ``direct`` (one copy per expert), or with node-limited routing
+    (``moe.max_nodes``) across NVLink domains, one copy per chosen domain forwarded inside it
+    (:mod:`twin.twins.net.dispatch`)."""
+    m = s.moe
+    domains = len(np.unique(net.domain[np.asarray(group)]))
+    if not m.max_nodes or domains < 2:
+        return "direct"
+    return dispatch.algorithm(min(1.0, dispatch.distinct_domains(domains, m.top_k, m.max_nodes) / m.top_k))
 
 
 def expert_work(r, fp8: bool = False):

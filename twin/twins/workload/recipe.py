@@ -64,6 +64,7 @@ class Recipe:
     overlap_cp: bool = True
     stragglers: tuple[str, float] | None = None  # (distribution, mean per-rank slowdown): the slowest rank sets each step
     overlap_ep: bool = False
+    pipeline_schedule: str = "1f1b"
     zero3_bucket: float = 0.0  # bytes of a ZeRO-3 layer's gather / reduce-scatter that run ahead of need (0: the whole layer)
 
     @classmethod
@@ -87,7 +88,7 @@ class Recipe:
             zero=w.zero, grad_bucket=w.grad_bucket, fp8=w.fp8_gemms, cp_comm=w.cp_comm,
             overlap_grad_reduce=pick("overlap_grad_reduce"), overlap_param_gather=pick("overlap_param_gather"),
             overlap_tp=tuple(pick("overlap_tp")) if w.tp > 1 else (), overlap_pp=pick("overlap_pp"), overlap_cp=pick("overlap_cp"),
-            overlap_ep=pick("overlap_ep"),
+            overlap_ep=pick("overlap_ep"), pipeline_schedule=pick("pipeline_schedule"),
             zero3_bucket=pick("zero3_bucket") or 0.0,
             stragglers=(lambda x: (x.distribution, x.mean) if x is not None else None)(pick("stragglers")),
             fused_attention=st.attention == "fused", kernel_share=st.kernel_share, stack=name, stack_defaulted=w.stack is None,
