@@ -1,4 +1,5 @@
-"""BFS distances from every leaf and the ECMP next-hop groups, on bitsets of destinations (numpy only).
+"""BFS distances from every leaf (or every class of leaves: :mod:`twin.twins.net.leafclass`) and the ECMP
+next-hop groups, on bitsets of destinations (numpy only).
 
 Why bitsets: a 16K-GPU fabric has ~1,100 switches, ~1,000 destination leaves and ~38,000 switch
 arcs. A breadth-first search from all leaves at once keeps, for every switch, the set of leaves it
