@@ -18,6 +18,7 @@ per-direction NVLink bandwidth, so intra-server traffic shares the same fluid mo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import chain
 
 import networkx as nx
@@ -97,12 +98,12 @@ class Net:
     def n_arcs(self) -> int:
         return len(self.arc_cap)
 
-    @property
+    @cached_property
     def dist(self) -> np.ndarray:
         """(destinations, switches) hop counts, -1 unreachable, as one table (small fabrics and tests)."""
         return self.routes.dense_dist()
 
-    @property
+    @cached_property
     def group_of(self) -> np.ndarray:
         """(switches, destinations) group ids, -1 at the destination, -2 unreachable, as one table (small fabrics)."""
         return self.routes.dense_group_of()
