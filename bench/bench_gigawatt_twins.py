@@ -17,6 +17,8 @@ far as it reads, time and peak memory per step. Run through `python bench/bench_
   time (detection, swap, restart, restore 0: Young's model), whose MTTI is 1 / (N r) within its Monte
   Carlo error and whose best interval is sqrt(2 w / (N r)) within 10% ([young74]).
 
+`python bench/bench_gigawatt_twins.py allreduce` (or any twins' names) runs only those.
+
 Each (twin, run) is its own process (`--child`); a step's row is the wall and CPU seconds from the
 previous progress message to its end, and the peak resident memory of the process when it ended.
 """
