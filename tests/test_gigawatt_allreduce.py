@@ -84,11 +84,15 @@ def test_lumped_classes_give_the_phase_times_of_one_column_per_transfer(net, mon
     np.testing.assert_allclose(routing.link_load(net, many), one, rtol=1e-12, atol=1e-18)
 
 
-def test_transfers_sharing_a_nic_are_not_lumped(net):
+def test_transfers_sharing_a_private_arc_are_not_lumped(net):
     # a NIC that sends two transfers: its up-arc carries both, so no virtual arc can stand for it
     nic = net.gpu_nic[:2]
     assert spray.lumped(net, np.r_[nic[0], nic[0]], np.r_[net.gpu_nic[72], net.gpu_nic[73]], np.ones(2), None) is None
     assert spray.lumped(net, nic, net.gpu_nic[72:74], np.ones(2), None) is not None
+    # nor when the phase's NVLink transfers cross one of their private arcs (a relay's NVLink hop)
+    pre = np.stack([net.gpu_nvl_out[:2], net.gpu_nvl_in[2:4]], axis=1)
+    assert spray.lumped(net, nic, net.gpu_nic[72:74], np.ones(2), pre) is not None
+    assert spray.lumped(net, nic, net.gpu_nic[72:74], np.ones(2), pre, taken=net.gpu_nvl_in[3:4]) is None
 
 
 def test_the_hierarchical_allreduce_is_its_closed_form(design, net):

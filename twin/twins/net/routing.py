@@ -133,7 +133,8 @@ def route(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray, nbytes: np.ndarray
         t, s_nic, d_nic, b = planes.split(net, via, dg, nbytes[netw])  # one share per plane up at both ends
         pre = pre[t]
         if scheme.kind in ("spray", "adaptive", "te"):
-            lumped = spray.lumped(net, s_nic, d_nic, b, pre) if lump is not None and len(s_nic) >= lump else None
+            taken = np.r_[net.gpu_nvl_out[src_gpu[nvl]], net.gpu_nvl_in[dst_gpu[nvl]]]  # the NVLink part's arcs
+            lumped = spray.lumped(net, s_nic, d_nic, b, pre, taken) if lump is not None and len(s_nic) >= lump else None
             if lumped is not None:
                 A, size, count, lat, extra, arcs, row = lumped
                 parts.append(Routed(A, size, count, lat, len(s_nic), [], extra, arcs, row))

@@ -56,7 +56,8 @@ def table(net: Net, leaves: np.ndarray, ts: np.ndarray) -> tuple[np.ndarray, np.
     return a[order], f[order], ptr
 
 
-def lumped(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, b: np.ndarray, pre: np.ndarray | None):
+def lumped(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, b: np.ndarray, pre: np.ndarray | None,
+           taken: np.ndarray | None = None):
     """Sprayed transfers as classes of the same (source leaf, destination leaf, bytes), exactly, or None.
 
     Why exact: a sprayed transfer's split past its leaf depends on (leaf, destination) only, so the
@@ -67,7 +68,8 @@ def lumped(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, b: np.ndarray, pre: n
     virtual arc of capacity k x c crossed by the class with weight k (its fair share is c per member
     either way). So the class is one column, its private arcs of each position one virtual row after
     the fabric's arcs. Where a private arc is shared (two transfers from one NIC), or capacities
-    differ inside a class, the transfers are not lumped (None: the caller sprays them one by one).
+    differ inside a class, or the phase's other transfers (``taken``: the arcs its NVLink transfers
+    cross) use one, the transfers are not lumped (None: the caller sprays them one by one).
 
     Returns (A, bytes per member, members, latency per class, extra capacities, member arcs of the
     virtual rows, their virtual row), the rows of A being the net's arcs then the virtual ones."""
@@ -80,6 +82,8 @@ def lumped(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, b: np.ndarray, pre: n
         cols = [pre[:, 0], pre[:, 1]] + cols
     priv = np.stack(cols, axis=1)
     if (priv < 0).any() or len(np.unique(priv)) != priv.size:
+        return None
+    if taken is not None and np.isin(priv, taken).any():
         return None
     leaf = net.nic_leaf[s_nic]
     t = net.dest_of_switch[net.nic_leaf[d_nic]]
