@@ -7,9 +7,17 @@ far as it reads, time and peak memory per step. Run through `python bench/bench_
 - campaign: the fabric graph (the job's footprint and blast radii are read off it; no paths), then
   scenarios/gigawatt-campaign.yaml: 1,000 runs of a week of the whole-campus job at the interval that
   maximises its ETTR (15 intervals x 1,000 runs). Goal: the Monte Carlo in 10 s.
+- allreduce: the fabric's paths (routing tables per class of leaves, twin/twins/net/leafclass.py), then
+  scenarios/gigawatt-allreduce.yaml: one hierarchical AllReduce over all 995,328 GPUs at flow level (NVLink
+  in each rack, a ring per rail across the racks, sprayed, 27,648 exact classes for 995,328 NIC flows).
+  Goal: 60 s and 8 GiB. Its known answer: each phase's seconds per byte against the closed form of the
+  hierarchical algorithm on a non-blocking fabric, 1 / (g B_nvl) on NVLink and 1 / (g m B_nic) per ring
+  step (g = 72 GPUs per rack, m = 13,824 racks), within 5% (issue 40).
 - known answers: the same campaign with only the catalog's per-GPU classes failing and no recovery
   time (detection, swap, restart, restore 0: Young's model), whose MTTI is 1 / (N r) within its Monte
   Carlo error and whose best interval is sqrt(2 w / (N r)) within 10% ([young74]).
+
+`python bench/bench_gigawatt_twins.py allreduce` (or any twins' names) runs only those.
 
 Each (twin, run) is its own process (`--child`); a step's row is the wall and CPU seconds from the
 previous progress message to its end, and the peak resident memory of the process when it ended.
@@ -31,8 +39,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "sites" / "gigawatt-campus.yaml"
 TWINS = {"power": ("placement", ROOT / "scenarios" / "gigawatt-power.yaml"),
          "campaign": ("fabric", ROOT / "scenarios" / "gigawatt-campaign.yaml"),
-         "known answers": ("fabric", None)}
-GOALS = {"power": (60.0, 8.0), "campaign": (10.0, 8.0)}  # seconds (the twin; the campaign: its Monte Carlo), GiB
+         "known answers": ("fabric", None),
+         "allreduce": ("fabric", ROOT / "scenarios" / "gigawatt-allreduce.yaml")}
+GOALS = {"power": (60.0, 8.0), "campaign": (10.0, 8.0), "allreduce": (60.0, 8.0)}  # seconds (the twin; the campaign: its Monte Carlo), GiB
 
 
 def known_answer_scenario(design) -> str:
@@ -78,12 +87,34 @@ def child(name: str) -> dict:
             young = math.sqrt(2 * c["checkpoint"]["write_s"] / (n * r_gpu))
             out["known"] = {"closed_mtti_s": mtti, "mc_mtti_s": c["mtti_h"] * 3600, "standard_errors": abs(c["mtti_h"] * 3600 - mtti) / se,
                             "young_s": young, "best_s": c["checkpoint"]["interval_s"], "ratio": c["checkpoint"]["interval_s"] / young}
+    if "cases" in r.data and r.data["cases"][0].get("collectives"):
+        out.update(allreduce_figures(d, r.data["cases"][0]["collectives"][0]))
     if "power" in r.data:
         p = r.data["power"]
         out["figures"] = {"samples": p["samples"], "limits_checked": p["distribution"]["limits_checked"],
                           "limits_failing": p["distribution"]["limits_failing"], "grid_peak_MW": p["grid"]["peak_W"] / 1e6,
                           "grid_range_MW": p["grid"]["range_W"] / 1e6, "utility_limits": {v["limit"]: v["pass"] for v in p["limits"]}}
     return out
+
+
+def allreduce_figures(design, c: dict) -> dict:
+    """The campus AllReduce's figures and its known answer: each phase's time per byte against the
+    hierarchical algorithm's closed form on a non-blocking fabric."""
+    from twin.twins.net.nccl import Library
+
+    lib = Library()
+    sch = c["schemes"][0]
+    g = design.spec.chassis.gpus
+    m = c["ranks"] // g
+    nic = float(design.spec.fabric.nic_speed or design.spec.chassis.nic_speed) / 8
+    nvl = float(design.spec.chassis.nvlink_bandwidth) / 8 * lib.nvlink_eta / lib.eta  # the twin's NVLink arcs
+    closed = {"intra-server reduce-scatter": 1 / (g * nvl), "inter-server rail rings": 1 / (g * m * nic),
+              "intra-server all-gather": 1 / (g * nvl)}
+    ratios = {p["label"]: p["us_per_MiB"] / (closed[p["label"]] * 2**20 * 1e6) for p in sch["phases"]}
+    figures = {"ranks": c["ranks"], "busbw_GBps_at_max_size": sch["busbw_GBps_at_max_size"],
+               "latency_share_at_max_size": sch["latency_share_at_max_size"],
+               "phases": [{k: p[k] for k in ("label", "repeat", "flows", "classes", "events")} for p in sch["phases"]]}
+    return {"figures": figures, "known": {"phase_over_closed_form": ratios, "worst": max(abs(v - 1) for v in ratios.values())}}
 
 
 def run(name: str) -> dict:
@@ -98,7 +129,8 @@ def run(name: str) -> dict:
 
 
 def main(runs: int, as_json: bool) -> int:
-    results = {name: [run(name) for _ in range(runs)] for name in TWINS}
+    only = [a for a in sys.argv[1:] if a in TWINS]
+    results = {name: [run(name) for _ in range(runs)] for name in (only or TWINS)}
     summary: dict = {"machine": {"cpus": os.cpu_count(), "load_average": os.getloadavg()[0], "shared": True}, "runs": runs, "twins": {}}
     ok = True
     for name, rs in results.items():
@@ -106,11 +138,14 @@ def main(runs: int, as_json: bool) -> int:
                   "peak_gib": max(r["steps"][i]["peak_gib"] for r in rs)} for i, s in enumerate(rs[0]["steps"])]
         twin_steps = [s for s in steps if not s["step"].startswith("compile")]
         mc = [s for s in twin_steps if s["step"].startswith("campaign: checkpoint") or s["step"].startswith("campaign: 1,000")]
-        timed = sum(s["wall_s"] for s in (mc if name != "power" else twin_steps))
+        timed = sum(s["wall_s"] for s in (mc if name in ("campaign", "known answers") else twin_steps))
         entry = {"steps": steps, "figures": rs[0].get("figures"), "known": rs[0].get("known"), "goal_seconds": timed,
                  "peak_gib": max(s["peak_gib"] for s in steps)}
         if name in GOALS:
             entry["ok"] = timed <= GOALS[name][0] and entry["peak_gib"] <= GOALS[name][1]
+            ok &= entry["ok"]
+        if name == "allreduce":
+            entry["ok"] &= entry["known"]["worst"] <= 0.05
             ok &= entry["ok"]
         if name == "known answers":
             k = entry["known"]

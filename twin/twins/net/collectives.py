@@ -44,6 +44,9 @@ ALGORITHMS = {
     "sendrecv": ("direct",),
 }
 MAX_ALLTOALL_PAIRS = 4_000_000
+# sprayed phases of this many network transfers or more are solved as exact classes of transfers
+# (twin/twins/net/spray.py ``lumped``: the same max-min rates, one column per class)
+LUMP_TRANSFERS = 100_000
 
 
 @dataclass
@@ -383,8 +386,8 @@ def time_collective(
             out.append(PhaseTiming(ph.label, ph.repeat, t1, lat, steps, r.n_flows, r.A.shape[1], 0,
                                    routing.link_load(net, r) if keep_load else None, ph.net_steps, ph.posts))
             continue
-        r = routing.route(net, ph.src, ph.dst, ph.frac, scheme, ph.conns, ph.pxn)
-        res = fluid.complete(r.A, cap, r.size)
+        r = routing.route(net, ph.src, ph.dst, ph.frac, scheme, ph.conns, ph.pxn, LUMP_TRANSFERS)
+        res = fluid.complete(r.A, routing.capacity(r, cap), r.size)
         lat = float(r.latency.max()) if len(r.latency) else 0.0
         out.append(PhaseTiming(ph.label, ph.repeat, res.makespan, lat, steps, r.n_flows, r.A.shape[1], res.events,
                                routing.link_load(net, r) if keep_load else None, ph.net_steps, ph.posts))

@@ -1,4 +1,5 @@
-"""BFS distances from every leaf and the ECMP next-hop groups, on bitsets of destinations (numpy only).
+"""BFS distances from every leaf (or every class of leaves: :mod:`twin.twins.net.leafclass`) and the ECMP
+next-hop groups, on bitsets of destinations (numpy only).
 
 Why bitsets: a 16K-GPU fabric has ~1,100 switches, ~1,000 destination leaves and ~38,000 switch
 arcs. A breadth-first search from all leaves at once keeps, for every switch, the set of leaves it
@@ -41,15 +42,18 @@ def _unbits(b: np.ndarray, T: int) -> np.ndarray:
     return np.unpackbits(u8, axis=1, bitorder="little")[:, :T].view(bool)  # 0/1 bytes: a view, no copy
 
 
-def bfs_levels(S: int, tails: np.ndarray, heads: np.ndarray, sources: np.ndarray) -> list[np.ndarray]:
+def bfs_levels(S: int, tails: np.ndarray, heads: np.ndarray, sources: np.ndarray, cols: np.ndarray | None = None,
+               T: int | None = None) -> list[np.ndarray]:
     """Breadth-first search from every source at once along the arcs ``tails -> heads`` (switch
     indices 0..S-1): ``levels[k]`` is an (S, words) bitset of the sources at exactly ``k`` hops from
-    each switch (bit i: source i)."""
-    T = len(sources)
+    each switch (bit i: source i). With ``cols``, source ``i`` is the set of switches ``sources[j]``
+    with ``cols[j] == i`` (``T`` sets): a multi-source search per set."""
+    if cols is None:
+        T, cols = len(sources), np.arange(len(sources))
     words = max(1, -(-T // 64))
     seen = np.zeros((S, words), np.uint64)
     start = np.zeros((S, T), bool)
-    start[sources, np.arange(T)] = True
+    start[sources, cols] = True
     front = _bits(start, words)
     seen |= front
     levels = [front]
@@ -69,33 +73,20 @@ def bfs_levels(S: int, tails: np.ndarray, heads: np.ndarray, sources: np.ndarray
     return levels
 
 
-def ecmp_groups(S: int, tails: np.ndarray, heads: np.ndarray, leaves: np.ndarray):
-    """BFS distances from every leaf and the deduplicated next-hop groups of every (switch, leaf).
+def groups_from_masks(S: int, tails: np.ndarray, heads: np.ndarray, arcs: np.ndarray, mask: np.ndarray, dist: np.ndarray,
+                      group_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The deduplicated next-hop groups of every (switch, destination) from the arcs' next-hop masks.
 
-    ``tails``/``heads`` are all arcs (NIC arcs and arcs with a tail of -1, cut cables, are skipped).
-    Returns ``dist`` (leaves, switches; -1 unreachable), ``group_of`` (switches, leaves; -1 at the
-    leaf itself, -2 without a next hop), and the groups' arcs as ``group_ptr``/``group_arcs``."""
-    sw = (tails < S) & (heads < S) & (tails >= 0) & (heads >= 0)
-    arcs = np.flatnonzero(sw)
-    T = len(leaves)
-    if S == 0 or T == 0:
-        return (np.zeros((T, S), np.int64), np.full((S, T), -2, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64))
-    levels = bfs_levels(S, tails[arcs], heads[arcs], np.asarray(leaves, np.int64))
-    dist = np.full((S, T), -1, np.int64)
-    for k, lv in enumerate(levels):
-        np.putmask(dist, _unbits(lv, T), k)
-    group_of = np.where(dist == 0, -1, -2).astype(np.int64)
-    dist = np.ascontiguousarray(dist.T)
-    arcs = arcs[np.lexsort((heads[arcs], tails[arcs]))]  # out-arcs of each switch in (tail, head, arc) order
-    tl, hd = tails[arcs], heads[arcs]
-    words = levels[0].shape[1]
-    mask = np.zeros((len(arcs), words), np.uint64)
-    for k in range(1, len(levels)):
-        mask |= levels[k][tl] & levels[k - 1][hd]
+    ``arcs`` are switch arcs in (tail, head, arc) order and ``mask`` their (arcs, words) bitsets of the
+    destinations each is a next hop towards; ``dist`` (destinations, switches) the hop counts and
+    ``group_of`` (switches, destinations) is filled in place with group ids. Returns the groups' arcs as
+    ``group_ptr``/``group_arcs``."""
+    T = dist.shape[0]
+    tl = tails[arcs]
     live = mask.any(axis=1)
     arcs, tl, mask = arcs[live], tl[live], mask[live]
     if not len(arcs):
-        return dist, group_of, np.zeros(1, np.int64), np.zeros(0, np.int64)
+        return np.zeros(1, np.int64), np.zeros(0, np.int64)
     cls, first = _classes(tl, mask)  # class of each arc; classes numbered by (switch, first arc)
     members = np.argsort(cls, kind="stable")  # arcs class after class, each in out order
     size = np.bincount(cls)
@@ -115,7 +106,16 @@ def ecmp_groups(S: int, tails: np.ndarray, heads: np.ndarray, leaves: np.ndarray
     if over.any():
         _overlapping(np.flatnonzero(over), tails, heads, dist, group_of, sizes, garcs)
     gptr = np.r_[0, np.cumsum(np.concatenate(sizes))]
-    return dist, group_of, gptr.astype(np.int64), np.concatenate(garcs).astype(np.int64)
+    return gptr.astype(np.int64), np.concatenate(garcs).astype(np.int64)
+
+
+def next_hop_masks(levels: list[np.ndarray], tl: np.ndarray, hd: np.ndarray) -> np.ndarray:
+    """Bitsets of the destinations each arc ``tl -> hd`` is a next hop towards: the OR over levels
+    ``k`` of ``L_k[tail] & L_{k-1}[head]``."""
+    mask = np.zeros((len(tl), levels[0].shape[1]), np.uint64)
+    for k in range(1, len(levels)):
+        mask |= levels[k][tl] & levels[k - 1][hd]
+    return mask
 
 
 _SALT = np.random.default_rng(20261127).integers(1, 2**63, size=64, dtype=np.uint64)

@@ -30,7 +30,7 @@ import dataclasses
 
 import numpy as np
 
-from twin.twins.net.ecmp import ecmp_groups
+from twin.twins.net.leafclass import class_routes
 from twin.twins.net.planes import first_live
 from twin.twins.net.topology import Net
 
@@ -71,9 +71,9 @@ def degrade(net: Net, dead: set[str] | frozenset[str], scale: dict[str, float]) 
     dest_of_switch = np.full(S, -1, np.int64)
     dest_of_switch[leaves] = np.arange(len(leaves))
     live_tails = np.where(alive[:L], tails[:L], -1)
-    dist, group_of, gptr, garcs = ecmp_groups(S, live_tails, heads[:L], leaves)
+    routes, gptr, garcs = class_routes(S, live_tails, heads[:L], leaves)
     out = dataclasses.replace(net, nic_leaf=nic_leaf, nic_up=nic_up, nic_down=nic_down, nic_host=nic_host, arc_cap=cap,
-                              leaf_of_dest=leaves, dest_of_switch=dest_of_switch, dist=dist, group_of=group_of,
+                              leaf_of_dest=leaves, dest_of_switch=dest_of_switch, routes=routes,
                               group_ptr=gptr, group_arcs=garcs, notes=list(net.notes))
     if net.gpu_ports is not None:  # a multi-plane fabric: a GPU's NIC is its first port still up
         out = dataclasses.replace(out, gpu_nic=first_live(out))

@@ -43,7 +43,7 @@ def hashed_paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme, conns: 
     zeros): receives each flow's group members picked at hops 1, 2, .. as digits in base
     :func:`choice_base`, lowest first."""
     qps = flows_per_transfer(scheme, conns)
-    hops = int(net.dist.max()) if net.dist.size else 0
+    hops = net.routes.max_dist
     out = np.full((len(s_nic) * qps, hops + 2 + spare), -1, np.int32)
     P = out[:, :hops + 2]
     seeds = None if scheme.kind == "static" else hashing.switch_seeds(net.n_switches, scheme.seed, scheme.per_switch)
@@ -81,15 +81,13 @@ def _paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme, qps: int, see
     else:
         h = hashing.transfer_hash(s_nic, d_nic, qps, scheme.fields(), scheme.hash_function, scheme.seed)
     goal = np.repeat(net.leaf_of_dest[dest], qps)
-    flat = net.group_of.reshape(-1)
-    T = net.group_of.shape[1]
     moved = np.zeros(F, np.int64)  # switch hops taken
     i = np.flatnonzero(cur != goal)
     for k in range(1, hops + 1):
         if not len(i):
             break
         c = cur[i]
-        g = flat[c * T + tgt[i]]
+        g = net.routes.group_at(c, tgt[i])
         if (g < 0).any():
             raise ValueError("some destinations are unreachable (failures partition the fabric)")
         n = size[g]

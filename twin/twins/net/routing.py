@@ -94,10 +94,15 @@ class Routed:
     latency: np.ndarray  # path latency of the class (s)
     n_flows: int
     notes: list[str] = field(default_factory=list)
+    # virtual arcs after the net's (lumped private arcs, twin/twins/net/spray.py ``lumped``): their
+    # capacities, and the real arcs each stands for (``lump_arcs[i]`` is one of virtual row ``lump_row[i]``)
+    extra_cap: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    lump_arcs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    lump_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def route(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray, nbytes: np.ndarray, scheme: Scheme,
-          conns: int = 1, pxn: bool = False) -> Routed:
+          conns: int = 1, pxn: bool = False, lump: int | None = None) -> Routed:
     """Route every transfer of a phase under ``scheme``; intra-server transfers take NVLink.
 
     Each transfer runs over ``conns`` connections (NCCL channels), each with the scheme's QPs, so a
@@ -128,7 +133,13 @@ def route(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray, nbytes: np.ndarray
         t, s_nic, d_nic, b = planes.split(net, via, dg, nbytes[netw])  # one share per plane up at both ends
         pre = pre[t]
         if scheme.kind in ("spray", "adaptive", "te"):
-            parts.append(_spray(net, s_nic, d_nic, b, pre))
+            taken = np.r_[net.gpu_nvl_out[src_gpu[nvl]], net.gpu_nvl_in[dst_gpu[nvl]]]  # the NVLink part's arcs
+            lumped = spray.lumped(net, s_nic, d_nic, b, pre, taken) if lump is not None and len(s_nic) >= lump else None
+            if lumped is not None:
+                A, size, count, lat, extra, arcs, row = lumped
+                parts.append(Routed(A, size, count, lat, len(s_nic), [], extra, arcs, row))
+            else:
+                parts.append(_spray(net, s_nic, d_nic, b, pre))
         elif scheme.kind in ("ecmp", "e-ecmp", "static"):
             parts.append(_hashed(net, s_nic, d_nic, b, scheme, pre, conns))
         else:
@@ -158,7 +169,7 @@ def relays(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray) -> np.ndarray:
         dl = net.nic_leaf[net.gpu_nic[d]]
         ok = (sl >= 0) & (dl >= 0)
         t = net.dest_of_switch[np.where(ok, dl, 0)]
-        return ok & (t >= 0) & (net.dist[np.where(t >= 0, t, 0), np.where(ok, sl, 0)] >= 0)
+        return ok & (t >= 0) & (net.routes.dist_at(np.where(t >= 0, t, 0), np.where(ok, sl, 0)) >= 0)
 
     need = ~reaches(src_gpu, dst_gpu) & (net.nic_leaf[net.gpu_nic[src_gpu]] >= 0) & (net.nic_leaf[net.gpu_nic[dst_gpu]] >= 0)
     if not need.any():
@@ -339,9 +350,24 @@ def _spray(net: Net, s_nic, d_nic, b, pre: np.ndarray | None = None) -> Routed:
     return Routed(A, np.asarray(b, float), np.ones(K), lat, K)
 
 
+def capacity(routed: Routed, cap: np.ndarray) -> np.ndarray:
+    """The capacity of every row of ``routed.A``: the net's arcs' ``cap``, then the virtual arcs'."""
+    return cap if not len(routed.extra_cap) else np.concatenate([cap, routed.extra_cap])
+
+
 def _concat(net: Net, parts: list[Routed]) -> Routed:
     from scipy.sparse import hstack
 
+    if any(len(p.extra_cap) for p in parts):  # virtual rows: each part's after the previous parts'
+        extra = sum(len(p.extra_cap) for p in parts)
+        off, fixed = 0, []
+        for p in parts:
+            A = p.A.tocoo()
+            r = np.where(A.row >= net.n_arcs, A.row + off, A.row)
+            A = csc_matrix((A.data, (r, A.col)), shape=(net.n_arcs + extra, A.shape[1]))
+            fixed.append(Routed(A, p.size, p.count, p.latency, p.n_flows, p.notes, p.extra_cap, p.lump_arcs, p.lump_row + off))
+            off += len(p.extra_cap)
+        parts = fixed
     if not parts:
         return Routed(csc_matrix((net.n_arcs, 0)), np.zeros(0), np.zeros(0), np.zeros(0), 0)
     if len(parts) == 1:
@@ -352,10 +378,19 @@ def _concat(net: Net, parts: list[Routed]) -> Routed:
         np.concatenate([p.count for p in parts]),
         np.concatenate([p.latency for p in parts]),
         sum(p.n_flows for p in parts),
+        extra_cap=np.concatenate([p.extra_cap for p in parts]),
+        lump_arcs=np.concatenate([p.lump_arcs for p in parts]),
+        lump_row=np.concatenate([p.lump_row for p in parts]),
     )
 
 
 def link_load(net: Net, routed: Routed, rates: np.ndarray | None = None) -> np.ndarray:
     """Bytes (or bytes/s, given rates per member) each arc carries; with no rates, offered bytes."""
     x = routed.size if rates is None else rates
-    return routed.A @ x
+    y = routed.A @ x
+    if not len(routed.extra_cap):
+        return y
+    out = y[:net.n_arcs].copy()
+    per = np.bincount(routed.lump_row, minlength=len(routed.extra_cap))  # real arcs per virtual one
+    out[routed.lump_arcs] += y[net.n_arcs + routed.lump_row] / per[routed.lump_row]
+    return out

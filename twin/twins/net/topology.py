@@ -18,6 +18,7 @@ per-direction NVLink bandwidth, so intra-server traffic shares the same fluid mo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import chain
 
 import networkx as nx
@@ -25,7 +26,7 @@ import numpy as np
 
 from twin.lang.site.families import family_traits
 from twin.physics import DEFAULT_SWITCH_LATENCY_S, FIBER_DELAY_S_PER_M
-from twin.twins.net.ecmp import ecmp_groups
+from twin.twins.net.leafclass import Routes, class_routes
 from twin.twins.net.planes import plane_ports, port_table
 from twin.twins.net.rail_graph import rail_partitions
 
@@ -65,8 +66,7 @@ class Net:
     n_link_arcs: int
     leaf_of_dest: np.ndarray  # destination index -> switch index
     dest_of_switch: np.ndarray  # switch index -> destination index, -1 if not a leaf
-    dist: np.ndarray  # (destinations, switches) hop count, -1 unreachable
-    group_of: np.ndarray  # (switches, destinations) group id; -1 at the destination, -2 unreachable
+    routes: Routes  # hop counts and group ids of every (switch, destination), per class of leaves
     group_ptr: np.ndarray
     group_arcs: np.ndarray
     notes: list[str] = field(default_factory=list)
@@ -98,8 +98,18 @@ class Net:
     def n_arcs(self) -> int:
         return len(self.arc_cap)
 
+    @cached_property
+    def dist(self) -> np.ndarray:
+        """(destinations, switches) hop counts, -1 unreachable, as one table (small fabrics and tests)."""
+        return self.routes.dense_dist()
+
+    @cached_property
+    def group_of(self) -> np.ndarray:
+        """(switches, destinations) group ids, -1 at the destination, -2 unreachable, as one table (small fabrics)."""
+        return self.routes.dense_group_of()
+
     def group(self, u: int, t: int) -> np.ndarray:
-        g = self.group_of[u, t]
+        g = int(self.routes.group_at(u, t))
         return self.group_arcs[self.group_ptr[g]:self.group_ptr[g + 1]]
 
 
@@ -209,7 +219,7 @@ def compile_graph(
     leaves = np.unique(nic_leaf[nic_leaf >= 0])
     dest_of_switch = np.full(S, -1, np.int64)
     dest_of_switch[leaves] = np.arange(len(leaves))
-    dist, group_of, gptr, garcs = ecmp_groups(S, tails_a[:n_link_arcs], heads_a[:n_link_arcs], leaves)
+    routes, gptr, garcs = class_routes(S, tails_a[:n_link_arcs], heads_a[:n_link_arcs], leaves)
 
     return Net(
         switch_ids=switches,
@@ -237,8 +247,7 @@ def compile_graph(
         n_link_arcs=n_link_arcs,
         leaf_of_dest=leaves,
         dest_of_switch=dest_of_switch,
-        dist=dist,
-        group_of=group_of,
+        routes=routes,
         group_ptr=gptr,
         group_arcs=garcs,
         notes=notes,
