@@ -177,7 +177,7 @@ class NetBoxServer:
                          "--locale=C.UTF-8"])
         if p.returncode != 0:
             raise RuntimeError(f"initdb failed: {p.stderr}")
-        opts = (f"-p {self.pg_port} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off"
+        opts = (f"-p {self.pg_port} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=300"
                 " -c full_page_writes=off")
         p = self._as_pg([str(pg / "pg_ctl"), "-D", str(data / "data"), "-l", str(data / "log"), "-o", opts, "-w", "start"])
         if p.returncode != 0:
@@ -207,7 +207,7 @@ class NetBoxServer:
         (conf / "configuration.py").write_text(
             "ALLOWED_HOSTS = ['127.0.0.1', 'localhost']\n"
             f"DATABASES = {{'default': {{'ENGINE': 'django.db.backends.postgresql', 'NAME': 'netbox', 'USER': 'netbox',"
-            f" 'PASSWORD': '', 'HOST': {str(self.work / 'pg')!r}, 'PORT': '{self.pg_port}', 'CONN_MAX_AGE': 300}}}}\n"
+            f" 'PASSWORD': '', 'HOST': {str(self.work / 'pg')!r}, 'PORT': '{self.pg_port}', 'CONN_MAX_AGE': 0}}}}\n"
             f"REDIS = {{'tasks': {{**{redis!r}, 'DATABASE': 0}}, 'caching': {{**{redis!r}, 'DATABASE': 1}}}}\n"
             f"SECRET_KEY = {secrets.token_urlsafe(60)!r}\n"
             f"API_TOKEN_PEPPERS = {{1: {secrets.token_urlsafe(60)!r}}}\n"
