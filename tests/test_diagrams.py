@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 from conftest import compiled, tiered
 
-from twin.compiler.resolve.shape import ctsw_uplink_targets
+from twin.compiler.resolve.zone_links import ctsw_uplink_targets
 from twin.emit import pic_fabric, pic_floor
 
 NS = "{http://www.w3.org/2000/svg}"

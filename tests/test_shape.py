@@ -16,7 +16,7 @@ from fabric_helpers import compile_naive, variant
 import twin
 from twin.compiler.fabric.synthesis import mismatches
 from twin.compiler.place.figures import links_of
-from twin.compiler.resolve.shape import ctsw_downlinks, ctsw_uplink_targets
+from twin.compiler.resolve.zone_links import ctsw_downlinks, ctsw_uplink_targets
 
 EXAMPLES = ["lab-2zone", "lab-ib", "lab-powercap", "meta-24k-roce", "meta-24k-ib", "meta-32k-roce", "gb200-nvl72-superpod"]
 

@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING
 
 from twin.compiler.design import Design
 from twin.compiler.pipeline import compile_design
-from twin.folder import JSON_LIMIT, MANIFEST, FolderError, read_bytes, safe_relative
+from twin.folder import MANIFEST, safe_relative
 from twin.forked import apart
 from twin.jsonfmt import dumps as json_dumps
 from twin.output import OutputError, adopt, claimed, handed_back, write_atomically, write_claimed_with, write_parts
+from twin.rebuild import old_manifest, spec_edited
 from twin.version import __version__
 
 if TYPE_CHECKING:  # the emitters, the verdicts and the twins load where they run (after the twins' fork)
@@ -168,8 +169,8 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
     with ExitStack() as held:
 
         def claim(at: Path) -> None:
-            old = _old_manifest(at)
-            folder.append((held.enter_context(claimed(at, folders_ahead=_spec_edited(old, spec_path), warn=left.append)), old))
+            old = old_manifest(at)
+            folder.append((held.enter_context(claimed(at, folders_ahead=spec_edited(old, spec_path), warn=left.append)), old))
 
         if out is not None:
             claim(Path(out))
@@ -193,25 +194,6 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
             write_claimed_with(at, fill, expect_same=_same_inputs(old, design, scenario))
     return BuildResult(design, Path(out) if out is not None else Path("generated") / design.name,
                        {p: sha for p, (sha, _n) in sorted(digests.items())}, done["risks"], done["runs"], tuple(left))
-
-
-def _old_manifest(out_dir: Path) -> dict:
-    """The header of the manifest of the output being replaced ({} when there is none or it is not
-    JSON): only a hint, the claim proves the folder."""
-    try:
-        old = json.loads(read_bytes(out_dir, MANIFEST, JSON_LIMIT))
-    except (FolderError, ValueError, RuntimeError, OSError):  # RuntimeError: a link loop (the claim says so in one line)
-        return {}
-    return {k: v for k, v in old.items() if k != "artifacts"} if isinstance(old, dict) else {}
-
-
-def _spec_edited(old: dict, spec_path: str | Path) -> bool:
-    """The output being replaced (its manifest's header ``old``) was built from another version of this
-    spec file: most of its folders come back, so the claim makes them ahead (:func:`twin.output.claimed`)."""
-    try:
-        return "spec_sha256" in old and old["spec_sha256"] != hashlib.sha256(Path(spec_path).read_bytes()).hexdigest()
-    except OSError:
-        return False
 
 
 def _same_inputs(old: dict, design: Design, scenario) -> bool:

@@ -16,11 +16,13 @@ the waiting files are linked then and the build swaps as usual.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import stat
 from pathlib import Path
 
-from twin.folder import MANIFEST
+from twin.folder import JSON_LIMIT, MANIFEST, FolderError, read_bytes
 from twin.leftovers import MARK
 
 
@@ -144,3 +146,22 @@ def prune(tmp: Path) -> None:
         if root != os.fspath(tmp) and not files:
             with contextlib.suppress(OSError):  # not empty: a folder below it holds a file
                 os.rmdir(root)
+
+
+def old_manifest(out_dir: Path) -> dict:
+    """The header of the manifest of the output being replaced ({} when there is none or it is not
+    JSON): only a hint, the claim proves the folder."""
+    try:
+        old = json.loads(read_bytes(out_dir, MANIFEST, JSON_LIMIT))
+    except (FolderError, ValueError, RuntimeError, OSError):  # RuntimeError: a link loop (the claim says so in one line)
+        return {}
+    return {k: v for k, v in old.items() if k != "artifacts"} if isinstance(old, dict) else {}
+
+
+def spec_edited(old: dict, spec_path: str | Path) -> bool:
+    """The output being replaced (its manifest's header ``old``) was built from another version of this
+    spec file: most of its folders come back, so the claim makes them ahead (:func:`twin.output.claimed`)."""
+    try:
+        return "spec_sha256" in old and old["spec_sha256"] != hashlib.sha256(Path(spec_path).read_bytes()).hexdigest()
+    except OSError:
+        return False

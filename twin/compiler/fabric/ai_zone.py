@@ -29,8 +29,8 @@ from twin.compiler.fabric.mount import Mounter, rtsw_u
 from twin.compiler.fabric.trees import plane_endpoints
 from twin.compiler.place.model import Placement
 from twin.compiler.resolve.planes import plane_prefix, spec_plane_ports
-from twin.compiler.resolve.shape import ctsw_uplink_targets
 from twin.compiler.resolve.spec import Spec
+from twin.compiler.resolve.zone_links import ctsw_uplink_targets
 from twin.lang.diagnostics import InfeasibleError
 
 

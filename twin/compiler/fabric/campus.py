@@ -12,7 +12,7 @@ building, with zones counted within the building). The campus tier then joins th
   split evenly over the other ``B - 1`` buildings.
 - **spine** (``atsw-cssw`` links, a level-4 tier ``cssw``): ATSW k of building a has
   ``ceil(D_a / ratio)`` uplinks spread over the spines of its plane exactly as CTSW uplinks spread over
-  ATSWs (:func:`twin.compiler.resolve.shape.ctsw_uplink_targets`, the building in the zone's place).
+  ATSWs (:func:`twin.compiler.resolve.zone_links.ctsw_uplink_targets`, the building in the zone's place).
 
 :func:`synthesize` builds the graph. Node names: ATSWs ``<building>-atsw-NN``, spines ``cssw-NN``; every node of a campus has a
 ``building`` attribute (0-based).
@@ -28,8 +28,8 @@ from twin.compiler.fabric.attach import add_attachments
 from twin.compiler.fabric.graph import Builder, Fabric
 from twin.compiler.fabric.mount import Mounter
 from twin.compiler.place.model import Placement
-from twin.compiler.resolve.shape import ctsw_uplink_targets
 from twin.compiler.resolve.spec import Spec
+from twin.compiler.resolve.zone_links import ctsw_uplink_targets
 
 
 def synthesize(spec: Spec, placement: Placement) -> Fabric:

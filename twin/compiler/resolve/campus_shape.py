@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from twin.compiler.resolve.attach_shape import attach_ports
-from twin.compiler.resolve.shape import Boundary, FabricShape, Tier, atsw_downlinks, ctsw_uplink_targets
+from twin.compiler.resolve.shape import Boundary, FabricShape, Tier
+from twin.compiler.resolve.zone_links import atsw_downlinks, ctsw_uplink_targets
 
 if TYPE_CHECKING:
     from twin.compiler.resolve.spec import Spec

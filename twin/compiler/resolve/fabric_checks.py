@@ -13,11 +13,11 @@ import math
 from collections.abc import Iterator
 
 from twin.compiler.resolve.cage_modes import findings as cage_findings
-from twin.compiler.resolve.shape import ctsw_uplink_targets
 from twin.compiler.resolve.spec import Spec
 from twin.compiler.resolve.targets import ib_rate, target_of
 from twin.compiler.resolve.tree_sizing import packings, rail_fill, rail_hosts, split
 from twin.compiler.resolve.unit_shape import findings as unit_findings
+from twin.compiler.resolve.zone_links import ctsw_uplink_targets
 from twin.lang.diagnostics import Severity
 from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, FAMILY_FIELDS, FIELD_USE, UNIT_LAYOUT, families_with, family_traits
 from twin.lang.site.models import Site, Technology

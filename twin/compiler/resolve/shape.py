@@ -13,7 +13,7 @@ Rules (the reasons are in ARCHITECTURE.md):
   ``fabric.rtsw.uplinks`` (default ``down``) up. A zone's RTSW uplinks go round the zone's ``c`` CTSWs
   as one run, so CTSW j has ``L // c + (j < L mod c)`` downlinks for the zone's ``L`` uplinks (every
   RTSW of a rack counts). CTSW j then has ``ceil(down_j / ratio)`` uplinks to the ATSW tier (the stated
-  ratio is a ceiling on down:up), spread over the ATSWs of its plane (:func:`ctsw_uplink_targets`).
+  ratio is a ceiling on down:up), spread over the ATSWs of its plane (:func:`twin.compiler.resolve.zone_links.ctsw_uplink_targets`).
 - AI-zone oversubscription: ``fabric.rtsw.oversubscription`` (when ``uplinks`` is not given) and
   ``fabric.atsw.oversubscription`` are ceilings on down:up by bandwidth; uplinks are whole links, so
   the built ratio is at or below the one asked for (meta-24k-roce asks 1:7, a CTSW gets
@@ -30,7 +30,7 @@ Rules (the reasons are in ARCHITECTURE.md):
   its own (``ufm-spine``).
 - Free ports: ``radix - down - up - attach`` of the busiest switch of a tier (:attr:`Tier.free`).
 
->>> from twin.compiler.resolve.shape import ctsw_downlinks
+>>> from twin.compiler.resolve.zone_links import ctsw_downlinks
 >>> ctsw_downlinks(zone_uplinks=192 * 18, ctsws=16)[:3]   # 18 uplinks per rack over 16 CTSWs
 (216, 216, 216)
 """
@@ -48,6 +48,7 @@ from twin.compiler.resolve.planes import spec_plane_ports, spec_port_speed
 from twin.compiler.resolve.pools import LEAF_NICS
 from twin.compiler.resolve.tree_sizing import tree_sizing
 from twin.compiler.resolve.unit_shape import host_count, unit_shape
+from twin.compiler.resolve.zone_links import atsw_downlinks, ctsw_downlinks
 from twin.lang.site.families import AI_ZONE_LAYOUT, CLOS_LAYOUT, UNIT_LAYOUT
 
 if TYPE_CHECKING:
@@ -221,48 +222,12 @@ def oversubscription_reason(role: str, down: int, up: int, requested: float | No
 # ---------------------------------------------------------------- AI-zone Clos
 
 
-def ctsw_downlinks(zone_uplinks: int, ctsws: int) -> tuple[int, ...]:
-    """Downlinks of each CTSW when a zone's ``zone_uplinks`` RTSW uplinks go round ``ctsws`` CTSWs."""
-    q, r = divmod(zone_uplinks, ctsws)
-    return tuple(q + (1 if j < r else 0) for j in range(ctsws))
-
-
 def cross_zone_ratio(spec: Spec) -> float | None:
     """The CTSW down:up factor the spec asks for, or None when there is no ATSW tier."""
     f = spec.fabric
     if not f.atsw or not f.atsw.count or spec.zones < 2:
         return None
     return f.atsw.oversubscription or 1.0
-
-
-def ctsw_uplink_targets(zone: int, j: int, uplinks: int, ctsws: int, atsws: int) -> list[int]:
-    """ATSW index of each uplink of CTSW ``j`` of ``zone``.
-
-    With ``P = gcd(ctsws, atsws)`` planes, CTSW j uses plane ``j mod P`` of ``atsws / P`` ATSWs,
-    starting where CTSW j of the previous zone stopped, so every ATSW of a plane gets the same share.
-
-    >>> ctsw_uplink_targets(0, 3, 2, 16, 16), ctsw_uplink_targets(1, 0, 3, 4, 2)
-    ([3, 3], [0, 0, 0])
-    """
-    planes = math.gcd(ctsws, atsws)
-    per_plane = atsws // planes
-    start = (j // planes + zone) * uplinks
-    return [(j % planes) * per_plane + (start + t) % per_plane for t in range(uplinks)]
-
-
-def atsw_downlinks(zones: int, ctsw_up: tuple[int, ...], atsws: int) -> tuple[int, ...]:
-    """Links into each of ``atsws`` ATSWs from ``zones`` AI zones whose CTSW j has ``ctsw_up[j]`` uplinks.
-
-    >>> atsw_downlinks(2, (3, 3), 2)
-    (6, 6)
-    """
-    c = len(ctsw_up)
-    per = [0] * atsws
-    for z in range(zones):
-        for j in range(c):
-            for k in ctsw_uplink_targets(z, j, ctsw_up[j], c, atsws):
-                per[k] += 1
-    return tuple(per)
 
 
 def rtsw_uplinks(spec: Spec) -> int:

@@ -9,7 +9,8 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from twin.compiler.resolve.shape import ctsw_downlinks, rtsw_uplinks
+from twin.compiler.resolve.shape import rtsw_uplinks
+from twin.compiler.resolve.zone_links import ctsw_downlinks
 
 if TYPE_CHECKING:
     from twin.compiler.resolve.spec import Spec
