@@ -176,18 +176,25 @@ def test_rails_meeting_at_the_spine_count_by_the_closed_form(tmp_path):
     assert (c["leaf"], c["spine"], c["core"], c["groups"], c["per_group"]) == (64, 36, 18, 18, {1})
     assert c["cables"] == {"nic-leaf": 1152, "leaf-spine": 1152, "spine-core": 1152}
     assert _ports(d) == {"leaf": Counter({(18, 18): 64}), "spine": Counter({(32, 32): 36}), "core": Counter({(64, 0): 18})}
+    rails, units = _reach(d, lambda leaf, spine: "rail" not in spine, lambda spine: spine["pod"])
+    assert {len(v) for v in rails.values()} == {4} and {len(v) for v in units.values()} == {2}
+    assert d.spec.shape.to_json()["unit"]["rails_meet"] == "spine"
+
+
+def _reach(d, leaf_ok, spine_key) -> tuple[dict[str, set], dict[str, set]]:
+    """The rails of the leaves under each spine (every leaf-spine link in its unit and passing ``leaf_ok``), and
+    ``spine_key`` of the spines under each core."""
     g = d.fabric.graph
     rails: dict[str, set] = {}
-    units: dict[str, set] = {}
+    cores: dict[str, set] = {}
     for lk in d.fabric.cables():
         a, b = g.nodes[lk.a], g.nodes[lk.b]
         if lk.tier == "leaf-spine":
-            assert a["unit"] == b["pod"] and "rail" not in b
+            assert a["unit"] == b["pod"] and leaf_ok(a, b)
             rails.setdefault(lk.b, set()).add(a["rail"])
         elif lk.tier == "spine-core":
-            units.setdefault(lk.b, set()).add(a["pod"])
-    assert {len(v) for v in rails.values()} == {4} and {len(v) for v in units.values()} == {2}
-    assert d.spec.shape.to_json()["unit"]["rails_meet"] == "spine"
+            cores.setdefault(lk.b, set()).add(spine_key(a))
+    return rails, cores
 
 
 def test_a_rail_group_meets_at_its_spines_and_the_groups_at_the_cores(tmp_path):
@@ -202,16 +209,9 @@ def test_a_rail_group_meets_at_its_spines_and_the_groups_at_the_cores(tmp_path):
     assert (c["leaf"], c["spine"], c["core"], c["groups"], c["per_group"]) == (64, 36, 18, 9, {2})
     assert c["cables"] == {"nic-leaf": 1152, "leaf-spine": 1152, "spine-core": 1152}
     assert _ports(d) == {"leaf": Counter({(18, 18): 64}), "spine": Counter({(32, 32): 36}), "core": Counter({(64, 0): 18})}
+    rails, groups = _reach(d, lambda leaf, spine: spine["rail"] <= leaf["rail"] < spine["rail"] + spine["rails"],
+                           lambda spine: (spine["pod"], spine["rail"]))
     g = d.fabric.graph
-    rails: dict[str, set] = {}
-    groups: dict[str, set] = {}
-    for lk in d.fabric.cables():
-        a, b = g.nodes[lk.a], g.nodes[lk.b]
-        if lk.tier == "leaf-spine":
-            assert a["unit"] == b["pod"] and b["rail"] <= a["rail"] < b["rail"] + b["rails"]
-            rails.setdefault(lk.b, set()).add(a["rail"])
-        elif lk.tier == "spine-core":
-            groups.setdefault(lk.b, set()).add((a["pod"], a["rail"]))
     assert sorted({frozenset(v) for v in rails.values()}, key=min) == [{0, 1}, {2, 3}]
     assert {frozenset(v) for v in groups.values()} == {frozenset({(0, 0), (0, 2), (1, 0), (1, 2)})}
     assert "su2-rails3-4-spine-09" in g and d.spec.shape.to_json()["unit"]["rail_group"] == 2
