@@ -52,13 +52,15 @@ class IbResult:
     route_seconds: float
     total_seconds: float
     problems: list[str] = field(default_factory=list)
+    # what OpenSM programmed, for a caller comparing tables: (nodes, ports, lfts) as ib_tables parses them
+    tables: tuple | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
     def to_json(self) -> dict:
-        return {**{k: v for k, v in self.__dict__.items()}, "ok": self.ok}
+        return {**{k: v for k, v in self.__dict__.items() if k != "tables"}, "ok": self.ok}
 
 
 def missing_binaries() -> str | None:
@@ -144,9 +146,10 @@ def sm_host(conf: str, topology: str) -> str | None:
     return ref if f'"{ref}"' in topology else None
 
 
-def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> IbResult:
+def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0, keep_tables: bool = False) -> IbResult:
     """Load ``topology`` (ibnetdiscover format) into ibsim, run OpenSM once with the generated
-    ``opensm.conf`` (+ root GUIDs and partitions beside it) and check every HCA pair's route."""
+    ``opensm.conf`` (+ root GUIDs and partitions beside it) and check every HCA pair's route
+    (``keep_tables``: the result carries the forwarding tables read back)."""
     t0 = time.monotonic()
     # every input read and checked before anything starts (FolderError: one located line)
     text = _text(topology.parent, topology.name, NET_LIMIT)
@@ -177,7 +180,8 @@ def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> Ib
 
         # ibsim's console reads stdin: keep a pipe open so it stays up until we stop it.
         sim = subprocess.Popen(
-            ["ibsim", "-s", "-N", str(max(2048, n_ca + n_sw + 16)), "-S", str(max(256, n_sw + 8)), str(net)],
+            ["ibsim", "-s", "-N", str(max(2048, n_ca + n_sw + 16)), "-S", str(max(256, n_sw + 8)),
+             "-P", str(max(13312, 2 * text.count("\n[") + n_sw + 16)), str(net)],
             stdin=subprocess.PIPE, stdout=open(work / "ibsim.log", "w"), stderr=subprocess.STDOUT, env=env,
             start_new_session=True, preexec_fn=_die_with_parent(signal.SIGKILL),
         )
@@ -218,6 +222,7 @@ def route_fabric(opensm_dir: Path, topology: Path, timeout: float = 300.0) -> Ib
             engine=engine, engine_in_use=in_use, hcas=check["hcas"], switches=len(lfts),
             pairs_checked=check["pairs"], unrouted=check["unrouted"], loops=check["loops"], max_hops=check["max_hops"],
             route_seconds=round(route_s, 3), total_seconds=round(time.monotonic() - t0, 3), problems=problems,
+            tables=(nodes, ports, lfts) if keep_tables else None,
         )
     finally:
         if sim is not None and sim.poll() is None:

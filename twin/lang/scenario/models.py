@@ -37,7 +37,7 @@ from twin.lang.scenario.power import PowerScenario
 from twin.lang.units import DataSize, Time
 from twin.lang.validator import diagnostic, pydantic_diagnostics
 
-SchemeKind = Literal["ecmp", "e-ecmp", "static", "spray", "adaptive", "te", "site"]
+SchemeKind = Literal["ecmp", "e-ecmp", "static", "ftree", "spray", "adaptive", "te", "site"]
 Op = Literal["allreduce", "reducescatter", "allgather", "alltoall", "sendrecv"]
 Algorithm = Literal["ring", "tree", "hierarchical", "nvls", "halving", "doubling", "direct"]
 
@@ -51,10 +51,11 @@ class Hash(Model):
 class RoutingCase(Model):
     name: Slug
     scheme: SchemeKind = Field(description=(
-        "ecmp, e-ecmp (hashed), static (destination tables: D-mod-K), spray (even split per switch), adaptive "
+        "ecmp, e-ecmp (hashed), static (destination tables: the host index at every hop), ftree (OpenSM's ftree "
+        "tables, replayed), spray (even split per switch), adaptive "
         "(InfiniBand adaptive routing: the least loaded minimal-hop port, an even split on a tree of equal links), "
         "te (an optimal split), site (what the site's spec says its switches run: InfiniBand's routing_engine, "
-        "ar_* adaptive and any other static; Ethernet's hash_fields, e-ecmp with roce-dst-qp and ecmp without)"))
+        "ar_* adaptive, ftree replayed, any other static; Ethernet's hash_fields, e-ecmp with roce-dst-qp and ecmp without)"))
     qps: int | None = Field(None, ge=1, le=32, description="queue pairs per GPU pair; default: the site's routing.qps_per_gpu_pair")
     hash: Hash | None = None
     ecmp_width: int | None = Field(None, ge=1, le=1024)

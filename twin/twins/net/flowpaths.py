@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from twin.twins.net import hashing
+from twin.twins.net import ftree, hashing
 from twin.twins.net.topology import Net
 
+PINNED = ("static", "ftree")  # destination-routed schemes: one path per NIC pair, however many QPs
 CHUNK_FLOWS = 1 << 18  # flows hashed at once: bounds the header-field temporaries (~10 arrays of this length)
 
 
 def flows_per_transfer(scheme, conns: int = 1) -> int:
     """QP flows a transfer is split into: ``conns`` connections of ``qps`` QPs (static pinning: one)."""
-    return 1 if scheme.kind == "static" else max(1, conns) * scheme.qps
+    return 1 if scheme.kind in PINNED else max(1, conns) * scheme.qps
 
 
 def choice_base(net: Net, scheme) -> int:
@@ -46,7 +47,7 @@ def hashed_paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme, conns: 
     hops = net.routes.max_dist
     out = np.full((len(s_nic) * qps, hops + 2 + spare), -1, np.int32)
     P = out[:, :hops + 2]
-    seeds = None if scheme.kind == "static" else hashing.switch_seeds(net.n_switches, scheme.seed, scheme.per_switch)
+    seeds = None if scheme.kind in PINNED else hashing.switch_seeds(net.n_switches, scheme.seed, scheme.per_switch)
     size = np.diff(net.group_ptr)
     if scheme.ecmp_width:
         size = np.minimum(size, scheme.ecmp_width)
@@ -65,7 +66,8 @@ def _paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme, qps: int, see
     Each hop works on the flows still travelling only (``i``), and the group of a (switch,
     destination) is read from the flattened table.
 
-    Static pinning's key (the destination's host index) and every per-NIC lookup are per transfer."""
+    Static pinning's key (the destination's host index) and every per-NIC lookup are per transfer; under
+    ``ftree`` the member is the one OpenSM's table at the switch names for the destination NIC."""
     F = len(s_nic) * qps
     # what depends on the NIC pair only is looked up per transfer, then repeated for its QPs
     leaf = net.nic_leaf[s_nic]
@@ -78,6 +80,9 @@ def _paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme, qps: int, see
     P[:, 0] = np.repeat(net.nic_up[s_nic], qps)
     if scheme.kind == "static":
         key = np.repeat(net.nic_host[d_nic], qps)
+    elif scheme.kind == "ftree":
+        lft = ftree.of(net).arc
+        dn = np.repeat(d_nic, qps)
     else:
         h = hashing.transfer_hash(s_nic, d_nic, qps, scheme.fields(), scheme.hash_function, scheme.seed)
     goal = np.repeat(net.leaf_of_dest[dest], qps)
@@ -91,7 +96,10 @@ def _paths(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, scheme, qps: int, see
         if (g < 0).any():
             raise ValueError("some destinations are unreachable (failures partition the fabric)")
         n = size[g]
-        m = key[i] % n if scheme.kind == "static" else hashing.choose(h[i], seeds[c], n)
+        if scheme.kind == "ftree":
+            m = ftree.member(net, g, n, lft[c, dn[i]])
+        else:
+            m = key[i] % n if scheme.kind == "static" else hashing.choose(h[i], seeds[c], n)
         arc = net.group_arcs[net.group_ptr[g] + m]
         P[i, k] = arc
         if choices is not None:

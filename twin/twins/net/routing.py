@@ -9,6 +9,8 @@ queue pairs (NCCL_IB_QPS_PER_CONNECTION), each pinned to one path by the switche
 - ``static``: Meta's earlier path pinning: at every switch the member is the destination's host index
   (its position among its leaf's NICs) modulo the group size, so hosts at the same position in two
   racks share uplinks.
+- ``ftree``: OpenSM's ``ftree`` engine, replayed (:mod:`twin.twins.net.ftree`): each switch forwards on the
+  entry OpenSM would program for the destination NIC.
 - ``spray``: ideal packet spraying / adaptive routing: each switch splits traffic evenly over every
   next hop towards the destination; the upper bound a hash can approach.
 - ``adaptive``: InfiniBand adaptive routing (OpenSM's ``ar_ftree``/``ar_updn`` on Quantum switches): each switch
@@ -41,7 +43,7 @@ from twin.twins.net import hashing, planes, spray
 from twin.twins.net.flowpaths import choice_base, class_matrix, first_classes, flows_per_transfer, hashed_paths, row_classes
 from twin.twins.net.topology import Net
 
-SCHEMES = ("ecmp", "e-ecmp", "static", "spray", "adaptive", "te")
+SCHEMES = ("ecmp", "e-ecmp", "static", "ftree", "spray", "adaptive", "te")
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class Scheme:
 
 def site_scheme(fabric) -> Scheme:
     """The scheme a site's switches run, as its spec (``fabric:``) states it: on InfiniBand, OpenSM's routing
-    engine (an adaptive engine, ``ar_*``: ``adaptive``; any other: ``static`` destination tables); on Ethernet,
+    engine (an adaptive engine, ``ar_*``: ``adaptive``; ``ftree``: its tables replayed; any other: ``static``); on Ethernet,
     the hash fields (``roce-dst-qp``: ``e-ecmp`` with the site's QPs per GPU pair; else ``ecmp``).
 
     >>> from twin.lang.site.models import Infiniband, Routing
@@ -77,7 +79,7 @@ def site_scheme(fabric) -> Scheme:
     r = fabric.routing
     if getattr(fabric.technology, "value", fabric.technology) == "infiniband":
         engine = fabric.infiniband.routing_engine
-        return Scheme(engine, "adaptive" if engine in ADAPTIVE_ENGINES else "static", 1)
+        return Scheme(engine, "adaptive" if engine in ADAPTIVE_ENGINES else "ftree" if engine == "ftree" else "static", 1)
     fields = tuple(f for f in r.hash_fields if f != "roce-dst-qp")
     if "roce-dst-qp" in r.hash_fields:
         return Scheme(f"e-ecmp, {r.qps_per_gpu_pair} QP", "e-ecmp", r.qps_per_gpu_pair, hash_fields=fields, ecmp_width=r.ecmp_width)
@@ -140,7 +142,7 @@ def route(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray, nbytes: np.ndarray
                 parts.append(Routed(A, size, count, lat, len(s_nic), [], extra, arcs, row))
             else:
                 parts.append(_spray(net, s_nic, d_nic, b, pre))
-        elif scheme.kind in ("ecmp", "e-ecmp", "static"):
+        elif scheme.kind in ("ecmp", "e-ecmp", "static", "ftree"):
             parts.append(_hashed(net, s_nic, d_nic, b, scheme, pre, conns))
         else:
             raise ValueError(f"unknown routing scheme {scheme.kind!r}; expected one of {', '.join(SCHEMES)}")

@@ -24,6 +24,7 @@ from itertools import chain
 import networkx as nx
 import numpy as np
 
+from twin.compiler.fabric.ports import port_names
 from twin.lang.site.families import family_traits
 from twin.physics import DEFAULT_SWITCH_LATENCY_S, FIBER_DELAY_S_PER_M
 from twin.twins.net.leafclass import Routes, class_routes
@@ -75,6 +76,10 @@ class Net:
     # and GPU -> rail (its rank in the domain); None where the domain is the server
     gpu_domain: np.ndarray | None = None
     gpu_rail: np.ndarray | None = None
+    # InfiniBand only (OpenSM's ftree orders by them): each cable arc's port number at its tail switch
+    # (-1 at a NIC), and each switch's place in node-GUID order
+    arc_port: np.ndarray | None = None
+    switch_guid_order: np.ndarray | None = None
 
     @property
     def domain(self) -> np.ndarray:
@@ -119,6 +124,7 @@ def compile_graph(
     nvlink_bandwidth: float | None = None,
     cable_length: dict[str, float] | None = None,
     within: set[str] | None = None,
+    port_index: dict[str, dict[str, int]] | None = None,
 ) -> Net:
     """Compile a contract-conforming fabric graph.
 
@@ -127,6 +133,7 @@ def compile_graph(
     maps link ids to metres (missing links get :data:`DEFAULT_LENGTH_M` of their tier). ``within``:
     compile the subgraph of these nodes only (what ``g.subgraph(within)`` would give, without copying
     the graph: every list below is sorted, so the result does not depend on the graph's order).
+    ``port_index`` (switch -> port name -> number): record each arc's port, for OpenSM's ftree order.
     """
     switch_latency = switch_latency or {}
     cable_length = cable_length or {}
@@ -229,6 +236,8 @@ def compile_graph(
         nic_up=nic_up,
         nic_down=nic_down,
         nic_host=nic_host,
+        arc_port=None if port_index is None else _arc_ports(cables, port_index),
+        switch_guid_order=None if port_index is None else _guid_order(attrs, switches),
         server_ids=servers,
         server_zone=np.array([attrs[s].get("zone") or 0 for s in servers], np.int64),
         server_rack=[str(attrs[s].get("rack")) for s in servers],
@@ -275,6 +284,22 @@ def _cables(g: nx.MultiGraph, inside: dict[str, int]) -> list[tuple]:
     return out
 
 
+def _arc_ports(cables: list[tuple], port_index: dict[str, dict[str, int]]) -> np.ndarray:
+    """Port number of each arc (u -> v, then v -> u per cable) at its tail, -1 where the tail is not a switch."""
+    out = np.full(2 * len(cables), -1, np.int64)
+    for i, (u, v, _, d) in enumerate(cables):
+        for j, (n, other) in enumerate(((u, v), (v, u))):
+            if n in port_index:
+                out[2 * i + j] = port_index[n][d["a_port"] if d.get("a") == n and d.get("b") == other else d["b_port"]]
+    return out
+
+
+def _guid_order(attrs: dict, switches: list[str]) -> np.ndarray:
+    """Each switch's place in graph order, the order twin numbers node GUIDs in (OpenSM keys switches by GUID)."""
+    rank = {n: i for i, n in enumerate(n for n in attrs if attrs[n].get("level", -1) >= 1)}
+    return np.array([rank[n] for n in switches], np.int64)
+
+
 def _first_arcs(tails: np.ndarray, heads: np.ndarray, S: int, n_nics: int) -> np.ndarray:
     """Each NIC's first arc (in arc order) from it to a switch (``tails``, ``heads``; swap them for the
     arcs into it), -1 without one."""
@@ -304,7 +329,12 @@ def from_design(design, graph: nx.MultiGraph | None = None, within: set[str] | N
         if within is not None:
             graph, within = graph.subgraph(within), None
         graph = plane_ports(graph)
-    return compile_graph(graph, latency, spec.chassis.nvlink_bandwidth, cable_lengths(design), within)
+    ports = None
+    if fabric is not None and getattr(fabric.technology, "value", fabric.technology) == "infiniband":
+        by_model = {m: {p: i + 1 for i, p in enumerate(port_names(spec.switch(m)))}
+                    for m in {d.get("model") for _, d in graph.nodes(data=True) if d.get("level", -1) >= 1}}
+        ports = {n: by_model[d["model"]] for n, d in graph.nodes(data=True) if d.get("level", -1) >= 1}
+    return compile_graph(graph, latency, spec.chassis.nvlink_bandwidth, cable_lengths(design), within, ports)
 
 
 def cable_lengths(design) -> dict[str, float]:
