@@ -180,6 +180,19 @@ class Shape:
         rep = (self.attn_params + self.hidden * self.moe.experts + self.moe.shared * self.expert_params) / tp
         return (1 - f) * self.layer_params / tp + f * rep, f * self.moe.experts * self.expert_params / ep
 
+    def zero3_tensors(self, ep: int) -> float:
+        """Parameter tensors per layer (mean over the layers) as Megatron builds them, for a stack that gathers
+        each with its own collective: two norms, the fused QKV and the output projection, the MLP's two
+        matrices (SwiGLU's gate and up fused), each with a bias in a GELU (GPT) layer (LayerNorm: weight and
+        bias); an MoE layer: the router and its experts' two matrices instead of the MLP's."""
+        b = 1 if self.mlp == "swiglu" else 2
+        dense = 2 * b + 2 * b + 2 * b
+        if not self.moe:
+            return float(dense)
+        f = self.moe_layers / self.layers
+        moe = 2 * b + 2 * b + 1 + 2 * (self.moe.experts / ep + self.moe.shared)
+        return (1 - f) * dense + f * moe
+
     @property
     def total_params(self) -> float:
         """Every parameter: layers (all experts), the output layer and the input embedding (once if tied)."""

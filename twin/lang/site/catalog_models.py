@@ -110,6 +110,9 @@ class Stack(Model):
     zero3_bucket: bounded(DATA_SIZE, above=0, at_most=1e12) | None = Field(None, description="ZeRO-3: bytes of the next layer's weight gather (and of a layer's gradient "
                                           "reduce-scatter) that may run ahead of need (DeepSpeed's stage3_prefetch_bucket_size); none: "
                                           "a whole layer (FSDP units); a recipe may override")
+    zero3_collectives: Literal["layer", "tensor"] = Field("layer", description="ZeRO-3: one all-gather (and one reduce-scatter) per layer "
+                                                        "(FSDP's flat units) or one per parameter tensor (DeepSpeed 2021: each tensor's own "
+                                                        "collective, every one paying the ring's latency); a recipe may override")
     stragglers: Stragglers | None = Field(None, description="per-rank slowdown of a step under this stack (none: no stragglers; a recipe may state one)")
     plans: StackPlans = Field(default_factory=StackPlans, description="the plans it can run (twin plan searches only these)")
     year: int | None = Field(None, ge=2015, le=2100, description="when the stack was measured")

@@ -43,6 +43,7 @@ import numpy as np
 
 from twin.twins.net.topology import Net
 
+UNSET = np.iinfo(np.int64).max  # hops of a switch without an entry yet
 FTREE_MAX_ENTRIES = 200_000_000  # switches x NICs the table may hold (int32: 800 MB)
 
 
@@ -66,7 +67,9 @@ def _gather(ptr: np.ndarray, items: np.ndarray, nodes: np.ndarray) -> tuple[np.n
     """Items of each node in ``nodes`` (CSR), and the position in ``nodes`` each came from."""
     cnt = ptr[nodes + 1] - ptr[nodes]
     src = np.repeat(np.arange(len(nodes)), cnt)
-    start = np.repeat(ptr[nodes] - np.r_[0, np.cumsum(cnt)[:-1]], cnt)
+    before = np.zeros(len(nodes), np.int64)
+    np.cumsum(cnt[:-1], out=before[1:])
+    start = np.repeat(ptr[nodes] - before, cnt)
     return items[start + np.arange(len(src))], src
 
 
@@ -158,19 +161,21 @@ def tables(net: Net) -> Tables:
     has_nic = np.zeros(S, bool)
     has_nic[net.nic_leaf[net.nic_leaf >= 0]] = True
     out = np.full((S, N), -1, np.int32)
-    hops = np.full(S, np.iinfo(np.int64).max, np.int64)
+    hops = np.full(S, UNSET, np.int64)
     unrouted = 0
 
-    single = bool((np.diff(port_ptr) == 1).all())
+    n_ports = np.diff(port_ptr)
 
     def least(g: np.ndarray, counter: np.ndarray) -> np.ndarray:
-        """The least used port of each group (ties: the first in arc order)."""
-        if single:
-            return ports[port_ptr[g]]
-        arcs, at = _gather(port_ptr, ports, g)
-        o = np.lexsort((port_no[arcs], counter[arcs], at))
-        _, first = np.unique(at[o], return_index=True)
-        return arcs[o][first]
+        """The least used port of each group (ties: the lowest port number)."""
+        out = ports[port_ptr[g]]
+        multi = np.flatnonzero(n_ports[g] > 1)
+        if len(multi):
+            arcs, at = _gather(port_ptr, ports, g[multi])
+            o = np.lexsort((port_no[arcs], counter[arcs], at))
+            _, first = np.unique(at[o], return_index=True)
+            out[multi] = arcs[o][first]
+        return out
 
     def walk_down(top: int, prev: int, h: int, entry: np.ndarray | None) -> None:
         """Up, by going down from ``top`` (at ``h`` hops), skipping the group back to ``prev``."""
@@ -228,9 +233,9 @@ def tables(net: Net) -> Tables:
                     entry[parent] = port ^ 1  # the same cable, downwards
             climb(parent, x, h + 1, True, entry)
             gs = gs[1:]
-            if (hops[leaves] == np.iinfo(np.int64).max).sum() == 0:
-                return  # every leaf has its entry: the secondary paths set no leaf and move no counter
         for g in gs:
+            if not (hops[leaves] == UNSET).any():
+                return  # every leaf has its entry: the secondary paths set no leaf and move no counter
             parent = int(g_parent[g])
             if hops[parent] <= h + 1:
                 continue
@@ -249,7 +254,7 @@ def tables(net: Net) -> Tables:
         for k in range(fullest):
             nic = int(mine[k]) if k < len(mine) else -1
             entry = out[:, nic] if nic >= 0 else None
-            hops[:] = np.iinfo(np.int64).max
+            hops[:] = UNSET
             hops[leaf] = 1
             climb(int(leaf), -1, 1, True, entry)
             if entry is not None:

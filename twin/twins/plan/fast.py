@@ -181,6 +181,10 @@ def _data_parallel(p, cols, st, coll, c, out) -> None:
         l_rep, l_routed = a / tp * BF16, e / ep * BF16
         layer = l_rep + l_routed
         t_l = both("allgather", z3, l_rep, l_routed)
+        if b.zero3_collectives == "tensor":  # as comm._data_parallel: each tensor's collective pays the latency (a 1-byte one)
+            u = np.unique(ep)
+            k = np.array([s.zero3_tensors(int(e)) for e in u])[np.searchsorted(u, ep)]
+            t_l = t_l + (k - 1) * both("allgather", z3, np.ones_like(l_rep), np.zeros_like(l_routed))
         gathers = 2 + (_redo("attention") | _redo("mlp"))[cols["rc"]]
         layers = c["layers"]
         tot3 = m * layers * (gathers + 1) * t_l

@@ -27,7 +27,8 @@ Data parallelism over the DP x CP ranks of a stage (G = its gradients, 2 bytes p
   (``overlap_param_gather``, and ``overlap_grad_reduce`` for the reduce-scatter) each hides behind the
   previous layer's compute where it is shorter, at most the ``zero3_bucket`` share of a layer running
   ahead (DeepSpeed's prefetch bucket; FSDP: the whole layer), except the first gather and the last
-  reduce-scatter of every micro-batch.
+  reduce-scatter of every micro-batch. A stack that runs one collective per parameter tensor
+  (``zero3_collectives: tensor``, DeepSpeed 2021) pays the collective's latency once per tensor.
   The per-step count grows with micro-batches and layers, and each collective's latency with DP:
   ZeRO 3 loses throughput as data parallelism grows at a fixed micro-batch.
 
@@ -217,6 +218,9 @@ def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
     l_rep, l_routed = s.zero3_mean_layer(r.tp, r.ep)
     layer = (l_rep + l_routed) * BF16
     t_l, l_l = both("allgather", ["ring"], l_rep * BF16, l_routed * BF16)
+    if r.zero3_collectives == "tensor":  # the same bytes in one collective per tensor: each pays the latency again
+        k = s.zero3_tensors(r.ep)
+        t_l, l_l = t_l + (k - 1) * l_l, k * l_l
     gathers = 2 + (1 if {"attention", "mlp"} & r.recomputed() else 0)
     n = m * c.layers
     total = n * (gathers + 1) * t_l

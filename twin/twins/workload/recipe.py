@@ -66,6 +66,7 @@ class Recipe:
     overlap_ep: bool = False
     pipeline_schedule: str = "1f1b"
     zero3_bucket: float = 0.0  # bytes of a ZeRO-3 layer's gather / reduce-scatter that run ahead of need (0: the whole layer)
+    zero3_collectives: str = "layer"  # ZeRO-3: one collective per layer, or one per parameter tensor (DeepSpeed 2021)
 
     @classmethod
     def of(cls, w, stacks: dict, job=None) -> Recipe:
@@ -89,7 +90,7 @@ class Recipe:
             overlap_grad_reduce=pick("overlap_grad_reduce"), overlap_param_gather=pick("overlap_param_gather"),
             overlap_tp=tuple(pick("overlap_tp")) if w.tp > 1 else (), overlap_pp=pick("overlap_pp"), overlap_cp=pick("overlap_cp"),
             overlap_ep=pick("overlap_ep"), pipeline_schedule=pick("pipeline_schedule"),
-            zero3_bucket=pick("zero3_bucket") or 0.0,
+            zero3_bucket=pick("zero3_bucket") or 0.0, zero3_collectives=pick("zero3_collectives"),
             stragglers=(lambda x: (x.distribution, x.mean) if x is not None else None)(pick("stragglers")),
             fused_attention=st.attention == "fused", kernel_share=st.kernel_share, stack=name, stack_defaulted=w.stack is None,
             dp_overlap=job.dp_overlap if job is not None else 1.0, flops_convention=w.flops_convention)
