@@ -91,8 +91,9 @@ def test_table2_at_384_gpus(tmp_path, p384):
 def test_a_plan_predicted_not_to_fit_is_named_and_never_picked(tmp_path, p384):
     """Table 2 at 384 GPUs with the zero column left out: the ZeRO-3 run reads as ZeRO 0, GPT-3 175B at TP 1,
     PP 1, which does not fit in 80 GB (16 bytes per parameter for weights, gradients and Adam alone, 2,794 GB:
-    [zero-sc20] s3, [megatron-sc21] s1). twin times it faster than PTD-P but names it and ranks it last: a
-    search that ignored memory would pick it (regret 81.579 / 76.780 - 1 = 6.25%)."""
+    [zero-sc20] s3, [megatron-sc21] s1). twin names it and ranks it last whatever its step. Timed, it is a little
+    slower than PTD-P, as measured (81.579 s against 76.780 s), since the pipeline's sends block and the fabric's
+    ftree tables spread its data-parallel rings (timed as static pinning, it came out faster)."""
     f = tmp_path / "nozero.csv"
     f.write_text("\n".join(",".join(c for i, c in enumerate(ln.split(",")) if i != 5) for ln in table2(384).splitlines()) + "\n")
     res = measured.hold(p384, f, measured.read(f))
@@ -101,9 +102,9 @@ def test_a_plan_predicted_not_to_fit_is_named_and_never_picked(tmp_path, p384):
     assert bad[0]["memory_GB"] > 16 * 174.6
     assert bad[0]["shortfall_GB"] == pytest.approx(bad[0]["memory_GB"] - (80e9 - memory.RESERVE_BYTES) / 1e9)
     runs = {x["name"]: x for x in res["runs"]}
-    assert runs["zero3"]["predicted_step_s"] < runs["ptd-p"]["predicted_step_s"]  # faster as timed ...
-    assert runs["zero3"]["twin_rank"] == 2 and res["regret"] == 0.0  # ... but it does not fit, so never picked
-    assert res["rank_correlation"] == pytest.approx(-1.0)  # the predicted steps alone are in the wrong order
+    assert runs["zero3"]["predicted_step_s"] > runs["ptd-p"]["predicted_step_s"]  # slower as timed, as measured
+    assert runs["zero3"]["twin_rank"] == 2 and res["regret"] == 0.0  # and it does not fit, so never picked
+    assert res["rank_correlation"] == pytest.approx(1.0)  # the predicted steps alone are in the measured order
     assert "predicted not to fit: line 2: TP1 CP1 PP1 DP384" in measured.text(res)
 
 
