@@ -14,7 +14,8 @@ import pytest
 import yaml
 from conftest import SITES, build_of
 
-from twin.build import build
+from twin.compiler.pipeline import compile_design
+from twin.emit import configs_ib
 from twin.twins.net import ftree, routing
 from twin.twins.net.topology import from_design
 from twin.verify import ib
@@ -59,25 +60,31 @@ def test_every_entry_equals_opensm_on_the_lab_fat_tree():
 
 
 def _selene_copy(tmp_path, gpus: int):
+    """A copy of the Selene site at ``gpus`` compiled (naive placement: only the fabric matters) and its OpenSM
+    configs and ibnetdiscover topology written as a build writes them, into ``tmp_path``."""
     spec = yaml.safe_load((SITES / "selene-a100.yaml").read_text())
     spec["name"] = "selene-copy"
     spec["fabric"]["gpus"] = gpus
     spec["workloads"] = []
     p = tmp_path / "selene-copy.yaml"
     p.write_text(yaml.safe_dump(spec, sort_keys=False))
-    return build(p, tmp_path / "out")
+    design = compile_design(p, placement_method="naive")
+    for name, body in configs_ib.emit(design).items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(body)
+    return design
 
 
 @pytest.mark.slow
 @needs_ib
 def test_every_path_equals_opensm_on_three_tiers_with_a_partial_pod(tmp_path):
     """1,120 A100s (140 DGX): 56 leaves in pods of 20, so the last pod is partial and some roots miss it."""
-    res = _selene_copy(tmp_path, 1120)
-    net = from_design(res.design)
+    design = _selene_copy(tmp_path, 1120)
+    net = from_design(design)
     assert sorted(set(net.switch_level.tolist())) == [1, 2, 3]
     T = ftree.tables(net)
     assert T.unrouted == 0
-    nxt = _opensm_next(res.out_dir, net)
+    nxt = _opensm_next(tmp_path, net)
     leaves = np.unique(net.nic_leaf)
     idx = {x: i for i, x in enumerate(net.switch_ids)}
     nics = range(0, len(net.nic_ids), 7)  # every 7th NIC: every leaf and every place on a leaf (20 NICs a leaf)

@@ -39,6 +39,8 @@ Checked against real OpenSM: ``tests/test_ftree_opensm.py`` routes twin's genera
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from twin.twins.net.topology import Net
@@ -262,11 +264,28 @@ def tables(net: Net) -> Tables:
     return Tables(out, unrouted)
 
 
+_MEMO: dict[bytes, Tables] = {}  # the last few fabrics' tables, by a digest of everything the replay reads
+
+
 def of(net: Net) -> Tables:
-    """The tables of ``net``, replayed once per compiled fabric (a failure scenario compiles its own)."""
+    """The tables of ``net``, replayed once per fabric: the same arrays compiled again (the same site in another
+    job or test) reuse them; a failure scenario's fabric differs, so it is replayed on its own."""
     t = net.__dict__.get("_ftree")
+    if t is not None:
+        return t
+    h = hashlib.sha256()
+    for a in (net.arc_tail[:net.n_link_arcs], net.arc_head[:net.n_link_arcs], net.switch_level, net.nic_leaf, net.nic_down,
+              net.arc_port if net.arc_port is not None else np.zeros(0), net.switch_guid_order if net.switch_guid_order is not None else np.zeros(0)):
+        h.update(np.ascontiguousarray(a).tobytes())
+        h.update(b"|")
+    key = h.digest()
+    t = _MEMO.get(key)
     if t is None:
-        t = net.__dict__["_ftree"] = tables(net)
+        t = tables(net)
+        while len(_MEMO) >= 3:
+            _MEMO.pop(next(iter(_MEMO)))
+        _MEMO[key] = t
+    net.__dict__["_ftree"] = t
     return t
 
 
