@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twin.twins.net import dispatch, fluid, routing
+from twin.twins.net import blocks, dispatch, fluid, routing
 from twin.twins.net.nccl import INTRA_NODE_CHANNELS, PROTOCOL_EFFICIENCY, Cost, Library, PhaseCost, ring_channels
 from twin.twins.net.timing import BUSBW_FACTOR, PhaseTiming, Timing
 from twin.twins.net.topology import Net
@@ -47,6 +47,7 @@ MAX_ALLTOALL_PAIRS = 4_000_000
 # sprayed phases of this many network transfers or more are solved as exact classes of transfers
 # (twin/twins/net/spray.py ``lumped``: the same max-min rates, one column per class)
 LUMP_TRANSFERS = 100_000
+REDUCE_BLOCKS = True  # concurrent groups timed one block per class of equal blocks (twin/twins/net/blocks.py)
 
 
 @dataclass
@@ -214,10 +215,10 @@ def plan_groups(net: Net, op: str, algorithm: str, groups: list[np.ndarray], pee
         if merged is not None:
             return [merged], "ring"
     plans = [plan(net, op, algorithm, g, None if peers is None else peers[i], lib) for i, g in enumerate(groups)]
-    first, family = plans[0]
+    first, family = max(plans, key=lambda p: len(p[0]))  # a group inside one NVLink domain may plan fewer phases
     merged = []
     for k, ph in enumerate(first):
-        parts = [p[0][k] for p in plans]
+        parts = [p[0][k] for p in plans if len(p[0]) > k]
         merged.append(Phase(np.concatenate([x.src for x in parts]), np.concatenate([x.dst for x in parts]),
                             np.concatenate([x.frac for x in parts]), ph.repeat, ph.label, ph.steps,
                             max(x.net_steps for x in parts), max(x.posts for x in parts), ph.conns, ph.pxn, ph.ring))
@@ -372,10 +373,15 @@ def time_collective(
     if algorithm == "nvls":  # the switch reduces: closed form, no fluid phases (twin/twins/net/nvls.py)
         from twin.twins.net import nvls
         return nvls.time_nvls(net, groups if groups is not None else [np.asarray(ranks)], scheme, lib)
+    reduced = None
     if groups is not None:
+        if REDUCE_BLOCKS and group_peers is None and not keep_load:
+            groups, reduced = blocks.representatives(net, groups, scheme) or (groups, None)
+        blocks.check_cost(net, op, algorithm, groups)
         phases, family = plan_groups(net, op, algorithm, groups, group_peers, lib)
         ranks = groups[0]
     else:
+        blocks.check_cost(net, op, algorithm, [np.asarray(ranks)])
         phases, family = plan(net, op, algorithm, ranks, peers, lib)
     cap = effective_capacity(net, lib, net.arc_cap if cap is None else cap)
     out = []
@@ -397,4 +403,4 @@ def time_collective(
                 [PhaseCost(p.repeat, p.t_per_byte, p.steps - p.net_steps, p.net_steps, p.posts, p.latency,
                            float(ph.frac.max()) / max(1, ph.conns) if len(ph.frac) else 0.0, ph.ring)
                  for p, ph in zip(out, phases)], lib)
-    return Timing(op, algorithm, scheme.name, n, out, cost)
+    return Timing(op, algorithm, scheme.name, n, out, cost, blocks=reduced)
