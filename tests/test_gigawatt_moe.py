@@ -5,6 +5,11 @@ of one zone: 144 NVL72 racks, 10,368 GPUs; tests/test_gigawatt.py's copy).
   zone load no arc of another zone; equal zones with equal groups are timed once. The reduced timing
   equals the timing of every group at once, phase by phase, to 1e-12 (the same max-min solution), for
   DeepSeek-V3's node-limited dispatch and for one copy per expert.
+- Rings (the data-parallel ones): a hop between two GPUs of one rack crosses only their NVLink arcs, so
+  the NVLink hops of one even and one odd rack stand for all; the same phase times as every hop, hashed
+  or sprayed.
+- The campus job itself (scenarios/gigawatt-moe.yaml's workload on the copy's 10,368 GPUs): the same step,
+  term by term, with and without both reductions.
 - A zone that differs (a cable at half its rate) is its own class, and the result is still the unreduced one.
 - A collective that cannot be timed is an error, never 0 s; one whose phase would plan more transfers
   than ``collective_transfers`` is refused before it is planned, with the estimate and the limit.
@@ -32,9 +37,13 @@ NODE_LIMITED = dispatch.algorithm(dispatch.distinct_domains(2, 8, 4) / 8)  # top
 
 
 @pytest.fixture(scope="module")
-def net(tmp_path_factory):
-    d = pipeline.compile_design(scaled(tmp_path_factory.mktemp("gwmoe")), until="fabric", placement_method="naive")
-    return topology.from_design(d)
+def design(tmp_path_factory):
+    return pipeline.compile_design(scaled(tmp_path_factory.mktemp("gwmoe")), until="fabric", placement_method="naive")
+
+
+@pytest.fixture(scope="module")
+def net(design):
+    return topology.from_design(design)
 
 
 def both(net, algorithm, monkeypatch, groups=GROUPS):
@@ -97,3 +106,43 @@ def test_a_phase_past_the_transfer_limit_is_refused_before_it_is_planned(net, mo
     with pytest.raises(limits.CostError) as e:
         collectives.time_collective(net, "alltoall", "direct", None, ADAPTIVE, groups=groups)
     assert str(e.value).startswith("326,592 transfers in a phase of alltoall/direct over 81 group(s) of 64 ranks; at most 100,000")
+
+
+@pytest.mark.parametrize("scheme", [ADAPTIVE, routing.Scheme("e16", "e-ecmp", 16)], ids=["sprayed", "hashed"])
+def test_rings_keep_the_nvlink_hops_of_one_even_and_one_odd_rack(net, scheme, monkeypatch):
+    g = 72
+    for groups in ([np.arange(g * 15)], [np.arange(g * 16).reshape(-1, g)[k::2].reshape(-1) for k in (0, 1)]):
+        G, m = len(groups), len(groups[0]) // g
+        monkeypatch.setattr(blocks, "FOLD_RING", 1)
+        ph = collectives.plan_groups(net, "allgather", "ring", groups)[0][0]
+        assert len(ph.src) == G * g * m + 2 * g * (g - 1)  # a hop per ring and rack, and two racks' NVLink hops
+        folded = collectives.time_collective(net, "allgather", "ring", None, scheme, groups=groups)
+        monkeypatch.setattr(blocks, "FOLD_RING", 10**12)
+        whole = collectives.time_collective(net, "allgather", "ring", None, scheme, groups=groups)
+        assert len(collectives.plan_groups(net, "allgather", "ring", groups)[0][0].src) == G * g * g * m
+        for a, b in zip(folded.phases, whole.phases):
+            assert a.t_per_byte == pytest.approx(b.t_per_byte, rel=1e-12) and a.latency == pytest.approx(b.latency, rel=1e-12)
+            assert (a.repeat, a.steps, a.net_steps) == (b.repeat, b.steps, b.net_steps) == (g * m - 1, g * m - 1, m - 1)
+        assert folded.time(2.0**30) == pytest.approx(whole.time(2.0**30), rel=1e-12)
+
+
+def test_the_campus_moe_step_is_the_same_folded_and_whole(design, net, monkeypatch):
+    from twin.lang.scenario.job import Job
+    from twin.lang.scenario.models import Case
+    from twin.twins.net.nccl import Library
+    from twin.twins.workload import jobs
+
+    w = design.spec.site.workloads[0]
+    assert (w.name, w.dp, w.ep, w.moe.max_nodes) == ("deepseek-v3-campus", net.n_gpus, 64, 4)
+
+    def step():
+        return jobs.simulate_job(design, net, Job(workload=w.name), [ADAPTIVE], Library(), Case(name="c"), set(), None,
+                                 ("jobs", 0))["schemes"][0]
+
+    folded = step()
+    monkeypatch.setattr(collectives, "REDUCE_BLOCKS", False)
+    monkeypatch.setattr(blocks, "FOLD_RING", 10**12)
+    whole = step()
+    for k in ("step_s", "ep_s", "dp_s", "dp_exposed_s", "exposed_comm_s", "comm_latency_s"):
+        assert folded[k] == pytest.approx(whole[k], rel=1e-12), k
+    assert folded["comm_by_kind"]["ep_alltoall"]["total_s"] > 0 and folded["dp_s"] > 0

@@ -37,6 +37,8 @@ import numpy as np
 from twin.lang import limits
 
 SPRAYED = ("spray", "adaptive")
+FOLD_RING = 1_000_000  # ring phases of this many transfers or more keep the NVLink hops of one even and one odd server
+RING_OPS = ("allreduce", "reducescatter", "allgather")
 
 
 def transfers_estimate(op: str, algorithm: str, n: int, per_server: int, groups: int) -> int:
@@ -61,6 +63,8 @@ def check_cost(net, op: str, algorithm: str, groups: list[np.ndarray]) -> None:
     g = np.asarray(groups[0])
     per_server = int(np.unique(net.gpu_server[g], return_counts=True)[1].max()) if len(g) else 1
     est = transfers_estimate(op, algorithm, len(g), per_server, len(groups))
+    if op in RING_OPS and algorithm == "ring" and est >= FOLD_RING and net.gpu_domain is None and len(g) >= 3 * per_server:
+        est = len(groups) * len(g) + 2 * per_server * (per_server - 1)  # NVLink hops folded (folded_ring)
     limits.check("collective_transfers", est, f"transfers in a phase of {op}/{algorithm} over {len(groups):,} group(s) of "
                  f"{len(g):,} ranks")
 
@@ -155,3 +159,35 @@ def _signature(net, nb: np.ndarray, arcs: np.ndarray, gpus: np.ndarray, groups: 
         np.searchsorted(gpus, groups.reshape(-1)),
     ]
     return b"|".join(np.ascontiguousarray(p).tobytes() + str(np.asarray(p).dtype).encode() for p in parts)
+
+
+def folded_ring(net, S3: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """NCCL's rings over ``S3`` (groups, servers, ranks per server; :func:`twin.twins.net.collectives._rings`:
+    ring c enters even servers at their rank c, odd ones crossed the other way) as the transfers of one
+    phase, their NVLink hops kept for one even and one odd server only; None where that is not exact.
+
+    Why exact: a hop between two GPUs of one server (one NVLink domain) crosses only the sender's NVLink
+    out-arc and the receiver's in-arc, which no network transfer of a ring crosses (no PXN). So the
+    NVLink hops of each server are a max-min problem of their own, and servers whose ranks sit on the
+    same local GPUs with the same NVLink arcs solve the same one: every even server as the first, every
+    odd one as the second. The hops between servers, one per ring and server, are all kept."""
+    G, m, g = S3.shape
+    if net.gpu_domain is not None or m < 3 or g < 2:
+        return None
+    loc = net.gpu_local[S3]
+    if not (loc == loc[:1, :1]).all():
+        return None
+    for arcs in (net.gpu_nvl_out[S3], net.gpu_nvl_in[S3]):
+        if (arcs < 0).any() or len(np.unique(net.arc_cap[arcs])) != 1 or len(np.unique(net.arc_latency[arcs])) != 1:
+            return None
+    c = np.arange(g)[:, None]
+    i = np.arange(g)[None, :]
+    even, odd = (i + c) % g, g - 1 - (i + (g - c) % g) % g  # (ring, position) -> rank of the server
+    pos = np.where((np.arange(m) % 2 == 1)[None, :, None], odd[:, None, :], even[:, None, :])  # (ring, server, position)
+    j = np.arange(m)[None, :]
+    jn = (j + 1) % m
+    src = S3[:, j, pos[:, :, g - 1]]  # (groups, rings, servers): each server's last rank of ring c
+    dst = S3[:, jn, pos[:, (np.arange(m) + 1) % m, 0]]  # the next server's first
+    hop_src = np.concatenate([S3[0, k, pos[:, k, :-1]].reshape(-1) for k in (0, 1)])
+    hop_dst = np.concatenate([S3[0, k, pos[:, k, 1:]].reshape(-1) for k in (0, 1)])
+    return np.concatenate([src.reshape(-1), hop_src]), np.concatenate([dst.reshape(-1), hop_dst])

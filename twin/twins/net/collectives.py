@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from twin.lang import limits
 from twin.twins.net import blocks, dispatch, fluid, routing
 from twin.twins.net.nccl import INTRA_NODE_CHANNELS, PROTOCOL_EFFICIENCY, Cost, Library, PhaseCost, ring_channels
 from twin.twins.net.timing import BUSBW_FACTOR, PhaseTiming, Timing
@@ -241,6 +242,13 @@ def _ring_groups(net: Net, op: str, groups: list[np.ndarray], lib: Library) -> P
     heads = np.sort(srv[:, ::g], axis=1)
     if not (srv.reshape(G, m, g) == srv[:, ::g, None]).all() or (m > 1 and (heads[:, 1:] == heads[:, :-1]).any()):
         return None
+    per = 2 if op == "allreduce" else 1
+    conns = _channels_of(net, R[0], np.full(m, g), lib)
+    folded = blocks.folded_ring(net, R.reshape(G, m, g)) if G * n * g >= blocks.FOLD_RING else None
+    if folded is not None:
+        return Phase(*folded, np.full(len(folded[0]), 1.0 / (n * g)), per * (n - 1), "ring", per * (n - 1), per * (m - 1), 0, conns,
+                     False, True)
+    limits.check("collective_transfers", G * n * (g if m > 1 else 1), f"transfers in a phase of {op}/ring over {G:,} group(s) of {n:,} ranks")
     if m == 1:  # inside one server: one ring in rank order
         rings = R[:, None, :]
     else:  # _rings: ring c enters even servers at their rank c, odd ones crossed the other way
@@ -249,9 +257,7 @@ def _ring_groups(net: Net, op: str, groups: list[np.ndarray], lib: Library) -> P
         i = np.arange(g)
         rings = np.stack([np.where(odd, S3[:, :, g - 1 - (i + (g - c) % g) % g], S3[:, :, (i + c) % g]).reshape(G, n)
                           for c in range(g)], axis=1)
-    per = 2 if op == "allreduce" else 1
     repeat = per * (n - 1)
-    conns = _channels_of(net, R[0], np.full(m, g), lib)
     src = rings.reshape(-1)
     dst = np.roll(rings, -1, axis=2).reshape(-1)
     return Phase(src, dst, np.full(len(src), 1.0 / (n * rings.shape[1])), repeat, "ring", repeat,
