@@ -90,6 +90,9 @@ def test_groups_across_zones_or_hashed_paths_are_not_folded(net):
     assert blocks.representatives(net, across, ADAPTIVE) is None
     assert blocks.representatives(net, GROUPS, routing.Scheme("e16", "e-ecmp", 16)) is None
     assert blocks.representatives(net, GROUPS, ADAPTIVE)[1]["classes"] == 1
+    back = GROUPS[::-1]  # zone 2's groups first: the first group stays first (NCCL's cost model reads its servers)
+    reps, info = blocks.representatives(net, back, ADAPTIVE)
+    assert reps[0] is back[0] and len(reps) == 18 and info["groups_timed"] == 18
 
 
 def test_a_collective_that_cannot_be_timed_is_an_error_not_zero(net):

@@ -93,22 +93,23 @@ def representatives(net, groups: list[np.ndarray], scheme) -> tuple[list[np.ndar
     used = np.unique(gb)
     if len(used) < 2:
         return None
+    used = np.r_[gb[0], used[used != gb[0]]]  # the first group's block first: it stays the first group (the cost model reads it)
     L = net.n_link_arcs
     tb, hb = nb[net.arc_tail[:L]], nb[net.arc_head[:L]]
     arc_blk = np.where(tb == hb, tb, -1)
     arcs = np.argsort(arc_blk, kind="stable")  # arc order inside each block
-    a_ptr = np.searchsorted(arc_blk[arcs], np.r_[used, used + 1])
+    a_lo, a_hi = np.searchsorted(arc_blk[arcs], used), np.searchsorted(arc_blk[arcs], used + 1)
     gpu_srv_blk = srv_blk[net.gpu_server]
     gpus = np.argsort(gpu_srv_blk, kind="stable")
-    g_ptr = np.searchsorted(gpu_srv_blk[gpus], np.r_[used, used + 1])
+    g_lo, g_hi = np.searchsorted(gpu_srv_blk[gpus], used), np.searchsorted(gpu_srv_blk[gpus], used + 1)
     g_order = np.argsort(gb, kind="stable")
-    r_ptr = np.searchsorted(gb[g_order], np.r_[used, used + 1])
+    r_lo, r_hi = np.searchsorted(gb[g_order], used), np.searchsorted(gb[g_order], used + 1)
     keys: dict[bytes, int] = {}
     reps: list[int] = []
     k = len(used)
     for i in range(k):
-        members = g_order[r_ptr[i]:r_ptr[k + i]]
-        key = _signature(net, nb, arcs[a_ptr[i]:a_ptr[k + i]], gpus[g_ptr[i]:g_ptr[k + i]], R[members])
+        members = g_order[r_lo[i]:r_hi[i]]
+        key = _signature(net, nb, arcs[a_lo[i]:a_hi[i]], gpus[g_lo[i]:g_hi[i]], R[members])
         if key not in keys:
             keys[key] = int(used[i])
             reps.extend(members.tolist())
