@@ -109,6 +109,9 @@ def test_a_phase_past_the_transfer_limit_is_refused_before_it_is_planned(net, mo
     with pytest.raises(limits.CostError) as e:
         collectives.time_collective(net, "alltoall", "direct", None, ADAPTIVE, groups=groups)
     assert str(e.value).startswith("326,592 transfers in a phase of alltoall/direct over 81 group(s) of 64 ranks; at most 100,000")
+    import pickle  # the plan search raises it in a worker process and reads it in the parent
+
+    assert str(pickle.loads(pickle.dumps(e.value))) == str(e.value)
 
 
 @pytest.mark.parametrize("scheme", [ADAPTIVE, routing.Scheme("e16", "e-ecmp", 16)], ids=["sprayed", "hashed"])

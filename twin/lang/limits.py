@@ -105,8 +105,11 @@ class CostError(ValueError):
     """A run that would cost more than a limit allows; raised before the allocation."""
 
     def __init__(self, name: str, count: float, counts: str | None = None):
-        self.name, self.count = name, count
+        self.name, self.count, self.counts = name, count, counts
         super().__init__(message(name, count, counts))
+
+    def __reduce__(self):  # as raised, across the plan search's worker processes
+        return CostError, (self.name, self.count, self.counts)
 
 
 def check(name: str, count: float, counts: str | None = None) -> None:
