@@ -152,3 +152,18 @@ def test_the_campus_moe_step_is_the_same_folded_and_whole(design, net, monkeypat
     for k in ("step_s", "ep_s", "dp_s", "dp_exposed_s", "exposed_comm_s", "comm_latency_s"):
         assert folded[k] == pytest.approx(whole[k], rel=1e-12), k
     assert folded["comm_by_kind"]["ep_alltoall"]["total_s"] > 0 and folded["dp_s"] > 0
+
+
+def test_a_job_past_the_limit_exits_2_with_a_located_refusal():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "TWIN_LIMITS": "collective_transfers=100"}
+    p = subprocess.run([sys.executable, "-m", "twin", "simulate", "sites/lab-2zone.yaml", "--scenario", "scenarios/lab-job.yaml"],
+                       cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    assert "scenarios/lab-job.yaml:9:16: jobs[0].workload: job lab-llama-8b (128 GPUs), scheme ecmp-1qp: 1,024 transfers in a phase of " \
+           "allgather/ring over 16 group(s) of 8 ranks; at most 100 (limit collective_transfers" in " ".join(p.stderr.split())
