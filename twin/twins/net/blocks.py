@@ -121,12 +121,12 @@ def representatives(net, groups: list[np.ndarray], scheme) -> tuple[list[np.ndar
 def _node_blocks(net) -> np.ndarray | None:
     """Each node's block (switches 0..S-1, then NICs): a leaf's class, a neighbour's class (one in its
     set ``P``), a NIC's leaf's class; -1 elsewhere. None when a switch neighbours two classes (their
-    traffic could meet there)."""
+    traffic could meet there) or a leaf neighbours a class (its own class's traffic and that one's meet)."""
     r = net.routes
     S = net.n_switches
     near = r.dP == 0  # (classes, switches): each class's neighbour set P
     count = near.sum(axis=0)
-    if (count > 1).any():
+    if (count > 1).any() or (count[r.leaves] > 0).any():  # a switch near two classes, or a leaf some class passes through
         return None
     nb = np.full(S + len(net.nic_leaf), -1, np.int64)
     nb[:S] = np.where(count == 1, near.argmax(axis=0), -1)

@@ -381,7 +381,7 @@ def time_collective(
         return nvls.time_nvls(net, groups if groups is not None else [np.asarray(ranks)], scheme, lib)
     reduced = None
     if groups is not None:
-        if REDUCE_BLOCKS and group_peers is None and not keep_load:
+        if REDUCE_BLOCKS and group_peers is None and not keep_load and cap is None:  # blocks compare the net's own arcs
             groups, reduced = blocks.representatives(net, groups, scheme) or (groups, None)
         blocks.check_cost(net, op, algorithm, groups)
         phases, family = plan_groups(net, op, algorithm, groups, group_peers, lib)
