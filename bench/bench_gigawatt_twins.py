@@ -13,6 +13,11 @@ far as it reads, time and peak memory per step. Run through `python bench/bench_
   Goal: 60 s and 8 GiB. Its known answer: each phase's seconds per byte against the closed form of the
   hierarchical algorithm on a non-blocking fabric, 1 / (g B_nvl) on NVLink and 1 / (g m B_nic) per ring
   step (g = 72 GPUs per rack, m = 13,824 racks), within 5% (issue 40).
+- moe: the fabric's paths, then scenarios/gigawatt-moe.yaml: the step of DeepSeek-V3's shape on every GPU
+  (EP 64, ZeRO-1, node-limited routing; the site's workload deepseek-v3-campus): its expert all-to-all over
+  15,552 EP groups as 192 zones, equal zones timed once, and its data-parallel rings with the NVLink hops
+  of one even and one odd rack (twin/twins/net/blocks.py; tests/test_gigawatt_moe.py holds both against
+  the unreduced job on a 10,368-GPU copy). Goal: 60 s and 8 GiB.
 - known answers: the same campaign with only the catalog's per-GPU classes failing and no recovery
   time (detection, swap, restart, restore 0: Young's model), whose MTTI is 1 / (N r) within its Monte
   Carlo error and whose best interval is sqrt(2 w / (N r)) within 10% ([young74]).
@@ -40,8 +45,9 @@ SITE = ROOT / "sites" / "gigawatt-campus.yaml"
 TWINS = {"power": ("placement", ROOT / "scenarios" / "gigawatt-power.yaml"),
          "campaign": ("fabric", ROOT / "scenarios" / "gigawatt-campaign.yaml"),
          "known answers": ("fabric", None),
-         "allreduce": ("fabric", ROOT / "scenarios" / "gigawatt-allreduce.yaml")}
-GOALS = {"power": (60.0, 8.0), "campaign": (10.0, 8.0), "allreduce": (60.0, 8.0)}  # seconds (the twin; the campaign: its Monte Carlo), GiB
+         "allreduce": ("fabric", ROOT / "scenarios" / "gigawatt-allreduce.yaml"),
+         "moe": ("fabric", ROOT / "scenarios" / "gigawatt-moe.yaml")}
+GOALS = {"power": (60.0, 8.0), "campaign": (10.0, 8.0), "allreduce": (60.0, 8.0), "moe": (60.0, 8.0)}  # seconds (the twin; the campaign: its Monte Carlo), GiB
 
 
 def known_answer_scenario(design) -> str:
@@ -89,6 +95,12 @@ def child(name: str) -> dict:
                             "young_s": young, "best_s": c["checkpoint"]["interval_s"], "ratio": c["checkpoint"]["interval_s"] / young}
     if "cases" in r.data and r.data["cases"][0].get("collectives"):
         out.update(allreduce_figures(d, r.data["cases"][0]["collectives"][0]))
+    if "cases" in r.data and r.data["cases"][0].get("jobs"):
+        j = r.data["cases"][0]["jobs"][0]
+        sch = j["schemes"][0]
+        out["figures"] = {"parallelism": j["parallelism"], "step_s": sch["step_s"], "compute_s": j["compute_s"],
+                          "exposed_comm_s": sch["exposed_comm_s"], "mfu": sch["predicted_mfu"],
+                          "comm_by_kind": {k: v["total_s"] for k, v in sch["comm_by_kind"].items()}}
     if "power" in r.data:
         p = r.data["power"]
         out["figures"] = {"samples": p["samples"], "limits_checked": p["distribution"]["limits_checked"],

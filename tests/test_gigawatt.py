@@ -49,6 +49,9 @@ def scaled(tmp_path: Path, buildings: int = 2, halls: int = 1, atsws: int = 9) -
     doc["fabric"]["zones"] = buildings * halls
     doc["fabric"]["gpus"] = buildings * halls * R * GPUS_PER_RACK
     doc["fabric"]["atsw"]["count"] = atsws
+    for w in doc.get("workloads", []):  # every GPU of the copy, the same micro-batches per rank
+        per = doc["fabric"]["gpus"] // (w.get("tp", 1) * w.get("cp", 1) * w.get("pp", 1))
+        w["global_batch"], w["dp"] = w["global_batch"] * per // w["dp"], per
     p = tmp_path / "gigawatt-scaled.yaml"
     p.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return p

@@ -37,6 +37,9 @@ LIMITS: dict[str, Limit] = {x.name: x for x in (
     Limit("halls", 1_000, "halls", "halls of a site, campus buildings' halls included (1,000 validate in about 3 s)"),
     Limit("rack_positions", 1_000_000, "rack positions", "rows x positions over every hall (about 80 bytes each while validating)"),
     Limit("collective_sizes", 1_000, "message sizes", "sizes of one collective (its sizes: list, or what its sweep: expands to)"),
+    Limit("collective_transfers", 8_000_000, "transfers",
+          "transfers of one phase of a collective over all its concurrent groups, after equal blocks are folded "
+          "(routing takes a few hundred bytes each)"),
     Limit("campaign_event_steps", 300_000, "Monte Carlo event steps",
           "a campaign's failure events per run, summed over the main run and every sweep point (about 0.3 ms each)"),
     Limit("campaign_cells", 20_000_000, "run x event cells",
@@ -102,8 +105,11 @@ class CostError(ValueError):
     """A run that would cost more than a limit allows; raised before the allocation."""
 
     def __init__(self, name: str, count: float, counts: str | None = None):
-        self.name, self.count = name, count
+        self.name, self.count, self.counts = name, count, counts
         super().__init__(message(name, count, counts))
+
+    def __reduce__(self):  # as raised, across the plan search's worker processes
+        return CostError, (self.name, self.count, self.counts)
 
 
 def check(name: str, count: float, counts: str | None = None) -> None:

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twin.twins.net import dispatch, fluid, routing
+from twin.lang import limits
+from twin.twins.net import blocks, dispatch, fluid, routing
 from twin.twins.net.nccl import INTRA_NODE_CHANNELS, PROTOCOL_EFFICIENCY, Cost, Library, PhaseCost, ring_channels
 from twin.twins.net.timing import BUSBW_FACTOR, PhaseTiming, Timing
 from twin.twins.net.topology import Net
@@ -47,6 +48,7 @@ MAX_ALLTOALL_PAIRS = 4_000_000
 # sprayed phases of this many network transfers or more are solved as exact classes of transfers
 # (twin/twins/net/spray.py ``lumped``: the same max-min rates, one column per class)
 LUMP_TRANSFERS = 100_000
+REDUCE_BLOCKS = True  # concurrent groups timed one block per class of equal blocks (twin/twins/net/blocks.py)
 
 
 @dataclass
@@ -214,10 +216,10 @@ def plan_groups(net: Net, op: str, algorithm: str, groups: list[np.ndarray], pee
         if merged is not None:
             return [merged], "ring"
     plans = [plan(net, op, algorithm, g, None if peers is None else peers[i], lib) for i, g in enumerate(groups)]
-    first, family = plans[0]
+    first, family = max(plans, key=lambda p: len(p[0]))  # a group inside one NVLink domain may plan fewer phases
     merged = []
     for k, ph in enumerate(first):
-        parts = [p[0][k] for p in plans]
+        parts = [p[0][k] for p in plans if len(p[0]) > k]
         merged.append(Phase(np.concatenate([x.src for x in parts]), np.concatenate([x.dst for x in parts]),
                             np.concatenate([x.frac for x in parts]), ph.repeat, ph.label, ph.steps,
                             max(x.net_steps for x in parts), max(x.posts for x in parts), ph.conns, ph.pxn, ph.ring))
@@ -240,6 +242,13 @@ def _ring_groups(net: Net, op: str, groups: list[np.ndarray], lib: Library) -> P
     heads = np.sort(srv[:, ::g], axis=1)
     if not (srv.reshape(G, m, g) == srv[:, ::g, None]).all() or (m > 1 and (heads[:, 1:] == heads[:, :-1]).any()):
         return None
+    per = 2 if op == "allreduce" else 1
+    conns = _channels_of(net, R[0], np.full(m, g), lib)
+    folded = blocks.folded_ring(net, R.reshape(G, m, g)) if G * n * g >= blocks.FOLD_RING else None
+    if folded is not None:
+        return Phase(*folded, np.full(len(folded[0]), 1.0 / (n * g)), per * (n - 1), "ring", per * (n - 1), per * (m - 1), 0, conns,
+                     False, True)
+    limits.check("collective_transfers", G * n * (g if m > 1 else 1), f"transfers in a phase of {op}/ring over {G:,} group(s) of {n:,} ranks")
     if m == 1:  # inside one server: one ring in rank order
         rings = R[:, None, :]
     else:  # _rings: ring c enters even servers at their rank c, odd ones crossed the other way
@@ -248,9 +257,7 @@ def _ring_groups(net: Net, op: str, groups: list[np.ndarray], lib: Library) -> P
         i = np.arange(g)
         rings = np.stack([np.where(odd, S3[:, :, g - 1 - (i + (g - c) % g) % g], S3[:, :, (i + c) % g]).reshape(G, n)
                           for c in range(g)], axis=1)
-    per = 2 if op == "allreduce" else 1
     repeat = per * (n - 1)
-    conns = _channels_of(net, R[0], np.full(m, g), lib)
     src = rings.reshape(-1)
     dst = np.roll(rings, -1, axis=2).reshape(-1)
     return Phase(src, dst, np.full(len(src), 1.0 / (n * rings.shape[1])), repeat, "ring", repeat,
@@ -372,10 +379,15 @@ def time_collective(
     if algorithm == "nvls":  # the switch reduces: closed form, no fluid phases (twin/twins/net/nvls.py)
         from twin.twins.net import nvls
         return nvls.time_nvls(net, groups if groups is not None else [np.asarray(ranks)], scheme, lib)
+    reduced = None
     if groups is not None:
+        if REDUCE_BLOCKS and group_peers is None and not keep_load and cap is None:  # blocks compare the net's own arcs
+            groups, reduced = blocks.representatives(net, groups, scheme) or (groups, None)
+        blocks.check_cost(net, op, algorithm, groups)
         phases, family = plan_groups(net, op, algorithm, groups, group_peers, lib)
         ranks = groups[0]
     else:
+        blocks.check_cost(net, op, algorithm, [np.asarray(ranks)])
         phases, family = plan(net, op, algorithm, ranks, peers, lib)
     cap = effective_capacity(net, lib, net.arc_cap if cap is None else cap)
     out = []
@@ -397,4 +409,4 @@ def time_collective(
                 [PhaseCost(p.repeat, p.t_per_byte, p.steps - p.net_steps, p.net_steps, p.posts, p.latency,
                            float(ph.frac.max()) / max(1, ph.conns) if len(ph.frac) else 0.0, ph.ring)
                  for p, ph in zip(out, phases)], lib)
-    return Timing(op, algorithm, scheme.name, n, out, cost)
+    return Timing(op, algorithm, scheme.name, n, out, cost, blocks=reduced)

@@ -47,6 +47,7 @@ class Timing:
     phases: list[PhaseTiming]
     cost: Cost
     notes: list[str] = field(default_factory=list)
+    blocks: dict | None = None  # groups timed one block per class of equal blocks (twin/twins/net/blocks.py)
 
     @property
     def steps(self) -> int:

@@ -23,7 +23,7 @@ from twin.compiler.resolve import memory
 from twin.lang.site.workload_models import RECOMPUTE_POLICIES
 from twin.twins.plan.space import DIMS, ORDERS, RECOMPUTE
 from twin.twins.workload import compute, moe
-from twin.twins.workload.comm import Timed, _allreduce_algorithms, expert_dp_groups
+from twin.twins.workload.comm import Timed, _allreduce_algorithms, expert_dp_groups, time_fastest
 from twin.twins.workload.jobs import rank_groups
 
 
@@ -159,16 +159,9 @@ class Collectives:
 
     def timed_now(self, op: str, algs: list[str], groups, peers=None) -> tuple[Timed, float]:
         """One collective timed by the network twin, with the seconds it took."""
-        from twin.twins.net import collectives as coll
-
         t0 = time.perf_counter()
-        out = []
-        for a in algs:
-            try:
-                out.append(coll.time_collective(self.p.net, op, a, None, self.p.scheme, groups=groups, group_peers=peers, lib=self.p.lib))
-            except ValueError:
-                continue
-        return Timed(out), time.perf_counter() - t0
+        t = time_fastest(self.p.net, op, algs, groups, self.p.scheme, self.p.lib, peers)
+        return t, time.perf_counter() - t0
 
     def fill(self, results) -> None:
         """Record timed collectives: ``(signature, what, Timed, seconds)`` each."""

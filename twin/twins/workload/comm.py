@@ -42,10 +42,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from twin.lang.limits import CostError
 from twin.twins.net import collectives as coll
 from twin.twins.workload import moe as moe_mod
 from twin.twins.workload.compute import BF16
 
+KIND_OF = {"tp": "TP", "nvlink": "TP (NVLink)", "cp": "CP", "cp-ring": "CP ring", "ep": "EP all-to-all", "pp": "PP send/receive",
+           "dp": "data-parallel", "edp": "expert data-parallel"}
 KINDS = ("tp_allgather", "tp_reducescatter", "tp_allreduce", "cp_exchange", "ep_alltoall", "pp_sendrecv", "dp")
 
 
@@ -75,6 +78,24 @@ class Timed:
         return t.time(size), t.latency(size)
 
 
+def time_fastest(net, op: str, algs: list[str], groups, scheme, lib, peers=None) -> Timed:
+    """The collective timed under each algorithm that applies to it; an algorithm that does not apply
+    (``ValueError``: a recursive halving over ranks that are not a power of two) is skipped, but when
+    none applies, or one is refused for its cost (:class:`twin.lang.limits.CostError`), the error is
+    raised: a collective is never timed as 0 s because it could not be timed."""
+    out, errors = [], []
+    for a in algs:
+        try:
+            out.append(coll.time_collective(net, op, a, None, scheme, groups=groups, group_peers=peers, lib=lib))
+        except CostError:
+            raise
+        except ValueError as e:
+            errors.append(f"{a}: {e}")
+    if not out:
+        raise ValueError(f"{op} over {len(groups):,} group(s) of {len(groups[0]):,} ranks cannot be timed: " + "; ".join(errors))
+    return Timed(out)
+
+
 def _allreduce_algorithms(net, group: np.ndarray, nvls: bool) -> list[str]:
     multi = len(set(net.gpu_server[group].tolist())) > 1
     return ["ring", "tree"] if multi else (["ring", "nvls"] if nvls else ["ring"])
@@ -87,13 +108,12 @@ def time_comm(net, g: Groups, r, s, c, scheme, lib, nvls: bool, cache: dict) -> 
     def timed(key, op, algs, groups, peers=None) -> Timed:
         k = (key, op) if key == "nvlink" else (scheme.name, key, op)
         if k not in cache:
-            out = []
-            for a in algs:
-                try:
-                    out.append(coll.time_collective(net, op, a, None, scheme, groups=groups, group_peers=peers, lib=lib))
-                except ValueError:
-                    continue
-            cache[k] = Timed(out)
+            try:
+                cache[k] = time_fastest(net, op, algs, groups, scheme, lib, peers)
+            except CostError:
+                raise
+            except ValueError as e:
+                raise ValueError(f"{KIND_OF.get(key, key)}: {e}") from None
         return cache[k]
 
     m = r.microbatches

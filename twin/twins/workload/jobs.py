@@ -195,7 +195,11 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
     cache: dict = {}
     per_scheme = []
     for s in schemes:
-        x = comm.time_comm(net, g, r, shape, c, s, lib, nvls, cache)
+        try:
+            x = comm.time_comm(net, g, r, shape, c, s, lib, nvls, cache)
+        except ValueError as e:  # a collective the network twin refuses (its cost) or cannot time: never 0 s
+            raise SpecError([error(src, path + ("workload",), f"job {w.name} ({n:,} GPUs), scheme {s.name}: {e}",
+                                   "a smaller job or EP group, or raise the limit it names")]) from None
         step = t_compute + bubble + straggle + x["exposed_comm_s"]
         tflops = c.model_flops_per_step / step / n / 1e12
         per_scheme.append({
