@@ -321,4 +321,4 @@ def emit(d: Design, runs: Runs | None = None, risks: list[Verdict] | None = None
     markdown, pictures = compose(d, runs, risks)
     return {"report.md": markdown.encode("utf-8"), "report.html": html.page(f"{d.name}: design report", markdown, pictures),
             "review.json": dumps(figures(d, runs.default, scenario=runs.scenario[1] if runs.scenario else None), [v.to_json() for v in risks]),
-            **pictures}
+            verdicts_report.CSV: verdicts_report.verdicts_csv(risks), **pictures}
