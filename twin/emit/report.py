@@ -20,7 +20,7 @@ from twin.compiler.design import Design
 from twin.compiler.resolve import liquid
 from twin.compiler.resolve.feasibility import hall_capacity
 from twin.compiler.resolve.spec import rack_heat
-from twin.emit import bom, campus_report, configs_report, cost_report, fabric_report, html, pic_budget, pic_fabric, pic_floor, pic_twin, placement, report_twins, sizing_report, verdicts_report
+from twin.emit import bom, campus_report, configs_report, cost_report, fabric_report, html, pic_budget, pic_buildings, pic_fabric, pic_floor, pic_twin, placement, report_twins, sizing_report, verdicts_report
 from twin.emit.markdown import pct, table
 from twin.emit.report_net import design_section
 from twin.lang.units import kw
@@ -197,8 +197,13 @@ def twins_section(d: Design) -> str:
 
 
 def floor_pictures(d: Design) -> list[str | Picture]:
-    pics = pic_floor.floor_pictures(d)
-    return (["### Floor plans"] + pics) if pics else []
+    """Every hall's floor plan; on a campus of more halls than a page holds, the campus by building and the
+    floor plan of each building's fullest hall (:mod:`twin.emit.pic_buildings`)."""
+    campus = pic_buildings.picture(d)
+    pics = pic_floor.floor_pictures(d, pic_buildings.floor_halls(d))
+    if campus is None:
+        return (["### Floor plans"] + pics) if pics else []
+    return ["### The campus by building", campus, "### Floor plans: the fullest hall of each building"] + pics
 
 
 def placement_pictures(d: Design) -> list[str | Picture]:
