@@ -69,7 +69,8 @@ class Verdict:
     def to_json(self) -> dict:
         return {"key": self.key, "check": self.check, "status": self.status, "severity": self.severity, "value": self.value,
                 "limit": self.limit, "section": self.section, "link": f"report.html#{section_id(self.section)}",
-                "where": self.where, "source": "twin" if self.twin else "design"}
+                "where": self.where, "source": "twin" if self.twin else "design",
+                **({"group": self.group, "instance": self.instance} if self.group else {})}
 
 
 def section_id(title: str) -> str:
