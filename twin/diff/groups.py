@@ -105,7 +105,7 @@ def verdict_line(g: dict) -> str:
     """One group of verdicts in one line: outcome, what, how many, the first few with their figures."""
     head = g["status"].upper() + ("" if g["was"] is None else f" (was {g['was']})")
     r = g["sample"][0]
-    if not g["grouped"] and g["count"] == 1:
+    if g["count"] == 1:
         return f"{head}: {r['check']}: {r['value']} against {r['limit']}"
     shown = "; ".join(f"{x.get('instance') or x['key']}: {x['value']}" for x in g["sample"])
     more = f"; and {g['count'] - len(g['sample']):,} more" if g["count"] > len(g["sample"]) else ""

@@ -21,7 +21,7 @@ review.json's ``risks``.
 from __future__ import annotations
 
 from twin.analysis.verdicts import Verdict, counts, section_id
-from twin import csvfmt
+from twin.csvfmt import table as csv_table
 from twin.emit.markdown import table
 
 TITLE = "Verdicts"
@@ -59,10 +59,10 @@ def _row(status: str, severity: str, label: str, n: int, shown: list[Verdict], w
     v = shown[0]
     link = f"#{section_id(v.section)}"
     where = f"`{worst.where}`" if worst.where else "-"
-    if n == 1 and not v.group:
+    if n == 1:  # a check of its own, or the one instance of its group (a site of one hall): in its own words
         return [status.upper(), severity, f"[{_cell(v.check)}]({link})", "1", _cell(v.value), _cell(v.limit), where]
     names = ", ".join(_cell(x.instance or x.key) for x in shown) + (f" and {n - len(shown):,} more" if n > len(shown) else "")
-    value = _cell(worst.value) if n == 1 else f"{_cell(worst.instance or worst.key)}: {_cell(worst.value)}"
+    value = f"{_cell(worst.instance or worst.key)}: {_cell(worst.value)}"
     return [status.upper(), severity, f"[{_cell(label)}]({link}): {names}", f"{n:,}", value, _cell(worst.limit), where]
 
 
@@ -83,4 +83,4 @@ def verdicts_csv(verdicts: list[Verdict]) -> bytes:
     """Every verdict, one row each, in rank order: the table the report's grouped rows count."""
     rows = [[v.status, v.severity, v.key, v.group, v.check, v.value, v.limit, v.section, v.where, "twin" if v.twin else "design"]
             for v in verdicts]
-    return csvfmt.table(CSV_COLUMNS, rows)
+    return csv_table(CSV_COLUMNS, rows)
