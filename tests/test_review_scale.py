@@ -29,7 +29,7 @@ from twin.emit import buildings, pic_buildings, verdicts_report
 B, H = 4, 4
 
 
-def many_halls(path: Path, oversubscription: str = "2:1", b: int = B, h: int = H) -> Path:
+def many_halls(path: Path, oversubscription: str = "2:1", b: int = B, h: int = H, row_cooling: str | None = None) -> Path:
     """lab-campus with ``b`` buildings of ``h`` halls (b<i>-h<j>), one 2-rack AI zone per hall, routes from the locations."""
     B, H = b, h  # noqa: N806
     doc = yaml.safe_load((SITES / "lab-campus.yaml").read_text(encoding="utf-8"))
@@ -40,6 +40,8 @@ def many_halls(path: Path, oversubscription: str = "2:1", b: int = B, h: int = H
     doc["campus"]["routes"] = []
     doc["campus"]["fabric"]["oversubscription"] = oversubscription
     doc["fabric"]["zones"] = B * H
+    if row_cooling is not None:
+        doc["hall_types"]["lab-hall"]["cooling"]["capacity_per_row"] = row_cooling
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return path
 
@@ -157,3 +159,18 @@ def test_diff_is_grouped_and_json_complete(campus):
     per = {m for m in re.findall(r"per building: ([^;]+);", text)}
     assert any(all(f"b{i + 1} " in p for i in range(B)) for p in per), text
     assert len(text.splitlines()) < 80
+
+
+def test_build_prints_three_of_a_hall_check(tmp_path):
+    """Every hall's row cooling at 91% or more (47.4 or, in a building's first hall with its ATSWs, 50.4 of 52
+    kW): `twin build` prints three of the 16 warnings and counts the rest; the report's one WARN row counts
+    16 and shows the worst (a first hall's 96.9%); review.json keeps all 16."""
+    r = twin_in_process("build", str(many_halls(tmp_path / "warm.yaml", row_cooling="52 kW")), "-o", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if "row cooling in b" in ln]
+    assert len(lines) == 3 and f"WARN (high) ... and {B * H - 3} more of row cooling per hall in normal operation" in r.stderr
+    rows = verdict_rows((tmp_path / "out" / "report.md").read_text(encoding="utf-8"))
+    warm = [x for x in rows if x[0] == "WARN" and "row cooling per hall" in x[2]]
+    assert [int(x[3]) for x in warm] == [B * H] and warm[0][4] == "b1-h1: row 1 cooling: 50.4 kW (96.9%)"
+    risks = json.loads((tmp_path / "out" / "review.json").read_text())["risks"]
+    assert sum(x["status"] == "warn" and x.get("group") == "row cooling per hall in normal operation" for x in risks) == B * H

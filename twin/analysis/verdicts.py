@@ -139,8 +139,7 @@ def design_verdicts(d, locate: bool = True) -> list[Verdict]:
     out += _addressing(d, at)
     for i, w in enumerate(d.warnings):
         out.append(Verdict(f"spec.warning.{i + 1}", f"spec warning at {w.dotted or 'the file'}", "warn", "low", w.message,
-                           w.expected or "-", WARNINGS, f"{Path(w.file).name}:{w.line}:{w.col}", group="spec warnings",
-                           instance=w.dotted or "the file"))
+                           w.expected or "-", WARNINGS, f"{Path(w.file).name}:{w.line}:{w.col}"))
     return out
 
 
