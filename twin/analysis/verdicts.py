@@ -219,7 +219,7 @@ def _lossless(d, at) -> list[Verdict]:
         out.append(Verdict(f"lossless.route.{p.a}-{p.b}", f"lossless (PFC) on the {p.links} links between {p.a} and {p.b}",
                            "pass" if p.fits else "fail", "high", f"{p.length_m:,.0f} m, xoff {p.xoff_bytes / 1e6:.2f} MB per port",
                            reach, CAMPUS, where, group="lossless (PFC) on the links between two buildings, per route",
-                           instance=f"{p.a}-{p.b}"))
+                           instance=f"{p.a}-{p.b}", share=p.xoff_bytes / p.room_bytes if p.room_bytes > 0 else math.inf))
     return out
 
 
