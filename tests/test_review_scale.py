@@ -174,3 +174,27 @@ def test_build_prints_three_of_a_hall_check(tmp_path):
     assert [int(x[3]) for x in warm] == [B * H] and warm[0][4] == "b1-h1: row 1 cooling: 50.4 kW (96.9%)"
     risks = json.loads((tmp_path / "out" / "review.json").read_text())["risks"]
     assert sum(x["status"] == "warn" and x.get("group") == "row cooling per hall in normal operation" for x in risks) == B * H
+
+
+def test_identical_halls_fold_into_one_row(campus):
+    """Per-hall tables of more than 12 halls: each run of identical halls is one row. The budget's 16 halls are
+    alike (one row; its GPU racks x 16 are every rack); in the stranded power per hall a building's first
+    hall, whose row holds its ATSWs, differs from the other three: 2 rows per building, loads adding up."""
+    d, out, _ = campus
+    md = (out / "report.md").read_text(encoding="utf-8")
+
+    def rows_after(marker: str) -> list[list[str]]:
+        body = md.split(marker, 1)[1].split("\n\n|", 1)[1].split("\n\n", 1)[0]
+        return [[c.strip() for c in ln.split("|")[1:-1]] for ln in body.splitlines()[2:]]
+
+    def halls(name: str) -> int:
+        m = re.search(r"\((\d+) halls\)", name)
+        return int(m.group(1)) if m else 1
+
+    budget = rows_after("## Power and cooling budget")
+    assert [r[0] for r in budget] == [f"b1-h1 .. b{B}-h{H} ({B * H} halls)"] and int(budget[0][1]) * B * H == d.spec.racks
+    stranded = rows_after("Stranded power per row")
+    assert [r[0] for r in stranded] == [x for i in range(B) for x in (f"b{i + 1}-h1", f"b{i + 1}-h2 .. b{i + 1}-h{H} ({H - 1} halls)")]
+    load = sum(float(r[2].removesuffix(" kW")) * halls(r[0]) for r in stranded)
+    rows = [r for r in d.placement.figures["rows"] if r["load_w"] > 0]
+    assert sum(halls(r[0]) for r in stranded) == B * H and load == pytest.approx(sum(r["load_w"] for r in rows) / 1e3, abs=0.1 * B * H)

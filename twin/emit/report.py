@@ -21,7 +21,7 @@ from twin.compiler.resolve import liquid
 from twin.compiler.resolve.feasibility import hall_capacity
 from twin.compiler.resolve.spec import rack_heat
 from twin.emit import bom, campus_report, configs_report, cost_report, fabric_report, html, pic_budget, pic_buildings, pic_fabric, pic_floor, pic_twin, placement, report_twins, sizing_report, verdicts_report
-from twin.emit.markdown import pct, table
+from twin.emit.markdown import fold, pct, table
 from twin.emit.report_net import design_section
 from twin.lang.units import kw
 from twin.twins.results import Runs
@@ -113,7 +113,7 @@ def power_section(d: Design) -> str:
             f"{kw(hb.cooling)} ({pct(hb.air_heat / hb.cooling) if hb.cooling else '-'})",
             h.power.redundancy.value,
         ])
-    out.append(table(["hall", "GPU racks", "GPU positions", "IT load", "distribution (used)", "facility / utility", "cooling (used)", "redundancy"], rows, "lrrrrrrl"))
+    out.append(table(["hall", "GPU racks", "GPU positions", "IT load", "distribution (used)", "facility / utility", "cooling (used)", "redundancy"], fold(rows), "lrrrrrrl"))
     out.append("\n" + table(
         ["level", "load", "capacity", "used"],
         [
@@ -132,7 +132,7 @@ def power_section(d: Design) -> str:
         gpu_slots = s.positions[h.name] / h.rows
         worst_row.append([h.name, f"{gpu_slots:g}", kw(gpu_slots * b.rack_power), kw(per_row_cap), kw(per_row_cool)])
     out.append("\nA full row (every GPU position filled) against its per-row limits:\n\n")
-    out.append(table(["hall", "GPU positions / row", "full-row load", "row power limit", "row cooling"], worst_row, "lrrrr"))
+    out.append(table(["hall", "GPU positions / row", "full-row load", "row power limit", "row cooling"], fold(worst_row), "lrrrr"))
     out += liquid_table(d)
     return "\n".join(out)
 
@@ -165,7 +165,7 @@ def liquid_table(d: Design) -> list[str]:
     return ["\nLiquid cooling: the GPU racks' liquid heat (liquid_share x rack power), what the CDUs carry in normal operation"
             " and after the loss of one CDU or pump (placement holds every row to it), and the facility water:\n\n",
             table(["hall", "liquid heat", "air heat (used)", "CDUs", "CDU capacity by state", "facility / coolant supply",
-                   "facility water (used)"], rows, "lrrllrr")]
+                   "facility water (used)"], fold(rows), "lrrllrr")]
 
 
 def workloads_section(d: Design) -> str | None:
