@@ -106,6 +106,8 @@ def test_the_campus_is_drawn_by_building(campus):
     assert {f.split("-")[1] for f in floors} == {f"b{i + 1}" for i in range(B)}
     svg = (out / "report" / "campus-buildings.svg").read_text(encoding="utf-8")
     assert svg.count('<g class="building"') == B and svg.count('<g class="hall"') == B * H
+    budget = (out / "report" / "budget.svg").read_text(encoding="utf-8")  # levels per building, not per hall
+    assert not re.search(r">b\d-h\d: ", budget) and {m for m in re.findall(r">(b\d) \(4 halls\): ", budget)} == {f"b{i + 1}" for i in range(B)}
     page = (out / "report.html").read_text(encoding="utf-8")
     assert page.count("<svg ") == len(pics)
     rows = list(csv.reader(io.StringIO((out / "placement" / "floor.csv").read_text())))
