@@ -34,6 +34,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--site", default="meta-24k-roce", help="a site of sites/ (default meta-24k-roce)")
     ap.add_argument("--no-diff", action="store_true", help="skip the twin diff of two lab specs")
+    ap.add_argument("--out", type=Path, help="also write the report's files into this folder (to read them)")
     args = ap.parse_args()
     import twin
     from twin.build import run_twins
@@ -49,6 +50,9 @@ def main() -> None:
         times.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
     page = files["report.html"]
+    for p, data in files.items() if args.out else ():
+        (args.out / p).parent.mkdir(parents=True, exist_ok=True)
+        (args.out / p).write_bytes(data)
     pics = [p for p in files if p.startswith("report/")]
     print(f"report (md + html + {len(pics)} pictures + review.json, default twin run included): median {statistics.median(cpu):.2f} s CPU, "
           f"{statistics.median(times):.2f} s wall ({min(times):.2f}-{max(times):.2f}); report.html {len(page) / 1e6:.2f} MB (goal < 5 MB)")
