@@ -75,7 +75,7 @@ def picture(d) -> tuple[str, str, bytes] | None:
         lengths = [t.route_m for t in trunks if bp.name in (t.a, t.b)]
         c.group("building", building=bp.name, halls=str(len(bp.halls)), gpus=str(b.gpus), links_out=str(b.links_out))
         c.rect(x, y, bw, bh, "#f3f5f8", stroke=INK, tip=f"building {bp.name}: {len(bp.halls)} halls, {b.gpus:,} GPUs")
-        c.text(x + 8, y + 15, f"{bp.name}: {len(bp.halls)} halls, {b.zones} AI zones, {b.gpus:,} GPUs", bold=True, size=10)
+        c.text(x + 8, y + 15, f"{bp.name}: {len(bp.halls)} halls, {b.zones} zones, {b.gpus:,} GPUs", bold=True, size=9.5)
         c.text(x + 8, y + 30, f"IT {kw(b.it_w)}; facility {kw(b.facility_w)} of {kw(bp.utility)}", size=9)
         reach = f" ({min(lengths) / 1e3:,.1f}-{max(lengths) / 1e3:,.1f} km)" if lengths else ""
         c.text(x + 8, y + 44, f"{b.links_out:,} links to {len(lengths)} buildings{reach}", size=9, fill=MUTED)
