@@ -16,6 +16,7 @@ from conftest import compiled, example_sites, tiered, twin_in_process, unwrap
 from golden import differences, files_under
 
 from twin.build import OutputError, build
+from twin.emit import pic_buildings
 
 ROOT = Path(__file__).resolve().parents[1]
 SITES = example_sites()
@@ -45,7 +46,7 @@ def test_every_example_builds(site, built):
     """Every artifact is in the manifest with its hash, and the build holds the whole design: the GPUs and
     the switches per tier of the spec's shape, one config per switch (RoCE: an FRR config, and SONiC or EOS
     by the model's target), every cable of the plan, every rack on the floor plan and in NetBox's import
-    set, a floor picture per hall."""
+    set, a floor picture per hall (on a campus of more than 12 halls, per building)."""
     out, d = built(site), compiled(site)
     spec, shape, g = d.spec, d.spec.shape, d.fabric.graph
     manifest = json.loads((out / "manifest.json").read_text())
@@ -84,7 +85,10 @@ def test_every_example_builds(site, built):
     assert len(csv_rows(out / "netbox" / "04-racks.csv")) == len(placed)
     devices = {r["description"] for r in csv_rows(out / "netbox" / "08-devices.csv")}
     assert switches <= devices
-    assert sorted(p for p in files if p.startswith("report/floor-")) == sorted(f"report/floor-{h.name}.svg" for h in spec.site.halls)
+    halls = [h.name for h in spec.site.halls]  # above 12 halls on a campus: the fullest hall of each building, the campus by building
+    drawn = halls if len(halls) <= pic_buildings.FLOOR_HALLS or spec.campus is None else pic_buildings.floor_halls(d)
+    assert sorted(p for p in files if p.startswith("report/floor-")) == sorted(f"report/floor-{h}.svg" for h in drawn)
+    assert ("report/campus-buildings.svg" in files) == (drawn != halls) and len(drawn) == (len(halls) if drawn == halls else len(spec.campus.buildings))
 
 
 def test_meta_24k_figures(meta24k):

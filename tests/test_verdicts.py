@@ -97,8 +97,12 @@ def test_report_opens_with_the_verdicts(built, site):
     rows = [ln for ln in md.split("## Verdicts", 1)[1].split("## Summary", 1)[0].splitlines() if ln.startswith("| ") and "|:" not in ln][1:]
     status = [r.split("|")[1].strip() for r in rows]
     assert status == sorted(status, key=["FAIL", "WARN", "PASS"].index)
-    if site == "lab-campus":
-        assert status == ["FAIL"] * 4 + ["PASS"] * 24
+    checks = [int(r.split("|")[4].strip().replace(",", "")) for r in rows]
+    n = {st: sum(c for s, c in zip(status, checks) if s == st.upper()) for st in ("fail", "warn", "pass")}
+    assert re.search(rf"\*\*{n['fail']} fail, {n['warn']} warning\(s\), {n['pass']} pass\*\* of {sum(checks)} checks", md)
+    if site == "lab-campus":  # 3 halls and 3 routes: a per-hall or per-route check is one row of 3; the 4 fails in 2 rows
+        assert status == ["FAIL"] * 2 + ["PASS"] * 14 and sum(checks) == 28
+        assert checks[:2] == [1, 3] and "[lossless (PFC) on the links between two buildings, per route](#campus): b1-b2, b1-b3, b2-b3" in rows[1]
     if site == "lab-ib":
         assert any("[InfiniBand unicast LIDs at LMC 0](#subnet-manager-opensm)" in r for r in rows)
     heads = {section_id(h) for h in re.findall(r"^##+ (.+)$", md, re.M)}
@@ -111,7 +115,7 @@ def test_lab_campus_verdicts_above_the_fold(built, browser):
     first screen, in a red FAIL cell, and its link lands on the Campus section."""
     page = browser.open_page(built("lab-campus") / "report.html")
     got = page.evaluate("""(() => {
-      const row = [...document.querySelectorAll('tr')].find(r => r.textContent.includes('between b2 and b3'));
+      const row = [...document.querySelectorAll('tr')].find(r => r.textContent.includes('per route: b1-b2, b1-b3, b2-b3'));
       const cell = row.querySelector('td.v-fail');
       const link = row.querySelector('a');
       return {bottom: row.getBoundingClientRect().bottom, fold: window.innerHeight, status: cell && cell.textContent,

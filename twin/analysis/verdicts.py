@@ -57,11 +57,20 @@ class Verdict:
     section: str  # the report section (heading) that shows it
     where: str = ""  # NAME:LINE:COL of the spec or scenario line that states the limit (file name only; "" when none)
     twin: bool = False  # from a twin run (a scenario), not the design alone
+    group: str = ""  # the check without its instance, shared by every hall or route it is made of ("" : a check of its own)
+    instance: str = ""  # what this one is of within its group ("b1-dh1: row 9 busway B", "b2-b3")
+    share: float | None = None  # the figure as a share of its limit, where it is one (the worst of a group is shown)
+
+    @property
+    def family(self) -> str:
+        """The words a grouped report shows for this check's group (the check itself when it has none)."""
+        return self.group or self.check
 
     def to_json(self) -> dict:
         return {"key": self.key, "check": self.check, "status": self.status, "severity": self.severity, "value": self.value,
                 "limit": self.limit, "section": self.section, "link": f"report.html#{section_id(self.section)}",
-                "where": self.where, "source": "twin" if self.twin else "design"}
+                "where": self.where, "source": "twin" if self.twin else "design",
+                **({"group": self.group, "instance": self.instance} if self.group else {})}
 
 
 def section_id(title: str) -> str:
@@ -121,7 +130,9 @@ def design_verdicts(d, locate: bool = True) -> list[Verdict]:
     for hb in b.halls:
         full = "fail" if hb.gpu_racks > hb.positions else "pass"  # a full hall is the plan, not a risk
         out.append(Verdict(f"space.{hb.name}", f"GPU racks against GPU positions in {hb.name}", full, "high",
-                           f"{hb.gpu_racks:,} racks", f"{hb.positions:,} positions", BUDGET, at(("halls", halls.get(hb.name, 0)))))
+                           f"{hb.gpu_racks:,} racks", f"{hb.positions:,} positions", BUDGET, at(("halls", halls.get(hb.name, 0))),
+                           group="GPU racks against GPU positions, per hall", instance=hb.name,
+                           share=hb.gpu_racks / hb.positions if hb.positions else math.inf))
     out += _placement(d, at, halls)
     out += _oversubscription(s, at)
     out += _lossless(d, at)
@@ -152,7 +163,10 @@ def _placement(d, at, halls) -> list[Verdict]:
         when = "in normal operation" if state == "normal" else f"after the worst failure ({u['state']})"
         out.append(Verdict(f"{field}.{hall}.{kind}.{state}", f"{what} in {hall} {when}: {u['name']}", grade(u["load_w"], u["capacity_w"]),
                            "high", f"{kw(u['load_w'])} ({_pct(u['utilisation'])})", kw(u["capacity_w"]), PLACEMENT,
-                           at(("halls", halls.get(hall, 0), field), ("halls", halls.get(hall, 0)))))
+                           at(("halls", halls.get(hall, 0), field), ("halls", halls.get(hall, 0))),
+                           share=u["load_w"] / u["capacity_w"] if u["capacity_w"] > 0 else math.inf,
+                           group=f"{what} per hall " + ("in normal operation" if state == "normal" else "after the worst failure"),
+                           instance=f"{hall}: {u['name']}" + ("" if state == "normal" else f" ({u['state']})")))
     return out
 
 
@@ -204,7 +218,8 @@ def _lossless(d, at) -> list[Verdict]:
         reach = f"lossless reach {p.reach_m / 1e3:,.2f} km" if math.isfinite(p.reach_m) and p.room_bytes > 0 else f"no room left on {p.switch}"
         out.append(Verdict(f"lossless.route.{p.a}-{p.b}", f"lossless (PFC) on the {p.links} links between {p.a} and {p.b}",
                            "pass" if p.fits else "fail", "high", f"{p.length_m:,.0f} m, xoff {p.xoff_bytes / 1e6:.2f} MB per port",
-                           reach, CAMPUS, where))
+                           reach, CAMPUS, where, group="lossless (PFC) on the links between two buildings, per route",
+                           instance=f"{p.a}-{p.b}", share=p.xoff_bytes / p.room_bytes if p.room_bytes > 0 else math.inf))
     return out
 
 

@@ -155,11 +155,13 @@ def twin_verdicts(d, scenario_file: str, data: dict, locate: bool = True) -> lis
             out.append(Verdict(f"power-twin.{r['hall']}.{r['state']}", f"{r['limit']} in {r['hall']} over time ({r['state']})", st, "high",
                                f"peak {kw(r['peak_W'])}, continuous {kw(r['continuous_W'])}" + ("" if ok else f" ({why} over)"),
                                f"rating {kw(r['rating_W'])}, derated {kw(r['derated_W'])}", POWER,
-                               site_at(("halls", halls.get(r["hall"], 0), "power"), ("halls", halls.get(r["hall"], 0))), twin=True))
+                               site_at(("halls", halls.get(r["hall"], 0), "power"), ("halls", halls.get(r["hall"], 0))), twin=True,
+                               group=f"{r['limit']} per hall over time", instance=f"{r['hall']} ({r['state']})"))
         for h in dist.get("halls", []):
             out.append(Verdict(f"power-twin.{h['hall']}.utility", f"hall {h['hall']} facility peak against its utility",
                                "pass" if h["utility_ok"] else "fail", "high", kw(h["facility_peak_W"]), kw(h["utility_W"]), POWER,
-                               site_at(("halls", halls.get(h["hall"], 0), "power", "utility"), ("halls", halls.get(h["hall"], 0))), twin=True))
+                               site_at(("halls", halls.get(h["hall"], 0), "power", "utility"), ("halls", halls.get(h["hall"], 0))), twin=True,
+                               group="hall facility peak against its utility, per hall", instance=h["hall"]))
         racks = dist.get("racks")
         if racks and racks.get("gpu_racks"):
             out.append(Verdict("power-twin.racks", "GPU racks' peak against the power shelf", "fail" if racks["over_shelf"] else

@@ -45,15 +45,25 @@ def risks_exit(risks, accept: bool) -> int:
     return EXIT_RISKS if not accept and any(v.status == "fail" for v in risks) else 0
 
 
-def print_risks(risks, console=None, fails_only: bool = False) -> None:
-    """The fails and warnings (``fails_only``: the fails), one line each, worst first; then the counts."""
+def print_risks(risks, console=None, fails_only: bool = False, sample: int = 3) -> None:
+    """The fails and warnings (``fails_only``: the fails), one line each, worst first, at most ``sample`` of
+    a check made per hall or per route (then how many more: every one is in report/verdicts.csv); then the counts."""
     console = console or err
+    seen: dict[tuple, int] = {}
     for v in risks:
         if v.status == "fail" or (v.status == "warn" and not fails_only):
             style = "red" if v.status == "fail" else "yellow"
+            k = (v.status, v.severity, v.group or v.key)
+            seen[k] = seen.get(k, 0) + 1
+            if seen[k] > sample:
+                continue
             where = f"{v.where}: " if v.where else ""
             console.print(f"{v.status.upper()} ({v.severity}) {where}{v.check}: {v.value} against {v.limit} [{v.section}]",
                           style=style, markup=False, emoji=False)
+    for (status, severity, group), n in seen.items():
+        if n > sample:
+            console.print(f"{status.upper()} ({severity}) ... and {n - sample:,} more of {group} (every one in report/verdicts.csv)",
+                          style="red" if status == "fail" else "yellow", markup=False, emoji=False)
     n = {s: sum(v.status == s for v in risks) for s in ("fail", "warn", "pass")}
     console.print(f"verdicts: {n['fail']} fail, {n['warn']} warning(s), {n['pass']} pass", markup=False,
                   style="red" if n["fail"] else "yellow" if n["warn"] else "green")

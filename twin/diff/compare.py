@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 
 from twin.analysis.registry import lookup
 from twin.build import render
+from twin.diff.groups import building_names
 from twin.folder import JSON_LIMIT, MANIFEST, FolderError, expect, inside, load_manifest, parse_json, printable, read_artifact
 from twin.lang.diagnostics import dotted
 from twin.twins.results import SCHEMA_VERSION
@@ -187,6 +188,7 @@ class DiffResult:
     risks: list[dict] = field(default_factory=list)  # the new side's verdicts with ``was`` (the old side's status)
     inputs: list[dict] = field(default_factory=list)  # what changed in the spec as validated: path, old, new
     racks: dict | None = None  # racks moved, added, removed on the floor (twin/diff/racks.py); None: the floor is the same
+    buildings: list[str] = field(default_factory=list)  # the new side's buildings by name (a campus; groups the artifacts)
 
     @property
     def empty(self) -> bool:
@@ -247,8 +249,11 @@ def compare(old: Side, new: Side, progress=None) -> DiffResult:
             da, db = design_doc(old.read(p), old.label), design_doc(new.read(p), new.label)
             res.design_fields = [f for f in changed_paths(da, db) if not f.startswith(NOISE)]
             res.inputs = input_changes(da, db)
+            res.buildings = building_names(db)
     if old.figures is not None and new.figures is not None:
         res.figures, res.unchanged_figures = moved_figures(old.figures, new.figures)
+    if not res.buildings and "design.json" in new.hashes and new.sizes.get("design.json", 0) <= LINE_DIFF_LIMIT:
+        res.buildings = building_names(design_doc(new.read("design.json"), new.label))
     say("compare the configs per role")
     res.configs = config_changes(res, old, new)
     res.risks = risk_changes(old.risks, new.risks)

@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from twin.analysis.registry import lookup
 from twin.diff.compare import DiffResult
+from twin.diff.groups import artifact_groups, per_building, verdict_groups, verdict_line
 from twin.emit import html
 from twin.emit.markdown import table
 from twin.folder import printable
@@ -115,13 +116,17 @@ def _input(v) -> str:
 
 
 def verdict_lines(res: DiffResult) -> list[str]:
-    """The new side's fails and warnings, and every check whose status changed, worst first."""
-    out = []
-    for r in res.risks:
-        if r["status"] != "pass" or (r["was"] is not None and r["was"] != r["status"]):
-            was = "" if r["was"] == r["status"] else f" (was {r['was'] or 'not checked'})"
-            out.append(f"{r['status'].upper()}{was}: {r['check']}: {r['value']} against {r['limit']}")
-    return out
+    """The new side's fails and warnings, and every check whose status changed, worst first; a check made
+    per hall or per route is one line per outcome (:func:`twin.diff.groups.verdict_groups`)."""
+    return [verdict_line(g) for g in verdict_groups(res.risks)]
+
+
+def groups_of(res: DiffResult) -> list[dict]:
+    return artifact_groups(res.changed, res.added, res.removed, res.buildings)
+
+
+def group_lines(g: dict) -> str:
+    return "" if g["change"] != "changed" else lines(g["added_lines"], g["removed_lines"])
 
 
 def markdown(res: DiffResult) -> str:
@@ -161,12 +166,17 @@ def markdown(res: DiffResult) -> str:
     else:
         out.append("No config changed.\n")
     out.append("\n## Artifacts\n")
-    rows = [[f"`{p}`", "changed", lines(a, r)] for p, (a, r) in list(res.changed.items())[:ARTIFACT_ROWS]]
-    rows += [[f"`{p}`", "added", ""] for p in res.added[:ARTIFACT_ROWS]] + [[f"`{p}`", "removed", ""] for p in res.removed[:ARTIFACT_ROWS]]
-    more = max(0, len(res.changed) - ARTIFACT_ROWS) + max(0, len(res.added) - ARTIFACT_ROWS) + max(0, len(res.removed) - ARTIFACT_ROWS)
-    out.append(table(["artifact", "", "lines"], rows, "llr") if rows else "No artifact changed.\n")
-    if more:
-        out.append(f"\n... and {more:,} more artifacts.\n")
+    gs = groups_of(res)
+    if gs:
+        out.append("Grouped by kind (the path with every number as N) and by building; `--json` lists every path.\n")
+        out.append(table(["artifacts", "", "files", "per building", "lines", "e.g."],
+                         [[f"`{g['kind']}`", g["change"], f"{g['files']:,}", per_building(g), group_lines(g),
+                           ", ".join(f"`{p}`" for p in g["sample"]) + (" ..." if g["files"] > len(g["sample"]) else "")]
+                          for g in gs[:ARTIFACT_ROWS]], "llrlrl"))
+        if len(gs) > ARTIFACT_ROWS:
+            out.append(f"\n... and {len(gs) - ARTIFACT_ROWS:,} more kinds.\n")
+    else:
+        out.append("No artifact changed.\n")
     if res.design_fields:
         out.append("\n### design.json fields\n")
         out += [f"- `{f}`" for f in res.design_fields[:FIELD_ROWS]]
@@ -206,12 +216,17 @@ def terminal(res: DiffResult, out) -> None:
     for role, r in res.configs.items():
         out.print(f"[bold]configs {t(role)}[/bold]: {r['changed']} changed, {r['added']} added, {r['removed']} removed"
                   + (f" (e.g. {t(r['example'])})" if r["example"] else ""))
-    for p in res.added:
-        out.print(f"[green]+ {t(p)}[/green]")
-    for p in res.removed:
-        out.print(f"[red]- {t(p)}[/red]")
-    for p, (a, r) in res.changed.items():
-        out.print(f"[yellow]~ {t(p)}[/yellow] ({lines(a, r)}{' lines' if a is not None else ''})")
+    mark = {"added": ("green", "+"), "removed": ("red", "-"), "changed": ("yellow", "~")}
+    for g in groups_of(res):
+        colour, sign = mark[g["change"]]
+        if g["files"] == 1:
+            p = g["sample"][0]
+            out.print(f"[{colour}]{sign} {t(p)}[/{colour}]" + (f" ({lines(*res.changed[p])}{' lines' if res.changed[p][0] is not None else ''})"
+                                                               if g["change"] == "changed" else ""))
+            continue
+        where = f"; per building: {t(per_building(g))}" if g["buildings"] else ""
+        counted = f"; {group_lines(g)}{' lines' if g['added_lines'] is not None else ''}" if g["change"] == "changed" else ""
+        out.print(f"[{colour}]{sign} {t(g['kind'])}[/{colour}]: {g['files']:,} {g['change']}{where}{counted} (e.g. {t(', '.join(g['sample']))})")
     for f in res.design_fields[:50]:
         out.print(f"    design.json: {printable(f, 400)}", markup=False)
     if len(res.design_fields) > 50:

@@ -13,6 +13,7 @@ import numpy as np
 
 from twin.analysis import headroom as distance
 from twin.compiler.design import Design
+from twin.emit import buildings
 from twin.emit.markdown import pct, table
 from twin.lang.units import kw
 from twin.physics import FIBER_DELAY_S_PER_M, HEADROOM_SHARE, PFC_RESPONSE_S
@@ -48,6 +49,7 @@ def section(d: Design) -> str | None:
         return None
     out = ["## Campus\n"]
     out.append(_buildings(d))
+    out.append(buildings.section(d))
     out.append(_tier(d))
     out.append(_routes(d))
     out.append(_headroom(d))

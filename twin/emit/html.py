@@ -2,7 +2,7 @@
 
 The Markdown the report sections write is a small, regular subset (headings, paragraphs, GitHub
 tables with alignment, ``-`` lists, fenced code, ``**bold**``, `` `code` ``, links to the page's own
-headings ``[text](#id)`` and image lines), so a
+headings ``[text](#id)``, links to a CSV the build wrote beside it ``[text](report/x.csv)`` and image lines), so a
 converter of that subset is all the page needs: no script, no font and no file from anywhere else.
 An image line ``![caption](report/x.svg)`` becomes a ``<figure>`` with the SVG's text inlined;
 consecutive image lines share one row (the floor plans of several halls side by side). Headings get
@@ -73,6 +73,7 @@ td.v-pass { color: #1a7f37; }
 IMAGE = re.compile(r"^!\[(?P<cap>[^\]]*)\]\((?P<src>[^)\s]+)\)\s*$")
 HEADING = re.compile(r"^(#{1,4})\s+(.*)$")
 LINK = re.compile(r"\[([^\]]+)\]\(#([a-z0-9-]+)\)")  # a link to a heading of the page
+FILE_LINK = re.compile(r"\[([^\]]+)\]\((report/[a-z0-9][a-z0-9-]*\.csv)\)")  # a link to a table the build wrote beside the page
 VERDICT = {"FAIL": "v-fail", "WARN": "v-warn", "PASS": "v-pass"}  # a verdict cell (twin.emit.verdicts_report)
 
 
@@ -97,6 +98,7 @@ def inline(text: str) -> str:
         part = escape(part.replace("\\|", "|").replace("\\*", "\x00"), quote=False)
         part = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", part)
         part = LINK.sub(r'<a href="#\2">\1</a>', part)
+        part = FILE_LINK.sub(r'<a href="\2">\1</a>', part)
         out.append(part.replace("\x00", "*"))
     return "".join(out)
 

@@ -3,7 +3,8 @@
 Budget bars: every level of the power and cooling chain (site utility, rack power shelf, and per hall
 its busways or UPS blocks, row cooling, cooling zones and hall utility) as the share of its limit it
 uses, in normal operation and in the worst failure state (the placement's ``usage`` figures: one entry
-per limit and state). A bar past the 100% line is a limit exceeded.
+per limit and state). A bar past the 100% line is a limit exceeded. On a campus of more than
+:data:`twin.emit.markdown.FOLD` halls the levels are per building (its worst hall, named), not per hall.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import math
 import numpy as np
 
 from twin.compiler.place import floorplan
+from twin.emit.markdown import FOLD
 from twin.emit.svg import INK, MUTED, PALETTE, Canvas, nice_ticks, stacked_histogram, status_colour
 from twin.lang.units import kw
 
@@ -37,15 +39,20 @@ def budget_rows(d) -> list[tuple[str, dict | None, dict | None]]:
                                "utilisation": b.rack_power / s.rack_type.power_shelf, "name": s.rack_type_name, "state": "normal"}, None),
     ]
     usage = d.placement.figures.get("usage", []) if d.placement is not None else []
-    for h in s.site.halls:
-        mine = [u for u in usage if u["hall"] == h.name]
+    by_hall: dict[str, list[dict]] = {}
+    for u in usage:
+        by_hall.setdefault(u["hall"], []).append(u)
+    groups = [(h.name, by_hall.get(h.name, [])) for h in s.site.halls]
+    if s.campus is not None and len(groups) > FOLD:  # a campus of many halls: each building's worst hall per level
+        groups = [(f"{bp.name} ({len(bp.halls)} halls)", [u for h in bp.halls for u in by_hall.get(h, [])]) for bp in s.campus.buildings]
+    for name, mine in groups:
         for kind, label in KINDS:
             us = [u for u in mine if u["kind"] == kind]
             if not us:
                 continue
             normal = [u for u in us if u["state"] == "normal"]
             failed = [u for u in us if u["state"] != "normal"]
-            rows.append((f"{h.name}: {label}", worst(normal), worst(failed)))
+            rows.append((f"{name}: {label}", worst(normal), worst(failed)))
     return rows
 
 
@@ -77,7 +84,8 @@ def budget_svg(d) -> bytes:
             what = "normal" if k == 0 else u["state"]
             c.rect(L, yy, px(u["utilisation"]) - L, bar, colour,
                    tip=f"{label}, {what}: {u['name']} carries {kw(u['load_w'])} of {kw(u['capacity_w'])} ({100 * u['utilisation']:.1f}%)")
-            label_k = f"{100 * u['utilisation']:.1f}% of {kw(u['capacity_w'])}" + ("" if k == 0 else f" ({u['state']})")
+            label_k = (f"{100 * u['utilisation']:.1f}% of {kw(u['capacity_w'])}" + ("" if k == 0 else f" ({u['state']})")
+                       + (f", {u['hall']}" if "halls)" in label else ""))
             c.text(px(u["utilisation"]) + 4, yy + bar - 2, label_k, size=9, fill=INK if k == 0 else MUTED)
         y += per
     c.line(px(1.0), T - 8, px(1.0), H - 50, "#e15759", 1.5, dash="4 2")

@@ -190,8 +190,8 @@ def hall_svg(h: Hall, racks, pue: float, zones: int, share: float = 0.0) -> byte
     return c.svg()
 
 
-def floor_pictures(d) -> list[tuple[str, str, bytes]]:
-    """(file name, caption, svg) per hall, in the spec's hall order."""
+def floor_pictures(d, only: list[str] | None = None) -> list[tuple[str, str, bytes]]:
+    """(file name, caption, svg) per hall, in the spec's hall order (``only``: these halls alone)."""
     p = d.placement
     if p is None:
         return []
@@ -200,6 +200,8 @@ def floor_pictures(d) -> list[tuple[str, str, bytes]]:
         by_hall.setdefault(r.position.hall, []).append(r)
     out = []
     for h in d.spec.site.halls:
+        if only is not None and h.name not in only:
+            continue
         caption = (f"Floor plan of {h.name} at its real geometry (racks coloured by AI zone, network racks dark, each named by"
                    f" the end of its id after `{h.name}-` that fits; bars: worst busway and cooling utilisation of each row over"
                    " normal operation and every failure state)")

@@ -8,7 +8,7 @@ import io
 
 from twin.compiler.design import Design
 from twin.compiler.place import floorplan
-from twin.emit.markdown import pct, table
+from twin.emit.markdown import fold, pct, table
 from twin.lang.units import kw
 
 
@@ -143,7 +143,7 @@ def section(d: Design) -> str | None:
             continue
         srows.append([h.name, len(used), kw(sum(r["load_w"] for r in used)), kw(sum(r["stranded_w"] for r in used)),
                       kw(min(r["stranded_w"] for r in used)), kw(max(r["stranded_w"] for r in used))])
-    out.append(table(["hall", "rows in use", "load", "stranded", "least per row", "most per row"], srows, "lrrrrr"))
+    out.append(table(["hall", "rows in use", "load", "stranded", "least per row", "most per row"], fold(srows), "lrrrrr"))
     if len(f["rows"]) <= 24:
         out.append("\n" + table(["hall", "row", "load", "limit", "stranded"],
                                 [[r["hall"], r["row"], kw(r["load_w"]), kw(r["limit_w"]), kw(r["stranded_w"])] for r in f["rows"]], "lrrrr"))

@@ -20,8 +20,8 @@ from twin.compiler.design import Design
 from twin.compiler.resolve import liquid
 from twin.compiler.resolve.feasibility import hall_capacity
 from twin.compiler.resolve.spec import rack_heat
-from twin.emit import bom, campus_report, configs_report, cost_report, fabric_report, html, pic_budget, pic_fabric, pic_floor, pic_twin, placement, report_twins, sizing_report, verdicts_report
-from twin.emit.markdown import pct, table
+from twin.emit import bom, campus_report, configs_report, cost_report, fabric_report, html, pic_budget, pic_buildings, pic_fabric, pic_floor, pic_twin, placement, report_twins, sizing_report, verdicts_report
+from twin.emit.markdown import fold, pct, table
 from twin.emit.report_net import design_section
 from twin.lang.units import kw
 from twin.twins.results import Runs
@@ -113,7 +113,7 @@ def power_section(d: Design) -> str:
             f"{kw(hb.cooling)} ({pct(hb.air_heat / hb.cooling) if hb.cooling else '-'})",
             h.power.redundancy.value,
         ])
-    out.append(table(["hall", "GPU racks", "GPU positions", "IT load", "distribution (used)", "facility / utility", "cooling (used)", "redundancy"], rows, "lrrrrrrl"))
+    out.append(table(["hall", "GPU racks", "GPU positions", "IT load", "distribution (used)", "facility / utility", "cooling (used)", "redundancy"], fold(rows), "lrrrrrrl"))
     out.append("\n" + table(
         ["level", "load", "capacity", "used"],
         [
@@ -132,7 +132,7 @@ def power_section(d: Design) -> str:
         gpu_slots = s.positions[h.name] / h.rows
         worst_row.append([h.name, f"{gpu_slots:g}", kw(gpu_slots * b.rack_power), kw(per_row_cap), kw(per_row_cool)])
     out.append("\nA full row (every GPU position filled) against its per-row limits:\n\n")
-    out.append(table(["hall", "GPU positions / row", "full-row load", "row power limit", "row cooling"], worst_row, "lrrrr"))
+    out.append(table(["hall", "GPU positions / row", "full-row load", "row power limit", "row cooling"], fold(worst_row), "lrrrr"))
     out += liquid_table(d)
     return "\n".join(out)
 
@@ -165,7 +165,7 @@ def liquid_table(d: Design) -> list[str]:
     return ["\nLiquid cooling: the GPU racks' liquid heat (liquid_share x rack power), what the CDUs carry in normal operation"
             " and after the loss of one CDU or pump (placement holds every row to it), and the facility water:\n\n",
             table(["hall", "liquid heat", "air heat (used)", "CDUs", "CDU capacity by state", "facility / coolant supply",
-                   "facility water (used)"], rows, "lrrllrr")]
+                   "facility water (used)"], fold(rows), "lrrllrr")]
 
 
 def workloads_section(d: Design) -> str | None:
@@ -197,8 +197,13 @@ def twins_section(d: Design) -> str:
 
 
 def floor_pictures(d: Design) -> list[str | Picture]:
-    pics = pic_floor.floor_pictures(d)
-    return (["### Floor plans"] + pics) if pics else []
+    """Every hall's floor plan; on a campus of more halls than a page holds, the campus by building and the
+    floor plan of each building's fullest hall (:mod:`twin.emit.pic_buildings`)."""
+    campus = pic_buildings.picture(d)
+    pics = pic_floor.floor_pictures(d, pic_buildings.floor_halls(d))
+    if campus is None:
+        return (["### Floor plans"] + pics) if pics else []
+    return ["### The campus by building", campus, "### Floor plans: the fullest hall of each building"] + pics
 
 
 def placement_pictures(d: Design) -> list[str | Picture]:
@@ -321,4 +326,4 @@ def emit(d: Design, runs: Runs | None = None, risks: list[Verdict] | None = None
     markdown, pictures = compose(d, runs, risks)
     return {"report.md": markdown.encode("utf-8"), "report.html": html.page(f"{d.name}: design report", markdown, pictures),
             "review.json": dumps(figures(d, runs.default, scenario=runs.scenario[1] if runs.scenario else None), [v.to_json() for v in risks]),
-            **pictures}
+            verdicts_report.CSV: verdicts_report.verdicts_csv(risks), **pictures}

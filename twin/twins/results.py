@@ -65,6 +65,8 @@ class Risk(BaseModel):
     link: str = Field(description="report.html#<id> of that section")
     where: str = Field(description="FILE:LINE:COL of the spec or scenario line that states the limit (file name only), or ''")
     source: Literal["design", "twin"] = Field(description="the design alone, or a twin run (a scenario)")
+    group: str | None = Field(None, description="a check made per hall or per route: the check without its instance, the same for every instance (the report's grouped row)")
+    instance: str | None = Field(None, description="with group: which hall or route this one is of")
     was: str | None = Field(None, description="twin diff only: the status on the old side (null: not checked there)")
     spec: str | None = Field(None, description="twin validate only: the spec file the verdict is of")
 
