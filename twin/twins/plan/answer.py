@@ -103,6 +103,9 @@ def answer(p: Problem, fixed: dict | None = None, top: int = 10, progress=None) 
     """Search, re-time the leaders with the full twin, and explain (module docstring)."""
     s = search.search(p, fixed, keep=top, mask_fn=classes(p), progress=progress)
     lead = s.best(None, top)
+    if not len(lead):
+        why = "; ".join(f"{k}: {v}" for k, v in s.coll.refused.items()) or "no plan was scored"
+        raise ValueError(f"no plan of {p.workload.name} on {p.gpus:,} GPUs can be timed: {why}")
     fulls = []
     for n, i in enumerate(lead):
         if progress is not None:
@@ -131,7 +134,8 @@ def answer(p: Problem, fixed: dict | None = None, top: int = 10, progress=None) 
         "hbm_GB": p.hbm / 1e9, "routing": {"scheme": p.scheme.kind, "qps": p.scheme.qps},
         "space": {"enumerated": s.space.enumerated, "pruned": s.pruned, "feasible": s.feasible,
                   "scored": int(s.scored.sum()), "bounded": int(s.feasible - s.scored.sum()),
-                  "collectives_timed": s.coll.calls, "stack_limits": p.stack_limits(), "pins": fixed or {}},
+                  "collectives_timed": s.coll.calls, "collectives_refused": dict(s.coll.refused),
+                  "stack_limits": p.stack_limits(), "pins": fixed or {}},
         "seconds": {**s.seconds, "collectives_s": sum(s.coll.seconds.values())},
         "plans": entries,
         "rank_correlation": search.spearman(fast_steps, full_steps),

@@ -54,7 +54,7 @@ class Searched:
         """Indices of the ``k`` best scored plans (under ``mask``), fastest first; between equal steps the one
         that needs less memory, then the first enumerated."""
         ok = self.scored if mask is None else self.scored & mask
-        idx = np.flatnonzero(ok)
+        idx = np.flatnonzero(ok & np.isfinite(self.step))  # a plan with a refused collective is never a pick
         return idx[np.lexsort((idx, self.memory["total"][idx], self.step[idx]))][:k]
 
 

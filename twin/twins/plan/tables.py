@@ -20,10 +20,11 @@ import time
 import numpy as np
 
 from twin.compiler.resolve import memory
+from twin.lang.limits import CostError
 from twin.lang.site.workload_models import RECOMPUTE_POLICIES
 from twin.twins.plan.space import DIMS, ORDERS, RECOMPUTE
 from twin.twins.workload import compute, moe
-from twin.twins.workload.comm import Timed, _allreduce_algorithms, expert_dp_groups, time_fastest
+from twin.twins.workload.comm import Refused, Timed, _allreduce_algorithms, expert_dp_groups, time_fastest
 from twin.twins.workload.jobs import rank_groups
 
 
@@ -142,6 +143,7 @@ class Collectives:
         self.calls = 0
         self.seconds: dict[str, float] = {}  # time spent tabulating, by collective (summed over the cores that timed)
         self.pending: dict | None = None  # while recording: signature -> what to time
+        self.refused: dict[str, str] = {}  # collectives the network twin refused to time: what -> why
 
     def groups(self, over: tuple[str, ...], rep: dict) -> list[np.ndarray]:
         sizes = {d: rep[d] for d in DIMS}
@@ -160,7 +162,10 @@ class Collectives:
     def timed_now(self, op: str, algs: list[str], groups, peers=None) -> tuple[Timed, float]:
         """One collective timed by the network twin, with the seconds it took."""
         t0 = time.perf_counter()
-        t = time_fastest(self.p.net, op, algs, groups, self.p.scheme, self.p.lib, peers)
+        try:
+            t = time_fastest(self.p.net, op, algs, groups, self.p.scheme, self.p.lib, peers)
+        except (CostError, ValueError) as e:  # the plans that need it cannot run as timed: ranked last, with the reason
+            t = Refused(str(e))
         return t, time.perf_counter() - t0
 
     def fill(self, results) -> None:
@@ -169,6 +174,8 @@ class Collectives:
             self.calls += 1
             self.seconds[what] = self.seconds.get(what, 0.0) + sec
             self.by_sig[sig] = t
+            if isinstance(t, Refused):
+                self.refused.setdefault(what, t.reason)
 
     def get(self, what: str, key: tuple, rep: dict) -> Timed:
         """The Timed collective ``what`` (tp-allgather, tp-allreduce, cp-allgather, cp-ring, ep, pp, dp-allgather,

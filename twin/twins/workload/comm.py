@@ -78,6 +78,18 @@ class Timed:
         return t.time(size), t.latency(size)
 
 
+class Refused(Timed):
+    """A collective the network twin refused to time (its cost past a limit, or no algorithm applies): any plan
+    that needs it takes forever, so a search ranks it last and says why, instead of stopping."""
+
+    def __init__(self, reason: str):
+        super().__init__([])
+        self.reason = reason
+
+    def at(self, size: float) -> tuple[float, float]:
+        return (float("inf"), float("inf")) if size > 0 else (0.0, 0.0)
+
+
 def time_fastest(net, op: str, algs: list[str], groups, scheme, lib, peers=None) -> Timed:
     """The collective timed under each algorithm that applies to it; an algorithm that does not apply
     (``ValueError``: a recursive halving over ranks that are not a power of two) is skipped, but when
