@@ -84,7 +84,16 @@ def test_dualpipe_reaches_the_step_and_the_search(lab, lab_net):
     base = dict(tp=1, pp=4, dp=32, global_batch=256, virtual_stages=1)
     one = run(lab, lab_net, **base)
     two = run(lab, lab_net, **base, pipeline_schedule="dualpipe")
-    assert two["compute_s"] == pytest.approx(one["compute_s"])
+    # GPU i runs stage i one way and stage PP - 1 - i the other ([deepseek-v3] s3.2.1), so the end GPUs carry half
+    # the output layer each and the slowest GPU is lighter than 1F1B's last stage: with 32 layers on 4 stages
+    # (8 each), 1F1B's slowest is 8 layers + the head, DualPipe's 8 layers + half of it. The layer's and the
+    # head's forward seconds from two 1F1B runs: PP 2 (16 + head) and PP 4 (8 + head).
+    half = run(lab, lab_net, **{**base, "pp": 2, "dp": 64})
+    layer = (half["microbatch_forward_s"] - one["microbatch_forward_s"]) / 8
+    head = one["microbatch_forward_s"] - 8 * layer
+    assert layer > 0 and head > 0
+    assert two["microbatch_forward_s"] == pytest.approx(8 * layer + head / 2, rel=1e-9)
+    assert two["compute_s"] < one["compute_s"]
     f, b = two["microbatch_forward_s"], two["microbatch_backward_s"] + two["microbatch_recompute_s"]
     assert two["bubble_s"] == pytest.approx((4 / 2 - 1) * (f + b / 2))
     assert two["bubble_s"] < one["bubble_s"]

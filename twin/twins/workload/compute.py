@@ -322,9 +322,15 @@ def training(gpu: Gpu, s: Shape, r, moe_work=None) -> TrainingCompute:
         n_layers, head = s.layers, 1.0
         others = 0.0
     else:  # the slowest stage: a full middle one, or the last with the output layer
-        stages = [first * per_layer] + [mid * per_layer] * (r.pp - 2) + [last * per_layer + hf.seconds + hb.seconds]
+        layers = [first] + [mid] * (r.pp - 2) + [last]
+        heads = [0.0] * (r.pp - 1) + [1.0]
+        if r.pipeline_schedule == "dualpipe":  # GPU i runs stage i one way and stage PP - 1 - i the other ([deepseek-v3]
+            # s3.2.1: two copies of the parameters), half the micro-batches each: it carries the mean of the pair
+            layers = [(layers[i] + layers[-1 - i]) / 2 for i in range(r.pp)]
+            heads = [(heads[i] + heads[-1 - i]) / 2 for i in range(r.pp)]
+        stages = [n * per_layer + h * (hf.seconds + hb.seconds) for n, h in zip(layers, heads)]
         slowest = max(range(r.pp), key=lambda i: stages[i])
-        n_layers, head = (last, 1.0) if slowest == r.pp - 1 else (mid if r.pp > 2 else first, 0.0)
+        n_layers, head = layers[slowest], heads[slowest]
         others = (sum(stages) - stages[slowest]) / (r.pp - 1)
     fwd = layer_f.scaled(n_layers) + hf.scaled(head)
     bwd = layer_b.scaled(n_layers) + hb.scaled(head)
