@@ -40,6 +40,7 @@ Checked against real OpenSM: ``tests/test_ftree_opensm.py`` routes twin's genera
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 
 import numpy as np
 
@@ -98,35 +99,40 @@ def osm_index(net: Net, up: np.ndarray) -> np.ndarray:
             seen.setdefault(r, None)
         order.append(list(seen))
     tup: dict[int, tuple] = {}
-    used: set[tuple] = set()
     is_leaf = np.zeros(S, bool)
     is_leaf[net.nic_leaf[net.nic_leaf >= 0]] = True
-    first = min((x for x in range(S) if rank[x] == leaf_rank and is_leaf[x]), key=lambda x: guid[x], default=None)
-    if first is None:
-        return np.arange(S)
-    t0 = (leaf_rank,) + (0,) * leaf_rank
-    tup[first] = t0
-    used.add(t0)
-    queue = [first]
-    while queue:
-        x = queue.pop(0)
-        for r in sorted(order[x], key=lambda r: rank[r] <= rank[x]):  # down groups first, then up; each in port order
-            down = rank[r] > rank[x]
-            if r in tup or (down and rank[x] >= leaf_rank) or (not down and rank[x] == 0):
-                continue
-            base = list(tup[x])
-            base[0] += 1 if down else -1
-            var = tup[x][0] + 1 if down else tup[x][0]
-            for i in range(255):
-                base[var] = i
-                if tuple(base) not in used:
-                    break
-            else:
-                raise ValueError(f"switch {net.switch_ids[r]}: more than 255 switches in one direction, past OpenSM's ftree indexing")
-            tup[r] = tuple(base)
-            used.add(tup[r])
-            queue.append(r)
-    keys = sorted(range(S), key=lambda x: (0, tup[x]) if x in tup else (1, (int(guid[x]),)))
+    starts = sorted((x for x in range(S) if rank[x] == leaf_rank and is_leaf[x]), key=lambda x: guid[x])
+    part = 0
+    for first in starts:
+        if first in tup:
+            continue  # reached from an earlier leaf: one connected part, indexed once
+        part += 1
+        # a part of the fabric no earlier walk reached (a plane of a multi-plane fabric: a subnet of its own) is
+        # indexed from its own first leaf; parts never compare with each other
+        used: set[tuple] = set()
+        t0 = (leaf_rank,) + (0,) * leaf_rank
+        tup[first] = (part, t0)
+        used.add(t0)
+        queue = deque([first])
+        while queue:
+            x = queue.popleft()
+            for r in sorted(order[x], key=lambda r: rank[r] <= rank[x]):  # down groups first, then up; each in port order
+                down = rank[r] > rank[x]
+                if r in tup or (down and rank[x] >= leaf_rank) or (not down and rank[x] == 0):
+                    continue
+                base = list(tup[x][1])
+                base[0] += 1 if down else -1
+                var = tup[x][1][0] + 1 if down else tup[x][1][0]
+                for i in range(255):
+                    base[var] = i
+                    if tuple(base) not in used:
+                        break
+                else:
+                    raise ValueError(f"switch {net.switch_ids[r]}: more than 255 switches in one direction, past OpenSM's ftree indexing")
+                tup[r] = (part, tuple(base))
+                used.add(tup[r][1])
+                queue.append(r)
+    keys = sorted(range(S), key=lambda x: (0, *tup[x]) if x in tup else (1, 0, (int(guid[x]),)))
     idx = np.empty(S, np.int64)
     idx[keys] = np.arange(S)
     return idx
@@ -214,6 +220,13 @@ def tables(net: Net) -> Tables:
             routed[g_parent[g[ok]]] = True
 
     leaves = np.unique(net.nic_leaf[net.nic_leaf >= 0])
+    # each connected part of the fabric is a subnet of its own (a multi-plane fabric's planes: one subnet manager
+    # each); a destination's entries are wanted on its own part's leaves only
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    _, part = connected_components(coo_matrix((np.ones(len(up)), (tail[up], head[up])), shape=(S, S)), directed=False)
+    reach = leaves
 
     def climb(x: int, prev: int, h: int, main: bool, entry: np.ndarray | None) -> None:
         """Down, by going up from ``x``: the main path (``main``) takes the least used up group and climbs
@@ -236,7 +249,7 @@ def tables(net: Net) -> Tables:
             climb(parent, x, h + 1, True, entry)
             gs = gs[1:]
         for g in gs:
-            if not (hops[leaves] == UNSET).any():
+            if not (hops[reach] == UNSET).any():
                 return  # every leaf has its entry: the secondary paths set no leaf and move no counter
             parent = int(g_parent[g])
             if hops[parent] <= h + 1:
@@ -258,9 +271,10 @@ def tables(net: Net) -> Tables:
             entry = out[:, nic] if nic >= 0 else None
             hops[:] = UNSET
             hops[leaf] = 1
+            reach = leaves[part[leaves] == part[leaf]]
             climb(int(leaf), -1, 1, True, entry)
             if entry is not None:
-                unrouted += int(((entry[leaves] < 0) & (leaves != leaf)).sum())
+                unrouted += int(((entry[reach] < 0) & (reach != leaf)).sum())
     return Tables(out, unrouted)
 
 
