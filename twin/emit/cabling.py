@@ -22,6 +22,7 @@ import numpy as np
 from twin.compiler.design import Design
 from twin.compiler.fabric.ports import _index, cage_mode, cage_of
 from twin.csvfmt import columns as csv_columns
+from twin.csvfmt import columns_in_chunks
 from twin.csvfmt import table as csv_table
 
 CABLE_COLUMNS = [
@@ -77,7 +78,7 @@ def emit(design: Design) -> dict[str, bytes]:
     ah, ar, ark, au, a_at = zip(*map(ends.__getitem__, a), strict=True) if cables else ((),) * 5
     bh, br, brk, bu, b_at = zip(*map(ends.__getitem__, b), strict=True) if cables else ((),) * 5
     a_label, b_label = list(map(str.__add__, a_at, a_port)), list(map(str.__add__, b_at, b_port))
-    files = {"cabling/cables.csv": csv_columns(CABLE_COLUMNS, [ids, tier, name, kind, stock, length, route, a, a_port, ah, ar, ark, au,
+    files = {"cabling/cables.csv": columns_in_chunks(CABLE_COLUMNS, [ids, tier, name, kind, stock, length, route, a, a_port, ah, ar, ark, au,
                                                               b, b_port, bh, br, brk, bu, a_label, b_label])}
     breakouts = breakout_rows(design, text=True)
     if breakouts:
