@@ -56,6 +56,17 @@ def columns_in_chunks(header: Sequence[str], cols: Sequence[Sequence[str]], size
     return bytes(out)
 
 
+def table_in_chunks(header: Sequence[str], rows: Sequence[Sequence[str]], size: int = 100_000) -> bytes:
+    """:func:`table`, ``size`` rows at a time (as :func:`columns_in_chunks`)."""
+    if len(rows) <= size:
+        return table(header, rows)
+    head = len(table(header, []))
+    out = bytearray(table(header, []))
+    for i in range(0, len(rows), size):
+        out += memoryview(table(header, rows[i:i + size]))[head:]
+    return bytes(out)
+
+
 def _joined(header: Sequence[str], cols: Sequence[Sequence[str]], rows: Sequence[Sequence[str]] | None) -> bytes:
     if len(header) < 2 or len(cols) != len(header):
         return _written(header, cols, rows)

@@ -22,8 +22,7 @@ import numpy as np
 from twin.compiler.design import Design
 from twin.compiler.fabric.ports import _index, cage_mode, cage_of
 from twin.csvfmt import columns as csv_columns
-from twin.csvfmt import columns_in_chunks
-from twin.csvfmt import table as csv_table
+from twin.csvfmt import columns_in_chunks, table_in_chunks
 
 CABLE_COLUMNS = [
     "cable_id", "tier", "medium", "kind", "stock_length_m", "length_m", "route_m",
@@ -82,7 +81,7 @@ def emit(design: Design) -> dict[str, bytes]:
                                                               b, b_port, bh, br, brk, bu, a_label, b_label])}
     breakouts = breakout_rows(design, text=True)
     if breakouts:
-        files["cabling/breakouts.csv"] = csv_table(BREAKOUT_COLUMNS, breakouts)
+        files["cabling/breakouts.csv"] = table_in_chunks(BREAKOUT_COLUMNS, breakouts)
     del breakouts
     pull = [ids, name, stock, a_label, b_label, tier]
     for (hall, row), at in _rows_of(list(zip(ah, ar))):
@@ -106,57 +105,63 @@ def breakout_rows(design: Design, text: bool = False) -> list[list]:
     """One row per cabled port of a split cage, in switch and port order: which cage and lanes, the mode,
     and what each end of its cable carries (``text``: the cage and the port in it as the CSV spells them).
 
-    One pass over the links, not over each switch's edges: a port's cage, lanes and mode depend on its
-    model, name and speed alone, and what each end carries on the medium and the two ends' kinds, so each
-    is worked out once per distinct key (the gigawatt site's ~2M ports take a few dozen)."""
+    One pass over the cables, not over each switch's edges: a port's cage, lanes and mode depend on its
+    model, name and speed alone, and what each end carries on the medium and (for a twin-port module at the
+    switch) the peer's kind, so each is worked out once per distinct key (the gigawatt site's ~2M ports
+    take a few dozen)."""
     spec, fabric, plan = design.spec, design.fabric, design.cabling
-    nodes = fabric.graph.nodes
+    nodes = fabric.graph._node  # node -> its attribute dict (plain lookups, not the view's)
     media = spec.catalog.media
-    split = {}  # a switch of split cages -> its model's name
-    for n, d in nodes(data=True):
+    split: dict[str, dict[str, int]] = {}  # a switch of split cages -> its model's port index (name -> 0-based)
+    for n, d in nodes.items():
         if d.get("level", -1) >= 1 and spec.switch(d["model"]).ports_per_cage > 1:
-            split[n] = d["model"]
+            split[n] = _index(spec.switch(d["model"]))
     if not split:
         return []
-    medium = dict(zip(plan.ids, map(plan.media.__getitem__, plan.medium.tolist()), strict=True))
-    ports: dict[str, dict[str, tuple]] = {n: {} for n in split}  # as fabric.ports (no port takes two links: _check_ports)
-    for lk in fabric.links:
+    ports: dict[str, list[tuple]] = {n: [] for n in split}  # (port index, port, cable, medium, peer, peer port, speed)
+    for lk, name in zip(fabric.cables(), map(plan.media.__getitem__, plan.medium.tolist()), strict=True):
         if lk.a in split:
-            ports[lk.a][lk.a_port] = (lk.id, lk.b, lk.b_port, lk.speed)
+            ports[lk.a].append((split[lk.a][lk.a_port], lk.a_port, lk.id, name, lk.b, lk.b_port, lk.speed))
         if lk.b in split:
-            ports[lk.b][lk.b_port] = (lk.id, lk.a, lk.a_port, lk.speed)
+            ports[lk.b].append((split[lk.b][lk.b_port], lk.b_port, lk.id, name, lk.a, lk.a_port, lk.speed))
     switch_models = spec.catalog.switches
-    kinds: dict[str, tuple] = {}  # a peer -> (takes a module of this many ports or None, is a NIC)
 
     def kind(peer: str) -> tuple:
+        """(takes a module of this many ports or None, is a NIC)"""
         d = nodes[peer]
         model = d.get("model")
         if d.get("level", -1) >= 1 and model in switch_models:
             return (spec.switch(model).ports_per_cage, d.get("role") == "nic")
         return (d.get("ports", 1) if d.get("role") == "nic" else None, d.get("role") == "nic")
 
-    places: dict[str, dict] = {}  # a model's name -> {(port, speed): (cage, mode, sub, lanes, speed text)}
+    places: dict[str, dict] = {}  # a model's name -> {port: (cage, mode, sub, lanes, speed text, speed)}
     carries: dict[tuple, tuple[str, str]] = {}  # (medium, model's cage ports, peer's kind) -> (here, there)
+    alone: dict[tuple, tuple[str, str] | None] = {}  # (medium, cage ports) -> (here, there) where the peer does not matter
     rows = []
+    append = rows.append
     for n in sorted(ports):
-        model = spec.switch(split[n])
-        index, place = _index(model), places.setdefault(split[n], {})
-        for port, (lid, peer, peer_port, speed) in sorted(ports[n].items(), key=lambda p: index[p[0]]):  # = cage order
-            name = medium.get(lid)
-            if name is None:
-                continue
-            at = place.get((port, speed))
-            if at is None:  # a tier in a wider mode (fabric.cages): the port is its cage's r logical ports
+        model_name = nodes[n]["model"]
+        model = spec.switch(model_name)
+        ppc, place = model.ports_per_cage, places.setdefault(model_name, {})
+        mine = ports[n]
+        mine.sort()  # port order = cage order (ports are unique: the index decides)
+        for _, port, lid, name, peer, peer_port, speed in mine:
+            at = place.get(port)
+            if at is None or at[5] != speed:  # a tier in a wider mode (fabric.cages): the port is its cage's r logical ports
                 cage, sub, (first, last) = cage_of(model, port, speed)
-                at = place[(port, speed)] = (str(cage) if text else cage, cage_mode(model, speed),
-                                              str(sub) if text else sub, f"{first}-{last}", f"{speed / 1e9:g}")
-            pk = kinds.get(peer)
-            if pk is None:
-                pk = kinds[peer] = kind(peer)
-            ends = carries.get((name, model.ports_per_cage, pk))
-            if ends is None:
-                ends = carries[(name, model.ports_per_cage, pk)] = _carries(media[name], name, model.ports_per_cage, pk)
-            rows.append([n, at[0], at[1], port, at[2], at[3], at[4], lid, name, ends[0], peer, peer_port, ends[1]])
+                at = (str(cage) if text else cage, cage_mode(model, speed), str(sub) if text else sub, f"{first}-{last}",
+                      f"{speed / 1e9:g}", speed)
+                place.setdefault(port, at)
+            ends = alone.get((name, ppc), False)
+            if ends is False:
+                med = media[name]
+                ends = alone[(name, ppc)] = None if med.module_ports > 1 and ppc == med.module_ports else _carries(med, name, ppc, (None, False))
+            if ends is None:  # a twin-port module in this cage: the far end's depends on the peer
+                pk = kind(peer)
+                ends = carries.get((name, ppc, pk))
+                if ends is None:
+                    ends = carries[(name, ppc, pk)] = _carries(media[name], name, ppc, pk)
+            append([n, at[0], at[1], port, at[2], at[3], at[4], lid, name, ends[0], peer, peer_port, ends[1]])
     return rows
 
 
