@@ -41,6 +41,7 @@ from twin.compiler.design import Design
 from twin.compiler.fabric.graph import Fabric, Link
 
 FORMAT = "twin-fabric/1"
+CHUNK = 100_000  # nodes or edges joined at a time
 # The graph contract's node attributes in the order readers expect them (ARCHITECTURE.md).
 NODE_FIELDS = ["id", "role", "level", "model", "hall", "zone", "rack", "u", "server", "gpu", "rail", "gpus"]
 LINK_FIELDS = ["id", "kind", "tier", "a", "a_port", "b", "b_port", "speed"]
@@ -159,7 +160,8 @@ def _attrs(values: Sequence[str]) -> list[str]:
 
 
 def iter_graphml(model: Model) -> Iterator[str]:
-    """The GraphML document as a stream of text chunks (the head line by line, then all nodes, all edges).
+    """The GraphML document as a stream of text chunks (the head line by line, then the nodes and the edges
+    ``CHUNK`` at a time: the gigawatt site's ~1.4 GB of lines never sit in memory as one string).
     Lines are joined column by column (C loops): a node's ``<data>`` elements are its columns' elements,
     an absent attribute's the empty string."""
     fabric = model.fabric
@@ -177,16 +179,28 @@ def iter_graphml(model: Model) -> Iterator[str]:
     yield from ekeys
     yield '  <graph id="fabric" edgedefault="undirected">\n'
     yield "    " + "".join(f'<data key="g_{name}">{xml_text(v)}</data>' for name, v in graph_attrs) + "\n"
-    yield "".join(map("".join, zip(repeat("    <node id="), map(node_attr.__getitem__, model.node_cols[0]), repeat(">"),
-                                   *ndata, repeat("</node>\n"))))
+    names = model.node_cols[0]
+    for i in range(0, len(names), CHUNK):
+        yield "".join(map("".join, zip(repeat("    <node id="), map(node_attr.__getitem__, names[i:i + CHUNK]), repeat(">"),
+                                       *(col[i:i + CHUNK] for col in ndata), repeat("</node>\n"))))
     ids, a, b = model.link_cols[0], model.link_cols[3], model.link_cols[5]
-    yield "".join(map("".join, zip(repeat("    <edge id="), _attrs(ids), repeat(" source="), map(node_attr.__getitem__, a),
-                                   repeat(" target="), map(node_attr.__getitem__, b), repeat(">"), *edata, repeat("</edge>\n"))))
+    for i in range(0, len(ids), CHUNK):
+        yield "".join(map("".join, zip(repeat("    <edge id="), _attrs(ids[i:i + CHUNK]), repeat(" source="), map(node_attr.__getitem__, a[i:i + CHUNK]),
+                                       repeat(" target="), map(node_attr.__getitem__, b[i:i + CHUNK]), repeat(">"),
+                                       *(col[i:i + CHUNK] for col in edata), repeat("</edge>\n"))))
     yield "  </graph>\n</graphml>\n"
 
 
 def graphml(fabric: Fabric, site: str) -> bytes:
-    return "".join(iter_graphml(Model(fabric, site))).encode("utf-8")
+    return _encoded(iter_graphml(Model(fabric, site)))
+
+
+def _encoded(chunks: Iterable[str]) -> bytes:
+    """The chunks as UTF-8, encoded one at a time."""
+    out = bytearray()
+    for chunk in chunks:
+        out += chunk.encode("utf-8")
+    return bytes(out)
 
 
 def document(design: Design, model: Model | None = None) -> dict:
@@ -211,7 +225,7 @@ def emit(design: Design) -> dict[str, bytes]:
     if fabric is None:
         return {}
     model = Model(fabric, design.name)
-    return {"model/fabric.graphml": "".join(iter_graphml(model)).encode("utf-8"), "model/fabric.json": compact_json(document(design, model), model)}
+    return {"model/fabric.graphml": _encoded(iter_graphml(model)), "model/fabric.json": compact_json(document(design, model), model)}
 
 
 def compact_json(doc: dict, model: Model) -> bytes:

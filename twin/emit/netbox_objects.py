@@ -26,7 +26,8 @@ Every object carries the tag ``twin``: ``twin netbox push`` changes and deletes 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from operator import itemgetter
 
 from twin.compiler.design import Design
@@ -64,7 +65,7 @@ class Table:
     model: str  # NetBox app.model, e.g. "dcim.device"
     path: str  # NetBox's import page for it, e.g. "/dcim/devices/import/"
     columns: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
+    rows: tuple[tuple[str, ...], ...] | Iterator[tuple[str, ...]]  # an iterator from tables(): read once
     shared: bool = False  # catalog objects: may already exist, made by another site's import
 
     def records(self) -> list[dict[str, str]]:
@@ -172,16 +173,23 @@ def _models(design: Design) -> dict[str, tuple[str, object]]:
 
 def import_set(design: Design) -> list[Table]:
     """Every NetBox object of the design as bulk-import tables, in import order."""
+    return [t if isinstance(t.rows, tuple) else replace(t, rows=tuple(t.rows)) for t in tables(design)]
+
+
+def tables(design: Design) -> Iterator[Table]:
+    """:func:`import_set` one table at a time, the interfaces' and the cables' rows as iterators: a
+    writer renders them in chunks as they come (the gigawatt site's ~7.5M interfaces and ~2.4M cables never
+    sit in memory as rows at once), and each table's rows are made only once the previous one is done."""
     spec, placement, fabric = design.spec, design.placement, design.fabric
     if placement is None or fabric is None or design.cabling is None:
-        return []
+        return
     site = spec.name
     g = fabric.graph
     tech = "infiniband" if fabric.technology == "infiniband" else "ethernet"
     tags = TAG
-    tables = [Table("01-tags", "extras.tag", "/extras/tags/import/", ("name", "slug", "color", "weight", "description"),
-                    ((TAG, TAG, TAG_COLOR, "1000", "made by twin (twin netbox push changes only objects with this tag)"),), shared=True)]
-    tables.append(Table("02-sites", "dcim.site", "/dcim/sites/import/", ("name", "slug", "status", "description", "tags"),
+    yield (Table("01-tags", "extras.tag", "/extras/tags/import/", ("name", "slug", "color", "weight", "description"),
+                    ((TAG, TAG, TAG_COLOR, "1000", "made by twin (twin netbox push changes only objects with this tag)"),), shared=True))
+    yield (Table("02-sites", "dcim.site", "/dcim/sites/import/", ("name", "slug", "status", "description", "tags"),
                         ((site, site, STATUS, spec.site.description, tags),)))
     loc_rows = []
     racks_by_hall: dict[str, set[int]] = {}
@@ -194,7 +202,7 @@ def import_set(design: Design) -> list[Table]:
         for row in sorted(racks_by_hall.get(hall.name, ())):
             name = row_location(hall.name, row)
             loc_rows.append((site, hall.name, name, name, STATUS, f"row {row} of hall {hall.name}", tags))
-    tables.append(Table("03-locations", "dcim.location", "/dcim/locations/import/",
+    yield (Table("03-locations", "dcim.location", "/dcim/locations/import/",
                         ("site", "parent", "name", "slug", "status", "description", "tags"), tuple(loc_rows)))
     height = spec.rack_type.height_u
     rack_rows = []
@@ -205,30 +213,30 @@ def import_set(design: Design) -> list[Table]:
         rack_rows.append((site, row_location(p.hall, p.row), r.id, f"{p.hall}/R{p.row:02d}/S{p.slot:02d}", STATUS,
                           "4-post-cabinet", "19", str(height if r.kind == "gpu" else max(height, NETWORK_RACK_U)),
                           "front-to-rear", f"{what}; hall {p.hall}, row {p.row}, position {p.slot}", tags))
-    tables.append(Table("04-racks", "dcim.rack", "/dcim/racks/import/",
+    yield (Table("04-racks", "dcim.rack", "/dcim/racks/import/",
                         ("site", "location", "name", "facility_id", "status", "form_factor", "width", "u_height",
                          "airflow", "description", "tags"), tuple(rack_rows)))
     models = _models(design)
     makers = sorted({m for m, _ in models.values()})
-    tables.append(Table("05-manufacturers", "dcim.manufacturer", "/dcim/manufacturers/import/",
+    yield (Table("05-manufacturers", "dcim.manufacturer", "/dcim/manufacturers/import/",
                         ("name", "slug", "tags"), tuple((m, slugify(m), tags) for m in makers), shared=True))
     type_rows = []
     for name, (maker, entry) in models.items():
         span = getattr(entry, "span", 1)  # a system over a rack pair is a device in each rack, half its mass each
         type_rows.append((maker, name, name, str(entry.height_u), "true", "front-to-rear", _fmt(entry.weight / span), "kg",
                           entry.description + (f" (one of its {span} racks)" if span > 1 else ""), tags))
-    tables.append(Table("06-device-types", "dcim.devicetype", "/dcim/device-types/import/",
+    yield (Table("06-device-types", "dcim.devicetype", "/dcim/device-types/import/",
                         ("manufacturer", "model", "slug", "u_height", "is_full_depth", "airflow", "weight", "weight_unit",
                          "description", "tags"), tuple(type_rows), shared=True))
     roles = ["server"] + list(fabric.roles)
-    tables.append(Table("07-device-roles", "dcim.devicerole", "/dcim/device-roles/import/",
+    yield (Table("07-device-roles", "dcim.devicerole", "/dcim/device-roles/import/",
                         ("name", "slug", "color", "description", "tags"),
                         tuple((ROLE_NAMES.get(r, r), slugify(ROLE_NAMES.get(r, r)), ROLE_COLORS.get(r, "9e9e9e"),
                                f"twin role {r}", tags) for r in roles), shared=True))
     racks = {r.id: r for r in placement.racks}
     node = dict(g.nodes(data=True))  # read once: networkx's node view costs a lookup per access
     ends = _cable_ends(site, node)
-    dev_rows, if_rows = [], []
+    dev_rows = []
     devices = [(n, d) for n, d in node.items() if d["role"] != "nic"]
     for n, d in devices:
         maker, _ = models[d["model"]]
@@ -236,8 +244,24 @@ def import_set(design: Design) -> list[Table]:
             rack = racks[rack_id]
             dev_rows.append((device_name(site, dev), ROLE_NAMES.get(d["role"], d["role"]), maker, d["model"], STATUS, site,
                              row_location(rack.position.hall, rack.position.row), rack.id, str(d["u"]), "front", dev, tags))
+    yield (Table("08-devices", "dcim.device", "/dcim/devices/import/",
+                        ("name", "role", "manufacturer", "device_type", "status", "site", "location", "rack",
+                         "position", "face", "description", "tags"), tuple(dev_rows)))
+    del dev_rows
+    yield (Table("09-interfaces", "dcim.interface", "/dcim/interfaces/import/",
+                        ("device", "name", "type", "speed", "enabled", "description", "tags"), _interfaces(design, devices, ends, tech)))
+    yield (Table("10-cables", "dcim.cable", "/dcim/cables/import/",
+                        ("side_a_site", "side_a_device", "side_a_type", "side_a_name",
+                         "side_b_site", "side_b_device", "side_b_type", "side_b_name",
+                         "type", "status", "label", "length", "length_unit", "description", "tags"), _cables(design, ends)))
+
+
+def _interfaces(design: Design, devices: list[tuple[str, dict]], ends: dict[str, tuple], tech: str) -> Iterator[tuple[str, ...]]:
+    """The interface rows, device by device: a server's NICs, an attachment's cabled ports, every port of a switch."""
+    spec, fabric, site, tags = design.spec, design.fabric, design.spec.name, TAG
     linked_of = fabric.port_table({n for n, d in devices if d["role"] != "server"})  # switches' and attachments' ports
     model_ports: dict[str, list[tuple[str, str]]] = {}  # switch model -> (port, "; <its cage>" or "") in port order
+    faster: dict[float, dict[str, float]] = {}  # a port speed -> {link id: speed} of the links faster than it
     # a peer's end as a port's description names it: "<device> " and the peer's port, or "<device> nicN" alone
     peer_text = {n: f"{dev} {'' if stem is None else f'{stem}/' if multi else stem}" for n, (dev, stem, multi) in ends.items()}
     with_port = {n: stem is None or multi for n, (_, stem, multi) in ends.items()}
@@ -250,39 +274,42 @@ def import_set(design: Design) -> list[Table]:
             for k in range(1, ch.nics + 1):
                 dev = half if k > ch.nics // ch.span else device_name(site, n)  # a rack pair: the second half's trays
                 if ch.nic_ports == 1:
-                    if_rows.append((dev, f"nic{k}", *nic_if, "true", f"backend NIC of GPU {k}", tags))
+                    yield (dev, f"nic{k}", *nic_if, "true", f"backend NIC of GPU {k}", tags)
                     continue
                 speed = spec.nic_speed / ch.nic_ports  # a multi-port NIC: one interface per port (per plane)
                 for j in range(1, ch.nic_ports + 1):
                     plane = (j - 1) // max(1, ch.nic_ports // spec.fabric.planes) + 1
-                    if_rows.append((dev, f"nic{k}/port{j}", interface_type(tech, speed), kbps(speed), "true",
-                                    f"backend NIC of GPU {k}, port {j} (plane {plane})", tags))
+                    yield (dev, f"nic{k}/port{j}", interface_type(tech, speed), kbps(speed), "true",
+                           f"backend NIC of GPU {k}, port {j} (plane {plane})", tags)
             continue
-        linked = linked_of.get(n, {})
+        linked = linked_of.pop(n, {})
         if d["role"] == "endpoint":  # a fabric attachment: the ports it is cabled on
             a = next(x for x in spec.fabric.attachments if x.name == d["model"])
             for port, (lid, peer, peer_port) in linked.items():
-                if_rows.append((dev, port, interface_type(tech, a.speed), kbps(a.speed), "true",
-                                f"{lid} to {device_name(site, peer)} {peer_port}", tags))
+                yield (dev, port, interface_type(tech, a.speed), kbps(a.speed), "true", f"{lid} to {device_name(site, peer)} {peer_port}", tags)
             continue
         model = spec.catalog.switches[d["model"]]
         ports = model_ports.get(d["model"])
         if ports is None:
             ports = model_ports[d["model"]] = [(p, "" if c is None else f"; {c}") for p in port_names(model) for c in (cage_text(model, p),)]
-        wide = {port: speed for port, (lid, *_) in linked.items() if (speed := fabric.link(lid).speed) > model.port_speed}
+        over = faster.get(model.port_speed)
+        if over is None:
+            over = faster[model.port_speed] = {lk.id: lk.speed for lk in fabric.links if lk.speed > model.port_speed}
+        wide = {port: over[lid] for port, (lid, *_) in linked.items() if lid in over} if over else None
         if wide:  # a tier in a wider mode (fabric.cages): its port is the cage's r logical ports, the others not interfaces
             ports = wide_ports(model, ports, wide)
+        else:
+            wide = {}
         itype, port_kbps = interface_type(tech, model.port_speed), kbps(model.port_speed)  # the model's, every port
-        if_rows += [(dev, port, interface_type(tech, wide[port]) if port in wide else itype,
+        yield from [(dev, port, interface_type(tech, wide[port]) if port in wide else itype,
                      kbps(wide[port]) if port in wide else port_kbps, "true",
                      (f"{lk[0]} to {peer_text[lk[1]]}{lk[2] if with_port[lk[1]] else ''}" if (lk := linked.get(port)) else "unused") + cage,
                      tags) for port, cage in ports]
-    tables.append(Table("08-devices", "dcim.device", "/dcim/devices/import/",
-                        ("name", "role", "manufacturer", "device_type", "status", "site", "location", "rack",
-                         "position", "face", "description", "tags"), tuple(dev_rows)))
-    tables.append(Table("09-interfaces", "dcim.interface", "/dcim/interfaces/import/",
-                        ("device", "name", "type", "speed", "enabled", "description", "tags"), tuple(if_rows)))
-    plan = design.cabling
+
+
+def _cables(design: Design, ends: dict[str, tuple]) -> Iterator[tuple[str, ...]]:
+    """The cable rows, in the cables' order."""
+    spec, fabric, plan, site, tags = design.spec, design.fabric, design.cabling, design.spec.name, TAG
     media = spec.catalog.media
     kinds = []  # per medium of the plan: its name, NetBox cable type, whether it is a twin-port module
     for med_name in plan.media:
@@ -290,21 +317,15 @@ def import_set(design: Design) -> list[Table]:
         kinds.append((med_name, CABLE_TYPES[med.kind if med.kind != "optic" else med.fiber], med.module_ports > 1))
     stock = plan.stock.tolist()
     lengths = {v: _fmt(v) for v in set(stock)}
-    cable_rows = []
     for lk, m, length in zip(fabric.cables(), plan.medium.tolist(), stock, strict=True):
         med_name, cable_type, module = kinds[m]
         a_dev, a_stem, a_multi = ends[lk.a]
         b_dev, b_stem, b_multi = ends[lk.b]
         a_if = lk.a_port if a_stem is None else f"{a_stem}/{lk.a_port}" if a_multi else a_stem
         b_if = lk.b_port if b_stem is None else f"{b_stem}/{lk.b_port}" if b_multi else b_stem
-        cable_rows.append((site, a_dev, "dcim.interface", a_if, site, b_dev, "dcim.interface", b_if,
-                           cable_type, STATUS, lk.id, lengths[length], "m",
-                           f"{med_name}, {lk.tier}" + (_module_note(spec, fabric, lk, med_name) if module else ""), tags))
-    tables.append(Table("10-cables", "dcim.cable", "/dcim/cables/import/",
-                        ("side_a_site", "side_a_device", "side_a_type", "side_a_name",
-                         "side_b_site", "side_b_device", "side_b_type", "side_b_name",
-                         "type", "status", "label", "length", "length_unit", "description", "tags"), tuple(cable_rows)))
-    return tables
+        yield (site, a_dev, "dcim.interface", a_if, site, b_dev, "dcim.interface", b_if,
+               cable_type, STATUS, lk.id, lengths[length], "m",
+               f"{med_name}, {lk.tier}" + (_module_note(spec, fabric, lk, med_name) if module else ""), tags)
 
 
 def long_names(tables: list[Table]) -> list[str]:
