@@ -22,7 +22,7 @@ import pytest
 from twin.lang.diagnostics import SpecError
 from twin.lang.scenario.models import parse_scenario
 from twin.twins.net import collectives as coll
-from twin.twins.net import routing, synthetic, topology
+from twin.twins.net import routing, subfabric, synthetic, topology
 from twin.twins.net.nccl import Library
 from twin.twins.run import simulate
 
@@ -115,7 +115,7 @@ def test_e_ecmp_16_qps_beats_1_qp_ecmp_on_a_meta_ai_zone(meta24k):
       do not hash at all: the hierarchical AllReduce gains 1 + (k / 4 - 1) x (network share).
     - That is Meta's band: 10-40% on average over seeds.
     """
-    g = topology.first_gpus_subgraph(meta24k.fabric.graph, 256)
+    g = subfabric.first_gpus_subgraph(meta24k.fabric.graph, 256)
     net = topology.from_design(meta24k, g)
     ranks = np.arange(net.n_gpus)
     big = 2**33

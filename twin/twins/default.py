@@ -61,10 +61,10 @@ def _design_results(d, progress=None) -> dict | None:
 
     from twin.twins.net import collectives as coll
     from twin.twins.net import load as link_load
-    from twin.twins.net import routing, topology
+    from twin.twins.net import routing, subfabric, topology
     from twin.twins.net.nccl import PROTOCOL_EFFICIENCY, Library
 
-    net = topology.from_design(d, within=topology.first_gpus(fab.graph, REPORT_GPUS))
+    net = topology.from_design(d, within=subfabric.first_gpus(fab.graph, REPORT_GPUS))
     if net.n_gpus < 2 or (net.nic_leaf < 0).all():
         return None
     qps = d.spec.fabric.routing.qps_per_gpu_pair
@@ -116,14 +116,14 @@ def default_job(d, schemes, lib) -> dict | None:
         return None
     from twin.lang.diagnostics import SpecError
     from twin.lang.scenario.job import Case, Job
-    from twin.twins.net import topology
+    from twin.twins.net import subfabric, topology
     from twin.twins.workload import jobs
 
     w = d.spec.site.workloads[0]
     job = Job(workload=w.name)
     try:
         # the job's GPUs come first in topology order: the fabric that serves them times it exactly
-        net = topology.from_design(d, within=topology.first_gpus(d.fabric.graph, w.gpus))
+        net = topology.from_design(d, within=subfabric.first_gpus(d.fabric.graph, w.gpus))
         return jobs.simulate_job(d, net, job, schemes, lib,
                                  Case(name="healthy"), set(), None, ("workloads", 0))
     except SpecError as e:

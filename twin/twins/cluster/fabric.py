@@ -97,7 +97,7 @@ class SharedFabric:
     def _ring(self, servers: tuple[int, ...]) -> Footprint:
         """:meth:`_route`'s footprint without building the flows: NCCL's rail rings cross from each server to the
         next on one rail (GPU ``i`` to GPU ``i``; with an odd count of servers the ring's closing hop goes from
-        GPU ``i`` to ``i + 1``, :func:`twin.twins.net.collectives.rings`), every hop the same bytes, each sprayed
+        GPU ``i`` to ``i + 1``, :func:`twin.twins.net.phases.rings`), every hop the same bytes, each sprayed
         by its (leaf, destination) table, the tables cached."""
         from twin.twins.net import spray
 

@@ -163,7 +163,7 @@ def _signature(net, nb: np.ndarray, arcs: np.ndarray, gpus: np.ndarray, groups: 
 
 
 def folded_ring(net, S3: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """NCCL's rings over ``S3`` (groups, servers, ranks per server; :func:`twin.twins.net.collectives._rings`:
+    """NCCL's rings over ``S3`` (groups, servers, ranks per server; :func:`twin.twins.net.phases._rings`:
     ring c enters even servers at their rank c, odd ones crossed the other way) as the transfers of one
     phase, their NVLink hops kept for one even and one odd server only; None where that is not exact.
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from twin.twins.net import routing
-from twin.twins.net.collectives import Phase
+from twin.twins.net.phases import Phase
 from twin.twins.net.timing import Timing
 from twin.twins.net.topology import Net
 

@@ -64,11 +64,11 @@ class Problem:
         return p
 
     def compile_fabric(self) -> None:
-        from twin.twins.net import routing, topology
+        from twin.twins.net import routing, subfabric, topology
         from twin.twins.net.nccl import Library
 
         d = self.design
-        self.net = topology.from_design(d, within=topology.first_gpus(d.fabric.graph, self.gpus))
+        self.net = topology.from_design(d, within=subfabric.first_gpus(d.fabric.graph, self.gpus))
         j = self.job
         self.ranks = jobs.place_job(self.net, self.gpus, j.order if j is not None else "topology", j.seed if j is not None else 7, set())
         if self.ranks is None:
