@@ -262,10 +262,11 @@ def tables(net: Net) -> Tables:
 
     per_leaf = np.bincount(net.nic_leaf[net.nic_leaf >= 0], minlength=S)
     fullest = int(per_leaf.max()) if len(leaves) else 0
-    nic_port = port_no[net.nic_down]  # a leaf's NICs in the order of its ports
+    has = np.flatnonzero(net.nic_leaf >= 0)
+    by_leaf = has[np.lexsort((port_no[net.nic_down[has]], net.nic_leaf[has]))]  # each leaf's NICs in port order
+    start = np.searchsorted(net.nic_leaf[by_leaf], np.arange(S + 1))
     for leaf in leaves[np.argsort(idx[leaves], kind="stable")]:  # OpenSM routes the leaves in index order
-        mine = np.flatnonzero(net.nic_leaf == leaf)
-        mine = mine[np.argsort(nic_port[mine], kind="stable")]
+        mine = by_leaf[start[leaf]:start[leaf + 1]]
         for k in range(fullest):
             nic = int(mine[k]) if k < len(mine) else -1
             entry = out[:, nic] if nic >= 0 else None
