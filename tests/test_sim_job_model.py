@@ -167,4 +167,4 @@ serving:
         simulate(lab, scn, src)
     d = e.value.diagnostics[0]
     assert (d.file, d.line, d.dotted) == ("s.yaml", 4, "serving[0]")
-    assert "GB per GPU" in d.message and "80 GB" in d.message
+    assert "GB per GPU" in d.message and "86 GB usable" in d.message  # the H100's 81,559 MiB ([gpu-capacity])

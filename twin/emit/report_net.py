@@ -37,7 +37,7 @@ def render(data: dict, console: Console) -> None:
         sp, tied = pl["space"], pl["indistinguishable_from_pick"]
         console.print(f"plan: best for job {pl['job'] + 1} ({pl['workload']}, {pl['gpus']:,} GPUs): {pl['pick']}, predicted step "
                       f"{pl['predicted_step_s']:.3f} s; {sp['enumerated']:,} plans enumerated, {sp['feasible']:,} feasible, "
-                      f"{sp['scored']:,} scored" + (f"; {len(tied)} within the model's {100 * pl['model_error']:.0f}% error, not told apart"
+                      f"{sp['scored']:,} scored" + (f"; {len(tied)} within the model's {100 * pl['model_error']:.1f}% error, not told apart"
                                                      if tied else "; no other leader within the model's error"), markup=False)
     names = _schemes(data)
     for case in data["cases"]:

@@ -4,8 +4,10 @@ Training, on the pipeline stage that holds the most (the first: the embedding an
 in flight; the last: the output layer and its FP32 logits):
 
 - **Model state**, 16 bytes per parameter (BF16 weights and gradients, FP32 master weights and two Adam
-  moments; Rajbhandari et al., ZeRO, SC'20, s3.1) of the stage's parameters after TP and EP: ZeRO 1
-  shards the 12 optimizer bytes over the data-parallel ranks (DP x CP), ZeRO 2 the gradients too (plus one
+  moments; Rajbhandari et al., ZeRO, SC'20, s3.1) of the stage's parameters after TP and EP; a stack that
+  keeps more optimizer state says so (``optimizer_bytes``: Megatron-LM 2021 also held an FP32 copy of every
+  gradient between steps, 16 optimizer bytes, 20 in all). ZeRO 1
+  shards the optimizer bytes over the data-parallel ranks (DP x CP), ZeRO 2 the gradients too (plus one
   bucket being reduced), ZeRO 3 the weights too (plus two layers gathered: the one computing and the one
   prefetched). Experts are sharded over EP and replicated over DP x CP / EP.
 - **Activations** kept for the backward pass, per token and layer, following Korthikanti et al. ("Reducing
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 
 RESERVE_BYTES = 3e9  # assumed: CUDA context (~0.5 GB), NCCL buffers (~1-2 GB) and allocator fragmentation
 BF16 = 2
+OPTIMIZER_BYTES = 12.0  # FP32 master weights and Adam's two moments (ZeRO, SC'20, s3.1)
 
 
 @dataclass(frozen=True)
@@ -59,13 +62,15 @@ class Plan:
     fused_attention: bool = True
     grad_bucket: float = 160e6
     dualpipe: bool = False  # DeepSeek-V3's schedule: two stages per GPU, PP + 1 micro-batches in flight
+    optimizer_bytes: float = OPTIMIZER_BYTES  # the stack's optimizer state per parameter (catalog stacks: optimizer_bytes)
 
     @classmethod
-    def of(cls, w, fused_attention: bool = True, micro_batch: int | None = None, dualpipe: bool = False) -> Plan:
+    def of(cls, w, fused_attention: bool = True, micro_batch: int | None = None, dualpipe: bool = False,
+           optimizer_bytes: float = OPTIMIZER_BYTES) -> Plan:
         mb = micro_batch or w.micro_batch
         return cls(w.sequence_length, mb, max(1, w.global_batch // (w.dp * mb)), w.tp, w.cp, w.pp, w.dp, w.ep,
                    w.virtual_stages, w.zero, w.sequence_parallel, w.recompute_modules, fused_attention, w.grad_bucket,
-                   dualpipe and w.pp > 1)
+                   dualpipe and w.pp > 1, optimizer_bytes)
 
 
 @dataclass(frozen=True)
@@ -195,7 +200,7 @@ def training(s, p: Plan, hbm: float) -> TrainingMemory:
     n = dense + experts
     weights = BF16 * n
     grads = BF16 * n
-    opt = 12 * (dense / shard + experts / eshard) if p.zero >= 1 else 12 * n
+    opt = p.optimizer_bytes * (dense / shard + experts / eshard) if p.zero >= 1 else p.optimizer_bytes * n
     if p.zero >= 2:
         grads = BF16 * (dense / shard + experts / eshard) + min(p.grad_bucket, grads)
     if p.zero >= 3:
@@ -215,14 +220,15 @@ def training(s, p: Plan, hbm: float) -> TrainingMemory:
     return TrainingMemory(weights, grads, opt, acts, logits, held, hbm)
 
 
-def largest_micro_batch(s, w, hbm: float, fused_attention: bool = True, dualpipe: bool = False) -> int:
+def largest_micro_batch(s, w, hbm: float, fused_attention: bool = True, dualpipe: bool = False,
+                        optimizer_bytes: float = OPTIMIZER_BYTES) -> int:
     """The largest micro-batch (sequences dividing the batch per DP rank) whose plan fits, 0 if none.
     Memory is not monotonic in the micro-batch (fewer micro-batches, fewer in flight), so every divisor
     is tried, largest first (trial division: at most a million steps)."""
     n = max(1, w.global_batch // w.dp)
     small = [d for d in range(1, min(math.isqrt(n), 1_000_000) + 1) if n % d == 0]
     for mb in sorted({*small, *(n // d for d in small)}, reverse=True):
-        if training(s, Plan.of(w, fused_attention, mb, dualpipe), hbm).fits:
+        if training(s, Plan.of(w, fused_attention, mb, dualpipe, optimizer_bytes), hbm).fits:
             return mb
     return 0
 

@@ -135,15 +135,15 @@ def _memory(spec: Spec, j, base: tuple) -> Iterator[Finding]:
     st = spec.catalog.stacks[j.stack or DEFAULT_STACK]
     fused, dual = st.attention == "fused", (j.pipeline_schedule or st.pipeline_schedule) == "dualpipe"
     shape = Shape.of(j)
-    m = memory.training(shape, memory.Plan.of(j, fused, dualpipe=dual), hbm)
+    m = memory.training(shape, memory.Plan.of(j, fused, dualpipe=dual, optimizer_bytes=st.optimizer_bytes), hbm)
     if m.fits:
         return
-    best = memory.largest_micro_batch(shape, j, hbm, fused, dual)
+    best = memory.largest_micro_batch(shape, j, hbm, fused, dual, st.optimizer_bytes)
     gb = 1e9
     parts = (f"weights {m.weights / gb:,.1f} + gradients {m.grads / gb:,.1f} + optimizer {m.optimizer / gb:,.1f} + activations "
              f"{m.activations / gb:,.1f} GB for {m.inflight:g} micro-batch(es) in flight" + (f" + logits {m.logits / gb:,.1f} GB" if m.logits else ""))
     fit = (f"the largest micro-batch that fits is {best}" if best else
            "no micro-batch fits" + (": the model state alone exceeds it" if m.state > hbm - memory.RESERVE_BYTES else ""))
     yield E, base, (f"the plan needs {m.total / gb:,.1f} GB per GPU ({m.total:,.0f} bytes: {parts}), more than the {spec.chassis.gpu_model}'s "
-                    f"{hbm / gb:,.0f} GB HBM less a {memory.RESERVE_BYTES / gb:g} GB reserve; {fit}"), \
+                    f"{hbm / gb:,.1f} GB HBM less a {memory.RESERVE_BYTES / gb:g} GB reserve; {fit}"), \
         "more TP or PP, ZeRO sharding (zero:), activation recomputation (recompute:)" + (f", or micro_batch: {best}" if best and best < j.micro_batch else "")

@@ -113,6 +113,9 @@ class Stack(Model):
     zero3_collectives: Literal["layer", "tensor"] = Field("layer", description="ZeRO-3: one all-gather (and one reduce-scatter) per layer "
                                                         "(FSDP's flat units) or one per parameter tensor (DeepSpeed 2021: each tensor's own "
                                                         "collective, every one paying the ring's latency); a recipe may override")
+    optimizer_bytes: float = Field(12.0, ge=0, le=64, description="bytes of optimizer state per parameter (12: FP32 master weights "
+                                   "and Adam's two moments; more where the stack keeps more, e.g. an FP32 copy of the gradients); "
+                                   "ZeRO 1 shards them over the data-parallel ranks")
     stragglers: Stragglers | None = Field(None, description="per-rank slowdown of a step under this stack (none: no stragglers; a recipe may state one)")
     plans: StackPlans = Field(default_factory=StackPlans, description="the plans it can run (twin plan searches only these)")
     year: int | None = Field(None, ge=2015, le=2100, description="when the stack was measured")

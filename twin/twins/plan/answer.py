@@ -24,10 +24,11 @@ from twin.twins.plan.problem import Problem, row
 from twin.twins.plan.space import RECOMPUTE
 from twin.twins.plan.tables import strides
 from twin.twins.workload import jobs
+from twin.twins.workload.validation import STATED_ERROR
 
-# the job twin's mean absolute error on the open validation set (docs/job-twin.md: 22 rows, 2.8%), rounded up:
-# two plans closer than this are not told apart
-MODEL_ERROR = 0.03
+# the job twin's stated error (its mean absolute error on the open validation set, owned by
+# twin.twins.workload.validation): two plans closer than this are not told apart
+MODEL_ERROR = STATED_ERROR
 PART_NAMES = {"compute_s": "compute", "recompute_s": "of which recomputation", "bubble_s": "pipeline bubble",
               "straggler_s": "stragglers", "tp_s": "exposed TP", "cp_s": "exposed CP", "ep_s": "exposed EP",
               "pp_s": "exposed PP", "dp_s": "exposed DP"}

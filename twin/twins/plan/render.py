@@ -35,10 +35,10 @@ def text(res: dict) -> str:
               "memory per GPU: " + ", ".join(f"{k} {v:.1f} GB" for k, v in pick["memory_GB"].items())]
     tied = res["margin"]["indistinguishable_from_pick"]
     if tied:
-        lines.append(f"within the model's error ({res['margin']['model_error']:.0%}) of the pick, so not told apart: {len(tied)} plan(s): "
+        lines.append(f"within the model's error ({res['margin']['model_error']:.1%}) of the pick, so not told apart: {len(tied)} plan(s): "
                      + "; ".join(tied[:3]) + (" ..." if len(tied) > 3 else ""))
     else:
-        lines.append(f"the pick leads the runner-up by more than the model's error ({res['margin']['model_error']:.0%})")
+        lines.append(f"the pick leads the runner-up by more than the model's error ({res['margin']['model_error']:.1%})")
     for name, rows in (("runner-up", res["why"]["runner_up"]), ("the rule", res["why"]["rule"])):
         if rows is not None and not rows:
             lines.append(f"against {name}: the same step term by term (it needs less memory or came first)")

@@ -67,6 +67,7 @@ class Recipe:
     pipeline_schedule: str = "1f1b"
     zero3_bucket: float = 0.0  # bytes of a ZeRO-3 layer's gather / reduce-scatter that run ahead of need (0: the whole layer)
     zero3_collectives: str = "layer"  # ZeRO-3: one collective per layer, or one per parameter tensor (DeepSpeed 2021)
+    optimizer_bytes: float = 12.0  # the stack's optimizer state per parameter (memory.OPTIMIZER_BYTES unless the stack says more)
 
     @classmethod
     def of(cls, w, stacks: dict, job=None) -> Recipe:
@@ -93,6 +94,7 @@ class Recipe:
             zero3_bucket=pick("zero3_bucket") or 0.0, zero3_collectives=pick("zero3_collectives"),
             stragglers=(lambda x: (x.distribution, x.mean) if x is not None else None)(pick("stragglers")),
             fused_attention=st.attention == "fused", kernel_share=st.kernel_share, stack=name, stack_defaulted=w.stack is None,
+            optimizer_bytes=st.optimizer_bytes,
             dp_overlap=job.dp_overlap if job is not None else 1.0, flops_convention=w.flops_convention)
 
     def overlaps(self) -> dict[str, bool]:
