@@ -20,7 +20,7 @@ def text(res: dict) -> str:
     sp = res["space"]
     pr = ", ".join(f"{k} {v:,}" for k, v in sp["pruned"].items() if v)
     lines = [f"{res['workload']} on {res['gpus']:,} GPUs of {res['site']} (stack {res['stack']}, global batch {res['global_batch']:,} "
-             f"x {res['sequence_length']:,} tokens, {res['hbm_GB']:.0f} GB HBM)",
+             f"x {res['sequence_length']:,} tokens, {res['hbm_GB']:.1f} GB HBM)",
              f"plans: {sp['enumerated']:,} enumerated; pruned {pr or 'none'}; {sp['feasible']:,} feasible, {sp['scored']:,} scored by the "
              f"fast stage, {sp['bounded']:,} bounded out (their compute alone is slower than the leaders); "
              f"{sp['collectives_timed']:,} collectives timed on the fabric",
