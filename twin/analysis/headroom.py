@@ -13,7 +13,8 @@ latencies) and is cheap enough for ``twin build``'s report:
   switch's other ports leave of its pool, and lossless stops fitting at the length whose xoff fills it
   (:func:`twin.physics.lossless_reach`).
 - **Latency ladder**: one-way NIC-to-NIC latency (propagation + switch forwarding) on the fastest path
-  to a rack in the same zone, another zone of the building, and each other building.
+  to a rack in the same zone, another zone of the building, and each other building (on the first plane
+  of a multi-plane fabric: every plane is the same).
 
 Worked example (400G, 9216-byte MTU): xoff at 3 km is 50 GB/s x (2 x 3 km x 4.9 us/km + 1.5 us) +
 18,432 B = 1.56 MB per port. A Minipack2 (64 MiB buffer, a 16 MiB pool) whose other ports reserve
@@ -122,6 +123,7 @@ def latency_ladder(design) -> list[dict]:
     keep = np.r_[True, (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])]  # the fastest of parallel links
     m = csr_matrix((w[keep], (rows[keep], cols[keep])), shape=(n, n))
     leaves = [s for s in names if g.nodes[s]["level"] == 1]
+    leaves = [s for s in leaves if g.nodes[s].get("plane") == g.nodes[leaves[0]].get("plane")]  # a flow stays in the first plane
     nic_cable = {}
     for i, c in enumerate(fabric.cables()):
         if c.b in index and g.nodes[c.b]["level"] == 1 and c.b not in nic_cable and c.a not in index:

@@ -13,6 +13,7 @@ import numpy as np
 
 from twin.analysis import headroom as distance
 from twin.compiler.design import Design
+from twin.compiler.resolve.planes import spec_plane_ports
 from twin.emit import buildings
 from twin.emit.markdown import pct, table
 from twin.lang.units import kw
@@ -82,16 +83,20 @@ def _tier(d: Design) -> str:
                "links per ATSW pair")
     else:
         how = f"campus spine: {cp.spine_count} x {cp.spine_model} (level 4) in {cp.buildings[cp.spine_building].name}; every ATSW has {max(info.atsw_up)} uplinks"
-    inj = d.spec.racks_per_zone * d.spec.rack.nics * d.spec.shape.boundaries[0].speed
+    P = info.planes  # every plane has the same campus tier: a building's capacity is P times one plane's
+    inj = d.spec.racks_per_zone * d.spec.rack.nics * d.spec.shape.boundaries[0].speed * spec_plane_ports(d.spec) * P
     rows = []
     for bp in cp.buildings:
-        cap = info.atsw_per_building * info.atsw_up[bp.index] * b.speed
-        rows.append([bp.name, f"{info.atsw_per_building} x {at.model}", f"{max(info.atsw_down[bp.index])}", f"{info.atsw_up[bp.index]}",
+        cap = info.atsw_per_building * info.atsw_up[bp.index] * b.speed * P
+        layer = f"{info.atsw_per_building} x {at.model}" + (f" per plane, {P} planes" if P > 1 else "")
+        rows.append([bp.name, layer, f"{max(info.atsw_down[bp.index])}", f"{info.atsw_up[bp.index]}",
                      f"{cap / 1e12:,.1f} Tbit/s", f"1/{len(bp.zones) * inj / cap:.2f}" if cap else "-"])
     text = (f"Campus tier: {how}; requested {b.requested:g}:1 (an ATSW's links from its zones : its campus links), built "
             f"{b.built:.2f}:1, {b.links:,} links at {b.speed / 1e9:g}G. eBGP: each building's ATSW layer is one ASN "
             "(level3 pool, in building order)" + (", the campus spine one more (level4)" if cp.topology == "spine" else "")
-            + "; an ATSW gives the campus tier only its own building's routes.\n\n")
+            + "; an ATSW gives the campus tier only its own building's routes."
+            + (f" Each of the {P} planes has its own ATSW layer in every building and its own campus tier (the links above"
+               " count every plane; no link joins two planes)." if P > 1 else "") + "\n\n")
     return text + table(["building", "ATSW layer", "links from zones per ATSW", "campus links per ATSW", "capacity out of the building",
                          "of its GPUs' injection"], rows, "llrrrr")
 

@@ -66,7 +66,7 @@ def wire_zones(b: Builder, spec: Spec, placement: Placement) -> dict[tuple[int, 
     mounters = {z: Mounter(placement, "ctsw", z) for z in range(spec.zones)}  # a zone's planes share its CTSW racks
     ctsws = {
         (p, z): mount_tier(b, mounters[z], [f"{plane_prefix(p, P)}z{z + 1}-ctsw-{j + 1:02d}" for j in range(c)], f.ctsw.model,
-                           "ctsw", 2, z, spec, **_plane(p, P))
+                           "ctsw", 2, z, spec, **plane_attr(p, P))
         for p in range(P) for z in range(spec.zones)
     }
     in_zone = {key: 0 for key in ctsws}  # RTSWs wired so far per (plane, zone): where the next one's uplinks start
@@ -79,7 +79,7 @@ def wire_zones(b: Builder, spec: Spec, placement: Placement) -> dict[tuple[int, 
                 name = "rtsw" if n_rtsw == 1 else f"rtsw{r + 1}"
                 rid = f"{plane_prefix(p, P)}{rack.id}-{name}"
                 b.switch(rid, spec.rack_type.rtsw, rtsw_model, role="rtsw", level=1, hall=rack.hall, zone=rack.zone, rack=rack.id,
-                         u=rtsw_u(spec.rack_type.height_u, rtsw_model, p * n_rtsw + r), **_plane(p, P))
+                         u=rtsw_u(spec.rack_type.height_u, rtsw_model, p * n_rtsw + r), **plane_attr(p, P))
                 for nic, port in ends[r * down:(r + 1) * down]:
                     b.link(nic, port, rid, b.port(rid), nic_speed, "nic-rtsw")
                 start = in_zone[p, rack.zone] * up
@@ -89,7 +89,7 @@ def wire_zones(b: Builder, spec: Spec, placement: Placement) -> dict[tuple[int, 
     return ctsws
 
 
-def _plane(p: int, planes: int) -> dict:
+def plane_attr(p: int, planes: int) -> dict:
     """The ``plane`` node attribute of a multi-plane fabric's switches (none on one plane)."""
     return {"plane": p} if planes > 1 else {}
 
@@ -108,7 +108,7 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
     mounter = Mounter(placement, "atsw", None)
     for p in range(shape.planes):
         atsws = mount_tier(b, mounter, [f"{plane_prefix(p, shape.planes)}atsw-{k + 1:02d}" for k in range(a_count)], f.atsw.model,
-                           "atsw", 3, None, spec, **_plane(p, shape.planes))
+                           "atsw", 3, None, spec, **plane_attr(p, shape.planes))
         for z in range(spec.zones):
             for j, cid in enumerate(ctsws[p, z]):
                 for k in ctsw_uplink_targets(z, j, shape.ctsw_up[j], c, a_count):

@@ -40,8 +40,8 @@ def _ai_zone_links(spec: Spec) -> Links:
     shape = spec.shape
     ct, at = shape.tier("ctsw"), shape.tier("atsw")
     core = shape.links("ctsw-atsw") / (ct.count * at.count) if at is not None else 0.0
-    if spec.campus is not None:  # a CTSW's uplinks spread over its own building's ATSWs only
-        core = sum(shape.ctsw_up) / (spec.fabric.ctsw.count * spec.fabric.atsw.count)
+    if spec.campus is not None:  # a CTSW's uplinks spread over its own building's ATSWs (of its plane) only
+        core = sum(shape.ctsw_up) / (spec.fabric.ctsw.count * spec.fabric.atsw.count * shape.planes)
     return Links({"per_rack": shape.rack_uplinks / spec.fabric.ctsw.count}, core, "ctsw")
 
 

@@ -89,14 +89,14 @@ def _ai_zone_racks(spec: Spec, zone_hall, hall_racks, budget, shelf: float) -> l
         atsw = spec.switch(f.atsw.model)
         per = switches_per_rack(atsw.height_u, atsw.power, shelf)
         for halls in atsw_hall_groups(spec, zone_hall):  # the site, or each building of a campus
-            for k, n in enumerate(rack_fill(f.atsw.count * f.planes, per)):
+            for k, n in enumerate(rack_fill(f.atsw.count * f.planes, per)):  # every plane's ATSWs (of the building)
                 plan.append(NetworkRack("atsw", None, halls[k % len(halls)], n, n * atsw.power))
     if spec.campus is not None and spec.campus.spine_count:  # a campus spine, in its building's halls
         cp = spec.campus
         spine = spec.switch(cp.spine_model)
         per = switches_per_rack(spine.height_u, spine.power, shelf)
         halls = atsw_hall_groups(spec, zone_hall)[cp.spine_building]
-        for k, n in enumerate(rack_fill(cp.spine_count, per)):
+        for k, n in enumerate(rack_fill(cp.spine_count * f.planes, per)):  # every plane's campus spines
             plan.append(NetworkRack("cssw", None, halls[k % len(halls)], n, n * spine.power))
     return plan
 

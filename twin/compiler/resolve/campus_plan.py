@@ -5,7 +5,7 @@ checks that relate the campus section to the rest of the spec.
 
 - **Zones to buildings.** A building with ``zones:`` takes that many; the others fill in building order,
   each up to what its halls hold (``zones_per_hall`` per hall, a zone's racks within a hall's free
-  positions) and what its feed powers (``utility / pue``, less its ATSW layer, over one zone's racks and
+  positions) and what its feed powers (``utility / pue``, less its ATSW layers (one per plane), over one zone's racks and
   CTSWs). Zones a campus cannot hold go to the last building, where the budget names the shortfall.
 - **Routes.** A listed ``length`` is the surveyed trunk; otherwise the straight line between the two
   buildings' locations times the route factor. Every pair of buildings needs one or the other.
@@ -235,9 +235,9 @@ def plan(spec: Spec) -> CampusPlan | None:
 
 
 def zone_power(spec: Spec) -> float:
-    """IT power of one AI zone: its GPU racks at full load and its CTSWs (W)."""
+    """IT power of one AI zone: its GPU racks at full load and its CTSWs, every plane's (W)."""
     f = spec.fabric
-    return spec.racks_per_zone * spec.rack.power + f.ctsw.count * spec.switch(f.ctsw.model).power
+    return spec.racks_per_zone * spec.rack.power + f.ctsw.count * f.planes * spec.switch(f.ctsw.model).power
 
 
 def building_capacity(spec: Spec, b) -> tuple[int, int]:
@@ -246,7 +246,7 @@ def building_capacity(spec: Spec, b) -> tuple[int, int]:
     rpz = max(1, spec.racks_per_zone)
     space = sum(min(f.zones_per_hall, len(spec.slots[h].free) // rpz) for h in b.halls if h in spec.slots)
     pue = b.power.pue if b.power.pue is not None else spec.site.power.pue
-    atsw = f.atsw.count * spec.switch(f.atsw.model).power if f.atsw and f.atsw.count and f.atsw.model else 0.0
+    atsw = f.atsw.count * f.planes * spec.switch(f.atsw.model).power if f.atsw and f.atsw.count and f.atsw.model else 0.0
     per = zone_power(spec)
     power = max(0, math.floor((b.power.utility / pue - atsw) / per + 1e-9)) if per > 0 else space
     return space, power

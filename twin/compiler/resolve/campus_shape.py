@@ -1,5 +1,8 @@
 """The campus tier's counts: the AI-zone shape extended with one ATSW layer per building and the tier
-that joins them (the rules are in :mod:`twin.compiler.fabric.campus`).
+that joins them (the rules are in :mod:`twin.compiler.fabric.campus`). A fabric of ``P`` planes
+(:mod:`twin.compiler.resolve.planes`) has all of it once per plane: ``P x buildings x fabric.atsw.count``
+ATSWs, ``P`` times the campus links (and ``P x spine.count`` campus spines); the per-ATSW and per-pair
+counts of :class:`CampusShape` are one plane's, the same on every plane.
 
 ``spec.shape`` of a campus site is :func:`campus_shape` applied to the AI-zone shape when the spec is
 resolved (:mod:`twin.compiler.resolve.validate`), so the checks, the feasibility budget, the placement and the
@@ -34,6 +37,7 @@ class CampusShape:
     pair_links: dict[tuple[int, int], int]  # full mesh: links between ATSW k of a and ATSW k of b
     spine_down: tuple[int, ...] = ()  # spine: links into each campus spine switch
     tier: str = "atsw-atsw"
+    planes: int = 1  # network planes: every count above is one plane's, the same on each
 
 
 def mesh_links(downs: list[int], ratio: float) -> dict[tuple[int, int], int]:
@@ -47,7 +51,7 @@ def campus_shape(spec: Spec, base: FabricShape) -> FabricShape:
     """``base`` (the AI-zone shape) with the ATSW tier per building and the campus tier added."""
     f = spec.fabric
     cp = spec.campus
-    nb, a = len(cp.buildings), f.atsw.count
+    nb, a, P = len(cp.buildings), f.atsw.count, base.planes
     downs = tuple(atsw_downlinks(len(b.zones), base.ctsw_up, a) for b in cp.buildings)
     top = [max(d) for d in downs]
     atsw_model = spec.switch(f.atsw.model)
@@ -56,7 +60,7 @@ def campus_shape(spec: Spec, base: FabricShape) -> FabricShape:
     if cp.topology == "full-mesh":
         pairs = mesh_links(top, cp.ratio)
         up = tuple(sum(pairs[(min(x, y), max(x, y))] for y in range(nb) if y != x) for x in range(nb))
-        links = a * sum(pairs.values())
+        links = a * sum(pairs.values()) * P
         speed = atsw_model.port_speed
         spine_down: tuple[int, ...] = ()
         extra: list[Tier] = []
@@ -72,15 +76,16 @@ def campus_shape(spec: Spec, base: FabricShape) -> FabricShape:
                     per[t] += 1
         spine_down = tuple(per)
         pairs = {}
-        links = a * sum(up)
+        links = a * sum(up) * P
         speed = min(atsw_model.port_speed, spine.port_speed)
-        extra = [Tier("cssw", 4, cp.spine_model, s, max(per), 0, spine.ports)]
+        extra = [Tier("cssw", 4, cp.spine_model, s * P, max(per), 0, spine.ports)]
         ports_up = links
     on_atsw = sum(x.links for x in base.attachments if x.role == "atsw")  # spread over every building's ATSWs
-    tiers.append(Tier("atsw", 3, f.atsw.model, nb * a, max(top), max(up), atsw_model.ports, attach_ports(on_atsw, nb * a, 0)))
-    total_down = sum(sum(d) for d in downs)
+    n_atsw = nb * a * P
+    tiers.append(Tier("atsw", 3, f.atsw.model, n_atsw, max(top), max(up), atsw_model.ports, attach_ports(on_atsw, n_atsw, 0)))
+    total_down = sum(sum(d) for d in downs) * P
     n_att = len(base.attachments)  # attachments' boundaries stay last
     core, att = bounds[:len(bounds) - n_att], bounds[len(bounds) - n_att:]
     bounds = core + [Boundary(cp.tier, links, speed, cp.ratio, total_down / ports_up if ports_up else None)] + att
-    info = CampusShape(nb, a, downs, up, pairs, spine_down, cp.tier)
+    info = CampusShape(nb, a, downs, up, pairs, spine_down, cp.tier, P)
     return replace(base, tiers=tuple(tiers + extra), boundaries=tuple(bounds), campus=info)

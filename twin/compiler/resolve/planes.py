@@ -5,8 +5,10 @@ A NIC with ``nic_ports`` ports (the chassis in the catalog) at ``nic_speed / nic
 Clos a whole zone fabric (its own switches, cabling, addressing, configs), sized like the single-plane
 fabric of the same NICs at the port speed:
 the way DeepSeek's multi-plane fat tree [deepseek-v3-isca] and NVIDIA's two-plane B300 and GB300
-designs [gb300-nvl72-ra] count them (one leaf per GPU position *per plane*). This module owns the two
-numbers every pass reads (:func:`plane_ports`, :func:`port_speed`) and the checks of the input.
+designs [gb300-nvl72-ra] count them (one leaf per GPU position *per plane*). On a campus each plane also
+has, in every building, its own ATSW layer, and its own campus tier (:mod:`twin.compiler.fabric.campus`):
+a flow never leaves its plane, between buildings as within one. This module owns the two numbers every
+pass reads (:func:`plane_ports`, :func:`port_speed`) and the checks of the input.
 
 >>> plane_ports(nic_ports=2, planes=2), plane_ports(nic_ports=4, planes=2), port_speed(800e9, 2)
 (1, 2, 400000000000.0)
@@ -19,7 +21,6 @@ from typing import TYPE_CHECKING
 
 from twin.lang.diagnostics import Severity
 from twin.lang.site.catalog_models import Catalog
-from twin.lang.site.families import family_traits
 from twin.lang.site.models import Site, Technology
 
 if TYPE_CHECKING:
@@ -56,18 +57,12 @@ def plane_prefix(plane: int, planes: int) -> str:
 
 
 def findings(site: Site, catalog: Catalog) -> Iterator[tuple[Severity, tuple, str, str]]:
-    """The planes of ``site``: a family that has planes, and a count that divides the NIC's ports."""
+    """The planes of ``site``: not on InfiniBand (one subnet), and a count that divides the NIC's ports."""
     f = site.fabric
     rt = site.rack_types.get(f.rack_type)
     chassis = catalog.chassis.get(rt.chassis) if rt is not None else None
     if chassis is None:
         return  # the reference checks name the missing rack type or chassis
-    if family_traits(f.family).zoned and site.buildings and (f.planes > 1 or chassis.nic_ports > 1):
-        what = f"{f.planes} planes" if f.planes > 1 else f"'{rt.chassis}' NICs of {chassis.nic_ports} ports"
-        path = ("fabric", "planes") if f.planes > 1 else ("rack_types", f.rack_type, "chassis")
-        yield (Severity.ERROR, path, f"{what} on a campus: each building's ATSW layer and the campus tier are built for one plane",
-               "planes: 1, or one building (halls:)")
-        return
     if f.technology == Technology.INFINIBAND and (f.planes > 1 or chassis.nic_ports > 1):
         what = f"{f.planes} planes" if f.planes > 1 else f"'{rt.chassis}' NICs of {chassis.nic_ports} ports"
         yield (Severity.ERROR, ("fabric", "planes") if f.planes > 1 else ("fabric", "technology"),
