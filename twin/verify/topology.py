@@ -74,7 +74,9 @@ class Topology:
         """A campus slice: in each building of ``buildings`` (1-based) the first AI zone's first ``racks``
         racks and first ``ctsws`` CTSWs (planes), the ATSWs those CTSWs reach and the campus spines those
         ATSWs reach; so routes cross every tier and the campus between the buildings while the slice stays
-        small enough for one machine (the prediction is made on the slice, as FRR runs it)."""
+        small enough for one machine (the prediction is made on the slice, as FRR runs it). The racks are
+        those whose rack switches link to the kept CTSWs: on a multi-plane campus the first CTSWs by name are
+        the first plane's, so the slice is that plane (the others are copies of it)."""
         have = sorted({s["building"] + 1 for s in self.switches.values() if s.get("building") is not None})
         if not have:
             raise ValueError(f"{self.site} is not a campus (no buildings); use --slice zone:N")
@@ -85,8 +87,9 @@ class Topology:
         for b in buildings:
             mine = {n: s for n, s in self.switches.items() if s.get("building") == b - 1}
             zone = min(s["zone"] for s in mine.values() if s["zone"] is not None)
-            keep |= set(sorted(n for n, s in mine.items() if s["level"] == 2 and s["zone"] == zone)[:ctsws])
-            keep |= set(sorted(n for n, s in mine.items() if s["level"] == 1 and s["zone"] == zone)[:racks])
+            kept = set(sorted(n for n, s in mine.items() if s["level"] == 2 and s["zone"] == zone)[:ctsws])
+            linked = {y for lk in self.links for x, y in ((lk["a"], lk["b"]), (lk["b"], lk["a"])) if x in kept}
+            keep |= kept | set(sorted(n for n, s in mine.items() if s["level"] == 1 and s["zone"] == zone and n in linked)[:racks])
         levels = {n: sw["level"] for n, sw in self.switches.items()}
         for level in (3, 4):  # the ATSWs the kept CTSWs reach, then the campus spines those ATSWs reach
             keep |= {y for lk in self.links for x, y in ((lk["a"], lk["b"]), (lk["b"], lk["a"]))

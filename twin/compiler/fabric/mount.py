@@ -20,7 +20,7 @@ class Mounter:
         if halls is not None:  # a campus: one building's racks of a role shared by its zones
             racks = [r for r in racks if r.position.hall in halls]
         self.racks = sorted(racks, key=lambda r: (r.index, r.id))
-        self.role, self.zone = role, zone
+        self.role, self.zone, self.halls = role, zone, halls
         self.rack = 0
         self.used_u = 0
         self.count = 0  # switches on the current rack
@@ -35,7 +35,7 @@ class Mounter:
             self.used_u = 0
             self.count = 0
         if self.rack >= len(self.racks):
-            where = f" of zone {self.zone + 1}" if self.zone is not None else ""
+            where = f" of zone {self.zone + 1}" if self.zone is not None else (f" in {', '.join(self.halls)}" if self.halls else "")
             raise InfeasibleError([
                 f"{device}: the placement has only {len(self.racks)} '{self.role}' network rack(s){where};"
                 f" not enough room ({NETWORK_RACK_U}U each) for every {model.height_u}U switch"
