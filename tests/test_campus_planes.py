@@ -37,10 +37,13 @@ EFFICIENCY = 0.94  # the twin's Simple protocol efficiency (tests/test_zone_plan
 TWO_PORT = yaml.safe_load((SITES / "lab-2zone-2plane.yaml").read_text())["catalog"]["chassis"]["gt-h100-2port"]
 
 
-def campus(tmp_path: Path, name: str, planes: int = 1, port_speed: str | None = None) -> Path:
+def campus(tmp_path: Path, name: str, planes: int = 1, port_speed: str | None = None, spine: bool = False) -> Path:
     """lab-campus's first two buildings; ``planes`` 2 on 2-port NICs, or one plane of single-port NICs at
-    ``port_speed`` (the chassis of one plane's port), both with 8 RTSW uplinks (1:1 at 200G)."""
+    ``port_speed`` (the chassis of one plane's port), both with 8 RTSW uplinks (1:1 at 200G); ``spine``: 2
+    campus spines (per plane) in b2 instead of the mesh."""
     site = yaml.safe_load((SITES / "lab-campus.yaml").read_text())
+    if spine:
+        site["campus"]["fabric"].update(topology="spine", spine={"model": "minipack2", "count": 2, "building": "b2"})
     site["name"] = name
     site["buildings"] = site["buildings"][:2]
     site["campus"]["routes"] = [r for r in site["campus"]["routes"] if set(r["between"]) == {"b1", "b2"}]
@@ -63,7 +66,7 @@ def campus(tmp_path: Path, name: str, planes: int = 1, port_speed: str | None = 
 def sites(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("campus-planes")
     return {"two": campus(d, "campus-2plane", planes=2), "port": campus(d, "campus-200g", port_speed="200 Gbit/s"),
-            "one": campus(d, "campus-1plane")}
+            "one": campus(d, "campus-1plane"), "spine": campus(d, "campus-2plane-spine", planes=2, spine=True)}
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +88,35 @@ def test_the_shape_counts_every_plane(sites):
     per_plane = two.fabric.atsw.count * sum(info.pair_links.values())
     assert per_plane == 8 and two.shape.links("atsw-atsw") == 2 * per_plane
     assert two.shape.boundary("atsw-atsw").built == port.shape.boundary("atsw-atsw").built == 1.0
+
+
+def test_the_budget_counts_every_plane(sites):
+    """The feasibility budget (before any graph) counts both planes' network switches: 2 zones x 2 CTSWs x 2
+    planes, 2 buildings x 2 ATSWs x 2 planes."""
+    from twin.compiler.resolve import feasibility
+
+    two, _ = validate_file(sites["two"])
+    budget = feasibility.check(two)
+    assert budget.network_switches == {"ctsw": 8, "atsw": 8}
+    assert budget.network_power == pytest.approx(16 * two.switch("minipack2").power)
+
+
+def test_a_spine_campus_has_its_spines_per_plane(sites):
+    """Per plane: every ATSW has ceil(4 / 1) = 4 uplinks over the plane's 2 spines (2 each), 2 x 2 x 4 = 16
+    links; the site 4 spines in b2 and 32 links."""
+    d = compile_design(sites["spine"], placement_method="naive")
+    g = d.fabric.graph
+    assert mismatches(d.spec.shape, d.fabric) == []
+    spines = d.fabric.nodes("cssw")
+    assert sorted(spines) == ["plane1-cssw-01", "plane1-cssw-02", "plane2-cssw-01", "plane2-cssw-02"]
+    assert {(g.nodes[s]["building"], g.nodes[s]["hall"]) for s in spines} == {(1, "b2-lab")}
+    assert len({(g.nodes[s]["rack"], g.nodes[s]["u"]) for s in spines}) == 4
+    up = Counter()
+    for lk in d.fabric.cables():
+        if lk.tier == "atsw-cssw":
+            assert g.nodes[lk.a]["plane"] == g.nodes[lk.b]["plane"], lk
+            up[g.nodes[lk.b]["plane"], lk.b] += 1
+    assert up == {(p, f"plane{p + 1}-cssw-0{k}"): 8 for p in (0, 1) for k in (1, 2)}
 
 
 def test_the_graph_is_the_shape_and_no_link_joins_two_planes(design):
