@@ -53,17 +53,16 @@ def synthesize(spec: Spec, placement: Placement) -> Fabric:
     sb = cp.buildings[cp.spine_building]
     spine_mounter = Mounter(placement, "cssw", None, sb.halls) if cp.topology != "full-mesh" else None
     for p in range(shape.planes):
-        atsws = _atsw_layers(b, spec, placement, mounters, ctsws, p)
+        atsws = _atsw_layers(b, spec, mounters, ctsws, p)
         if spine_mounter is None:
-            _mesh(b, spec, atsws, p)
+            _mesh(b, spec, atsws)
         else:
             _spine(b, spec, spine_mounter, atsws, p)
     attach_in_buildings(b, spec, placement)
     return b.build(f.family.value, f.technology.value, shape.boundary_names, shape.roles)
 
 
-def _atsw_layers(b: Builder, spec: Spec, placement: Placement, mounters: list[Mounter], ctsws: dict[tuple[int, int], list[str]],
-                 p: int) -> list[list[str]]:
+def _atsw_layers(b: Builder, spec: Spec, mounters: list[Mounter], ctsws: dict[tuple[int, int], list[str]], p: int) -> list[list[str]]:
     """Plane ``p``'s ATSW layer of every building, fed by the plane's CTSWs of the building's zones; the ATSW ids per building."""
     f, shape, cp = spec.fabric, spec.shape, spec.campus
     c, a, P = f.ctsw.count, f.atsw.count, shape.planes
@@ -79,8 +78,9 @@ def _atsw_layers(b: Builder, spec: Spec, placement: Placement, mounters: list[Mo
     return atsws
 
 
-def _mesh(b: Builder, spec: Spec, atsws: list[list[str]], p: int) -> None:
-    """Plane ``p``'s full mesh: ATSW k of building x to ATSW k of building y, ``pair_links`` times."""
+def _mesh(b: Builder, spec: Spec, atsws: list[list[str]]) -> None:
+    """One plane's full mesh (``atsws``: its ATSW ids per building): ATSW k of building x to ATSW k of building y,
+    ``pair_links`` times."""
     cp = spec.campus
     speed = spec.shape.boundary(cp.tier).speed
     for (x, y), m in sorted(spec.shape.campus.pair_links.items()):
