@@ -142,6 +142,26 @@ def test_the_graph_is_the_shape_and_no_link_joins_two_planes(design):
     assert len(fed) == 8 and set(fed.values()) == {4}  # every ATSW of both planes: D = 4 links from its zone
 
 
+def test_each_plane_is_the_single_plane_campus_wire_for_wire(design, sites):
+    """Strip plane p's prefix and its switches and switch-to-switch cables are the single-plane campus's of the
+    same racks at the port speed (which has no prefix and no ``plane`` attribute: single-plane names unchanged)."""
+    port = compile_design(sites["port"], placement_method="naive")
+    g1 = port.fabric.graph
+    assert not any("plane" in d for _n, d in g1.nodes(data=True)) and "b1-atsw-01" in g1
+
+    def wires(d, keep):
+        g = d.fabric.graph
+        sw = {n for n, a in g.nodes(data=True) if a.get("level", -1) >= 1 and keep(a)}
+        return Counter((lk.tier, *sorted((lk.a, lk.b))) for lk in d.fabric.cables() if lk.a in sw and lk.b in sw), sw
+
+    want, want_sw = wires(port, lambda a: True)
+    for p in (0, 1):
+        got, got_sw = wires(design, lambda a, p=p: a["plane"] == p)
+        strip = len(f"plane{p + 1}-")
+        assert {n[strip:] for n in got_sw} == want_sw
+        assert Counter({(t, a[strip:], b[strip:]): n for (t, a, b), n in got.items()}) == want
+
+
 def test_atsws_share_their_building_racks_plane_after_plane(design):
     g = design.fabric.graph
     hall_building = design.spec.campus.hall_building
