@@ -8,7 +8,9 @@ each class and whether the leaders can be told apart.
 - **Why it wins**: the pick's step parts against the runner-up's and against the common rule (TP = the GPUs
   of one server, the best plan that keeps it), term by term.
 - **Classes**: the best plan without pipeline parallelism, without context parallelism, without
-  recomputation, and with TP inside one server, so that the cost of each constraint is visible.
+  recomputation, with TP inside one server, and leaving the memory reserve free once more (the reserve,
+  :data:`twin.compiler.resolve.memory.RESERVE_BYTES`, is assumed: a pick at the edge of it may not fit a
+  run that needs more), so that the cost of each constraint is visible.
 - **Margin**: plans whose predicted step lies within :data:`MODEL_ERROR` of the pick's cannot be told
   apart by the model; the answer names them.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from twin.compiler.resolve import memory
 from twin.lang.scenario.job import Case
 from twin.twins.plan import search
 from twin.twins.plan.fast import PARTS
@@ -40,10 +43,11 @@ def per_server(net) -> int:
 
 
 def classes(p: Problem):
-    """The masks of the answer's classes over a space's columns (:func:`search.search`'s ``mask_fn``)."""
+    """The masks of the answer's classes over a space's columns and, where given, their memory by part
+    (:func:`search.search`'s ``mask_fn``)."""
     k = per_server(p.net)
 
-    def fn(cols):
+    def fn(cols, mem=None):
         st = strides(cols)
         inside = (cols["tp"] == 1) | ((st["tp"] <= 1) & (k % cols["tp"] == 0))
         # the rule: TP = the GPUs of a server; where the model cannot split that far (a 72-GPU NVLink rack), the
@@ -51,9 +55,17 @@ def classes(p: Problem):
         sizes = sorted({int(t) for t in np.unique(cols["tp"][inside])} if len(cols["tp"]) else {k})
         t = k if k in sizes or not sizes else max(sizes)
         name = f"rule: TP = {k} (GPUs per server)" if t == k else f"rule: TP = {t} (the largest the model allows in a {k}-GPU server)"
-        return {"without PP": cols["pp"] == 1, "without CP": cols["cp"] == 1, "without recomputation": cols["rc"] == 0,
-                "TP inside the server": inside, name: (cols["tp"] == t) & inside}
+        out = {"without PP": cols["pp"] == 1, "without CP": cols["cp"] == 1, "without recomputation": cols["rc"] == 0,
+               "TP inside the server": inside, name: (cols["tp"] == t) & inside}
+        if mem is not None:
+            out[headroom_class()] = mem["total"] <= p.hbm - 2 * memory.RESERVE_BYTES
+        return out
     return fn
+
+
+def headroom_class() -> str:
+    """The class of plans that leave the reserve free once more: its name."""
+    return f"{memory.RESERVE_BYTES / 1e9:.0f} GB more HBM left free"
 
 
 def describe(c: dict) -> dict:
@@ -120,7 +132,7 @@ def answer(p: Problem, fixed: dict | None = None, top: int = 10, progress=None) 
     pick = entries[0]
     tied = [e["label"] for e in entries[1:] if e["step_s"] <= pick["step_s"] * (1 + MODEL_ERROR)]
     by_class = {}
-    for name, mask in classes(p)(s.cols).items():
+    for name, mask in classes(p)(s.cols, s.memory).items():
         b = s.best(mask, 1)
         if not len(b):
             by_class[name] = None
@@ -132,7 +144,7 @@ def answer(p: Problem, fixed: dict | None = None, top: int = 10, progress=None) 
     return {
         "site": p.design.spec.site.name, "workload": p.workload.name, "gpus": p.gpus, "stack": p.base.stack,
         "global_batch": p.workload.global_batch, "sequence_length": p.workload.sequence_length,
-        "hbm_GB": p.hbm / 1e9, "routing": {"scheme": p.scheme.kind, "qps": p.scheme.qps},
+        "hbm_GB": p.hbm / 1e9, "reserve_GB": memory.RESERVE_BYTES / 1e9, "routing": {"scheme": p.scheme.kind, "qps": p.scheme.qps},
         "space": {"enumerated": s.space.enumerated, "pruned": s.pruned, "feasible": s.feasible,
                   "scored": int(s.scored.sum()), "bounded": int(s.feasible - s.scored.sum()),
                   "collectives_timed": s.coll.calls, "collectives_refused": dict(s.coll.refused),

@@ -32,7 +32,8 @@ def text(res: dict) -> str:
     pick = res["plans"][0]
     b = pick["parts_s"]
     lines += ["", "the pick's step: " + ", ".join(f"{k.replace('_s', '')} {_ms(v)}" for k, v in b.items() if v > 0 and k != "step_s"),
-              "memory per GPU: " + ", ".join(f"{k} {v:.1f} GB" for k, v in pick["memory_GB"].items())]
+              "memory per GPU: " + ", ".join(f"{k} {v:.1f} GB" for k, v in pick["memory_GB"].items())
+              + f"; {res['hbm_GB'] - res['reserve_GB'] - pick['memory_GB']['total']:.1f} GB of HBM free beyond the {res['reserve_GB']:.0f} GB reserve"]
     tied = res["margin"]["indistinguishable_from_pick"]
     if tied:
         lines.append(f"within the model's error ({res['margin']['model_error']:.1%}) of the pick, so not told apart: {len(tied)} plan(s): "

@@ -70,7 +70,7 @@ def smallest_shortfall(p: Problem, space: Space, mem: dict[str, np.ndarray]) -> 
 
 def search(p: Problem, fixed: dict | None = None, keep: int = 10, mask_fn=None, progress=None, workers: int | None = None) -> Searched:
     """Search the plans of ``p`` (pins ``fixed``); score until the ``keep`` best are proven, and also the
-    best of every class ``mask_fn(cols) -> {name: mask}`` names; collectives timed on ``workers`` processes
+    best of every class ``mask_fn(cols, memory) -> {name: mask}`` names; collectives timed on ``workers`` processes
     (default: every core the process may use; :mod:`twin.twins.plan.parallel`)."""
     sec = {}
     t0 = time.perf_counter()
@@ -101,7 +101,7 @@ def search(p: Problem, fixed: dict | None = None, keep: int = 10, mask_fn=None, 
     scored = np.zeros(n, bool)
     coll = tables.Collectives(p)
     s = Searched(p, space, cols, mem, bound, scored, parts, pruned, coll, sec)
-    masks = {"all": np.ones(n, bool), **(mask_fn(cols) if mask_fn else {})}
+    masks = {"all": np.ones(n, bool), **(mask_fn(cols, mem) if mask_fn else {})}
     with parallel.Timer(coll, workers) as timer:
         for name, mask in masks.items():
             _branch_and_bound(s, comp, mask, keep if name == "all" else 1, progress, name, timer)
