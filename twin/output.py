@@ -32,13 +32,12 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from twin.exits import INVALID as EXIT_NOT_OURS
+from twin.exits import WRITE as EXIT_WRITE
 from twin.folder import MANIFEST, FolderError, foreign_entries, load_manifest
 from twin.forked import Child, apart
 from twin.leftovers import aside, clean_leftovers, discard, sibling, unmark
 from twin.rebuild import ChangedDuringBuild, Replacing, folder_for, folders_of, prune
-
-EXIT_NOT_OURS = 2  # the folder is not twin output: invalid input
-EXIT_WRITE = 3  # the folder could not be written: disk full, read-only, no permission, another build
 
 
 class OutputError(Exception):

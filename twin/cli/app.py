@@ -19,6 +19,9 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
+from twin.exits import FAILED as EXIT_INFEASIBLE
+from twin.exits import INVALID as EXIT_INVALID
+from twin.exits import RISKS as EXIT_RISKS
 from twin.lang.diagnostics import Diagnostic, InfeasibleError, Severity, SpecError
 from twin.version import __version__
 
@@ -33,9 +36,6 @@ app = typer.Typer(
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
-EXIT_INFEASIBLE = 1
-EXIT_INVALID = 2
-EXIT_RISKS = 4
 
 ACCEPT_RISKS = "Exit 0 even when a check fails (the verdicts still list it); without it a fail exits 4."
 

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-EXIT_INVALID = 2
+from twin.exits import INVALID as EXIT_INVALID
 
 
 def run_as_built(generated: Path, neighbours: list[Path], output: Path | None, as_json: bool, ignore_speed: bool, complete: bool,

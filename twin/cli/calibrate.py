@@ -6,9 +6,8 @@ from pathlib import Path
 
 import typer
 
+from twin.exits import INVALID as EXIT_INVALID
 from twin.lang.diagnostics import InfeasibleError, Severity, SpecError
-
-EXIT_INVALID = 2
 
 
 def run_calibrate(site: Path, runs_csv: Path | None, base: str, name: str, constants: str, holdout: str, routing: str, out_file: Path | None,

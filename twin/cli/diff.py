@@ -7,10 +7,9 @@ from typing import List, Optional
 
 import typer
 
+from twin.exits import INVALID as EXIT_INVALID
+from twin.exits import WRITE as EXIT_WRITE
 from twin.lang.diagnostics import InfeasibleError, SpecError
-
-EXIT_INVALID = 2
-EXIT_WRITE = 3  # the page could not be written (disk full, no such folder, no permission): one line, as `twin build`
 
 
 def run_diff(old: Path, new: Path | None, against: Path | None, as_json: bool, html: Path | None, scenario: Path | None,

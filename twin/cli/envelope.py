@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 
+from twin.exits import INVALID
 from twin.version import __version__
 
 CURRENT = {"command": ""}  # the sub-command this process runs, set by the root callback (twin/cli/app.py)
@@ -46,4 +47,4 @@ def invalid(message: str, as_json: bool, emit_json, err) -> int:
         emit_json({"status": "invalid", "error": message})
     else:
         err.print(message, style="red", markup=False)
-    return 2
+    return INVALID

@@ -8,6 +8,8 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from twin.exits import FAILED, INVALID
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Write a design into NetBox (the generated netbox/ folder holds the same objects as bulk-import files).")
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -71,11 +73,11 @@ def push(
     except SpecError as e:
         for d in e.diagnostics:
             err.print(d.format(), markup=False)
-        raise typer.Exit(2) from None
+        raise typer.Exit(INVALID) from None
     except InfeasibleError as e:
         for line in e.diagnosis:
             err.print(f"{spec}: infeasible: {line}", markup=False)
-        raise typer.Exit(1) from None
+        raise typer.Exit(FAILED) from None
     log = (lambda _m: None) if as_json else (lambda m: err.print(f"  {m}", markup=False))
     try:
         result = Pusher(design, url, secret, log).run()

@@ -8,7 +8,8 @@ from typing import List, Optional
 
 import typer
 
-EXIT_INVALID = 2
+from twin.exits import INVALID as EXIT_INVALID
+
 AXES = {"tp": int, "cp": int, "pp": int, "dp": int, "ep": int, "v": int, "micro_batch": int, "recompute": str, "zero": int,
         "sequence_parallel": int, "fp8": int, "order": str}
 FIX_HELP = "Pin a plan axis to a value or values (repeatable): " + ", ".join(AXES) + "."

@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from twin.cli.app import EXIT_INVALID
+from twin.exits import FAILED
 
 
 def register(app, out, err, print_diags, emit_json) -> None:
@@ -62,7 +63,7 @@ def register(app, out, err, print_diags, emit_json) -> None:
                 if not stale:
                     out.print(f"schema and reference are up to date ({target.parent})", markup=False)
             if stale:
-                raise typer.Exit(1)
+                raise typer.Exit(FAILED)
             return
         for p, text in files.items():
             p.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from twin.exits import FAILED, INVALID
 from twin.lang.diagnostics import InfeasibleError, Severity, SpecError
 
 NOTHING_TO_PLOT = ("the plots are of collectives, training jobs, a campaign's sweeps and a power: section; "
@@ -81,13 +82,13 @@ def run_simulate(target, scenario, as_json, plot_dir, out, err, print_diags, emi
         else:
             print_diags(e.diagnostics)
             err.print(f"{scenario}: {sum(d.severity is Severity.ERROR for d in e.diagnostics)} error(s)", style="red", markup=False)
-        return 2
+        return INVALID
     except InfeasibleError as e:
         err.print(f"{target}: the design does not fit: " + "; ".join(e.diagnosis), style="red", markup=False)
-        return 1
+        return FAILED
     except (FileNotFoundError, ValueError) as e:
         err.print(str(e), style="red", markup=False)
-        return 2
+        return INVALID
     from twin.cli.app import print_risks, risks_exit, risks_status
     from twin.emit import report_net as report
 

@@ -10,6 +10,9 @@ import typer
 from rich.console import Console
 from typer.core import TyperCommand
 
+from twin.exits import INTERRUPTED as EXIT_INTERRUPTED
+from twin.exits import INVALID as EXIT_INVALID
+from twin.exits import WRITE
 from twin.lang.diagnostics import SpecError
 
 if TYPE_CHECKING:
@@ -30,8 +33,6 @@ Example: twin sweep sweeps/lab-oversubscription.yaml --root . --workers 2 -o /tm
 Figures (the registry, twin/analysis/registry.py): {figures}; any other as design:PATH
 (design.json), sim:PATH (the simulation's JSON) or cost:PATH.
 """
-EXIT_INVALID = 2
-EXIT_INTERRUPTED = 130
 
 
 class _SweepCommand(TyperCommand):
@@ -75,10 +76,10 @@ def run_sweep(path: Path, output: Path | None, workers: int | None, scheduler, f
 
     if why := owned.problem(folder, OUTPUTS):  # before a worker starts: a file of the user's is never overwritten
         if as_json:
-            emit_json({"status": "not written", "error": f"-o {folder}: {why}", "exit": 3})
+            emit_json({"status": "not written", "error": f"-o {folder}: {why}", "exit": WRITE})
         else:
             err.print(f"-o {folder}: {why}", style="red", markup=False)
-        return 3
+        return WRITE
     if scheduler is None and (warning := root_warning()):
         err.print(warning, style="yellow", markup=False)
     try:

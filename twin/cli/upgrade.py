@@ -8,8 +8,8 @@ from typing import List
 
 import typer
 
-EXIT_STALE = 1
-EXIT_INVALID = 2
+from twin.exits import FAILED as EXIT_STALE
+from twin.exits import INVALID as EXIT_INVALID
 
 
 def register(app, out, err, print_diags, emit_json) -> None:

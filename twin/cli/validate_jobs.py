@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-EXIT_INVALID = 2
+from twin.exits import INVALID as EXIT_INVALID
 
 
 def register(app, out, err, emit_json) -> None:

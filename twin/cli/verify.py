@@ -8,8 +8,8 @@ from typing import Optional
 
 import typer
 
-EXIT_FAILED = 1
-EXIT_INVALID = 2
+from twin.exits import FAILED as EXIT_FAILED
+from twin.exits import INVALID as EXIT_INVALID
 
 
 def run_cleanup(as_json: bool, out, err, emit_json) -> int:
