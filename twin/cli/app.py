@@ -20,6 +20,7 @@ import typer
 from rich.console import Console
 
 from twin.exits import FAILED as EXIT_INFEASIBLE
+from twin.exits import INTERRUPTED
 from twin.exits import INVALID as EXIT_INVALID
 from twin.exits import RISKS as EXIT_RISKS
 from twin.lang.diagnostics import Diagnostic, InfeasibleError, Severity, SpecError
@@ -354,7 +355,7 @@ def main() -> None:
         app()
     except KeyboardInterrupt:
         err.print("interrupted", style="red")
-        sys.exit(130)
+        sys.exit(INTERRUPTED)
 
 
 if __name__ == "__main__":
