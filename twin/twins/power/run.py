@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from twin.heap import reuse_large_buffers
 from twin.lang.scenario.power import PowerScenario
 from twin.twins.power import levels, mitigate, verdicts
 from twin.twins.power.model import Model, phases_for, prepare, segments_for
@@ -75,6 +76,13 @@ def throughput(m: Model, segs) -> dict:
 
 def simulate_power(design, cfg: PowerScenario, src=None, jobs: list[dict] | None = None, events: list[Event] | None = None,
                    base_dir: Path | None = None, mitigations: bool = True, progress=None) -> PowerResult:
+    """The power twin on ``design`` for a scenario's ``power:`` section; its day-long series kept on the heap
+    while it runs (:func:`twin.heap.reuse_large_buffers`: the same results, without faulting each one in afresh)."""
+    with reuse_large_buffers():
+        return _simulate_power(design, cfg, src, jobs, events, base_dir, mitigations, progress)
+
+
+def _simulate_power(design, cfg: PowerScenario, src, jobs, events, base_dir, mitigations: bool, progress) -> PowerResult:
     say = progress or (lambda _m: None)
     say("power: the site's draw at its racks, rows and halls")
     m = prepare(design, cfg, src, jobs, events, base_dir)

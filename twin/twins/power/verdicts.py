@@ -105,34 +105,43 @@ def band_amplitude(x: np.ndarray, dt: float, window: float, band: tuple[float, f
     return out_a, out_s
 
 
-def check(x: np.ndarray, dt: float, limits, t0: float = 0.0) -> list[dict]:
-    """Pass/fail for every limit of a :class:`twin.lang.site.power.UtilityLimits`, with the worst moment."""
+def _checks(x: np.ndarray, dt: float, limits, t0: float = 0.0):
+    """Each limit of a :class:`twin.lang.site.power.UtilityLimits` checked in turn, cheapest first (ramp, swing,
+    the oscillation bands), as it is computed: :func:`passes` stops at the first that fails."""
     if limits is None:
-        return []
-    out = []
+        return
     if limits.max_ramp is not None:
         v, at = ramp(x, dt, limits.ramp_window)
-        out.append({"limit": f"ramp over {limits.ramp_window:g} s", "kind": "ramp", "value": v, "limit_value": limits.max_ramp,
+        yield _verdict({"limit": f"ramp over {limits.ramp_window:g} s", "kind": "ramp", "value": v, "limit_value": limits.max_ramp,
                     "unit": "W/s", "worst_at_s": t0 + at, "pass": v <= limits.max_ramp})
     if limits.max_swing is not None:
         v, at = swing(x, dt, limits.swing_window)
-        out.append({"limit": f"swing within {limits.swing_window:g} s", "kind": "swing", "value": v, "limit_value": limits.max_swing,
+        yield _verdict({"limit": f"swing within {limits.swing_window:g} s", "kind": "swing", "value": v, "limit_value": limits.max_swing,
                     "unit": "W", "worst_at_s": t0 + at, "pass": v <= limits.max_swing})
     for o in limits.oscillation:
         amp, share = band_amplitude(x, dt, o.window, o.band)
         name = o.name or f"oscillation {o.band[0]:g}-{o.band[1]:g} Hz"
         if o.max_amplitude is not None:
             i = int(amp.argmax())
-            out.append({"limit": name, "kind": "oscillation", "value": float(amp[i]), "limit_value": o.max_amplitude, "unit": "W",
+            yield _verdict({"limit": name, "kind": "oscillation", "value": float(amp[i]), "limit_value": o.max_amplitude, "unit": "W",
                         "worst_at_s": t0 + i * o.window, "pass": bool(amp[i] <= o.max_amplitude)})
         if o.max_share is not None:
             i = int(share.argmax())
-            out.append({"limit": name + " (share)", "kind": "oscillation-share", "value": float(share[i]), "limit_value": o.max_share,
+            yield _verdict({"limit": name + " (share)", "kind": "oscillation-share", "value": float(share[i]), "limit_value": o.max_share,
                         "unit": "", "worst_at_s": t0 + i * o.window, "pass": bool(share[i] <= o.max_share)})
-    for v in out:
-        v["pass"] = bool(v["pass"])
-    return out
+
+
+def _verdict(v: dict) -> dict:
+    v["pass"] = bool(v["pass"])
+    return v
+
+
+def check(x: np.ndarray, dt: float, limits, t0: float = 0.0) -> list[dict]:
+    """Pass/fail for every limit of a :class:`twin.lang.site.power.UtilityLimits`, with the worst moment."""
+    return list(_checks(x, dt, limits, t0))
 
 
 def passes(x: np.ndarray, dt: float, limits) -> bool:
-    return all(v["pass"] for v in check(x, dt, limits))
+    """Whether ``x`` meets every limit: the checks in :func:`check`'s order, stopping at the first that fails
+    (the same answer as ``all(v["pass"] for v in check(...))``, without the checks it does not need)."""
+    return all(v["pass"] for v in _checks(x, dt, limits))
