@@ -78,7 +78,7 @@ def test_the_shape_counts_every_plane(sites):
     two, _ = validate_file(sites["two"])
     port, _ = validate_file(sites["port"])
     info = two.shape.campus
-    assert two.shape.planes == info.planes == 2 and port.shape.planes == 1
+    assert two.shape.planes == 2 and port.shape.planes == 1 and info.atsw_per_building == 2
     # every tier and boundary is twice the single-plane campus of the same racks at the port speed
     assert [(t.role, t.count, t.down, t.up) for t in two.shape.tiers] == [(t.role, 2 * t.count, t.down, t.up) for t in port.shape.tiers]
     assert [(b.name, b.links, b.speed) for b in two.shape.boundaries] == [(b.name, 2 * b.links, b.speed) for b in port.shape.boundaries]

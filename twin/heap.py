@@ -14,7 +14,6 @@ differs. Elsewhere than glibc (no ``mallopt``) it does nothing.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -26,12 +25,13 @@ AFTER_TRIM = 2 * AFTER_MMAP  # glibc sets the trim threshold to twice the mmap t
 
 
 def _libc():
-    name = ctypes.util.find_library("c")
+    """The C library already loaded in this process (its symbols, no search for a file), if it has glibc's
+    ``mallopt`` and ``malloc_trim``; else None."""
     try:
-        lib = ctypes.CDLL(name) if name else None
+        lib = ctypes.CDLL(None)
     except OSError:
         return None
-    return lib if lib is not None and hasattr(lib, "mallopt") and hasattr(lib, "malloc_trim") else None
+    return lib if hasattr(lib, "mallopt") and hasattr(lib, "malloc_trim") else None
 
 
 @contextmanager

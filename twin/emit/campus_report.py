@@ -83,7 +83,7 @@ def _tier(d: Design) -> str:
                "links per ATSW pair")
     else:
         how = f"campus spine: {cp.spine_count} x {cp.spine_model} (level 4) in {cp.buildings[cp.spine_building].name}; every ATSW has {max(info.atsw_up)} uplinks"
-    P = info.planes  # every plane has the same campus tier: a building's capacity is P times one plane's
+    P = d.spec.shape.planes  # every plane has the same campus tier: a building's capacity is P times one plane's
     inj = d.spec.racks_per_zone * d.spec.rack.nics * d.spec.shape.boundaries[0].speed * spec_plane_ports(d.spec) * P
     rows = []
     for bp in cp.buildings:

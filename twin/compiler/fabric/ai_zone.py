@@ -28,7 +28,7 @@ from twin.compiler.fabric.hosts import add_hosts
 from twin.compiler.fabric.mount import Mounter, rtsw_u
 from twin.compiler.fabric.trees import plane_endpoints
 from twin.compiler.place.model import Placement
-from twin.compiler.resolve.planes import plane_prefix, spec_plane_ports
+from twin.compiler.resolve.planes import plane_attr, plane_prefix, spec_plane_ports
 from twin.compiler.resolve.spec import Spec
 from twin.compiler.resolve.zone_links import ctsw_uplink_targets
 from twin.lang.diagnostics import InfeasibleError
@@ -87,11 +87,6 @@ def wire_zones(b: Builder, spec: Spec, placement: Placement) -> dict[tuple[int, 
                     b.uplink(rid, zone_ctsws[(start + t) % c], up_speed, "rtsw-ctsw")
                 in_zone[p, rack.zone] += 1
     return ctsws
-
-
-def plane_attr(p: int, planes: int) -> dict:
-    """The ``plane`` node attribute of a multi-plane fabric's switches (none on one plane)."""
-    return {"plane": p} if planes > 1 else {}
 
 
 def synthesize(spec: Spec, placement: Placement) -> Fabric:

@@ -30,12 +30,12 @@ to them like every fabric (:func:`twin.compiler.fabric.synthesis.mismatches`).
 
 from __future__ import annotations
 
-from twin.compiler.fabric.ai_zone import mount_tier, plane_attr, wire_zones
+from twin.compiler.fabric.ai_zone import mount_tier, wire_zones
 from twin.compiler.fabric.attach import add_attachments
 from twin.compiler.fabric.graph import Builder, Fabric
 from twin.compiler.fabric.mount import Mounter
 from twin.compiler.place.model import Placement
-from twin.compiler.resolve.planes import plane_prefix
+from twin.compiler.resolve.planes import plane_attr, plane_prefix
 from twin.compiler.resolve.spec import Spec
 from twin.compiler.resolve.zone_links import ctsw_uplink_targets
 

@@ -37,7 +37,6 @@ class CampusShape:
     pair_links: dict[tuple[int, int], int]  # full mesh: links between ATSW k of a and ATSW k of b
     spine_down: tuple[int, ...] = ()  # spine: links into each campus spine switch
     tier: str = "atsw-atsw"
-    planes: int = 1  # network planes: every count above is one plane's, the same on each
 
 
 def mesh_links(downs: list[int], ratio: float) -> dict[tuple[int, int], int]:
@@ -87,5 +86,5 @@ def campus_shape(spec: Spec, base: FabricShape) -> FabricShape:
     n_att = len(base.attachments)  # attachments' boundaries stay last
     core, att = bounds[:len(bounds) - n_att], bounds[len(bounds) - n_att:]
     bounds = core + [Boundary(cp.tier, links, speed, cp.ratio, total_down / ports_up if ports_up else None)] + att
-    info = CampusShape(nb, a, downs, up, pairs, spine_down, cp.tier, P)
+    info = CampusShape(nb, a, downs, up, pairs, spine_down, cp.tier)
     return replace(base, tiers=tuple(tiers + extra), boundaries=tuple(bounds), campus=info)

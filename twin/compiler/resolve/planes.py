@@ -56,6 +56,15 @@ def plane_prefix(plane: int, planes: int) -> str:
     return f"plane{plane + 1}-" if planes > 1 else ""
 
 
+def plane_attr(plane: int, planes: int) -> dict:
+    """The ``plane`` node attribute of a multi-plane fabric's switches (0-based; none on a single-plane fabric).
+
+    >>> plane_attr(0, 1), plane_attr(1, 2)
+    ({}, {'plane': 1})
+    """
+    return {"plane": plane} if planes > 1 else {}
+
+
 def findings(site: Site, catalog: Catalog) -> Iterator[tuple[Severity, tuple, str, str]]:
     """The planes of ``site``: not on InfiniBand (one subnet), and a count that divides the NIC's ports."""
     f = site.fabric

@@ -113,18 +113,18 @@ def _checks(x: np.ndarray, dt: float, limits, t0: float = 0.0):
     if limits.max_ramp is not None:
         v, at = ramp(x, dt, limits.ramp_window)
         yield _verdict({"limit": f"ramp over {limits.ramp_window:g} s", "kind": "ramp", "value": v, "limit_value": limits.max_ramp,
-                    "unit": "W/s", "worst_at_s": t0 + at, "pass": v <= limits.max_ramp})
+                         "unit": "W/s", "worst_at_s": t0 + at, "pass": v <= limits.max_ramp})
     if limits.max_swing is not None:
         v, at = swing(x, dt, limits.swing_window)
         yield _verdict({"limit": f"swing within {limits.swing_window:g} s", "kind": "swing", "value": v, "limit_value": limits.max_swing,
-                    "unit": "W", "worst_at_s": t0 + at, "pass": v <= limits.max_swing})
+                         "unit": "W", "worst_at_s": t0 + at, "pass": v <= limits.max_swing})
     for o in limits.oscillation:
         amp, share = band_amplitude(x, dt, o.window, o.band)
         name = o.name or f"oscillation {o.band[0]:g}-{o.band[1]:g} Hz"
         if o.max_amplitude is not None:
             i = int(amp.argmax())
             yield _verdict({"limit": name, "kind": "oscillation", "value": float(amp[i]), "limit_value": o.max_amplitude, "unit": "W",
-                        "worst_at_s": t0 + i * o.window, "pass": bool(amp[i] <= o.max_amplitude)})
+                             "worst_at_s": t0 + i * o.window, "pass": bool(amp[i] <= o.max_amplitude)})
         if o.max_share is not None:
             i = int(share.argmax())
             yield _verdict({"limit": name + " (share)", "kind": "oscillation-share", "value": float(share[i]), "limit_value": o.max_share,
