@@ -117,8 +117,8 @@ def test_fabric_failures_take_the_servers_the_graph_disconnects(meta24k):
     assert r.servers_cut(node=fp.switches["rtsw"][0]) == 2  # an RTSW takes its rack (2 Grand Tetons)
     assert r.servers_cut(node=fp.switches["ctsw"][0]) == 0  # a CTSW only narrows ECMP
     assert r.servers_cut(node=fp.switches["atsw"][0]) == 0
-    assert r.servers_cut(link=fp.links["nic-rtsw"][0]) == 1
-    assert r.servers_cut(link=fp.links["rtsw-ctsw"][0]) == 0
+    assert r.servers_cut(link=fp.first_links["nic-rtsw"]) == 1
+    assert r.servers_cut(link=fp.first_links["rtsw-ctsw"]) == 0
     ib = compiled("lab-ib")  # fat-tree leaf with 32 NICs: its failure cuts 4 servers, a spine none
     fi = footprint(ib.fabric.graph, 128)
     ri = Reach(ib.fabric.graph, fi)

@@ -76,7 +76,8 @@ def run_campaign(design, scn, src, graph, job_under: JobUnder, progress=None) ->
         step_source = "campaign.step_time"
     say("campaign: the job's footprint on the fabric graph")
     try:
-        fp = footprint(graph, gpus)
+        fabric = getattr(design, "fabric", None)
+        fp = footprint(graph, gpus, links=fabric.links if fabric is not None and fabric.graph is graph else None)
     except ValueError as e:
         raise SpecError([error(src, ("campaign", "gpus"), str(e))]) from None
     modes = failure_modes(classes, fp, Reach(graph, fp))

@@ -24,7 +24,7 @@ one server; a CTSW, ATSW or fabric cable takes none, so it does not stop the job
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import networkx as nx
 import numpy as np
@@ -32,6 +32,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from twin.lang.site.reliability_models import FailureClass
+from twin.twins.reliability import arrays
 
 SERVER_PARTS = ("gpu", "server", "nic")  # a failure of one of these takes its server
 # A rack-scale system's trays: the server is the whole NVLink domain. A compute tray takes its GPUs, a switch
@@ -46,18 +47,22 @@ PLANE = "plane"
 
 @dataclass(frozen=True)
 class Footprint:
-    """The parts of the design one job depends on (ids sorted, so every run sees the same footprint)."""
+    """The parts of the design one job depends on: its servers and switches by id (sorted, so every run sees
+    the same footprint), its NICs and cables counted, the lowest cable id of each tier as the tier's
+    representative, and the rows of the graph's arrays it covers (for :class:`Reach`)."""
 
     gpus: int
     servers: tuple[str, ...]
-    nics: tuple[str, ...]
+    nics: int
     switches: dict[str, tuple[str, ...]]  # role -> switch ids
     levels: dict[str, int]  # role -> tier level (1 = rack / leaf)
-    links: dict[str, tuple[str, ...]]  # tier -> link ids
+    links: dict[str, int]  # tier -> cables of the tier
+    first_links: dict[str, str] = field(default_factory=dict)  # tier -> its lowest cable id
     scale: float = 1.0  # >1: counts extrapolated from a smaller design
     trays: tuple[int, int] = (0, 0)  # compute and NVLink switch trays of the job's rack-scale systems (0: none)
     domain: tuple[int, int] = (0, 0)  # GPUs and racks of one rack-scale system (72, 1: NVL72; 72, 2: NVL36x2)
     planes: tuple[tuple[str, ...], ...] = ()  # the job's switches of each plane, on a multi-plane fabric (else empty)
+    rows: tuple | None = field(default=None, compare=False, repr=False)  # (GraphArrays, NIC mask, switch mask)
 
     def count(self, per: str, group: str = "") -> int:
         """Components of kind ``per`` (and role / tier ``group``) the job depends on."""
@@ -65,11 +70,10 @@ class Footprint:
             return 1
         if per == PLANE:  # a bigger job spans the same planes
             return len(self.planes)
-        n = {"gpu": self.gpus, "server": len(self.servers), "nic": len(self.nics),
+        n = {"gpu": self.gpus, "server": len(self.servers), "nic": self.nics,
              "compute-tray": self.trays[0], "switch-tray": self.trays[1]}.get(per)
         if n is None:
-            source = self.links if per == "link" else self.switches
-            n = len(source.get(group, ()))
+            n = self.links.get(group, 0) if per == "link" else len(self.switches.get(group, ()))
         return round(n * self.scale) if per != "gpu" else n
 
     def groups(self, per: str) -> list[str]:
@@ -84,6 +88,13 @@ class Footprint:
             return [""] if self.count(per) else []
         return [""]
 
+    def representative(self, per: str, group: str) -> str:
+        """The component whose failure stands for its role or tier: the lowest id."""
+        if per == "link":
+            return self.first_links.get(group, "")
+        ids = self.switches.get(group, ())
+        return ids[0] if ids else ""
+
 
 def server_order(g: nx.MultiGraph) -> list[str]:
     """GPU servers in topology order (zone, rack, id), the order the job twin fills a topology job."""
@@ -92,8 +103,9 @@ def server_order(g: nx.MultiGraph) -> list[str]:
                   key=lambda n: (nodes[n].get("zone") or 0, str(nodes[n].get("rack")), n))
 
 
-def footprint(g: nx.MultiGraph, gpus: int, order: list[str] | None = None) -> Footprint:
-    """The footprint of a job of ``gpus`` GPUs on the first servers of ``g`` in topology order."""
+def footprint(g: nx.MultiGraph, gpus: int, order: list[str] | None = None, links=None) -> Footprint:
+    """The footprint of a job of ``gpus`` GPUs on the first servers of ``g`` in topology order (``links``:
+    the design's link list of ``g``, read instead of the graph's edges when given)."""
     nodes = g.nodes
     order = server_order(g) if order is None else order
     servers, total = [], 0
@@ -104,90 +116,87 @@ def footprint(g: nx.MultiGraph, gpus: int, order: list[str] | None = None) -> Fo
         total += int(nodes[s].get("gpus", 0))
     if total < gpus:
         raise ValueError(f"the design has {total:,} GPUs, the job needs {gpus:,}")
-    nics = [n for s in servers for n in sorted(g.neighbors(s)) if nodes[n].get("role") == "nic"]
-
-    def level(n: str) -> int:
-        return int(nodes[n].get("level", -1))
-
-    frontier = {nb for n in nics for nb in g.neighbors(n) if level(nb) >= 1}
-    switches: set[str] = set()
-    while frontier:
-        switches |= frontier
-        frontier = {nb for sw in frontier for nb in g.neighbors(sw) if level(nb) > level(sw) and nb not in switches}
-    inside = set(nics) | switches
-    links: dict[str, set[str]] = {}
-    adj = g._adj  # neighbour -> {key: data}, networkx's own dicts: no view per node or edge (a million NICs on a campus)
-    for u in inside:
-        for v, keyed in adj[u].items():
-            if v in inside:
-                for key, d in keyed.items():
-                    if d.get("kind") == "link":
-                        links.setdefault(str(d.get("tier")), set()).add(str(key))
+    a = arrays.of(g, links)
+    chosen = np.zeros(len(a.names), bool)
+    chosen[[a.index[s] for s in servers]] = True
+    nic = a.neighbours(chosen) & a.is_role("nic")
+    switch = a.up_closure(a.neighbours(nic) & (a.level >= 1))
+    inside = nic | switch
+    cables = a.elink & inside[a.eu] & inside[a.ev]
+    per_tier = np.bincount(a.etier[cables], minlength=len(a.tiers))
+    first = {a.tiers[t]: min(a.keys_of(cables & (a.etier == t))) for t in np.flatnonzero(per_tier)}
     by_role: dict[str, list[str]] = {}
-    for sw in switches:
+    for sw in a.names_of(switch):
         by_role.setdefault(str(nodes[sw]["role"]), []).append(sw)
     return Footprint(
-        gpus=int(gpus), servers=tuple(servers), nics=tuple(nics),
+        gpus=int(gpus), servers=tuple(servers), nics=int(nic.sum()),
         switches={r: tuple(sorted(v)) for r, v in sorted(by_role.items())},
-        levels={r: level(v[0]) for r, v in sorted(by_role.items())},
-        links={t: tuple(sorted(v)) for t, v in sorted(links.items())},
+        levels={r: int(nodes[v[0]].get("level", -1)) for r, v in sorted(by_role.items())},
+        links={a.tiers[t]: int(per_tier[t]) for t in np.flatnonzero(per_tier)}, first_links=dict(sorted(first.items())),
         trays=(sum(int(nodes[s].get("trays", 0)) for s in servers), sum(int(nodes[s].get("switch_trays", 0)) for s in servers)),
         domain=(int(nodes[servers[0]].get("gpus", 0)), 2 if nodes[servers[0]].get("pair") else 1) if servers and nodes[servers[0]].get("trays") else (0, 0),
-        planes=_planes(g, switches),
+        planes=_planes(g, by_role),
+        rows=(a, nic, switch),
     )
 
 
-def _planes(g: nx.MultiGraph, switches: set[str]) -> tuple[tuple[str, ...], ...]:
+def _planes(g: nx.MultiGraph, by_role: dict[str, list[str]]) -> tuple[tuple[str, ...], ...]:
     """The switches of each plane (plane 1 first), when they span more than one plane."""
     by: dict[int, list[str]] = {}
-    for sw in switches:
+    for sw in (s for v in by_role.values() for s in v):
         by.setdefault(int(g.nodes[sw].get("plane") or 0), []).append(sw)
     return tuple(tuple(sorted(by[p])) for p in sorted(by)) if len(by) > 1 else ()
 
 
 def scaled(fp: Footprint, gpus: int) -> Footprint:
     """``fp`` extrapolated to a job of ``gpus`` GPUs (every count per GPU, for jobs beyond the design)."""
-    return Footprint(gpus, fp.servers, fp.nics, fp.switches, fp.levels, fp.links, scale=gpus / fp.gpus, trays=fp.trays, domain=fp.domain,
-                     planes=fp.planes)
+    return replace(fp, gpus=gpus, scale=gpus / fp.gpus)
 
 
 class Reach:
-    """Connectivity of the job's NICs on its footprint, to find what a switch or cable failure cuts off."""
+    """Connectivity of the job's NICs on its footprint, to find what a switch or cable failure cuts off:
+    the footprint's rows of the graph's arrays, renumbered, and one connected-components call per failure."""
 
     def __init__(self, g: nx.MultiGraph, fp: Footprint):
-        names = list(fp.nics) + [s for r in fp.switches for s in fp.switches[r]]
-        self.index = {n: i for i, n in enumerate(names)}
-        self.n = len(names)
-        server_of = {n: g.nodes[n].get("server") for n in fp.nics}
-        servers = sorted(set(server_of.values()))
-        sidx = {s: i for i, s in enumerate(servers)}
-        self.nic_server = np.array([sidx[server_of[n]] for n in fp.nics], np.int64)
-        wanted = {key for tier in fp.links for key in fp.links[tier]}
-        found: dict[str, tuple[int, int]] = {}
-        adj = g._adj
-        for n in names:
-            for b, keyed in adj[n].items():
-                for key in keyed:
-                    if key in wanted and key not in found:
-                        found[key] = (self.index[n], self.index[b])
-        self.keys = sorted(found)
-        self.key_index = {k: i for i, k in enumerate(self.keys)}
-        us = np.array([found[k][0] for k in self.keys], np.int64)
-        vs = np.array([found[k][1] for k in self.keys], np.int64)
-        self.us, self.vs = us, vs
+        a, nic, switch = fp.rows if fp.rows is not None else footprint(g, fp.gpus).rows
+        self.a = a
+        inside = nic | switch
+        self.pos = np.full(len(a.names), -1, np.int64)
+        self.n = int(inside.sum())
+        self.pos[inside] = np.arange(self.n)
+        host = ~a.elink  # a server's edge to each of its NICs
+        server_of = np.full(len(a.names), -1, np.int64)
+        to_v, to_u = host & nic[a.ev], host & nic[a.eu]
+        server_of[a.ev[to_v]] = a.eu[to_v]
+        server_of[a.eu[to_u]] = a.ev[to_u]
+        nic_rows = np.flatnonzero(nic)
+        self.nic_pos = self.pos[nic_rows]
+        self.nic_server = np.unique(server_of[nic_rows], return_inverse=True)[1]
+        self.cables = a.elink & inside[a.eu] & inside[a.ev]
+        self.us, self.vs = self.pos[a.eu[self.cables]], self.pos[a.ev[self.cables]]
+        self._keys: list[str] | None = None
+        self._memo: dict[tuple, int] = {}
 
     def servers_cut(self, node: str | None = None, link: str | None = None, nodes: tuple[str, ...] = ()) -> int:
         """Servers of the job left without a path to the rest of the job when ``node`` (or all of ``nodes``,
         a plane) or ``link`` fails. A server is cut when one of its NICs is: the GPU behind it has no other NIC."""
+        key = (node, link, nodes)
+        if key not in self._memo:
+            self._memo[key] = self._cut(node, link, nodes)
+        return self._memo[key]
+
+    def _cut(self, node, link, nodes) -> int:
         keep = np.ones(len(self.us), bool)
         for n in ((node,) if node is not None else ()) + tuple(nodes):
-            i = self.index[n]
+            i = self.pos[self.a.index[n]]
             keep &= (self.us != i) & (self.vs != i)
         if link is not None:
-            keep[self.key_index[link]] = False
+            if self._keys is None:
+                self._keys = self.a.keys_of(self.cables)
+            keep[self._keys.index(link)] = False
         m = coo_matrix((np.ones(int(keep.sum())), (self.us[keep], self.vs[keep])), shape=(self.n, self.n)).tocsr()
         _, labels = connected_components(m, directed=False)
-        nic_labels = labels[: len(self.nic_server)]
+        nic_labels = labels[self.nic_pos]
         main = np.bincount(nic_labels).argmax()
         return len(np.unique(self.nic_server[nic_labels != main]))
 
@@ -238,8 +247,7 @@ def failure_modes(classes: dict[str, FailureClass], fp: Footprint, reach: Reach 
                 if reach is not None:
                     servers = reach.servers_cut(nodes=fp.planes[0])
             elif c.per != "job":
-                ids = (fp.links if c.per == "link" else fp.switches).get(grp, ())
-                rep = ids[0] if ids else ""
+                rep = fp.representative(c.per, grp)
                 if rep and reach is not None:
                     servers = reach.servers_cut(link=rep) if c.per == "link" else reach.servers_cut(node=rep)
             if c.effect == "planned":
