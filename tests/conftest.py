@@ -3,6 +3,7 @@ switch configs and folder shared by every test that reads them)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from functools import lru_cache
@@ -125,11 +126,27 @@ WARM: list = []  # the session's tests/netbox_warm.Warm, started when collection
 NETBOX_FIXTURES = {"netbox_package", "netbox"}
 
 
+# Set in a pytest-xdist worker (`.ci/run` runs the suite on two): the NetBox tests are then one unit of work,
+# sent first, and every other test file runs whole on one worker.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def needs_netbox(item) -> bool:
+    return bool(NETBOX_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(session, config, items):
-    """The tests that need NetBox run last (in their order): its preparation, minutes on a fresh machine,
-    then overlaps the whole rest of the suite instead of keeping the suite waiting in the middle. Tests
-    that read the ``meta24k`` fixture are marked slow."""
-    items.sort(key=lambda item: bool(NETBOX_FIXTURES & set(getattr(item, "fixturenames", ()))))
+    """Where the tests that need NetBox run. In one process they run last (in their order): NetBox's
+    preparation, minutes on a fresh machine, then overlaps the whole rest of the suite in a background
+    thread (:func:`pytest_collection_finish`) instead of keeping the suite waiting in the middle. Under
+    pytest-xdist (``--dist loadgroup``) they are one group, sent first: one worker prepares NetBox and runs
+    them while the other takes the rest; every other test is grouped by its file, so a file's module
+    fixtures are made once. Tests that read the ``meta24k`` fixture are marked slow."""
+    items.sort(key=lambda item: needs_netbox(item) != bool(XDIST_WORKER))
+    if XDIST_WORKER:
+        for item in items:
+            item.add_marker(pytest.mark.xdist_group("netbox" if needs_netbox(item) else item.nodeid.split("::", 1)[0]))
     for item in items:  # whatever reads the compiled meta-24k-roce, directly or through another fixture
         if "meta24k" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
@@ -141,7 +158,7 @@ def pytest_runtest_setup(item):
 
 
 def pytest_collection_finish(session):
-    if session.config.option.collectonly:
+    if session.config.option.collectonly or XDIST_WORKER:  # every worker collects: the NetBox worker prepares it itself
         return
     wanted = {f for item in session.items for f in getattr(item, "fixturenames", ())}
     if NETBOX_FIXTURES & wanted:
