@@ -45,7 +45,7 @@ class GraphArrays:
         self.roles: list[str] = sorted(set(role_of))
         code = {r: i for i, r in enumerate(self.roles)}
         self.role = np.fromiter(map(code.__getitem__, role_of), np.int16, n)
-        self.level = np.fromiter((int(d.get("level", -1) if d.get("level") is not None else -1) for d in attrs), np.int16, n)
+        self.level = np.fromiter((-1 if (lv := d.get("level")) is None else int(lv) for d in attrs), np.int16, n)
         if links is None:  # (id, a, _, b, _, _, tier, kind) rows, as the fabric pass's Link tuples
             links = [(k, u, None, v, None, None, d.get("tier"), d.get("kind")) for u, v, k, d in g.edges(keys=True, data=True)]
         m = len(links)
