@@ -17,6 +17,10 @@ import numpy as np
 
 from twin.twins.net.topology import Net
 
+# a sprayed phase whose classes would cross more (arc, class) entries than this lumps the classes of one
+# middle into one column (twin/twins/net/middles.py; below it, every class is a column of its own)
+SPLIT_ENTRIES = 16_000_000
+
 
 def table(net: Net, leaves: np.ndarray, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Spray fractions of each pair (``leaves[p]`` -> destination ``ts[p]``): the arcs of pair ``p``
@@ -83,6 +87,8 @@ def lumped(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, b: np.ndarray, pre: n
     virtual rows, their virtual row), the rows of A being the net's arcs then the virtual ones."""
     from scipy.sparse import csc_matrix
 
+    from twin.twins.net import middles, pairsplit  # they walk with this module's step: imported here, not above
+
     cols = [net.nic_up[s_nic], net.nic_down[d_nic]]
     if pre is not None and (pre >= 0).any():
         if not (pre >= 0).all():
@@ -106,7 +112,12 @@ def lumped(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, b: np.ndarray, pre: n
     T = max(1, len(net.leaf_of_dest))
     pairs, pinv = np.unique(leaf[first] * T + t[first], return_inverse=True)
     pinv = pinv.reshape(-1)
-    p_arcs, p_frac, p_ptr = table(net, pairs // T, pairs % T)
+    sp = pairsplit.split(net, pairs // T, pairs % T)
+    if int(sp.entries()[pinv].sum()) > SPLIT_ENTRIES:  # a column per class past the limit: classes of one middle share one
+        kind = np.unique(key[first][:, 2:], axis=0, return_inverse=True)[1].reshape(-1)
+        lat_nic = net.arc_latency[net.nic_up[s_nic]] + net.arc_latency[net.nic_down[d_nic]]
+        return middles.lump(net, sp, priv, cls, first, count, kind, pinv, b, lat_nic)
+    p_arcs, p_frac, p_ptr = pairsplit.expand(sp)
     w = net.arc_latency[p_arcs] * p_frac
     p_lat = np.array([float(w[a:e].sum()) for a, e in zip(p_ptr[:-1].tolist(), p_ptr[1:].tolist())])
     n = p_ptr[pinv + 1] - p_ptr[pinv]
