@@ -85,19 +85,19 @@ def lump(net: Net, sp: Split, priv: np.ndarray, cls: np.ndarray, first: np.ndarr
     own_rows = np.r_[0, np.cumsum(n_own[rep[:n_shared]])]
     on = np.flatnonzero(col[oc] < n_shared)
     pos = np.arange(len(oc)) - np.r_[0, np.cumsum(n_own)][oc]  # an own entry's place among its class's
-    own_row = L + N * W + own_rows[col[oc[on]]] + pos[on]
-    lead = on[rep[col[oc[on]]] == oc[on]]  # the first class's own entries stand for the column's positions
-    rows = np.concatenate([sp.mid_arcs[m], ea, L + np.arange(N * W), L + N * W + own_rows[col[oc[lead]]] + pos[lead]])
-    cols = np.concatenate([mk, ek, np.repeat(np.arange(N), W), col[oc[lead]]])
-    vals = np.concatenate([sp.mid_frac[m] * members[mk], ef * members[ek], np.repeat(members.astype(float), W),
-                           of[lead] * members[col[oc[lead]]]])
+    own_row = N * W + own_rows[col[oc[on]]] + pos[on]  # virtual row of each own entry of a shared column
+    lead = on[rep[col[oc[on]]] == oc[on]]  # the first class's own entries stand for their column's positions
+    lc, lrow = col[oc[lead]], own_rows[col[oc[lead]]] + pos[lead]
+    rows = np.concatenate([sp.mid_arcs[m], ea, L + np.arange(N * W), L + N * W + lrow])
+    cols = np.concatenate([mk, ek, np.repeat(np.arange(N), W), lc])
+    vals = np.concatenate([sp.mid_frac[m] * members[mk], ef * members[ek], np.repeat(members.astype(float), W), of[lead] * members[lc]])
     own_cap = np.zeros(own_rows[-1])
-    own_cap[own_rows[col[oc[lead]]] + pos[lead]] = net.arc_cap[oa[lead]] * k[col[oc[lead]]]
+    own_cap[lrow] = net.arc_cap[oa[lead]] * k[lc]
     extra = np.concatenate([(net.arc_cap[priv[first[rep]]] * members[:, None]).reshape(-1), own_cap])
     A = csc_matrix((vals, (rows, cols)), shape=(L + len(extra), N))
     lat_k = lat_nic + sp.latency(net.arc_latency)[pinv][cls]
     lat = np.full(N, -np.inf)
     np.maximum.at(lat, col[cls], lat_k)
     lump_arcs = np.concatenate([priv.reshape(-1), oa[on]])
-    lump_row = np.concatenate([(col[cls][:, None] * W + np.arange(W)[None, :]).reshape(-1), own_row - L])
+    lump_row = np.concatenate([(col[cls][:, None] * W + np.arange(W)[None, :]).reshape(-1), own_row])
     return A, np.asarray(size, float)[first[rep]], members.astype(float), lat, extra, lump_arcs, lump_row
