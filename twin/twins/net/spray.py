@@ -17,12 +17,15 @@ import numpy as np
 
 from twin.twins.net.topology import Net
 
+# a sprayed phase whose classes would cross more (arc, class) entries than this lumps the classes of one
+# middle into one column (twin/twins/net/middles.py; below it, every class is a column of its own)
+SPLIT_ENTRIES = 16_000_000
+
 
 def table(net: Net, leaves: np.ndarray, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Spray fractions of each pair (``leaves[p]`` -> destination ``ts[p]``): the arcs of pair ``p``
     (ascending) and their fractions are ``arcs[ptr[p]:ptr[p + 1]]``, ``frac[...]``."""
     P = len(leaves)
-    S = net.n_switches
     goal = net.leaf_of_dest[ts]
     pair = np.arange(P)
     node = np.asarray(leaves, np.int64)
@@ -33,20 +36,10 @@ def table(net: Net, leaves: np.ndarray, ts: np.ndarray) -> tuple[np.ndarray, np.
         pair, node, mass = pair[live], node[live], mass[live]
         if not len(pair):
             break
-        g = net.routes.group_at(node, ts[pair])
-        if (g < 0).any():
-            raise ValueError("some destinations are unreachable (failures partition the fabric)")
-        start, n = net.group_ptr[g], net.group_ptr[g + 1] - net.group_ptr[g]
-        rep = np.repeat(np.arange(len(pair)), n)
-        arcs = net.group_arcs[start[rep] + np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)]
-        f = (mass / n)[rep]
-        out_pair.append(pair[rep])
-        out_arc.append(arcs)
+        (p, a, f), (pair, node, mass) = step(net, ts, pair, node, mass)
+        out_pair.append(p)
+        out_arc.append(a)
         out_frac.append(f)
-        # the next level: each (pair, head switch) once, in (pair, switch) order, its mass summed in arc order
-        key, inv = np.unique(pair[rep] * S + net.arc_head[arcs], return_inverse=True)
-        pair, node = key // S, key % S
-        mass = np.bincount(inv.reshape(-1), weights=f, minlength=len(key))
     if not out_arc:
         return np.zeros(0, np.int64), np.zeros(0), np.zeros(P + 1, np.int64)
     p, a, f = np.concatenate(out_pair), np.concatenate(out_arc), np.concatenate(out_frac)
@@ -54,6 +47,25 @@ def table(net: Net, leaves: np.ndarray, ts: np.ndarray) -> tuple[np.ndarray, np.
     order = np.lexsort((a, p))
     ptr = np.r_[0, np.cumsum(np.bincount(p, minlength=P))]
     return a[order], f[order], ptr
+
+
+def step(net: Net, ts: np.ndarray, pair: np.ndarray, node: np.ndarray, mass: np.ndarray, follow: bool = True):
+    """One level of the walk: each (pair, switch) row, holding ``mass`` of pair ``pair`` towards destination
+    ``ts[pair]``, puts ``mass / n`` on each of its group's ``n`` arcs. Returns those entries (pair, arc,
+    fraction) and, with ``follow``, the next level's rows: each (pair, head switch) once, in (pair, switch)
+    order, its mass summed in the order of the entries (the rows' order, then the group's)."""
+    g = net.routes.group_at(node, ts[pair])
+    if (g < 0).any():
+        raise ValueError("some destinations are unreachable (failures partition the fabric)")
+    start, n = net.group_ptr[g], net.group_ptr[g + 1] - net.group_ptr[g]
+    rep = np.repeat(np.arange(len(pair)), n)
+    arcs = net.group_arcs[start[rep] + np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)]
+    f = (mass / n)[rep]
+    if not follow:
+        return (pair[rep], arcs, f), None
+    S = net.n_switches
+    key, inv = np.unique(pair[rep] * S + net.arc_head[arcs], return_inverse=True)
+    return (pair[rep], arcs, f), (key // S, key % S, np.bincount(inv.reshape(-1), weights=f, minlength=len(key)))
 
 
 def lumped(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, b: np.ndarray, pre: np.ndarray | None,
@@ -74,6 +86,8 @@ def lumped(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, b: np.ndarray, pre: n
     Returns (A, bytes per member, members, latency per class, extra capacities, member arcs of the
     virtual rows, their virtual row), the rows of A being the net's arcs then the virtual ones."""
     from scipy.sparse import csc_matrix
+
+    from twin.twins.net import middles, pairsplit  # they walk with this module's step: imported here, not above
 
     cols = [net.nic_up[s_nic], net.nic_down[d_nic]]
     if pre is not None and (pre >= 0).any():
@@ -98,7 +112,12 @@ def lumped(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, b: np.ndarray, pre: n
     T = max(1, len(net.leaf_of_dest))
     pairs, pinv = np.unique(leaf[first] * T + t[first], return_inverse=True)
     pinv = pinv.reshape(-1)
-    p_arcs, p_frac, p_ptr = table(net, pairs // T, pairs % T)
+    sp = pairsplit.split(net, pairs // T, pairs % T)
+    if int(sp.entries()[pinv].sum()) > SPLIT_ENTRIES:  # a column per class past the limit: classes of one middle share one
+        kind = np.unique(key[first][:, 2:], axis=0, return_inverse=True)[1].reshape(-1)
+        lat_nic = net.arc_latency[net.nic_up[s_nic]] + net.arc_latency[net.nic_down[d_nic]]
+        return middles.lump(net, sp, priv, cls, first, count, kind, pinv, b, lat_nic)
+    p_arcs, p_frac, p_ptr = pairsplit.expand(sp)
     w = net.arc_latency[p_arcs] * p_frac
     p_lat = np.array([float(w[a:e].sum()) for a, e in zip(p_ptr[:-1].tolist(), p_ptr[1:].tolist())])
     n = p_ptr[pinv + 1] - p_ptr[pinv]
