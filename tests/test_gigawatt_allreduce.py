@@ -4,7 +4,7 @@ zone: 144 NVL72 racks, 10,368 GPUs; tests/test_gigawatt.py's copy).
 - Routing tables per class of leaves (twin/twins/net/leafclass.py): every RTSW of a zone hangs off the
   same 18 CTSWs, so the classes are the zones; the hop counts and every (switch, leaf) group equal their
   definition (arcs to a head one hop closer, in (head, arc) order) computed leaf by leaf.
-- Lumped classes of sprayed transfers (twin/twins/net/spray.py ``lumped``): the same phase times as one
+- Lumped classes of sprayed transfers (twin/twins/net/sprayclasses.py ``lumped``): the same phase times as one
   column per transfer, with 2 classes per rack (one per RTSW) instead of 72 transfers.
 - The hierarchical AllReduce against its closed form: reduce-scatter over the 72 GPUs of a rack on
   NVLink (g - 1 steps of S / g), an AllReduce of S / g along each of the 72 rails across the m racks
@@ -20,7 +20,7 @@ import pytest
 from test_gigawatt import scaled
 
 from twin.compiler import pipeline
-from twin.twins.net import collectives, ecmp, nccl, routing, spray, topology
+from twin.twins.net import collectives, ecmp, nccl, routing, sprayclasses, topology
 
 ADAPTIVE = routing.Scheme("adaptive", "adaptive", 1)
 
@@ -87,12 +87,12 @@ def test_lumped_classes_give_the_phase_times_of_one_column_per_transfer(net, mon
 def test_transfers_sharing_a_private_arc_are_not_lumped(net):
     # a NIC that sends two transfers: its up-arc carries both, so no virtual arc can stand for it
     nic = net.gpu_nic[:2]
-    assert spray.lumped(net, np.r_[nic[0], nic[0]], np.r_[net.gpu_nic[72], net.gpu_nic[73]], np.ones(2), None) is None
-    assert spray.lumped(net, nic, net.gpu_nic[72:74], np.ones(2), None) is not None
+    assert sprayclasses.lumped(net, np.r_[nic[0], nic[0]], np.r_[net.gpu_nic[72], net.gpu_nic[73]], np.ones(2), None) is None
+    assert sprayclasses.lumped(net, nic, net.gpu_nic[72:74], np.ones(2), None) is not None
     # nor when the phase's NVLink transfers cross one of their private arcs (a relay's NVLink hop)
     pre = np.stack([net.gpu_nvl_out[:2], net.gpu_nvl_in[2:4]], axis=1)
-    assert spray.lumped(net, nic, net.gpu_nic[72:74], np.ones(2), pre) is not None
-    assert spray.lumped(net, nic, net.gpu_nic[72:74], np.ones(2), pre, taken=net.gpu_nvl_in[3:4]) is None
+    assert sprayclasses.lumped(net, nic, net.gpu_nic[72:74], np.ones(2), pre) is not None
+    assert sprayclasses.lumped(net, nic, net.gpu_nic[72:74], np.ones(2), pre, taken=net.gpu_nvl_in[3:4]) is None
 
 
 def test_the_hierarchical_allreduce_is_its_closed_form(design, net):

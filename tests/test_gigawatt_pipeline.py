@@ -25,7 +25,7 @@ import pytest
 from test_gigawatt import closed_form, scaled
 
 from twin.compiler import pipeline
-from twin.twins.net import collectives, failures, fluid, pairsplit, routing, spray, topology
+from twin.twins.net import collectives, failures, fluid, pairsplit, routing, spray, sprayclasses, topology
 
 ADAPTIVE = routing.Scheme("adaptive", "adaptive", 1)
 RACK = 72
@@ -82,7 +82,7 @@ def timed(net, src, dst, monkeypatch, how: str):
     """The sends timed as one column per transfer ("transfers"), per class with its (leaf, leaf) table
     ("tables"), or with the classes of one middle in one column ("middles"); and their routed phase."""
     monkeypatch.setattr(collectives, "LUMP_TRANSFERS", 10**12 if how == "transfers" else 1)
-    monkeypatch.setattr(spray, "SPLIT_ENTRIES", 0 if how == "middles" else 10**12)
+    monkeypatch.setattr(sprayclasses, "SPLIT_ENTRIES", 0 if how == "middles" else 10**12)
     tm = collectives.time_collective(net, "sendrecv", "direct", None, ADAPTIVE, groups=[src], group_peers=[dst], keep_load=True)
     r = routing.route(net, src, dst, np.ones(len(src)), ADAPTIVE, lump=None if how == "transfers" else 1)
     return tm, r
@@ -149,7 +149,7 @@ def test_the_campus_moe_step_with_a_pipeline_is_the_same_lumped_by_middle_or_not
     monkeypatch.setattr(collectives, "LUMP_TRANSFERS", 1)
 
     def step(split_entries):
-        monkeypatch.setattr(spray, "SPLIT_ENTRIES", split_entries)
+        monkeypatch.setattr(sprayclasses, "SPLIT_ENTRIES", split_entries)
         return jobs.simulate_job(design, net, job, [ADAPTIVE], Library(), Case(name="c"), set(), None, ("jobs", 0))
 
     lumped, whole = step(0), step(10**12)

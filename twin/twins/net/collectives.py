@@ -45,7 +45,7 @@ ALGORITHMS = {
 }
 MAX_ALLTOALL_PAIRS = 4_000_000
 # sprayed phases of this many network transfers or more are solved as exact classes of transfers
-# (twin/twins/net/spray.py ``lumped``: the same max-min rates, one column per class)
+# (twin/twins/net/sprayclasses.py ``lumped``: the same max-min rates, one column per class)
 LUMP_TRANSFERS = 100_000
 REDUCE_BLOCKS = True  # concurrent groups timed one block per class of equal blocks (twin/twins/net/blocks.py)
 

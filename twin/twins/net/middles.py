@@ -1,7 +1,7 @@
 """Classes of sprayed transfers that share a middle, lumped into one column: exact, when their own arcs are theirs alone.
 
 Why: a pipeline's sends between the buildings of a million-GPU campus are 870,912 transfers in 24,192
-classes of one (source leaf, destination leaf) each (:func:`twin.twins.net.spray.lumped`), and every class
+classes of one (source leaf, destination leaf) each (:func:`twin.twins.net.sprayclasses.lumped`), and every class
 crosses its whole DAG, ~5,700 arcs: a column per class is 137 M entries of the fluid model's matrix. The
 pairs of classes of leaves (a zone and the same zone of the next building) are 168, and the classes of
 one such pair share the middle of their DAG (:mod:`twin.twins.net.pairsplit`); what tells them apart are
@@ -66,7 +66,7 @@ def columns(net: Net, sp: Split, pinv: np.ndarray, kind: np.ndarray, count: np.n
 
 def lump(net: Net, sp: Split, priv: np.ndarray, cls: np.ndarray, first: np.ndarray, count: np.ndarray, kind: np.ndarray,
          pinv: np.ndarray, size: np.ndarray, lat_nic: np.ndarray):
-    """:func:`twin.twins.net.spray.lumped`'s result with the classes of one middle in one column (module
+    """:func:`twin.twins.net.sprayclasses.lumped`'s result with the classes of one middle in one column (module
     docstring). ``priv``: each transfer's private arcs; ``cls``: its class; ``first``, ``count``, ``kind``,
     ``pinv``: each class's first transfer, members, id of its bytes and private capacities, and pair in
     ``sp``; ``size``: each transfer's bytes; ``lat_nic``: its NIC arcs' latency."""

@@ -39,7 +39,7 @@ import numpy as np
 from scipy.sparse import csc_matrix
 
 from twin.lang.site.models import ADAPTIVE_ENGINES, FIVE_TUPLE
-from twin.twins.net import hashing, planes, spray
+from twin.twins.net import hashing, planes, spray, sprayclasses
 from twin.twins.net.flowpaths import choice_base, class_matrix, first_classes, flows_per_transfer, hashed_paths, row_classes
 from twin.twins.net.topology import Net
 
@@ -96,7 +96,7 @@ class Routed:
     latency: np.ndarray  # path latency of the class (s)
     n_flows: int
     notes: list[str] = field(default_factory=list)
-    # virtual arcs after the net's (lumped private arcs, twin/twins/net/spray.py ``lumped``): their
+    # virtual arcs after the net's (lumped private arcs, twin/twins/net/sprayclasses.py ``lumped``): their
     # capacities, and the real arcs each stands for (``lump_arcs[i]`` is one of virtual row ``lump_row[i]``)
     extra_cap: np.ndarray = field(default_factory=lambda: np.zeros(0))
     lump_arcs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -136,7 +136,7 @@ def route(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray, nbytes: np.ndarray
         pre = pre[t]
         if scheme.kind in ("spray", "adaptive", "te"):
             taken = np.r_[net.gpu_nvl_out[src_gpu[nvl]], net.gpu_nvl_in[dst_gpu[nvl]]]  # the NVLink part's arcs
-            lumped = spray.lumped(net, s_nic, d_nic, b, pre, taken) if lump is not None and len(s_nic) >= lump else None
+            lumped = sprayclasses.lumped(net, s_nic, d_nic, b, pre, taken) if lump is not None and len(s_nic) >= lump else None
             if lumped is not None:
                 A, size, count, lat, extra, arcs, row = lumped
                 parts.append(Routed(A, size, count, lat, len(s_nic), [], extra, arcs, row))
