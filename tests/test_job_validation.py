@@ -81,11 +81,11 @@ def test_validation_table_holds_the_open_set():
     # Llama 3 Table 4: three rows in order, the calibration row exact
     a, b, c = s["llama3_order"]
     assert a > b > c and a == pytest.approx(430, rel=0.005)
-    # What the documentation shows of this table is this table: the summary lines docs/job-twin.md prints
+    # What the documentation shows of this table is this table: the summary lines docs/job-validation-table.md prints
     # under `$ python -m twin validate-jobs`, and the figures docs/numbers.yml gives the pages
     fields = {f.name for f in dataclasses.fields(validation.Row)}
     text = validation.table([validation.Row(**{k: v for k, v in r.items() if k in fields}) for r in every]).splitlines()
-    page = (ROOT / "docs" / "job-twin.md").read_text(encoding="utf-8").split("$ python -m twin validate-jobs\n", 1)[1]
+    page = (ROOT / "docs" / "job-validation-table.md").read_text(encoding="utf-8").split("$ python -m twin validate-jobs\n", 1)[1]
     shown = [line for line in page.split("```", 1)[0].splitlines() if line != "..."]
     assert len(shown) >= 7 and [line for line in shown if line not in text] == []
     n = {k: v["value"] for k, v in yaml.safe_load((ROOT / "docs" / "numbers.yml").read_text(encoding="utf-8")).items()}
