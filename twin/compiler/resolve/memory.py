@@ -6,7 +6,8 @@ in flight; the last: the output layer and its FP32 logits):
 - **Model state**, 16 bytes per parameter (BF16 weights and gradients, FP32 master weights and two Adam
   moments; Rajbhandari et al., ZeRO, SC'20, s3.1) of the stage's parameters after TP and EP; a stack that
   keeps more optimizer state says so (``optimizer_bytes``: Megatron-LM 2021 also held an FP32 copy of every
-  gradient between steps, 16 optimizer bytes, 20 in all). ZeRO 1
+  gradient between steps, 16 optimizer bytes, 20 in all); a stack that holds and reduces its gradients in FP32
+  says so too (``grad_reduce_fp32``: Megatron-Core's grad_reduce_in_fp32, 4 bytes a gradient, 18 in all). ZeRO 1
   shards the optimizer bytes over the data-parallel ranks (DP x CP), ZeRO 2 the gradients too (plus one
   bucket being reduced), ZeRO 3 the weights too (plus two layers gathered: the one computing and the one
   prefetched). Experts are sharded over EP and replicated over DP x CP / EP.
@@ -41,6 +42,12 @@ from dataclasses import dataclass
 RESERVE_BYTES = 3e9  # assumed: CUDA context (~0.5 GB), NCCL buffers (~1-2 GB) and allocator fragmentation
 BF16 = 2
 OPTIMIZER_BYTES = 12.0  # FP32 master weights and Adam's two moments (ZeRO, SC'20, s3.1)
+FP32 = 4  # bytes of a gradient held and reduced in FP32 (a stack's grad_reduce_fp32: Megatron-Core's grad_reduce_in_fp32)
+
+
+def grad_bytes(fp32: bool) -> float:
+    """Bytes per gradient a stack holds and reduces: BF16 (2), or FP32 (4) with ``grad_reduce_fp32``."""
+    return FP32 if fp32 else BF16
 
 
 @dataclass(frozen=True)
@@ -63,14 +70,15 @@ class Plan:
     grad_bucket: float = 160e6
     dualpipe: bool = False  # DeepSeek-V3's schedule: two stages per GPU, PP + 1 micro-batches in flight
     optimizer_bytes: float = OPTIMIZER_BYTES  # the stack's optimizer state per parameter (catalog stacks: optimizer_bytes)
+    grad_bytes: float = BF16  # bytes per gradient held (4: FP32, the stack's grad_reduce_fp32)
 
     @classmethod
     def of(cls, w, fused_attention: bool = True, micro_batch: int | None = None, dualpipe: bool = False,
-           optimizer_bytes: float = OPTIMIZER_BYTES) -> Plan:
+           optimizer_bytes: float = OPTIMIZER_BYTES, grad_bytes: float = BF16) -> Plan:
         mb = micro_batch or w.micro_batch
         return cls(w.sequence_length, mb, max(1, w.global_batch // (w.dp * mb)), w.tp, w.cp, w.pp, w.dp, w.ep,
                    w.virtual_stages, w.zero, w.sequence_parallel, w.recompute_modules, fused_attention, w.grad_bucket,
-                   dualpipe and w.pp > 1, optimizer_bytes)
+                   dualpipe and w.pp > 1, optimizer_bytes, grad_bytes)
 
 
 @dataclass(frozen=True)
@@ -199,10 +207,10 @@ def training(s, p: Plan, hbm: float) -> TrainingMemory:
     eshard = max(1, shard // p.ep)
     n = dense + experts
     weights = BF16 * n
-    grads = BF16 * n
+    grads = p.grad_bytes * n
     opt = p.optimizer_bytes * (dense / shard + experts / eshard) if p.zero >= 1 else p.optimizer_bytes * n
     if p.zero >= 2:
-        grads = BF16 * (dense / shard + experts / eshard) + min(p.grad_bucket, grads)
+        grads = p.grad_bytes * (dense / shard + experts / eshard) + min(p.grad_bucket, grads)
     if p.zero >= 3:
         layer = BF16 * sum(s.zero3_layer(p.tp, p.ep))
         weights = BF16 * (dense / shard + experts / eshard) + 2 * layer
@@ -221,14 +229,14 @@ def training(s, p: Plan, hbm: float) -> TrainingMemory:
 
 
 def largest_micro_batch(s, w, hbm: float, fused_attention: bool = True, dualpipe: bool = False,
-                        optimizer_bytes: float = OPTIMIZER_BYTES) -> int:
+                        optimizer_bytes: float = OPTIMIZER_BYTES, grad_bytes: float = BF16) -> int:
     """The largest micro-batch (sequences dividing the batch per DP rank) whose plan fits, 0 if none.
     Memory is not monotonic in the micro-batch (fewer micro-batches, fewer in flight), so every divisor
     is tried, largest first (trial division: at most a million steps)."""
     n = max(1, w.global_batch // w.dp)
     small = [d for d in range(1, min(math.isqrt(n), 1_000_000) + 1) if n % d == 0]
     for mb in sorted({*small, *(n // d for d in small)}, reverse=True):
-        if training(s, Plan.of(w, fused_attention, mb, dualpipe, optimizer_bytes), hbm).fits:
+        if training(s, Plan.of(w, fused_attention, mb, dualpipe, optimizer_bytes, grad_bytes), hbm).fits:
             return mb
     return 0
 

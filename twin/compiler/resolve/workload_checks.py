@@ -135,10 +135,11 @@ def _memory(spec: Spec, j, base: tuple) -> Iterator[Finding]:
     st = spec.catalog.stacks[j.stack or DEFAULT_STACK]
     fused, dual = st.attention == "fused", (j.pipeline_schedule or st.pipeline_schedule) == "dualpipe"
     shape = Shape.of(j)
-    m = memory.training(shape, memory.Plan.of(j, fused, dualpipe=dual, optimizer_bytes=st.optimizer_bytes), hbm)
+    grad = memory.grad_bytes(st.grad_reduce_fp32 if j.grad_reduce_fp32 is None else j.grad_reduce_fp32)
+    m = memory.training(shape, memory.Plan.of(j, fused, dualpipe=dual, optimizer_bytes=st.optimizer_bytes, grad_bytes=grad), hbm)
     if m.fits:
         return
-    best = memory.largest_micro_batch(shape, j, hbm, fused, dual, st.optimizer_bytes)
+    best = memory.largest_micro_batch(shape, j, hbm, fused, dual, st.optimizer_bytes, grad)
     gb = 1e9
     parts = (f"weights {m.weights / gb:,.1f} + gradients {m.grads / gb:,.1f} + optimizer {m.optimizer / gb:,.1f} + activations "
              f"{m.activations / gb:,.1f} GB for {m.inflight:g} micro-batch(es) in flight" + (f" + logits {m.logits / gb:,.1f} GB" if m.logits else ""))

@@ -117,6 +117,8 @@ class Stack(Model):
                                    "and Adam's two moments; more where the stack keeps more, e.g. an FP32 copy of the gradients); "
                                    "ZeRO 1 shards them over the data-parallel ranks")
     stragglers: Stragglers | None = Field(None, description="per-rank slowdown of a step under this stack (none: no stragglers; a recipe may state one)")
+    grad_reduce_fp32: bool = Field(False, description="gradients are held and reduced over the data-parallel ranks in FP32 (Megatron-Core's "
+                                   "grad_reduce_in_fp32): 4 bytes per gradient in memory and in the reduction, not 2; a recipe may override")
     plans: StackPlans = Field(default_factory=StackPlans, description="the plans it can run (twin plan searches only these)")
     year: int | None = Field(None, ge=2015, le=2100, description="when the stack was measured")
     source: Text = Field(min_length=1)

@@ -31,7 +31,7 @@ RECOMPUTE_POLICIES = {"none": (), "selective": ("core-attention",), "full": ("at
 # the fields of a workload's recipe and stack: what a scenario job may override (twin/lang/scenario/job.py ``recipe:``)
 RECIPE_FIELDS = ("tp", "cp", "pp", "dp", "ep", "sequence_length", "global_batch", "micro_batch", "virtual_stages", "recompute",
                  "sequence_parallel", "zero", "overlap_grad_reduce", "overlap_param_gather", "overlap_tp", "overlap_pp", "overlap_cp", "overlap_ep", "pipeline_schedule",
-                 "zero3_bucket", "zero3_collectives", "grad_bucket", "fp8", "cp_comm", "stack", "stragglers")
+                 "zero3_bucket", "zero3_collectives", "grad_bucket", "grad_reduce_fp32", "fp8", "cp_comm", "stack", "stragglers")
 DEFAULT_STACK = "meta-production-2024"  # the stack of a workload that names none (the twin says so in its result)
 Fp8Gemm = Literal["qkv", "proj", "fc1", "fc2", "experts", "output"]
 
@@ -119,6 +119,7 @@ class TrainingJob(Model):
     zero3_bucket: bounded(DATA_SIZE, above=0, at_most=1e12) | None = Field(None, description="ZeRO-3 prefetch/reduce bucket (default: the stack's; none there: a whole layer)")
     zero3_collectives: Literal["layer", "tensor"] | None = Field(None, description="ZeRO-3 collectives per layer or per parameter tensor (default: the stack's)")
     stragglers: Stragglers | None = Field(None, description="per-rank slowdown whose slowest rank sets each step (default: the stack's; none: no stragglers)")
+    grad_reduce_fp32: bool | None = Field(None, description="gradients held and reduced in FP32, 4 bytes each (default: the stack's)")
     grad_bucket: bounded(DATA_SIZE, above=0, at_most=1e12) = Field(40e6 * 4, description="gradient bucket: the last one reduces after the backward pass ends "
                                   "(default 160 MB: Megatron-LM's 40M FP32 elements)")
     fp8: Literal["none", "linear"] | list[Fp8Gemm] = Field("none", description="GEMMs run in FP8: none, linear (every linear layer "

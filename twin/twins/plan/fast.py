@@ -154,7 +154,8 @@ def _data_parallel(p, cols, st, coll, c, out) -> None:
     edp = split & (ep < dp * cp)
     w_f = b.dp_overlap * c["forward_s"]
     w_b = b.dp_overlap * (c["backward_s"] + c["recompute_s"])
-    tail = np.minimum(1.0, b.grad_bucket / grads)
+    k = b.grad_bytes / BF16  # as comm._data_parallel: FP32 gradients reduce twice a weight's bytes
+    tail = np.minimum(1.0, b.grad_bucket / (k * grads))
 
     def both(op: str, mask, rep, routed):
         """As comm._data_parallel: one collective when EP is 1, else the replicated and the routed parts."""
@@ -168,32 +169,35 @@ def _data_parallel(p, cols, st, coll, c, out) -> None:
         return np.maximum(t * tail, t - w_f) if b.overlap_param_gather else t
 
     z0 = has & (zero == 0)
-    t = both("allreduce", z0, rep_b, routed_b)
+    t = both("allreduce", z0, k * rep_b, k * routed_b)
     total, exposed = np.where(z0, t, 0.0), np.where(z0, reduce_exposed(t), 0.0)
     z12 = has & ((zero == 1) | (zero == 2))
     t_g = both("allgather", z12, rep_b, routed_b)
+    t_r = both("allgather", z12, k * rep_b, k * routed_b)
     n_rs = np.where(zero == 2, m, 1.0)
-    total += np.where(z12, (n_rs + 1) * t_g, 0.0)
-    exposed += np.where(z12, n_rs * reduce_exposed(t_g) + gather_exposed(t_g), 0.0)
+    total += np.where(z12, n_rs * t_r + t_g, 0.0)
+    exposed += np.where(z12, n_rs * reduce_exposed(t_r) + gather_exposed(t_g), 0.0)
     z3 = has & (zero == 3)
     if z3.any():
         a, e = s.zero3_mean_layer(1, 1)  # per layer, shares of TP (replicated) and EP (routed)
         l_rep, l_routed = a / tp * BF16, e / ep * BF16
         layer = l_rep + l_routed
         t_l = both("allgather", z3, l_rep, l_routed)
+        t_s = both("allgather", z3, k * l_rep, k * l_routed)  # the layer's reduce-scatter
         if b.zero3_collectives == "tensor":  # as comm._data_parallel: each tensor's collective pays the latency (a 1-byte one)
             u = np.unique(ep)
-            k = np.array([s.zero3_tensors(int(e)) for e in u])[np.searchsorted(u, ep)]
-            t_l = t_l + (k - 1) * both("allgather", z3, np.ones_like(l_rep), np.zeros_like(l_routed))
+            per = np.array([s.zero3_tensors(int(e)) for e in u])[np.searchsorted(u, ep)]
+            one = (per - 1) * both("allgather", z3, np.ones_like(l_rep), np.zeros_like(l_routed))
+            t_l, t_s = t_l + one, t_s + one
         gathers = 2 + (_redo("attention") | _redo("mlp"))[cols["rc"]]
         layers = c["layers"]
-        tot3 = m * layers * (gathers + 1) * t_l
+        tot3 = m * layers * (gathers * t_l + t_s)
         # prefetch as comm._data_parallel: at most the bucket's share of a layer runs ahead of need
         share = np.minimum(1.0, b.zero3_bucket / layer) if b.zero3_bucket else 1.0
         og, orr = float(b.overlap_param_gather), float(b.overlap_grad_reduce)
         fwd = (gathers - 1) * t_l - np.minimum(og * share * (gathers - 1) * t_l, c["layer_forward_s"])
-        bwd = 2 * t_l - np.minimum((og + orr) * share * t_l, c["layer_backward_s"])
-        exp3 = m * ((layers - 1) * (fwd + bwd) + (2 * t_l if og or orr else (gathers + 1) * t_l))
+        bwd = t_l + t_s - np.minimum(share * (og * t_l + orr * t_s), c["layer_backward_s"])
+        exp3 = m * ((layers - 1) * (fwd + bwd) + (t_l + t_s if og or orr else gathers * t_l + t_s))
         total += np.where(z3, tot3, 0.0)
         exposed += np.where(z3, exp3, 0.0)
     out["dp_total_s"], out["dp_s"] = total, exposed

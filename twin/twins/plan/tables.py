@@ -62,7 +62,7 @@ def _plan(p, c: dict, mb: int = 1, m: int = 1) -> memory.Plan:
     return memory.Plan(p.base.seq, mb, m, c.get("tp", 1), c.get("cp", 1), c.get("pp", 1), c.get("dp", 1), c.get("ep", 1),
                        c.get("v", 1), c.get("zero", 0), bool(c.get("sp", 1)), RECOMPUTE_POLICIES[RECOMPUTE[c.get("rc", 0)]],
                        p.base.fused_attention, p.base.grad_bucket, p.base.pipeline_schedule == "dualpipe" and c.get("pp", 1) > 1,
-                       p.base.optimizer_bytes)
+                       p.base.optimizer_bytes, p.base.grad_bytes)
 
 
 def _per_key(p, cols, names, fn) -> np.ndarray:
@@ -86,9 +86,9 @@ def memory_table(p, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     n = dense + experts
     sharded = dense / shard + experts / eshard
     weights = memory.BF16 * n
-    grads = memory.BF16 * n
+    grads = p.base.grad_bytes * n
     opt = p.base.optimizer_bytes * np.where(zero >= 1, sharded, n)
-    grads = np.where(zero >= 2, memory.BF16 * sharded + np.minimum(p.base.grad_bucket, grads), grads)
+    grads = np.where(zero >= 2, p.base.grad_bytes * sharded + np.minimum(p.base.grad_bucket, grads), grads)
     l_rep, l_routed = _per_key(p, cols, ("tp", "ep"), lambda c: s.zero3_layer(c["tp"], c["ep"])).T
     weights = np.where(zero >= 3, memory.BF16 * sharded + 2 * memory.BF16 * (l_rep + l_routed), weights)
     tokens = cols["mb"] * p.base.seq / cp

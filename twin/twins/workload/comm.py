@@ -232,7 +232,8 @@ def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
     m = r.microbatches
     w_f = r.dp_overlap * c.forward.seconds
     w_b = r.dp_overlap * (c.backward.seconds + c.recompute.seconds)
-    tail = min(1.0, r.grad_bucket / grads) if grads else 0.0
+    k = r.grad_bytes / BF16  # a gradient's bytes in the reduction against a weight's in the gather (2: FP32 gradients)
+    tail = min(1.0, r.grad_bucket / (k * grads)) if grads else 0.0  # the last bucket's share of the gradients
 
     def reduce_exposed(t: float) -> float:
         return max(t * tail, t - w_b) if r.overlap_grad_reduce else t
@@ -241,27 +242,29 @@ def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
         return max(t * tail, t - w_f) if r.overlap_param_gather else t
 
     if r.zero == 0:
-        t, lat = both("allreduce", ["ring", "tree"], rep_b, routed_b)
+        t, lat = both("allreduce", ["ring", "tree"], k * rep_b, k * routed_b)
         return t, reduce_exposed(t), lat
     if r.zero in (1, 2):
         t_g, l_g = both("allgather", ["ring"], rep_b, routed_b)
+        t_r, l_r = both("allgather", ["ring"], k * rep_b, k * routed_b)  # a reduce-scatter moves what an all-gather of its bytes does
         n_rs = m if r.zero == 2 else 1
-        return (n_rs + 1) * t_g, n_rs * reduce_exposed(t_g) + gather_exposed(t_g), (n_rs + 1) * l_g
+        return n_rs * t_r + t_g, n_rs * reduce_exposed(t_r) + gather_exposed(t_g), n_rs * l_r + l_g
     l_rep, l_routed = s.zero3_mean_layer(r.tp, r.ep)
     layer = (l_rep + l_routed) * BF16
     t_l, l_l = both("allgather", ["ring"], l_rep * BF16, l_routed * BF16)
+    t_s, _ = both("allgather", ["ring"], k * l_rep * BF16, k * l_routed * BF16)  # the layer's reduce-scatter
     if r.zero3_collectives == "tensor":  # the same bytes in one collective per tensor: each pays the latency again
-        k = s.zero3_tensors(r.ep)
-        t_l, l_l = t_l + (k - 1) * l_l, k * l_l
+        per = s.zero3_tensors(r.ep)
+        t_l, t_s, l_l = t_l + (per - 1) * l_l, t_s + (per - 1) * l_l, per * l_l
     gathers = 2 + (1 if {"attention", "mlp"} & r.recomputed() else 0)
     n = m * c.layers
-    total = n * (gathers + 1) * t_l
+    total = n * (gathers * t_l + t_s)
     # prefetch: the next layer's collectives behind this layer's compute, as far as the bucket lets them run ahead
     # (DeepSpeed's stage3_prefetch_bucket_size; FSDP: a whole layer); the first gather of each micro-batch and its
     # last reduce-scatter have nothing to hide behind
     share = min(1.0, r.zero3_bucket / layer) if r.zero3_bucket else 1.0
     og, orr = r.overlap_param_gather, r.overlap_grad_reduce
     fwd = (gathers - 1) * t_l - min(og * share * (gathers - 1) * t_l, c.layer_forward_s)
-    bwd = 2 * t_l - min((og + orr) * share * t_l, c.layer_backward_s)
-    exposed = m * ((c.layers - 1) * (fwd + bwd) + (2 * t_l if og or orr else (gathers + 1) * t_l))
+    bwd = t_l + t_s - min(share * (og * t_l + orr * t_s), c.layer_backward_s)
+    exposed = m * ((c.layers - 1) * (fwd + bwd) + (t_l + t_s if og or orr else gathers * t_l + t_s))
     return total, exposed, n * (gathers + 1) * l_l

@@ -189,7 +189,7 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
                     moe.ep_groups(grad_groups, w.ep) if shape.moe and w.ep > 1 else [],
                     w.tp > 1 and all(len(set(net.gpu_server[x].tolist())) == 1 for x in groups["tp"][:64]))
     mem = memory.training(shape, memory.Plan.of(w, r.fused_attention, dualpipe=r.pipeline_schedule == "dualpipe",
-                                                   optimizer_bytes=r.optimizer_bytes),
+                                                   optimizer_bytes=r.optimizer_bytes, grad_bytes=r.grad_bytes),
                           design.spec.chassis.gpu_memory or 0.0)
     tokens = w.global_batch * w.sequence_length
     nvls = bool(design.spec.chassis.nvls)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from twin.compiler.resolve import memory
 from twin.lang.site.workload_models import DEFAULT_STACK
 
 EXPANDS = {"attention": ("attention", "core-attention"), "mlp": ("mlp", "activation"), "experts": ("experts",),
@@ -68,6 +69,7 @@ class Recipe:
     zero3_bucket: float = 0.0  # bytes of a ZeRO-3 layer's gather / reduce-scatter that run ahead of need (0: the whole layer)
     zero3_collectives: str = "layer"  # ZeRO-3: one collective per layer, or one per parameter tensor (DeepSpeed 2021)
     optimizer_bytes: float = 12.0  # the stack's optimizer state per parameter (memory.OPTIMIZER_BYTES unless the stack says more)
+    grad_bytes: float = 2.0  # bytes of a gradient held and reduced over the data-parallel ranks (4: FP32, grad_reduce_fp32)
 
     @classmethod
     def of(cls, w, stacks: dict, job=None) -> Recipe:
@@ -94,7 +96,7 @@ class Recipe:
             zero3_bucket=pick("zero3_bucket") or 0.0, zero3_collectives=pick("zero3_collectives"),
             stragglers=(lambda x: (x.distribution, x.mean) if x is not None else None)(pick("stragglers")),
             fused_attention=st.attention == "fused", kernel_share=st.kernel_share, stack=name, stack_defaulted=w.stack is None,
-            optimizer_bytes=st.optimizer_bytes,
+            optimizer_bytes=st.optimizer_bytes, grad_bytes=memory.grad_bytes(pick("grad_reduce_fp32")),
             dp_overlap=job.dp_overlap if job is not None else 1.0, flops_convention=w.flops_convention)
 
     def overlaps(self) -> dict[str, bool]:
