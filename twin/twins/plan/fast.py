@@ -173,7 +173,7 @@ def _data_parallel(p, cols, st, coll, c, out) -> None:
     total, exposed = np.where(z0, t, 0.0), np.where(z0, reduce_exposed(t), 0.0)
     z12 = has & ((zero == 1) | (zero == 2))
     t_g = both("allgather", z12, rep_b, routed_b)
-    t_r = both("allgather", z12, k * rep_b, k * routed_b)
+    t_r = t_g if k == 1 else both("allgather", z12, k * rep_b, k * routed_b)  # BF16 gradients: the gather's bytes
     n_rs = np.where(zero == 2, m, 1.0)
     total += np.where(z12, n_rs * t_r + t_g, 0.0)
     exposed += np.where(z12, n_rs * reduce_exposed(t_r) + gather_exposed(t_g), 0.0)
@@ -183,7 +183,7 @@ def _data_parallel(p, cols, st, coll, c, out) -> None:
         l_rep, l_routed = a / tp * BF16, e / ep * BF16
         layer = l_rep + l_routed
         t_l = both("allgather", z3, l_rep, l_routed)
-        t_s = both("allgather", z3, k * l_rep, k * l_routed)  # the layer's reduce-scatter
+        t_s = t_l if k == 1 else both("allgather", z3, k * l_rep, k * l_routed)  # the layer's reduce-scatter
         if b.zero3_collectives == "tensor":  # as comm._data_parallel: each tensor's collective pays the latency (a 1-byte one)
             u = np.unique(ep)
             per = np.array([s.zero3_tensors(int(e)) for e in u])[np.searchsorted(u, ep)]

@@ -69,7 +69,7 @@ class Recipe:
     zero3_bucket: float = 0.0  # bytes of a ZeRO-3 layer's gather / reduce-scatter that run ahead of need (0: the whole layer)
     zero3_collectives: str = "layer"  # ZeRO-3: one collective per layer, or one per parameter tensor (DeepSpeed 2021)
     optimizer_bytes: float = 12.0  # the stack's optimizer state per parameter (memory.OPTIMIZER_BYTES unless the stack says more)
-    grad_bytes: float = 2.0  # bytes of a gradient held and reduced over the data-parallel ranks (4: FP32, grad_reduce_fp32)
+    grad_bytes: float = memory.BF16  # bytes of a gradient held and reduced over the data-parallel ranks (4: FP32, grad_reduce_fp32)
 
     @classmethod
     def of(cls, w, stacks: dict, job=None) -> Recipe:
