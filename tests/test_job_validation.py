@@ -94,3 +94,19 @@ def test_validation_table_holds_the_open_set():
     assert (n["jobs_open_rows"], n["jobs_open_largest"]) == (str(o["rows"]), f"{100 * o['max_abs_error']:.1f}%")
     assert (n["jobs_oos_rows"], n["jobs_oos_error"], n["jobs_oos_largest"]) == \
         (str(x["rows"]), f"{100 * x['mean_abs_error']:.1f}%", f"{100 * x['max_abs_error']:.1f}%")
+
+
+def test_a_site_of_the_open_set_that_no_longer_compiles_is_a_message_not_a_traceback(monkeypatch):
+    # a checkout whose example site no longer compiles (here: a plan that no longer fits, as a stack's memory
+    # change can make it) says which site and why, and exits 2
+    from twin.lang.diagnostics import Diagnostic, Severity, SpecError
+    from twin.twins.workload import validation
+
+    def broken(site):
+        raise SpecError([Diagnostic(Severity.ERROR, f"sites/{site}.yaml", 115, 5, ("workloads", 1), "the plan needs 85.6 GB per GPU")])
+
+    monkeypatch.setattr(validation, "_design", broken)
+    res = CliRunner().invoke(app, ["validate-jobs"])
+    assert res.exit_code == 2, res.output
+    assert "85.6 GB per GPU" in res.output and "does not compile" in res.output
+    assert "Traceback" not in res.output and isinstance(res.exception, SystemExit)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from twin.exits import INVALID as EXIT_INVALID
+from twin.lang.diagnostics import SpecError
 
 
 def register(app, out, err, emit_json) -> None:
@@ -54,6 +55,11 @@ def register(app, out, err, emit_json) -> None:
             rows = validation.run(log)
         except FileNotFoundError as e:
             err.print(str(e), style="red", markup=False)
+            raise typer.Exit(EXIT_INVALID) from None
+        except SpecError as e:  # an example site of the checkout no longer compiles (a plan that no longer fits)
+            for d in e.diagnostics:
+                err.print(d.format(), style="red", markup=False)
+            err.print("validate-jobs: an example site of the open set does not compile", style="red", markup=False)
             raise typer.Exit(EXIT_INVALID) from None
         if as_json:
             emit_json({"rows": [r.as_dict() for r in rows], "summary": validation.summary(rows)})
