@@ -39,8 +39,11 @@ def _redo(name: str) -> np.ndarray:
     return np.array([name in {m for r in RECOMPUTE_POLICIES[x] for m in EXPANDS[r]} for x in RECOMPUTE])
 
 
-def evaluate(p, cols: dict[str, np.ndarray], coll: tables.Collectives, comp: dict | None = None) -> dict[str, np.ndarray]:
-    """Step time and its parts (seconds) for every plan of ``cols``."""
+def evaluate(p, cols: dict[str, np.ndarray], coll: tables.Collectives, comp: dict | None = None,
+             data_parallel: bool = True) -> dict[str, np.ndarray]:
+    """Step time and its parts (seconds) for every plan of ``cols``; without ``data_parallel`` the
+    data-parallel traffic counts as free, so the step is a lower bound on the plan's (the search's second
+    bound: the model-parallel collectives are timed before the data-parallel ones)."""
     s, b = p.shape, p.base
     c = comp if comp is not None else tables.compute_table(p, cols)
     st = tables.strides(cols)
@@ -94,7 +97,8 @@ def evaluate(p, cols: dict[str, np.ndarray], coll: tables.Collectives, comp: dic
     if has_pp.any():
         t1 = coll.times("pp", cols, st, ("pp", "s_pp"), act / tp, has_pp)
         out["pp_s"] = 2 * (pp - 1) * t1 + (0.0 if b.overlap_pp else 2 * m * v * t1)
-    _data_parallel(p, cols, st, coll, c, out)
+    if data_parallel:
+        _data_parallel(p, cols, st, coll, c, out)
     zero_opt = _optimizer(p, cols, c)
     out["compute_s"] = m * c["microbatch_s"] + zero_opt
     one_f1b = (v <= 1) & (c["other_stages_s"] > 0)

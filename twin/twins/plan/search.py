@@ -4,8 +4,13 @@ re-time the leaders with the full job twin.
 Branch and bound: every plan has a lower bound on its step (its compute, bubble and stragglers with
 every collective free, :func:`twin.twins.plan.fast.lower_bound`), exact from the compute table. Plans are
 scored by the fast stage in the order of their bound, in chunks; the search stops when the next bound
-exceeds the ``keep``-th best fast step found, so no unscored plan could enter the leaders. The plans it
-skips are counted (``bounded``): they were considered and shown slower, not left out.
+exceeds the ``keep``-th best fast step found, so no unscored plan could enter the leaders. Once there are
+leaders to beat, a chunk is scored in two passes: first with its model-parallel collectives (TP, CP, EP,
+PP) and the data-parallel traffic free, a second, tighter lower bound; then in full, only the plans that
+bound leaves in the running. The data-parallel collectives of a large job are the costliest to time (flow
+simulations over every DP group at once), and a plan whose tensor-parallel exchanges alone lose never
+needs them. The plans it skips are counted (``bounded``): they were considered and shown slower, not
+left out.
 
 The leaders (``top`` best by the fast stage) are re-timed by the full job twin
 (:func:`twin.twins.workload.jobs.simulate_job`) on the same fabric, and the two orders compared by
@@ -41,6 +46,11 @@ class Searched:
     pruned: dict[str, int]
     coll: tables.Collectives
     seconds: dict[str, float] = field(default_factory=dict)
+    tight: np.ndarray | None = None  # the second bound (the step with data-parallel traffic free), NaN where not taken
+
+    def __post_init__(self) -> None:
+        if self.tight is None:
+            self.tight = np.full(len(self.bound), np.nan)
 
     @property
     def feasible(self) -> int:
@@ -121,6 +131,8 @@ def _branch_and_bound(s: Searched, comp: dict, mask: np.ndarray, keep: int, prog
         idx = idx[~s.scored[idx]]
         pos += chunk
         chunk *= 2
+        if len(best) >= keep and len(idx):  # leaders to beat: the model-parallel collectives first (module docstring)
+            idx = _second_bound(s, comp, idx, float(s.step[best[-1]]), timer)
         if not len(idx):
             continue
         sub, csub = {k: v[idx] for k, v in s.cols.items()}, {k: v[idx] for k, v in comp.items()}
@@ -132,6 +144,17 @@ def _branch_and_bound(s: Searched, comp: dict, mask: np.ndarray, keep: int, prog
         if progress is not None:
             b = s.best(None, 1)
             progress(name, int(s.scored.sum()), len(s.bound), float(s.step[b[0]]) if len(b) else None, row(s.cols, int(b[0])) if len(b) else None)
+
+
+def _second_bound(s: Searched, comp: dict, idx: np.ndarray, cut: float, timer) -> np.ndarray:
+    """The plans of ``idx`` whose step with the data-parallel traffic free does not exceed ``cut``; the
+    bound is taken once per plan (a plan another class's search reaches again keeps it)."""
+    new = idx[np.isnan(s.tight[idx])]
+    if len(new):
+        sub, csub = {k: v[new] for k, v in s.cols.items()}, {k: v[new] for k, v in comp.items()}
+        timer.before(lambda: fast.evaluate(s.problem, sub, s.coll, csub, data_parallel=False))
+        s.tight[new] = fast.evaluate(s.problem, sub, s.coll, csub, data_parallel=False)["step_s"]
+    return idx[s.tight[idx] <= cut]
 
 
 def _why_empty(space: Space) -> str:
