@@ -110,6 +110,13 @@ def test_branch_and_bound_finds_the_best_of_all(lab_problem, lab_search):
     assert np.all(every["step_s"] >= s.bound * (1 - 1e-12))
     best = np.sort(every["step_s"])[:10]
     assert np.allclose(np.sort(s.step[s.best(None, 10)]), best, rtol=1e-9)
+    # the second bound (the model-parallel collectives timed, the data-parallel ones free) is a bound too, on the
+    # search's own tables, and it cut plans the first bound let through
+    taken = ~np.isnan(s.tight)
+    own = fast.evaluate(p, s.cols, s.coll, tables.compute_table(p, s.cols))
+    assert np.all(own["step_s"][taken] >= s.tight[taken] * (1 - 1e-12))
+    assert np.all(s.tight[taken] >= s.bound[taken] * (1 - 1e-12))
+    assert (taken & ~s.scored).sum() > 0 and (taken & s.scored).sum() > 0
 
 
 def test_plan_answers_with_leaders_classes_and_a_scenario_that_reproduces_the_pick(tmp_path):
