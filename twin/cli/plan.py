@@ -167,14 +167,15 @@ def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out,
                 emit_json(res) if as_json else out.print(held.text(res), markup=False, emoji=False)
                 return 0
 
-            def progress(stage, done, total, best, c):
+            def progress(stage, done, total, best, c, considered=None, of=None, left=None, eta_s=None):
                 if stage == "full twin":
                     el = time.perf_counter() - started
                     eta = f", about {el / max(done, 1) * (total - done):.0f} s left" if done else ""
                     say(f"full job twin: plan {done + 1} of {total}{eta}")
                 else:
-                    b = f", best so far {best:.3f} s ({answer.label(c)})" if best is not None else ""
-                    say(f"fast stage ({stage}): {done:,} of {total:,} feasible plans scored{b}")
+                    b = f"; best so far {best:.3f} s, {answer.label(c)}" if best is not None else ""
+                    say(f"fast stage ({stage}): {considered:,}/{of:,} plans considered, {done:,} scored, {left:,} could still win, "
+                        f"about {eta_s:.0f} s left{b}")
             res = answer.answer(p, fixed, top, progress)
     except (SpecError, InfeasibleError) as e:
         diags = getattr(e, "diagnostics", None)

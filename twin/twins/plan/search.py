@@ -123,6 +123,7 @@ def _branch_and_bound(s: Searched, comp: dict, mask: np.ndarray, keep: int, prog
     order = np.flatnonzero(mask)
     order = order[np.argsort(s.bound[order], kind="stable")]
     pos, chunk = 0, CHUNK
+    started = time.perf_counter()
     while pos < len(order):
         best = s.best(mask, keep)
         if len(best) >= keep and s.bound[order[pos]] > s.step[best[-1]]:
@@ -143,7 +144,18 @@ def _branch_and_bound(s: Searched, comp: dict, mask: np.ndarray, keep: int, prog
         s.scored[idx] = True
         if progress is not None:
             b = s.best(None, 1)
-            progress(name, int(s.scored.sum()), len(s.bound), float(s.step[b[0]]) if len(b) else None, row(s.cols, int(b[0])) if len(b) else None)
+            progress(name, int(s.scored.sum()), len(s.bound), float(s.step[b[0]]) if len(b) else None, row(s.cols, int(b[0])) if len(b) else None,
+                     **_outlook(s, order, min(pos, len(order)), mask, keep, time.perf_counter() - started))
+
+
+def _outlook(s: Searched, order: np.ndarray, pos: int, mask: np.ndarray, keep: int, elapsed: float) -> dict:
+    """How far a class's branch and bound has come: plans considered, plans not yet considered whose first
+    bound is still under the leaders' step (all of them until there are leaders), and the time left at the
+    pace so far (an estimate: the collectives timed early serve the plans after them)."""
+    best = s.best(mask, keep)
+    rest = s.bound[order[pos:]]
+    left = int((rest <= s.step[best[-1]]).sum()) if len(best) >= keep else len(rest)
+    return {"considered": pos, "of": len(order), "left": left, "eta_s": elapsed / max(pos, 1) * left}
 
 
 def _second_bound(s: Searched, comp: dict, idx: np.ndarray, cut: float, timer) -> np.ndarray:
