@@ -27,15 +27,41 @@ from twin.twins.workload import compute, moe
 from twin.twins.workload.comm import Refused, Timed, _allreduce_algorithms, expert_dp_groups, time_fastest
 from twin.twins.workload.jobs import rank_groups
 
+DENSE = 1 << 22  # integer keys spanning at most this many values are factored by table, not by sorting
+
+
+def _factor(x: np.ndarray) -> tuple[int, np.ndarray]:
+    """(distinct values, each row's index among them in ascending order): ``np.unique``'s inverse, by a lookup
+    table for integers of a small range (the plan axes) and by sorting otherwise (message sizes)."""
+    if x.dtype.kind in "iub" and len(x):
+        lo, hi = int(x.min()), int(x.max())
+        if hi - lo < DENSE:
+            present = np.zeros(hi - lo + 1, bool)
+            present[x - lo] = True
+            lut = np.cumsum(present) - 1
+            return int(present.sum()), lut[x - lo]
+    vals, inv = np.unique(x, return_inverse=True)
+    return len(vals), inv.reshape(-1)
+
 
 def codes(cols: dict[str, np.ndarray], names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """(first row of each distinct key, each row's key index) over the columns ``names``."""
-    code = np.zeros(len(cols[names[0]]), np.int64)
+    """(first row of each distinct key, each row's key index) over the columns ``names``, keys in ascending
+    order (as ``np.unique(..., return_index=True, return_inverse=True)`` gives them, without its sorts where
+    the keys span a small range: most of the fast stage's time was those sorts)."""
+    n = len(cols[names[0]])
+    code, span = np.zeros(n, np.int64), 1
     for k in names:
-        vals, inv = np.unique(cols[k], return_inverse=True)
-        code = code * len(vals) + inv
+        card, inv = _factor(cols[k])
+        code, span = code * card + inv, span * card
+    if span <= max(DENSE, 4 * n):
+        first = np.full(span, n, np.int64)
+        np.minimum.at(first, code, np.arange(n))
+        uniq = np.flatnonzero(first < n)
+        lut = np.zeros(span, np.int64)
+        lut[uniq] = np.arange(len(uniq))
+        return first[uniq], lut[code]
     uniq, first, inv = np.unique(code, return_index=True, return_inverse=True)
-    return first, inv
+    return first, inv.reshape(-1)
 
 
 COMPUTE_KEY = ("tp", "cp", "pp", "ep", "mb", "sp", "fp8", "rc")
