@@ -29,10 +29,10 @@ import numpy as np
 from twin.lang import limits
 from twin.twins.net import blocks, dispatch, fluid, routing
 from twin.twins.net.nccl import PROTOCOL_EFFICIENCY, Cost, Library, PhaseCost
-from twin.twins.net.phases import Phase, _by_server, _channels, _channels_of, _net_peers, _ring_phase
+from twin.twins.net.phases import Phase, _by_server, _channels, _channels_of, _net_peers, _ring_phase, job_layout
 from twin.twins.net.timing import BUSBW_FACTOR, PhaseTiming, Timing
 from twin.twins.net.topology import Net
-from twin.twins.net.trees import dtree_parents, tree_depth
+from twin.twins.net.trees import dtree_parents, tree_depth, tree_groups
 
 STEP_OVERHEAD_S = 0.0  # extra per-step overhead beyond NCCL's model (a what-if knob)
 
@@ -124,6 +124,11 @@ def plan_groups(net: Net, op: str, algorithm: str, groups: list[np.ndarray], pee
         merged = _ring_groups(net, op, groups, lib or Library())
         if merged is not None:
             return [merged], "ring"
+    if algorithm == "tree" and op == "allreduce" and peers is None:
+        layout = job_layout(net, groups)
+        if layout is not None and layout[2] > 1:  # every group's trees at once (one server: a ring, group by group)
+            R, g, m = layout
+            return [tree_groups(R.reshape(len(R), m, g), _channels(net, R[0], lib or Library()))], "tree"
     plans = [plan(net, op, algorithm, g, None if peers is None else peers[i], lib) for i, g in enumerate(groups)]
     first, family = max(plans, key=lambda p: len(p[0]))  # a group inside one NVLink domain may plan fewer phases
     merged = []
@@ -139,18 +144,11 @@ def _ring_groups(net: Net, op: str, groups: list[np.ndarray], lib: Library) -> P
     """:func:`plan_groups`' ring phase for groups laid out as jobs lay them out (each group: the same
     number of ranks, ``g`` consecutive ones per server, on distinct servers), built for all groups at
     once: the phase :func:`_ring_phase` gives each group, concatenated. None for any other layout."""
-    R = np.asarray(groups, np.int64) if len({len(x) for x in groups}) == 1 else None
-    if R is None or R.ndim != 2 or R.shape[1] < 2:
+    layout = job_layout(net, groups)
+    if layout is None:
         return None
+    R, g, m = layout
     G, n = R.shape
-    srv = net.gpu_server[R]
-    g = int(np.argmax(np.r_[srv[0] != srv[0, 0], True]))  # the first server's run
-    if n % g:
-        return None
-    m = n // g
-    heads = np.sort(srv[:, ::g], axis=1)
-    if not (srv.reshape(G, m, g) == srv[:, ::g, None]).all() or (m > 1 and (heads[:, 1:] == heads[:, :-1]).any()):
-        return None
     per = 2 if op == "allreduce" else 1
     conns = _channels_of(net, R[0], np.full(m, g), lib)
     folded = blocks.folded_ring(net, R.reshape(G, m, g)) if G * n * g >= blocks.FOLD_RING else None

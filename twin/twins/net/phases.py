@@ -46,6 +46,25 @@ def _grouped(net: Net, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ranks[perm], counts[order]
 
 
+def job_layout(net: Net, groups: list[np.ndarray]) -> tuple[np.ndarray, int, int] | None:
+    """Groups laid out as jobs lay them out, as ``(R, g, m)``: ``R`` the ranks (one row per group), each group
+    ``m`` runs of ``g`` consecutive ranks on one server, its runs on distinct servers; None for any other
+    layout (a collective's plan then goes group by group)."""
+    R = np.asarray(groups, np.int64) if len({len(x) for x in groups}) == 1 else None
+    if R is None or R.ndim != 2 or R.shape[1] < 2:
+        return None
+    G, n = R.shape
+    srv = net.gpu_server[R]
+    g = int(np.argmax(np.r_[srv[0] != srv[0, 0], True]))  # the first server's run
+    if n % g:
+        return None
+    m = n // g
+    heads = np.sort(srv[:, ::g], axis=1)
+    if not (srv.reshape(G, m, g) == srv[:, ::g, None]).all() or (m > 1 and (heads[:, 1:] == heads[:, :-1]).any()):
+        return None
+    return R, g, m
+
+
 def rings(net: Net, ranks: np.ndarray) -> list[np.ndarray]:
     """NCCL-style rail rings: one per GPU of a server when every server holds the same number of
     ranks, else one ring in rank order. Ring c enters an even server at its c-th rank and leaves from

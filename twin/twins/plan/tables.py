@@ -213,8 +213,7 @@ class Collectives:
         net = self.p.net
         if what.startswith("tp"):
             g = self.groups(("tp",), rep)
-            self.intra[key] = all(len(set(net.gpu_server[x].tolist())) == 1 for x in g[:64])
-            if self.intra[key] and all(len(set(net.gpu_server[x].tolist())) == 1 for x in g):
+            if self._tp_intra(key, g):
                 g = g[:1]  # groups inside one server each share nothing with another server's: one group is timed for all
             algs = ["ring"] if what == "tp-allgather" else _allreduce_algorithms(net, g[0], self.p.nvls)
             t = self._time(what, "allgather" if what == "tp-allgather" else "allreduce", algs, g)
@@ -265,6 +264,13 @@ class Collectives:
         out[idx] = vals[inv]
         return out
 
+    def _tp_intra(self, key: tuple, groups: list[np.ndarray]) -> bool:
+        """Whether every TP group of the layout ``key`` sits inside one server (kept per layout)."""
+        if key not in self.intra:
+            srv = self.p.net.gpu_server[np.asarray(groups)]
+            self.intra[key] = bool((srv == srv[:, :1]).all())
+        return self.intra[key]
+
     def tp_intra(self, cols: dict, st: dict, mask: np.ndarray) -> np.ndarray:
         """Whether each plan's TP groups sit inside one server (NVLink only)."""
         out = np.zeros(len(mask), bool)
@@ -276,8 +282,8 @@ class Collectives:
         for j, i in enumerate(first):
             r = idx[i]
             key = (int(cols["tp"][r]), int(st["tp"][r]))
-            if key not in self.intra:
-                self.get("tp-allgather", key, {k: int(cols[k][r]) for k in (*DIMS, "order", "ep")})
+            if key not in self.intra:  # read off the groups: nothing is timed to learn it
+                self._tp_intra(key, self.groups(("tp",), {k: int(cols[k][r]) for k in (*DIMS, "order", "ep")}))
             vals[j] = self.intra[key]
         out[idx] = vals[inv]
         return out
