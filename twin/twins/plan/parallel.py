@@ -45,9 +45,11 @@ class Timer:
         return self
 
     def __exit__(self, *exc) -> None:
+        global _COLL
         if self.pool is not None:
             self.pool.terminate()
             self.pool.join()
+            _COLL = None  # the workers are gone: the search's tables (and its fabric) are the caller's to keep or drop
 
     def before(self, score) -> None:
         """Run ``score()`` recording the collectives it needs, and time the new ones on the workers."""
