@@ -81,7 +81,9 @@ def smallest_shortfall(p: Problem, space: Space, mem: dict[str, np.ndarray]) -> 
 def search(p: Problem, fixed: dict | None = None, keep: int = 10, mask_fn=None, progress=None, workers: int | None = None) -> Searched:
     """Search the plans of ``p`` (pins ``fixed``); score until the ``keep`` best are proven, and also the
     best of every class ``mask_fn(cols, memory) -> {name: mask}`` names; collectives timed on ``workers`` processes
-    (default: every core the process may use; :mod:`twin.twins.plan.parallel`)."""
+    (default: every core the process may use; :mod:`twin.twins.plan.parallel`). ``progress(class, scored,
+    feasible, best step, best plan, considered=, of=, left=, eta_s=)`` is called after every chunk
+    (:func:`_outlook`)."""
     sec = {}
     t0 = time.perf_counter()
     space = Space.of(p.axes(fixed))
