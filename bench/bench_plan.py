@@ -85,6 +85,7 @@ def one(name: str, runs: int, top: int) -> dict:
                      "enumerated": s.space.enumerated, "feasible": s.feasible, "scored": int(s.scored.sum()),
                      "second": int((~np.isnan(s.tight)).sum()),
                      "pruned": sum(s.pruned.values())})
+        del p, s, scored, comp  # one search's tables alive at a time: the peak is a search's, not two runs' at once
     out = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
     out.update(case=name, compile_s=compile_s, runs=runs, peak_GiB=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)
     return out
