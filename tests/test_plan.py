@@ -83,7 +83,7 @@ def test_memory_table_is_the_memory_model(lab_problem, lab_search):
 
 def test_fast_stage_is_the_job_twin(lab_problem, lab_search):
     """On the leaders the fast stage's step equals the full job twin's (the same compute, overlaps, bubble and
-    collectives on the same fabric). On plans drawn at random from those scored it does too, but for the few
+    collectives on the same fabric). On feasible plans drawn at random it does too, but for the few
     whose layout shares its fabric signature with one timed before it (tables.signature: the same spans of
     NVLink domains, rails, leaves and zones), which take that one's timing: under hashed routing their flows
     collide elsewhere, within 2% of the step on the lab (measured: 1.9% at worst, 3 of 65 plans)."""
@@ -93,9 +93,12 @@ def test_fast_stage_is_the_job_twin(lab_problem, lab_search):
         c = row(s.cols, int(i))
         assert s.step[i] == pytest.approx(answer.full_twin(p, c)["schemes"][0]["step_s"], rel=1e-6), answer.label(c)
     errs = []
-    for i in rng.choice(np.flatnonzero(s.scored), 20, replace=False):
+    pick = rng.choice(s.feasible, 20, replace=False)  # any feasible plan, scored by the search or not, on its tables
+    sub = {k: v[pick] for k, v in s.cols.items()}
+    steps = fast.evaluate(p, sub, s.coll, tables.compute_table(p, sub))["step_s"]
+    for j, i in enumerate(pick):
         c = row(s.cols, int(i))
-        errs.append(abs(s.step[i] / answer.full_twin(p, c)["schemes"][0]["step_s"] - 1))
+        errs.append(abs(steps[j] / answer.full_twin(p, c)["schemes"][0]["step_s"] - 1))
     errs = np.array(errs)
     assert (errs < 1e-6).mean() >= 0.8, errs
     assert errs.max() < 0.02, errs

@@ -4,10 +4,10 @@ re-time the leaders with the full job twin.
 Branch and bound: every plan has a lower bound on its step (its compute, bubble and stragglers with
 every collective free, :func:`twin.twins.plan.fast.lower_bound`), exact from the compute table. Plans are
 scored by the fast stage in the order of their bound, in chunks; the search stops when the next bound
-exceeds the ``keep``-th best fast step found, so no unscored plan could enter the leaders. Once there are
-leaders to beat, a chunk is scored in two passes: first with its model-parallel collectives (TP, CP, EP,
-PP) and the data-parallel traffic free, a second, tighter lower bound; then in full, only the plans that
-bound leaves in the running. The data-parallel collectives of a large job are the costliest to time (flow
+exceeds the ``keep``-th best fast step found, so no unscored plan could enter the leaders. A chunk is
+scored in two passes: first with its model-parallel collectives (TP, CP, EP, PP) and the data-parallel
+traffic free, a second, tighter lower bound; then in full, only the plans that bound leaves in the running
+(before there are leaders, the chunk's most promising plans by it are scored first, to make them). The data-parallel collectives of a large job are the costliest to time (flow
 simulations over every DP group at once), and a plan whose tensor-parallel exchanges alone lose never
 needs them. The plans it skips are counted (``bounded``): they were considered and shown slower, not
 left out.
@@ -134,20 +134,31 @@ def _branch_and_bound(s: Searched, comp: dict, mask: np.ndarray, keep: int, prog
         idx = idx[~s.scored[idx]]
         pos += chunk
         chunk *= 2
-        if len(best) >= keep and len(idx):  # leaders to beat: the model-parallel collectives first (module docstring)
-            idx = _second_bound(s, comp, idx, float(s.step[best[-1]]), timer)
         if not len(idx):
             continue
-        sub, csub = {k: v[idx] for k, v in s.cols.items()}, {k: v[idx] for k, v in comp.items()}
-        timer.before(lambda sub=sub, csub=csub: fast.evaluate(s.problem, sub, s.coll, csub))  # the new collectives, on every core
-        ev = fast.evaluate(s.problem, sub, s.coll, csub)
-        for k in s.parts:
-            s.parts[k][idx] = ev[k]
-        s.scored[idx] = True
+        _second_bound(s, comp, idx, timer)  # the model-parallel collectives first (module docstring)
+        if len(best) < keep:  # no leaders yet: the chunk's most promising plans by that bound are scored first
+            _score(s, comp, idx[np.argsort(s.tight[idx], kind="stable")][:keep - len(best)], timer)
+            best = s.best(mask, keep)
+        if len(best) >= keep:
+            idx = idx[s.tight[idx] <= s.step[best[-1]]]
+        _score(s, comp, idx[~s.scored[idx]], timer)
         if progress is not None:
             b = s.best(None, 1)
             progress(name, int(s.scored.sum()), len(s.bound), float(s.step[b[0]]) if len(b) else None, row(s.cols, int(b[0])) if len(b) else None,
                      **_outlook(s, order, min(pos, len(order)), mask, keep, time.perf_counter() - started))
+
+
+def _score(s: Searched, comp: dict, idx: np.ndarray, timer) -> None:
+    """The fast stage on the plans ``idx``, their new collectives timed on every core first."""
+    if not len(idx):
+        return
+    sub, csub = {k: v[idx] for k, v in s.cols.items()}, {k: v[idx] for k, v in comp.items()}
+    timer.before(lambda: fast.evaluate(s.problem, sub, s.coll, csub))
+    ev = fast.evaluate(s.problem, sub, s.coll, csub)
+    for k in s.parts:
+        s.parts[k][idx] = ev[k]
+    s.scored[idx] = True
 
 
 def _outlook(s: Searched, order: np.ndarray, pos: int, mask: np.ndarray, keep: int, elapsed: float) -> dict:
@@ -160,15 +171,14 @@ def _outlook(s: Searched, order: np.ndarray, pos: int, mask: np.ndarray, keep: i
     return {"considered": pos, "of": len(order), "left": left, "eta_s": elapsed / max(pos, 1) * left}
 
 
-def _second_bound(s: Searched, comp: dict, idx: np.ndarray, cut: float, timer) -> np.ndarray:
-    """The plans of ``idx`` whose step with the data-parallel traffic free does not exceed ``cut``; the
-    bound is taken once per plan (a plan another class's search reaches again keeps it)."""
+def _second_bound(s: Searched, comp: dict, idx: np.ndarray, timer) -> None:
+    """The second bound of the plans of ``idx`` (their step with the data-parallel traffic free), taken once
+    per plan: a plan another class's search reaches again keeps it."""
     new = idx[np.isnan(s.tight[idx])]
     if len(new):
         sub, csub = {k: v[new] for k, v in s.cols.items()}, {k: v[new] for k, v in comp.items()}
         timer.before(lambda: fast.evaluate(s.problem, sub, s.coll, csub, data_parallel=False))
         s.tight[new] = fast.evaluate(s.problem, sub, s.coll, csub, data_parallel=False)["step_s"]
-    return idx[s.tight[idx] <= cut]
 
 
 def _why_empty(space: Space) -> str:
