@@ -135,6 +135,7 @@ def test_plan_answers_with_leaders_classes_and_a_scenario_that_reproduces_the_pi
     assert steps == sorted(steps) and res["rank_correlation"] >= 0.8
     sp = res["space"]
     assert sp["enumerated"] == sp["feasible"] + sum(sp["pruned"].values()) and sp["scored"] + sp["bounded"] == sp["feasible"]
+    assert 0 < sp["bounded_by_exchanges"] < sp["bounded"]  # the second bound cut some; the first, most
     pick = res["plans"][0]
     assert pick["plan"]["fp8"] == "none" and pick["memory_GB"]["total"] <= res["hbm_GB"] - memory.RESERVE_BYTES / 1e9
     assert sum(v for k, v in pick["parts_s"].items() if k not in ("step_s", "recompute_s")) == pytest.approx(pick["parts_s"]["step_s"])

@@ -147,6 +147,7 @@ def answer(p: Problem, fixed: dict | None = None, top: int = 10, progress=None) 
         "hbm_GB": p.hbm / 1e9, "reserve_GB": memory.RESERVE_BYTES / 1e9, "routing": {"scheme": p.scheme.kind, "qps": p.scheme.qps},
         "space": {"enumerated": s.space.enumerated, "pruned": s.pruned, "feasible": s.feasible,
                   "scored": int(s.scored.sum()), "bounded": int(s.feasible - s.scored.sum()),
+                  "bounded_by_exchanges": int((~s.scored & ~np.isnan(s.tight)).sum()),
                   "collectives_timed": s.coll.calls, "collectives_refused": dict(s.coll.refused),
                   "stack_limits": p.stack_limits(), "pins": fixed or {}},
         "seconds": {**s.seconds, "collectives_s": sum(s.coll.seconds.values())},

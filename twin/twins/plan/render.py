@@ -22,7 +22,8 @@ def text(res: dict) -> str:
     lines = [f"{res['workload']} on {res['gpus']:,} GPUs of {res['site']} (stack {res['stack']}, global batch {res['global_batch']:,} "
              f"x {res['sequence_length']:,} tokens, {res['hbm_GB']:.1f} GB HBM)",
              f"plans: {sp['enumerated']:,} enumerated; pruned {pr or 'none'}; {sp['feasible']:,} feasible, {sp['scored']:,} scored by the "
-             f"fast stage, {sp['bounded']:,} bounded out (their compute alone, or with their model-parallel exchanges, is slower than the leaders); "
+             f"fast stage, {sp['bounded']:,} bounded out as slower than the leaders ({sp['bounded'] - sp['bounded_by_exchanges']:,} by their "
+             f"compute alone, {sp['bounded_by_exchanges']:,} with their model-parallel exchanges timed); "
              f"{sp['collectives_timed']:,} collectives timed on the fabric",
              "", f"{'#':>2}  {'step':>9}  {'fast':>9}  {'tokens/s':>11}  {'MFU':>5}  {'memory':>7}  plan"]
     for n, e in enumerate(res["plans"], 1):
