@@ -128,7 +128,7 @@ def plan_groups(net: Net, op: str, algorithm: str, groups: list[np.ndarray], pee
         layout = job_layout(net, groups)
         if layout is not None and layout[2] > 1:  # every group's trees at once (one server: a ring, group by group)
             R, g, m = layout
-            return [tree_groups(R.reshape(len(R), m, g), _channels(net, R[0], lib or Library()))], "tree"
+            return [tree_groups(R.reshape(len(R), m, g), _channels_of(net, R[0], np.full(m, g), lib or Library()))], "tree"
     plans = [plan(net, op, algorithm, g, None if peers is None else peers[i], lib) for i, g in enumerate(groups)]
     first, family = max(plans, key=lambda p: len(p[0]))  # a group inside one NVLink domain may plan fewer phases
     merged = []

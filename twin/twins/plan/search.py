@@ -7,9 +7,9 @@ scored by the fast stage in the order of their bound, in chunks; the search stop
 exceeds the ``keep``-th best fast step found, so no unscored plan could enter the leaders. A chunk is
 scored in two passes: first with its model-parallel collectives (TP, CP, EP, PP) and the data-parallel
 traffic free, a second, tighter lower bound; then in full, only the plans that bound leaves in the running
-(before there are leaders, the chunk's most promising plans by it are scored first, to make them). The data-parallel collectives of a large job are the costliest to time (flow
-simulations over every DP group at once), and a plan whose tensor-parallel exchanges alone lose never
-needs them. The plans it skips are counted (``bounded``): they were considered and shown slower, not
+(before there are leaders, the chunk's most promising plans by it are scored first, to make them). The
+data-parallel collectives of a large job are the costliest to time (flow simulations over every DP group
+at once), and a plan whose tensor-parallel exchanges alone lose never needs them. The plans it skips are counted (``bounded``): they were considered and shown slower, not
 left out.
 
 The leaders (``top`` best by the fast stage) are re-timed by the full job twin
@@ -45,12 +45,8 @@ class Searched:
     parts: dict[str, np.ndarray]  # fast-stage parts (NaN where not scored)
     pruned: dict[str, int]
     coll: tables.Collectives
+    tight: np.ndarray  # the second bound (the step with data-parallel traffic free), NaN where not taken
     seconds: dict[str, float] = field(default_factory=dict)
-    tight: np.ndarray | None = None  # the second bound (the step with data-parallel traffic free), NaN where not taken
-
-    def __post_init__(self) -> None:
-        if self.tight is None:
-            self.tight = np.full(len(self.bound), np.nan)
 
     @property
     def feasible(self) -> int:
@@ -112,7 +108,7 @@ def search(p: Problem, fixed: dict | None = None, keep: int = 10, mask_fn=None, 
     parts = {k: np.full(n, np.nan) for k in (*fast.PARTS, "step_s", "exposed_s", "straggler_s", "dp_total_s")}
     scored = np.zeros(n, bool)
     coll = tables.Collectives(p)
-    s = Searched(p, space, cols, mem, bound, scored, parts, pruned, coll, sec)
+    s = Searched(p, space, cols, mem, bound, scored, parts, pruned, coll, np.full(n, np.nan), sec)
     masks = {"all": np.ones(n, bool), **(mask_fn(cols, mem) if mask_fn else {})}
     with parallel.Timer(coll, workers) as timer:
         for name, mask in masks.items():
