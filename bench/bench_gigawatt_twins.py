@@ -14,9 +14,9 @@ far as it reads, time and peak memory per step. Run through `python bench/bench_
   hierarchical algorithm on a non-blocking fabric, 1 / (g B_nvl) on NVLink and 1 / (g m B_nic) per ring
   step (g = 72 GPUs per rack, m = 13,824 racks), within 5% (issue 40).
 - moe: the fabric's paths, then scenarios/gigawatt-moe.yaml: the step of DeepSeek-V3's shape on every GPU
-  (EP 64, ZeRO-1, node-limited routing; the site's workload deepseek-v3-campus): its expert all-to-all over
-  15,552 EP groups as 192 zones, equal zones timed once, and its data-parallel rings with the NVLink hops
-  of one even and one odd rack (twin/twins/net/blocks.py; tests/test_gigawatt_moe.py holds both against
+  (EP 64, ZeRO-1 sharded inside each zone and replicated across the 192 zones, node-limited routing; the site's
+  workload deepseek-v3-campus): its expert all-to-all over 15,552 EP groups as 192 zones, equal zones timed
+  once, and its data-parallel rings with the NVLink hops of one even and one odd rack (twin/twins/net/blocks.py; tests/test_gigawatt_moe.py holds both against
   the unreduced job on a 10,368-GPU copy). Goal: 60 s and 8 GiB.
 - moe-pp: the same job with a pipeline across the buildings (scenarios/gigawatt-moe-pp.yaml: PP 8 in
   Megatron-Core's order, a stage per building, DP 124,416 inside it): its stages' 870,912 sends between

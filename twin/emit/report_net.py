@@ -74,6 +74,9 @@ def render(data: dict, console: Console) -> None:
                           f"{s['tp_s']:.3f}", f"{s['cp_s']:.3f}", f"{s['pp_exposed_s']:.3f}", f"{s['dp_s']:.3f} ({s['dp_exposed_s']:.3f})",
                           f"{100 * s['latency_share']:.1f}", f"{s['predicted_tflops_per_gpu']:.0f}", f"{100 * s['predicted_mfu']:.1f}%")
             console.print(t)
+            for s in j["schemes"]:
+                for x in s.get("algorithms_not_timed", []):
+                    console.print(f"note: {s['scheme']}: {x}", markup=False)
         for sv in case.get("serving", []):
             t = Table(title=f"{case['case']}: serving {sv['name']} (TP{sv['tp']} PP{sv['pp']}, batch {sv['batch']}, prompt {sv['prompt_tokens']:,}, "
                             f"{'across servers' if sv['spans_servers'] else 'one server'}; decode AllReduce {sv['decode_allreduce_bytes']:,} B)",

@@ -56,6 +56,7 @@ def scenario_section(data: dict, scenario_file: str, default_job: dict | None = 
             out.append(table(["routing", "step s", "exposed comm s", "exposed %", "eff. TFLOPs/GPU"],
                              [[s["scheme"], f"{s['step_s']:.3f}", f"{s['exposed_comm_s']:.3f}", f"{100 * s['exposed_fraction']:.1f}",
                                f"{s['predicted_tflops_per_gpu']:.0f}"] for s in j["schemes"]], "lrrrr"))
+            out += [f"\n- note ({s['scheme']}): {x}" for s in j["schemes"] for x in s.get("algorithms_not_timed", [])]
             diff = differences(default_job, j)
             note = ""
             if default_job and default_job.get("workload") == j["workload"]:

@@ -40,6 +40,9 @@ LIMITS: dict[str, Limit] = {x.name: x for x in (
     Limit("collective_transfers", 8_000_000, "transfers",
           "transfers of one phase of a collective over all its concurrent groups, after equal blocks are folded "
           "(routing takes a few hundred bytes each)"),
+    Limit("spray_entries", 60_000_000, "(arc, transfer) entries",
+          "arcs crossed by the sprayed transfers of one phase that are not folded into classes, summed over the transfers "
+          "(about 100 bytes each while routing)"),
     Limit("campaign_event_steps", 300_000, "Monte Carlo event steps",
           "a campaign's failure events per run, summed over the main run and every sweep point (about 0.3 ms each)"),
     Limit("campaign_cells", 20_000_000, "run x event cells",

@@ -10,7 +10,8 @@ in flight; the last: the output layer and its FP32 logits):
   says so too (``grad_reduce_fp32``: Megatron-Core's grad_reduce_in_fp32, 4 bytes a gradient, 18 in all). ZeRO 1
   shards the optimizer bytes over the data-parallel ranks (DP x CP), ZeRO 2 the gradients too (plus one
   bucket being reduced), ZeRO 3 the weights too (plus two layers gathered: the one computing and the one
-  prefetched). Experts are sharded over EP and replicated over DP x CP / EP.
+  prefetched). Experts are sharded over EP and replicated over DP x CP / EP. Hybrid sharding (``dp_shard``,
+  PyTorch's HSDP) shards each of these over a shard group of ``dp_shard`` ranks instead of all DP x CP.
 - **Activations** kept for the backward pass, per token and layer, following Korthikanti et al. ("Reducing
   Activation Recomputation in Large Transformer Models", MLSys 2023, s4: ``34 s b h + 5 a s^2 b`` bytes for
   a GPT layer without parallelism) tensor by tensor, so the same count serves SwiGLU, grouped-query and
@@ -71,6 +72,7 @@ class Plan:
     dualpipe: bool = False  # DeepSeek-V3's schedule: two stages per GPU, PP + 1 micro-batches in flight
     optimizer_bytes: float = OPTIMIZER_BYTES  # the stack's optimizer state per parameter (catalog stacks: optimizer_bytes)
     grad_bytes: float = BF16  # bytes per gradient held (4: FP32, the stack's grad_reduce_fp32)
+    dp_shard: int = 0  # ranks of DP x CP one ZeRO shard spans (hybrid sharding); 0: all of them
 
     @classmethod
     def of(cls, w, fused_attention: bool = True, micro_batch: int | None = None, dualpipe: bool = False,
@@ -78,7 +80,7 @@ class Plan:
         mb = micro_batch or w.micro_batch
         return cls(w.sequence_length, mb, max(1, w.global_batch // (w.dp * mb)), w.tp, w.cp, w.pp, w.dp, w.ep,
                    w.virtual_stages, w.zero, w.sequence_parallel, w.recompute_modules, fused_attention, w.grad_bucket,
-                   dualpipe and w.pp > 1, optimizer_bytes, grad_bytes)
+                   dualpipe and w.pp > 1, optimizer_bytes, grad_bytes, getattr(w, "dp_shard", None) or 0)
 
 
 @dataclass(frozen=True)
@@ -203,7 +205,7 @@ def training(s, p: Plan, hbm: float) -> TrainingMemory:
     dense, experts = stage_params(s, p)
     if p.dualpipe:  # a GPU holds stage i and stage PP - 1 - i (DeepSeek-V3 s3.2.1: "two copies of the parameters")
         dense, experts = 2 * dense, 2 * experts
-    shard = p.dp * p.cp
+    shard = p.dp_shard or p.dp * p.cp  # hybrid sharding: the states are sharded over a shard group, replicated across them
     eshard = max(1, shard // p.ep)
     n = dense + experts
     weights = BF16 * n

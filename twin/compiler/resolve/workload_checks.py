@@ -89,6 +89,7 @@ def _recipe(spec: Spec, j, base: tuple) -> Iterator[Finding]:
         if (j.dp * j.cp) % j.ep:
             yield E, base + ("ep",), f"EP{j.ep} is taken from the DP{j.dp} x CP{j.cp} = {j.dp * j.cp} data-parallel ranks, which it does not divide", \
                 f"a divisor of {j.dp * j.cp}"
+    yield from _shard(j, base)
     fp8 = j.fp8_gemms
     if fp8 and not spec.chassis.gpu_peak_fp8_tflops:
         yield E, base + ("fp8",), f"FP8 GEMMs on {spec.chassis.gpu_model}, which has no FP8 peak in the catalog", "fp8: none, or a chassis with gpu_peak_fp8_tflops"
@@ -115,6 +116,22 @@ def _recipe(spec: Spec, j, base: tuple) -> Iterator[Finding]:
             "cp_comm: ring, or no overlap_cp"
     if j.attention_window is not None and j.cp > 1 and j.cp_comm == "all-gather":
         yield W, base + ("attention_window",), "a sliding window with all-gather CP gathers keys no query needs", "cp_comm: ring"
+
+
+def _shard(j, base: tuple) -> Iterator[Finding]:
+    """Hybrid sharding: a shard group is a whole number of EP groups and divides the data-parallel ranks."""
+    if j.dp_shard is None:
+        return
+    ranks = j.dp * j.cp
+    at = base + ("dp_shard",)
+    if j.zero == 0:
+        yield E, at, f"dp_shard {j.dp_shard} shards ZeRO's states, but ZeRO 0 shards none (every rank holds them all)", "zero: 1, 2 or 3, or no dp_shard"
+    elif ranks % j.dp_shard:
+        yield E, at, f"a shard group of {j.dp_shard} ranks does not divide the DP{j.dp} x CP{j.cp} = {ranks} data-parallel ranks", \
+            f"a divisor of {ranks}"
+    elif j.dp_shard % j.ep:
+        yield E, at, f"a shard group of {j.dp_shard} ranks holds no whole number of EP{j.ep} groups (each replica must hold every expert)", \
+            f"a multiple of {j.ep} dividing {ranks}"
 
 
 def _measured(spec: Spec, j, base: tuple) -> Iterator[Finding]:

@@ -31,7 +31,7 @@ RECOMPUTE_POLICIES = {"none": (), "selective": ("core-attention",), "full": ("at
 # the fields of a workload's recipe and stack: what a scenario job may override (twin/lang/scenario/job.py ``recipe:``)
 RECIPE_FIELDS = ("tp", "cp", "pp", "dp", "ep", "sequence_length", "global_batch", "micro_batch", "virtual_stages", "recompute",
                  "sequence_parallel", "zero", "overlap_grad_reduce", "overlap_param_gather", "overlap_tp", "overlap_pp", "overlap_cp", "overlap_ep", "pipeline_schedule",
-                 "zero3_bucket", "zero3_collectives", "grad_bucket", "grad_reduce_fp32", "fp8", "cp_comm", "stack", "stragglers")
+                 "zero3_bucket", "zero3_collectives", "grad_bucket", "grad_reduce_fp32", "fp8", "cp_comm", "stack", "stragglers", "dp_shard")
 DEFAULT_STACK = "meta-production-2024"  # the stack of a workload that names none (the twin says so in its result)
 Fp8Gemm = Literal["qkv", "proj", "fc1", "fc2", "experts", "output"]
 
@@ -108,6 +108,10 @@ class TrainingJob(Model):
                                       "(Megatron's distributed optimizer: reduce-scatter + all-gather per step); 2 also gradients "
                                       "(reduce-scatter every micro-batch); 3 also weights (FSDP full shard: per-layer all-gathers "
                                       "forward and backward, every micro-batch)")
+    dp_shard: int | None = Field(None, ge=1, le=1_000_000, exclude_if=lambda v: v is None, description="hybrid sharding (HSDP; Megatron-Core's distributed "
+                                 "optimizer instances): ZeRO's states sharded over this many consecutive data-parallel ranks (of DP x "
+                                 "CP) and replicated over the rest; the reduction a reduce-scatter and an all-gather inside a shard "
+                                 "group and an all-reduce of its 1/dp_shard across the replicas (default: one shard over all of them)")
     overlap_grad_reduce: bool | None = Field(None, description="gradient reduction overlaps the backward pass (default: the stack's)")
     overlap_param_gather: bool | None = Field(None, description="the weight all-gather overlaps the forward pass (default: the stack's)")
     overlap_tp: list[Literal["allgather", "reducescatter"]] | None = Field(

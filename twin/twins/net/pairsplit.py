@@ -58,8 +58,8 @@ class Split:
 
     def entries(self) -> np.ndarray:
         """Arcs of each pair's whole DAG (what :func:`twin.twins.net.spray.table` holds for it)."""
-        m = np.diff(self.mid_ptr)
-        return np.diff(self.first_ptr) + np.diff(self.last_ptr) + np.where(self.mid >= 0, m[np.maximum(self.mid, 0)], 0)
+        m = np.r_[np.diff(self.mid_ptr), 0]  # a pair without a middle (-1) reads the 0 at the end
+        return np.diff(self.first_ptr) + np.diff(self.last_ptr) + m[self.mid]
 
     def latency(self, lat: np.ndarray) -> np.ndarray:
         """Each pair's mean latency over its split (arc latency ``lat`` times fraction, summed), by parts."""

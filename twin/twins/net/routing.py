@@ -38,8 +38,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.sparse import csc_matrix
 
+from twin.lang import limits
 from twin.lang.site.models import ADAPTIVE_ENGINES, FIVE_TUPLE
-from twin.twins.net import hashing, planes, spray, sprayclasses
+from twin.twins.net import hashing, pairsplit, planes, sprayclasses
 from twin.twins.net.flowpaths import choice_base, class_matrix, first_classes, flows_per_transfer, hashed_paths, row_classes
 from twin.twins.net.topology import Net
 
@@ -330,7 +331,11 @@ def _spray(net: Net, s_nic, d_nic, b, pre: np.ndarray | None = None) -> Routed:
     pairs, pinv = np.unique(pair_key, return_inverse=True)
     pinv = pinv.reshape(-1)
     T = max(1, len(net.leaf_of_dest))
-    p_arcs_a, p_frac_a, p_ptr_a = spray.table(net, pairs // T, pairs % T)
+    # the splits held per pair of leaf classes first (a DAG's shared middle once), so that what the transfers would
+    # cross is counted, and refused past its limit, before it is laid out per pair and per transfer
+    sp = pairsplit.split(net, pairs // T, pairs % T)
+    limits.check("spray_entries", int(sp.entries()[pinv].sum()), f"arcs crossed by {len(s_nic):,} sprayed transfers of one phase")
+    p_arcs_a, p_frac_a, p_ptr_a = pairsplit.expand(sp)  # spray.table's arcs and fractions, bit for bit
     w = net.arc_latency[p_arcs_a] * p_frac_a
     # mean over the split = per-hop latency sum; each pair's own sum (numpy's pairwise order)
     p_lat = [float(w[a:b].sum()) for a, b in zip(p_ptr_a[:-1].tolist(), p_ptr_a[1:].tolist())]

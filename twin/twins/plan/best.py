@@ -80,7 +80,8 @@ def resolve(design, scn, schemes, lib, src=None, progress=None):
                                    "a model and GPU count some plan fits")]) from None
         pick = res["plans"][0]
         plan = {n: pick["plan"][n] for n in AXES}
-        jobs[k] = j.model_copy(update={"recipe": {**recipe, **plan}, "dims": pick["plan"]["dims"], "virtual_stages": None,
+        # the search shards ZeRO over all of a plan's data-parallel ranks: the picked plan runs so, whatever the workload said
+        jobs[k] = j.model_copy(update={"recipe": {**recipe, **plan, "dp_shard": None}, "dims": pick["plan"]["dims"], "virtual_stages": None,
                                        "kv_heads": j.kv_heads})
         found.append({"job": k, "workload": w.name, "gpus": w.gpus, "pick": pick["label"], "plan": pick["plan"],
                       "predicted_step_s": pick["step_s"], "pins": pins, "space": res["space"],

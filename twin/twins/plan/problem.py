@@ -51,6 +51,7 @@ class Problem:
         ``fabric=False`` skips compiling the fabric (the space and memory only); ``job``: a scenario's job whose
         overlaps and stragglers every plan keeps."""
         n = gpus or workload.gpus
+        workload = workload.model_copy(update={"dp_shard": None})  # not a plan axis: every plan shards over all its DP x CP ranks
         stacks = design.spec.catalog.stacks
         if (workload.stack or DEFAULT_STACK) not in stacks:
             raise ValueError(f"unknown software stack '{workload.stack}' (the catalog has {', '.join(sorted(stacks))})")

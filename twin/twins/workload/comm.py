@@ -22,6 +22,10 @@ Data parallelism over the DP x CP ranks of a stage (G = its gradients, 2 bytes p
   (``overlap_grad_reduce``) hides behind the last micro-batch's backward (every micro-batch's, ZeRO 2)
   except the last bucket (``grad_bucket``); the all-gather overlapping the forward pass
   (``overlap_param_gather``) hides behind the first micro-batch's forward.
+- Hybrid sharding (``dp_shard``, PyTorch's HSDP, Megatron-Core's distributed optimizer instances): ZeRO's
+  collectives run inside shard groups of ``dp_shard`` consecutive ranks, and each reduce-scatter is followed
+  by an all-reduce of the rank's reduced shard (1/``dp_shard`` of G) across the replicas holding the same
+  shard (ring or tree, NCCL's pick).
 - ZeRO 3 (FSDP full shard): per layer and micro-batch, an all-gather of the layer's weights before its
   forward and again before its backward, and a reduce-scatter of its gradients after it; with prefetch
   (``overlap_param_gather``, and ``overlap_grad_reduce`` for the reduce-scatter) each hides behind the
@@ -48,7 +52,8 @@ from twin.twins.workload import moe as moe_mod
 from twin.twins.workload.compute import BF16
 
 KIND_OF = {"tp": "TP", "nvlink": "TP (NVLink)", "cp": "CP", "cp-ring": "CP ring", "ep": "EP all-to-all", "pp": "PP send/receive",
-           "dp": "data-parallel", "edp": "expert data-parallel"}
+           "dp": "data-parallel", "edp": "expert data-parallel",
+           "dp-replicas": "data-parallel replicas"}
 KINDS = ("tp_allgather", "tp_reducescatter", "tp_allreduce", "cp_exchange", "ep_alltoall", "pp_sendrecv", "dp")
 
 
@@ -70,6 +75,7 @@ class Timed:
 
     def __init__(self, timings):
         self.timings = timings
+        self.refused: list[str] = []  # algorithms refused for their cost while another was timed (said in the job's notes)
 
     def at(self, size: float) -> tuple[float, float]:
         if size <= 0 or not self.timings:
@@ -92,20 +98,25 @@ class Refused(Timed):
 
 def time_fastest(net, op: str, algs: list[str], groups, scheme, lib, peers=None) -> Timed:
     """The collective timed under each algorithm that applies to it; an algorithm that does not apply
-    (``ValueError``: a recursive halving over ranks that are not a power of two) is skipped, but when
-    none applies, or one is refused for its cost (:class:`twin.lang.limits.CostError`), the error is
-    raised: a collective is never timed as 0 s because it could not be timed."""
-    out, errors = [], []
+    (``ValueError``: a recursive halving over ranks that are not a power of two) is skipped, and one
+    refused for its cost (:class:`twin.lang.limits.CostError`) is left out and named in ``refused``; when
+    none is timed, the error is raised: a collective is never timed as 0 s because it could not be timed."""
+    out, errors, refused = [], [], []
     for a in algs:
         try:
             out.append(coll.time_collective(net, op, a, None, scheme, groups=groups, group_peers=peers, lib=lib))
-        except CostError:
-            raise
+        except CostError as e:
+            refused.append((a, e))
         except ValueError as e:
             errors.append(f"{a}: {e}")
+    if refused and not out:
+        raise refused[0][1]
     if not out:
         raise ValueError(f"{op} over {len(groups):,} group(s) of {len(groups[0]):,} ranks cannot be timed: " + "; ".join(errors))
-    return Timed(out)
+    t = Timed(out)
+    t.refused = [f"{op}/{a} over {len(groups):,} group(s) of {len(groups[0]):,} ranks not timed ({e}); the fastest of the others taken"
+                 for a, e in refused]
+    return t
 
 
 def _allreduce_algorithms(net, group: np.ndarray, nvls: bool) -> list[str]:
@@ -117,6 +128,8 @@ def time_comm(net, g: Groups, r, s, c, scheme, lib, nvls: bool, cache: dict) -> 
     """Exposed communication of one step under ``scheme`` (module docstring); ``cache`` keeps timings that
     do not depend on the routing scheme (NVLink-only TP) across schemes."""
 
+    refusals: list[str] = []
+
     def timed(key, op, algs, groups, peers=None) -> Timed:
         k = (key, op) if key == "nvlink" else (scheme.name, key, op)
         if k not in cache:
@@ -126,6 +139,7 @@ def time_comm(net, g: Groups, r, s, c, scheme, lib, nvls: bool, cache: dict) -> 
                 raise
             except ValueError as e:
                 raise ValueError(f"{KIND_OF.get(key, key)}: {e}") from None
+        refusals.extend(f"{KIND_OF.get(key, key)}: {x}" for x in cache[k].refused if f"{KIND_OF.get(key, key)}: {x}" not in refusals)
         return cache[k]
 
     m = r.microbatches
@@ -197,9 +211,23 @@ def time_comm(net, g: Groups, r, s, c, scheme, lib, nvls: bool, cache: dict) -> 
         lat += d_lat
     exposed = out["tp_s"] + out["cp_s"] + out["ep_s"] + out["pp_exposed_s"] + out["dp_exposed_s"]
     comm = out["tp_s"] + out["cp_s"] + out["ep_s"] + out["pp_exposed_s"] + out["dp_s"]
+    if refusals:
+        out["algorithms_not_timed"] = refusals
     out.update(exposed_comm_s=exposed, comm_latency_s=lat, latency_share=lat / comm if comm else 0.0,
                comm_by_kind={k: {"total_s": t, "exposed_s": e, "hidden_s": t - e} for k, (t, e) in kinds.items() if t > 0})
     return out
+
+
+def shard_groups(grad: list[np.ndarray], size: int) -> list[np.ndarray]:
+    """Hybrid sharding's shard groups: each data-parallel group cut into runs of ``size`` consecutive ranks (the
+    nearest ones under the rank order: PyTorch's HSDP mesh (replicate, shard), shard inner)."""
+    return [np.asarray(x)[i:i + size] for x in grad for i in range(0, len(x), size)]
+
+
+def replica_groups(grad: list[np.ndarray], size: int) -> list[np.ndarray]:
+    """Hybrid sharding's replica groups: the ranks of each data-parallel group that hold the same shard, one
+    per shard group (every ``size``-th rank)."""
+    return [np.asarray(x)[i::size] for x in grad for i in range(size)]
 
 
 def expert_dp_groups(grad: list[np.ndarray], ep: int) -> list[np.ndarray]:
@@ -217,17 +245,29 @@ def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
     the same experts (:func:`expert_dp_groups`), one after the other."""
     rep_b = s.replicated_params / (r.tp * r.pp) * BF16
     routed_b = s.routed_params / (r.ep * r.pp) * BF16
-    edp = expert_dp_groups(g.grad, r.ep) if routed_b else []
+    hybrid = r.zero >= 1 and 0 < r.dp_shard < len(g.grad[0])
+    shard = shard_groups(g.grad, r.dp_shard) if hybrid else g.grad  # the ranks one ZeRO shard spans
+    edp = expert_dp_groups(shard, r.ep) if routed_b else []
     grads = rep_b + routed_b
 
     def both(op: str, algs: list[str], rep: float, routed: float) -> tuple[float, float]:
+        if len(shard[0]) < 2:  # a shard group of one rank: nothing to gather or scatter, the replicas reduce it all
+            return 0.0, 0.0
         if r.ep == 1:  # the experts are replicated like the rest: one collective over the same ranks
-            return timed("dp", op, algs, g.grad).at(rep + routed)
-        t, lat = timed("dp", op, algs, g.grad).at(rep)
+            return timed("dp", op, algs, shard).at(rep + routed)
+        t, lat = timed("dp", op, algs, shard).at(rep)
         if routed and edp:
             t2, l2 = timed("edp", op, algs, edp).at(routed)
             t, lat = t + t2, lat + l2
         return t, lat
+
+    def across(grad_b: float) -> tuple[float, float]:
+        """Hybrid sharding: each rank's reduced shard (its 1/dp_shard of the replicated gradients, its EP group's
+        share of the experts') all-reduced with the same shard of every other replica."""
+        if not hybrid:
+            return 0.0, 0.0
+        nbytes = grad_b * (rep_b + routed_b * r.ep) / r.dp_shard
+        return timed("dp-replicas", "allreduce", ["ring", "tree"], replica_groups(g.grad, r.dp_shard)).at(nbytes)
 
     m = r.microbatches
     w_f = r.dp_overlap * c.forward.seconds
@@ -247,12 +287,18 @@ def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
     if r.zero in (1, 2):
         t_g, l_g = both("allgather", ["ring"], rep_b, routed_b)
         t_r, l_r = both("allgather", ["ring"], k * rep_b, k * routed_b)  # a reduce-scatter moves what an all-gather of its bytes does
+        t_x, l_x = across(k)
+        t_r, l_r = t_r + t_x, l_r + l_x  # the replicas' all-reduce follows each reduce-scatter
         n_rs = m if r.zero == 2 else 1
         return n_rs * t_r + t_g, n_rs * reduce_exposed(t_r) + gather_exposed(t_g), n_rs * l_r + l_g
     l_rep, l_routed = s.zero3_mean_layer(r.tp, r.ep)
     layer = (l_rep + l_routed) * BF16
     t_l, l_l = both("allgather", ["ring"], l_rep * BF16, l_routed * BF16)
     t_s, _ = both("allgather", ["ring"], k * l_rep * BF16, k * l_routed * BF16)  # the layer's reduce-scatter
+    if hybrid:  # and the replicas' all-reduce of its shard (HSDP: after every layer's reduce-scatter)
+        t_x, _ = timed("dp-replicas", "allreduce", ["ring", "tree"], replica_groups(g.grad, r.dp_shard)).at(
+            k * BF16 * (l_rep + l_routed * r.ep) / r.dp_shard)
+        t_s += t_x
     if r.zero3_collectives == "tensor":  # the same bytes in one collective per tensor: each pays the latency again
         per = s.zero3_tensors(r.ep)
         t_l, t_s, l_l = t_l + (per - 1) * l_l, t_s + (per - 1) * l_l, per * l_l

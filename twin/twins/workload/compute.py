@@ -335,7 +335,7 @@ def training(gpu: Gpu, s: Shape, r, moe_work=None) -> TrainingCompute:
     fwd = layer_f.scaled(n_layers) + hf.scaled(head)
     bwd = layer_b.scaled(n_layers) + hb.scaled(head)
     rc = layer_r.scaled(n_layers)
-    shard = r.dp * r.cp if r.zero >= 1 else 1  # the optimizer updates every parameter this GPU owns, all experts
+    shard = (r.dp_shard or r.dp * r.cp) if r.zero >= 1 else 1  # the optimizer updates every parameter this GPU owns, all experts
     owned = s.replicated_params / (r.pp * r.tp * shard) + s.routed_params / (r.pp * r.ep * max(1, shard // r.ep))
     opt = gpu.memory(ADAM_BYTES_PER_PARAM * owned)
     flops = s.model_flops_per_token(seq) * seq * r.global_batch

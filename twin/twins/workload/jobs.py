@@ -216,9 +216,11 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
     act = c.tokens_per_microbatch * shape.hidden * 2
     return {
         "workload": w.name, "order": cfg.order, "dims": cfg.dims, "gpus": n,
-        "parallelism": f"TP{w.tp} CP{w.cp} PP{w.pp} DP{w.dp}" + (f" EP{w.ep}" if w.ep > 1 else ""),
+        "parallelism": f"TP{w.tp} CP{w.cp} PP{w.pp} DP{w.dp}" + (f" EP{w.ep}" if w.ep > 1 else "")
+        + (f", ZeRO shards of {r.dp_shard} x {w.dp * w.cp // r.dp_shard} replicas" if r.zero and 0 < r.dp_shard < w.dp * w.cp else ""),
         "sequence_length": w.sequence_length, "stack": r.stack, "stack_defaulted": r.stack_defaulted,
-        "recipe": {"micro_batch": r.micro_batch, "recompute": list(r.recompute), "zero": r.zero, "sequence_parallel": r.sequence_parallel,
+        "recipe": {"micro_batch": r.micro_batch, "recompute": list(r.recompute), "zero": r.zero, "dp_shard": r.dp_shard or None,
+                   "sequence_parallel": r.sequence_parallel,
                    "overlap_grad_reduce": r.overlap_grad_reduce, "overlap_param_gather": r.overlap_param_gather, "fp8": list(r.fp8),
                    "cp_comm": r.cp_comm, "kernel_share": r.kernel_share, "attention": "fused" if r.fused_attention else "unfused"},
         "microbatches": m, "virtual_stages": v, "compute_s": t_compute, "bubble_s": bubble,

@@ -70,6 +70,7 @@ class Recipe:
     zero3_collectives: str = "layer"  # ZeRO-3: one collective per layer, or one per parameter tensor (DeepSpeed 2021)
     optimizer_bytes: float = 12.0  # the stack's optimizer state per parameter (memory.OPTIMIZER_BYTES unless the stack says more)
     grad_bytes: float = memory.BF16  # bytes of a gradient held and reduced over the data-parallel ranks (4: FP32, grad_reduce_fp32)
+    dp_shard: int = 0  # hybrid sharding: ranks of DP x CP one ZeRO shard spans, replicated over the rest (0: one shard over all)
 
     @classmethod
     def of(cls, w, stacks: dict, job=None) -> Recipe:
@@ -97,7 +98,8 @@ class Recipe:
             stragglers=(lambda x: (x.distribution, x.mean) if x is not None else None)(pick("stragglers")),
             fused_attention=st.attention == "fused", kernel_share=st.kernel_share, stack=name, stack_defaulted=w.stack is None,
             optimizer_bytes=st.optimizer_bytes, grad_bytes=memory.grad_bytes(pick("grad_reduce_fp32")),
-            dp_overlap=job.dp_overlap if job is not None else 1.0, flops_convention=w.flops_convention)
+            dp_overlap=job.dp_overlap if job is not None else 1.0, flops_convention=w.flops_convention,
+            dp_shard=w.dp_shard or 0)
 
     def overlaps(self) -> dict[str, bool]:
         """Every overlap the step times, by kind, as the recipe resolved it (stack, then workload, then job)."""
