@@ -146,3 +146,99 @@ def test_an_algorithm_refused_for_its_cost_is_left_out_and_named(lab_net, monkey
     assert "limit spray_entries" in one.refused[0]
     with pytest.raises(CostError, match="spray_entries"):  # nothing else to take: refused, never 0 s
         comm.time_fastest(net, "allreduce", ["tree"], group, spray, Library())
+
+
+@pytest.fixture(scope="module")
+def shard_search(lab):
+    from twin.twins.plan import search
+    from twin.twins.plan.problem import Problem
+
+    w = next(x for x in lab.spec.site.workloads if x.name == "lab-llama-8b")
+    p = Problem.of(lab, w)
+    return p, search.search(p, {"fp8": 0, "zero": [0, 1, 3], "dp_shard": [0, 2, 4, 8], "tp": [1, 2], "recompute": "none"}, keep=10)
+
+
+def test_the_search_opens_hybrid_sharding_when_it_is_pinned(shard_search):
+    from twin.twins.plan.space import Axes, Space
+
+    p, s = shard_search
+    sh, ranks = s.cols["shard"], s.cols["dp"] * s.cols["cp"]
+    hyb = sh > 0
+    assert hyb.any() and (~hyb).any()
+    assert np.all(ranks[hyb] % sh[hyb] == 0) and np.all(sh[hyb] < ranks[hyb]) and np.all(s.cols["zero"][hyb] >= 1)
+    assert s.space.pruned["shard"] > 0  # shard groups that cannot be, and shard groups with ZeRO 0, counted
+    closed = Space.of(Axes(gpus=16, layers=8, heads=8, kv_heads=2, ffn=48, seq=96, batch=16))
+    assert set(closed.cols["shard"].tolist()) == {0} and closed.pruned["shard"] == 0  # not pinned: not searched
+
+
+def test_hybrid_plans_in_the_fast_stage_are_the_job_twin(shard_search):
+    """Memory table and fast stage against the job twin on hybrid-sharded plans drawn at random (ZeRO 1 and 3),
+    each scored on tables of its own: the memory to 1e-9, the step to 1e-6."""
+    from twin.compiler.resolve import memory
+    from twin.twins.plan import answer, fast, tables
+    from twin.twins.plan.problem import row
+
+    p, s = shard_search
+    idx = np.flatnonzero(s.cols["shard"] > 0)
+    rng = np.random.default_rng(3)
+    for i in rng.choice(idx, 6, replace=False):
+        c = row(s.cols, int(i))
+        w = p.workload_of(c)
+        assert w.dp_shard == c["shard"]
+        m = memory.training(p.shape, memory.Plan.of(w, p.base.fused_attention), p.hbm)
+        assert s.memory["total"][i] == pytest.approx(m.total, rel=1e-9)
+        sub = {k: v[[i]] for k, v in s.cols.items()}
+        step = fast.evaluate(p, sub, tables.Collectives(p), tables.compute_table(p, sub))["step_s"][0]
+        full = answer.full_twin(p, c)
+        assert full["parallelism"].endswith(f"ZeRO shards of {c['shard']} x {(c['dp'] * c['cp']) // c['shard']} replicas")
+        assert step == pytest.approx(full["schemes"][0]["step_s"], rel=1e-6), answer.label(c)
+
+
+def test_a_pinned_shard_is_written_into_the_scenario_and_plan_best_runs_it(lab, tmp_path):
+    from twin.twins.plan import answer, render
+
+    out = answer.answer(_problem(lab), {"fp8": 0, "zero": 1, "dp_shard": 8, "tp": 1, "recompute": "none"}, top=3)
+    pick = out["plans"][0]
+    assert pick["plan"]["dp_shard"] == 8 and " shard8 " in pick["label"]
+    doc = yaml.safe_load(render.scenario({**out, "workload": "lab-llama-8b", "gpus": 128, "site": "lab-2zone"}))
+    assert doc["jobs"][0]["recipe"]["dp_shard"] == 8
+
+
+def _problem(lab):
+    from twin.twins.plan.problem import Problem
+
+    w = next(x for x in lab.spec.site.workloads if x.name == "lab-llama-8b")
+    p = Problem.of(lab, w)
+    return p
+
+
+def test_plan_best_with_a_shard_group_in_the_recipe_searches_hybrid_plans(lab):
+    """A scenario's ``plan: best`` job whose recipe names ``dp_shard`` pins the search to it, and the job twin
+    times the pick hybrid-sharded, at the step the search predicted."""
+    from twin.lang.scenario.models import parse_scenario
+    from twin.twins.run import simulate
+
+    scn, src = parse_scenario("name: best-hsdp\nrouting:\n  - {name: site, scheme: site}\njobs:\n"
+                              "  - {workload: lab-llama-8b, plan: best, recipe: {dp_shard: 8, zero: 1, tp: 1, recompute: none, fp8: none}}\n",
+                              "best.yaml")
+    data = simulate(lab, scn, src).data
+    job, plan = data["cases"][0]["jobs"][0], data["plans"][0]
+    assert plan["plan"]["dp_shard"] == 8 and job["recipe"]["dp_shard"] == 8
+    assert job["schemes"][0]["step_s"] == pytest.approx(plan["predicted_step_s"], rel=1e-9)
+
+
+def test_measured_runs_may_state_their_shard_group(lab, tmp_path):
+    """A measured CSV's ``dp_shard`` column: a hybrid-sharded run is timed hybrid-sharded, and one that cannot be
+    is located at its cell."""
+    from twin.twins.plan import measured
+
+    p = _problem(lab)
+    f = tmp_path / "runs.csv"
+    f.write_text("name,tp,cp,pp,dp,zero,dp_shard,micro_batch,recompute,fp8,step_s\n"
+                 "flat,1,2,1,64,1,,1,none,none,0.50\nhsdp,1,2,1,64,1,8,1,none,none,0.55\n")
+    rows = measured.plans(p, f, measured.read(f))
+    assert [c["shard"] for _, _, c in rows] == [0, 8]
+    f.write_text("name,tp,cp,pp,dp,zero,dp_shard,micro_batch,recompute,fp8,step_s\nbad,1,2,1,64,1,6,1,none,none,0.5\n")
+    with pytest.raises(measured.MeasuredError) as e:
+        measured.plans(p, f, measured.read(f))
+    assert str(e.value).startswith(f"{f}:2: dp_shard: ") and "a dp_shard of at least 2 dividing DP x CP" in str(e.value)

@@ -11,7 +11,7 @@ import typer
 from twin.exits import INVALID as EXIT_INVALID
 
 AXES = {"tp": int, "cp": int, "pp": int, "dp": int, "ep": int, "v": int, "micro_batch": int, "recompute": str, "zero": int,
-        "sequence_parallel": int, "fp8": int, "order": str}
+        "sequence_parallel": int, "fp8": int, "order": str, "dp_shard": int}
 FIX_HELP = "Pin a plan axis to a value or values (repeatable): " + ", ".join(AXES) + "."
 
 

@@ -72,7 +72,7 @@ def describe(c: dict) -> dict:
     """A plan as the workload language states it."""
     return {"tp": c["tp"], "cp": c["cp"], "pp": c["pp"], "dp": c["dp"], "ep": c["ep"], "virtual_stages": c["v"],
             "micro_batch": c["mb"], "recompute": RECOMPUTE[c["rc"]], "zero": c["zero"], "sequence_parallel": bool(c["sp"]),
-            "fp8": "linear" if c["fp8"] else "none", "dims": c["dims"]}
+            "fp8": "linear" if c["fp8"] else "none", "dp_shard": c.get("shard") or None, "dims": c["dims"]}
 
 
 def label(c: dict) -> str:
@@ -80,6 +80,7 @@ def label(c: dict) -> str:
     d = describe(c)
     return (f"TP{d['tp']} CP{d['cp']} PP{d['pp']} DP{d['dp']}" + (f" EP{d['ep']}" if d["ep"] > 1 else "")
             + f" v{d['virtual_stages']} mb{d['micro_batch']} recompute={d['recompute']} zero{d['zero']}"
+            + (f" shard{d['dp_shard']}" if d["dp_shard"] else "")
             + (" SP" if d["sequence_parallel"] else "") + (" FP8" if c["fp8"] else "") + f" {d['dims']}")
 
 

@@ -21,7 +21,7 @@ from twin.twins.plan.space import RECOMPUTE
 from twin.twins.workload.jobs import with_recipe
 
 AXES = {"tp": "tp", "cp": "cp", "pp": "pp", "dp": "dp", "ep": "ep", "micro_batch": "micro_batch", "virtual_stages": "v",
-        "recompute": "recompute", "zero": "zero", "sequence_parallel": "sequence_parallel", "fp8": "fp8"}
+        "recompute": "recompute", "zero": "zero", "sequence_parallel": "sequence_parallel", "fp8": "fp8", "dp_shard": "dp_shard"}
 TOP = 5  # leaders re-timed by the full twin for each job
 
 
@@ -38,7 +38,7 @@ def _pin(name: str, value, src, path) -> object:
         return int(value == "linear")
     if name == "sequence_parallel":
         return int(bool(value))
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1 and name != "zero":
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1 and name not in ("zero", "dp_shard"):
         raise SpecError([error(src, path, f"{name} {value!r} cannot pin the search", "a whole number")])
     return value
 
@@ -80,8 +80,7 @@ def resolve(design, scn, schemes, lib, src=None, progress=None):
                                    "a model and GPU count some plan fits")]) from None
         pick = res["plans"][0]
         plan = {n: pick["plan"][n] for n in AXES}
-        # the search shards ZeRO over all of a plan's data-parallel ranks: the picked plan runs so, whatever the workload said
-        jobs[k] = j.model_copy(update={"recipe": {**recipe, **plan, "dp_shard": None}, "dims": pick["plan"]["dims"], "virtual_stages": None,
+        jobs[k] = j.model_copy(update={"recipe": {**recipe, **plan}, "dims": pick["plan"]["dims"], "virtual_stages": None,
                                        "kv_heads": j.kv_heads})
         found.append({"job": k, "workload": w.name, "gpus": w.gpus, "pick": pick["label"], "plan": pick["plan"],
                       "predicted_step_s": pick["step_s"], "pins": pins, "space": res["space"],

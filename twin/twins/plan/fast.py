@@ -136,7 +136,7 @@ def _optimizer(p, cols, c) -> np.ndarray:
     s = p.shape
     rep, routed = s.replicated_params / cols["tp"], s.routed_params / cols["ep"]
     f = routed / (rep + routed)
-    shard = (cols["dp"] * cols["cp"]).astype(float)
+    shard = np.where(cols["shard"] > 0, cols["shard"], cols["dp"] * cols["cp"]).astype(float)  # hybrid sharding: a shard group
     return np.where(cols["zero"] >= 1, c["optimizer0_s"] / shard * (1 - f + f * cols["ep"]), c["optimizer0_s"])
 
 
@@ -161,10 +161,25 @@ def _data_parallel(p, cols, st, coll, c, out) -> None:
     k = b.grad_bytes / BF16  # as comm._data_parallel: FP32 gradients reduce twice a weight's bytes
     tail = np.minimum(1.0, b.grad_bucket / (k * grads))
 
+    shard = cols["shard"]
+    hyb = has & (zero >= 1) & (shard > 0)  # hybrid sharding: inside shard groups, then across the replicas
+    hkeys = (*keys, "shard")
+    eds = split & (ep < shard)
+
     def both(op: str, mask, rep, routed):
-        """As comm._data_parallel: one collective when EP is 1, else the replicated and the routed parts."""
-        t = coll.times(f"dp-{op}", cols, st, keys, np.where(split, rep, rep + routed), mask)
-        return t + coll.times(f"edp-{op}", cols, st, (*keys, "ep"), routed, mask & edp)
+        """As comm._data_parallel: one collective when EP is 1, else the replicated and the routed parts; under
+        hybrid sharding each over the shard groups."""
+        flat = mask & ~hyb
+        t = coll.times(f"dp-{op}", cols, st, keys, np.where(split, rep, rep + routed), flat)
+        t += coll.times(f"edp-{op}", cols, st, (*keys, "ep"), routed, flat & edp)
+        if op == "allgather" and hyb.any():
+            t += coll.times("dps-allgather", cols, st, hkeys, np.where(split, rep, rep + routed), mask & hyb)
+            t += coll.times("edps-allgather", cols, st, (*hkeys, "ep"), routed, mask & hyb & eds)
+        return t
+
+    def across(mask, nbytes):
+        """As comm._data_parallel: the replicas' all-reduce of each rank's reduced shard."""
+        return coll.times("dpr-allreduce", cols, st, hkeys, nbytes, mask & hyb) if hyb.any() else 0.0
 
     def reduce_exposed(t):
         return np.maximum(t * tail, t - w_b) if b.overlap_grad_reduce else t
@@ -178,6 +193,7 @@ def _data_parallel(p, cols, st, coll, c, out) -> None:
     z12 = has & ((zero == 1) | (zero == 2))
     t_g = both("allgather", z12, rep_b, routed_b)
     t_r = t_g if k == 1 else both("allgather", z12, k * rep_b, k * routed_b)  # BF16 gradients: the gather's bytes
+    t_r = t_r + across(z12, k * (rep_b + routed_b * ep) / np.maximum(shard, 1))
     n_rs = np.where(zero == 2, m, 1.0)
     total += np.where(z12, n_rs * t_r + t_g, 0.0)
     exposed += np.where(z12, n_rs * reduce_exposed(t_r) + gather_exposed(t_g), 0.0)
@@ -188,6 +204,7 @@ def _data_parallel(p, cols, st, coll, c, out) -> None:
         layer = l_rep + l_routed
         t_l = both("allgather", z3, l_rep, l_routed)
         t_s = t_l if k == 1 else both("allgather", z3, k * l_rep, k * l_routed)  # the layer's reduce-scatter
+        t_s = t_s + across(z3, k * (l_rep + l_routed * ep) / np.maximum(shard, 1))
         if b.zero3_collectives == "tensor":  # as comm._data_parallel: each tensor's collective pays the latency (a 1-byte one)
             u = np.unique(ep)
             per = np.array([s.zero3_tensors(int(e)) for e in u])[np.searchsorted(u, ep)]

@@ -37,10 +37,10 @@ from twin.twins.plan.space import DIMS, MAX_CP, MAX_MICRO_BATCH, MAX_TP, ORDERS,
 MAX_ROWS = 256  # each row is one full job twin run
 MAX_BYTES = 256 * 1024
 MAX_SCORED = 4_000_000  # plans the fast stage may score to place the measured best in the whole space
-INTS = ("tp", "cp", "pp", "dp", "ep", "virtual_stages", "micro_batch", "zero", "gpus", "global_batch")
+INTS = ("tp", "cp", "pp", "dp", "ep", "virtual_stages", "micro_batch", "zero", "gpus", "global_batch", "dp_shard")
 FLAGS = ("sequence_parallel", "fp8")
 COLUMNS = ("step_s", *INTS[:7], "recompute", "zero", "sequence_parallel", "fp8", "order", "dims", "stack", "gpus", "global_batch",
-           "name")
+           "dp_shard", "name")
 TRUE, FALSE = ("1", "true", "yes", "on", "linear"), ("0", "false", "no", "off", "none")
 
 
@@ -131,7 +131,7 @@ def _int(path, r: Run, col: str, default: int) -> int:
     v = r.cells.get(col, "")
     if v == "":
         return default
-    if not v.isdigit() or len(v) > 7 or int(v) < 1 and col != "zero":
+    if not v.isdigit() or len(v) > 7 or int(v) < 1 and col not in ("zero", "dp_shard"):
         raise _err(path, r.line, col, f"'{v[:30]}'", "a whole number of at least 1" if col != "zero" else "0, 1, 2 or 3")
     return int(v)
 
@@ -184,6 +184,7 @@ def plan_of(p: Problem, path, r: Run) -> dict:
         raise _err(path, r.line, "dp", f"TP x CP x PP x DP = {rest * c['dp']:,}", f"the job's {n:,} GPUs")
     c["sp"] = c["sp"] if c["tp"] > 1 else 0  # the same plan: SP with TP 1 splits nothing
     c["zero"] = c["zero"] if c["dp"] * c["cp"] > 1 else 0  # ZeRO over one data-parallel rank shards nothing
+    c["shard"] = _int(path, r, "dp_shard", 0)  # hybrid sharding (0: one shard over every data-parallel rank)
     c["dims"] = _order(path, r, c, p.job.dims if p.job is not None else "tp-cp-pp-dp")
     c["order"] = ORDERS.index(c["dims"])
     c["m"] = w.global_batch // (c["dp"] * c["mb"]) if w.global_batch % (c["dp"] * c["mb"]) == 0 else 0
@@ -199,11 +200,12 @@ def rule_broken(ax: Axes, c: dict) -> tuple[str, str, str] | None:
     """(column, what, expected) when plan ``c`` breaks a rule of the space, else None: the space enumerated
     with every axis pinned to the row's value keeps exactly it, or says by which rule it went."""
     pins = {"tp": c["tp"], "cp": c["cp"], "pp": c["pp"], "dp": c["dp"], "ep": c["ep"], "v": c["v"], "micro_batch": c["mb"],
-            "recompute": RECOMPUTE[c["rc"]], "zero": c["zero"], "sequence_parallel": c["sp"], "fp8": c["fp8"], "order": c["dims"]}
+            "recompute": RECOMPUTE[c["rc"]], "zero": c["zero"], "sequence_parallel": c["sp"], "fp8": c["fp8"], "order": c["dims"],
+            **({"dp_shard": c["shard"]} if c.get("shard") else {})}
     sp = Space.of(Axes(**{**ax.__dict__, "fixed": pins}))
     if sp.size == 1:
         return None
-    col = {"tp": "tp", "cp": "cp", "batch": "micro_batch", "ep": "ep", "interleave": "virtual_stages", "zero-pp": "zero"}
+    col = {"tp": "tp", "cp": "cp", "batch": "micro_batch", "ep": "ep", "interleave": "virtual_stages", "zero-pp": "zero", "shard": "dp_shard"}
     for reason, k in sp.pruned.items():
         if k:
             return col[reason], RULES[reason], _expected(reason, ax, c)
@@ -231,7 +233,8 @@ def _expected(reason: str, ax: Axes, c: dict) -> str:
             "batch": f"DP x micro-batch dividing the global batch {ax.batch:,}",
             "ep": f"EP dividing {ax.experts} experts and DP x CP",
             "interleave": f"PP >= 2, {ax.layers} layers divisible by PP x v, micro-batches divisible by PP",
-            "zero-pp": f"zero {' or '.join(str(z) for z in ax.zero_with_pp)} with PP > 1 under this stack"}[reason]
+            "zero-pp": f"zero {' or '.join(str(z) for z in ax.zero_with_pp)} with PP > 1 under this stack",
+            "shard": "a dp_shard of at least 2 dividing DP x CP, below it, a multiple of EP, with zero >= 1"}[reason]
 
 
 def _problem_for(p: Problem, stack: str, cache: dict) -> Problem:
@@ -258,7 +261,7 @@ def plans(p: Problem, path, runs: list[Run]) -> list[tuple[Run, Problem, dict]]:
 
 
 def _memory(q: Problem, c: dict) -> dict[str, float]:
-    cols = {k: np.array([c[k]], np.int64) for k in ("tp", "cp", "pp", "dp", "ep", "v", "mb", "rc", "zero", "sp", "fp8", "order", "m")}
+    cols = {k: np.array([c[k]], np.int64) for k in ("tp", "cp", "pp", "dp", "ep", "v", "mb", "shard", "rc", "zero", "sp", "fp8", "order", "m")}
     return {k: float(v[0]) for k, v in tables.memory_table(q, cols).items()}
 
 

@@ -51,7 +51,7 @@ class Problem:
         ``fabric=False`` skips compiling the fabric (the space and memory only); ``job``: a scenario's job whose
         overlaps and stragglers every plan keeps."""
         n = gpus or workload.gpus
-        workload = workload.model_copy(update={"dp_shard": None})  # not a plan axis: every plan shards over all its DP x CP ranks
+        workload = workload.model_copy(update={"dp_shard": None})  # a plan axis (pinned to search it): each plan says its own
         stacks = design.spec.catalog.stacks
         if (workload.stack or DEFAULT_STACK) not in stacks:
             raise ValueError(f"unknown software stack '{workload.stack}' (the catalog has {', '.join(sorted(stacks))})")
@@ -106,13 +106,14 @@ class Problem:
         return dataclasses.replace(
             self.base, tp=c["tp"], cp=c["cp"], pp=c["pp"], dp=c["dp"], ep=c["ep"], micro_batch=c["mb"], virtual_stages=c["v"],
             recompute=RECOMPUTE_POLICIES[RECOMPUTE[c["rc"]]], sequence_parallel=bool(c["sp"]), zero=c["zero"],
-            fp8=FP8_GEMMS if c["fp8"] else (), overlap_tp=self.base.overlap_tp if c["tp"] > 1 else (), notes=[])
+            fp8=FP8_GEMMS if c["fp8"] else (), overlap_tp=self.base.overlap_tp if c["tp"] > 1 else (), notes=[],
+            dp_shard=c.get("shard", 0))
 
     def workload_of(self, c: dict):
         """The site workload with one plan's fields (for the full job twin and for writing into a spec)."""
         upd = {"tp": c["tp"], "cp": c["cp"], "pp": c["pp"], "dp": c["dp"], "ep": c["ep"], "micro_batch": c["mb"],
                "virtual_stages": c["v"], "recompute": RECOMPUTE[c["rc"]], "sequence_parallel": bool(c["sp"]), "zero": c["zero"],
-               "fp8": "linear" if c["fp8"] else "none"}
+               "fp8": "linear" if c["fp8"] else "none", "dp_shard": c.get("shard") or None}
         return self.workload.model_copy(update=upd)
 
 

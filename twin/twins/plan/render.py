@@ -83,6 +83,8 @@ def scenario(res: dict) -> str:
     e = res["plans"][0]
     plan = e["plan"]
     recipe = {k: plan[k] for k in PLAN_FIELDS if k in RECIPE_FIELDS}
+    if plan.get("dp_shard"):  # hybrid sharding, when the search was asked for it
+        recipe["dp_shard"] = plan["dp_shard"]
     rt = res["routing"]
     doc = {"name": f"plan-{res['workload']}"[:63], "routing": [{"name": rt["scheme"], "scheme": "site"}], "jobs": [{"workload": res["workload"], "order": "topology", "dims": plan["dims"],
                                                            "recipe": recipe}]}

@@ -17,6 +17,11 @@ divisible by PP x v (a stack with uneven stages: v divides the longest stage, ce
 micro-batches divisible by PP; ZeRO stages 2 and 3 do not run with pipeline
 parallelism (DeepSpeed refuses it; Megatron shards only the optimizer with PP).
 
+Hybrid sharding (``dp_shard``: ZeRO's states sharded inside groups of that many data-parallel ranks,
+replicated across them) is searched only when it is pinned (``--fix dp_shard=0,8,64``; 0 is one shard over
+every data-parallel rank, the default): a shard group divides DP x CP, is a multiple of EP and below
+DP x CP, and needs ZeRO >= 1.
+
 >>> sp = Space.of(Axes(gpus=8, layers=4, heads=8, kv_heads=8, ffn=64, seq=64, batch=8))
 >>> sp.size > 0 and bool((sp.cols["tp"] * sp.cols["cp"] * sp.cols["pp"] * sp.cols["dp"] == 8).all())
 True
@@ -43,6 +48,7 @@ RULES = {
     "ep": "experts do not split over EP, or EP does not divide the data-parallel ranks",
     "interleave": "interleaving needs PP >= 2, layers divisible by PP x v (uneven stages: v divides the longest) and micro-batches divisible by PP",
     "zero-pp": "the stack does not run this ZeRO stage with pipeline parallelism (most run ZeRO 0 or 1 only)",
+    "shard": "a hybrid shard group (dp_shard) must divide the data-parallel ranks, hold whole EP groups and shard something (ZeRO >= 1)",
     "memory": "does not fit in HBM less the reserve",
 }
 
@@ -152,7 +158,7 @@ def _structures(ax: Axes, pruned: dict[str, int]) -> tuple[list[tuple], int]:
                 if "order" in ax.fixed:
                     orders = [o for o in orders if _allowed(ax, "order", [ORDERS[o]])]
                 plans, _ = _per_plan(ax, tp, cp, pp, dp)
-                for ep, v, mb in itertools.product(eps, vs, mbs):
+                for ep, v, mb, shard in ((e, v, m, sh) for e, v, m in itertools.product(eps, vs, mbs) for sh in _shards(ax, dp * cp, e)):
                     seen += 1
                     reason = None
                     if ax.heads % tp or ax.ffn % tp or (ax.kv_heads % tp and tp % ax.kv_heads):
@@ -165,14 +171,26 @@ def _structures(ax: Axes, pruned: dict[str, int]) -> tuple[list[tuple], int]:
                         reason = "ep"
                     elif v > 1 and ((longest % v if ax.uneven else ax.layers % (pp * v)) or (ax.batch // (dp * mb)) % pp):
                         reason = "interleave"
+                    elif shard and ((dp * cp) % shard or shard % ep or shard >= dp * cp or shard < 2):
+                        reason = "shard"
                     if reason:
                         pruned[reason] += len(orders) * plans
                         continue
-                    out.append((tp, cp, pp, dp, ep, v, mb, orders))
+                    out.append((tp, cp, pp, dp, ep, v, mb, shard, orders))
     return out, seen
 
 
-NAMES = ("tp", "cp", "pp", "dp", "ep", "v", "mb", "rc", "zero", "sp", "fp8", "order")
+def _shards(ax: Axes, ranks: int, ep: int) -> list[int]:
+    """Hybrid shard groups to try: none (0, one shard over every data-parallel rank) unless the axis is pinned,
+    then the pinned values (those that cannot be are pruned under the rule ``shard``)."""
+    if "dp_shard" not in ax.fixed:
+        return [0]
+    want = ax.fixed["dp_shard"]
+    return sorted(set(want) if isinstance(want, (list, tuple, set, frozenset)) else {want})
+
+
+NAMES = ("tp", "cp", "pp", "dp", "ep", "v", "mb", "shard", "rc", "zero", "sp", "fp8", "order")
+STRUCT = NAMES[:8]
 
 
 def enumerate_space(ax: Axes) -> Space:
@@ -182,15 +200,15 @@ def enumerate_space(ax: Axes) -> Space:
     structs, seen = _structures(ax, pruned)
     if not structs:
         return Space({k: np.zeros(0, np.int32) for k in (*NAMES, "m")}, pruned, seen)
-    st = np.array([s[:7] for s in structs], dtype=np.int32)
-    n_orders = np.array([len(s[7]) for s in structs])
-    orders = np.fromiter((o for s in structs for o in s[7]), dtype=np.int32, count=int(n_orders.sum()))
+    st = np.array([s[:8] for s in structs], dtype=np.int32)
+    n_orders = np.array([len(s[8]) for s in structs])
+    orders = np.fromiter((o for s in structs for o in s[8]), dtype=np.int32, count=int(n_orders.sum()))
     st = np.repeat(st, n_orders, axis=0)
     rc = [RECOMPUTE.index(x) for x in _allowed(ax, "recompute", list(RECOMPUTE))]
     grid = np.array(list(itertools.product(rc, _allowed(ax, "zero", [0, 1, 2, 3]), _allowed(ax, "sequence_parallel", [0, 1]),
                                            _allowed(ax, "fp8", [0, 1] if ax.fp8 else [0]))), dtype=np.int32).reshape(-1, 4)
     n, g = len(st), len(grid)
-    cols = {k: np.repeat(st[:, i], g) for i, k in enumerate(NAMES[:7])}
+    cols = {k: np.repeat(st[:, i], g) for i, k in enumerate(STRUCT)}
     for i, k in enumerate(("rc", "zero", "sp", "fp8")):
         cols[k] = np.tile(grid[:, i], n)
     cols["order"] = np.repeat(orders, g)
@@ -198,6 +216,9 @@ def enumerate_space(ax: Axes) -> Space:
     zero_pp = keep & ~np.isin(cols["zero"], ax.zero_with_pp) & (cols["pp"] > 1)
     pruned["zero-pp"] += int(zero_pp.sum())
     keep &= ~zero_pp
+    unsharded = keep & (cols["shard"] > 0) & (cols["zero"] == 0)  # a shard group with nothing sharded
+    pruned["shard"] += int(unsharded.sum())
+    keep &= ~unsharded
     cols = {k: v[keep] for k, v in cols.items()}
     cols["m"] = (ax.batch // (cols["dp"] * cols["mb"])).astype(np.int32)
     return Space(cols, pruned, seen)

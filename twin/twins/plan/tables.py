@@ -24,7 +24,7 @@ from twin.lang.limits import CostError
 from twin.lang.site.workload_models import RECOMPUTE_POLICIES
 from twin.twins.plan.space import DIMS, ORDERS, RECOMPUTE
 from twin.twins.workload import compute, moe
-from twin.twins.workload.comm import Refused, Timed, _allreduce_algorithms, expert_dp_groups, time_fastest
+from twin.twins.workload.comm import Refused, Timed, _allreduce_algorithms, expert_dp_groups, replica_groups, shard_groups, time_fastest
 from twin.twins.workload.jobs import rank_groups
 
 DENSE = 1 << 22  # integer keys spanning at most this many values are factored by table, not by sorting
@@ -88,7 +88,7 @@ def _plan(p, c: dict, mb: int = 1, m: int = 1) -> memory.Plan:
     return memory.Plan(p.base.seq, mb, m, c.get("tp", 1), c.get("cp", 1), c.get("pp", 1), c.get("dp", 1), c.get("ep", 1),
                        c.get("v", 1), c.get("zero", 0), bool(c.get("sp", 1)), RECOMPUTE_POLICIES[RECOMPUTE[c.get("rc", 0)]],
                        p.base.fused_attention, p.base.grad_bucket, p.base.pipeline_schedule == "dualpipe" and c.get("pp", 1) > 1,
-                       p.base.optimizer_bytes, p.base.grad_bytes)
+                       p.base.optimizer_bytes, p.base.grad_bytes, c.get("shard", 0))
 
 
 def _per_key(p, cols, names, fn) -> np.ndarray:
@@ -107,8 +107,10 @@ def memory_table(p, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     if p.base.pipeline_schedule == "dualpipe":  # two stages per GPU where there is a pipeline
         two = np.where(cols["pp"] > 1, 2.0, 1.0)
         dense, experts = dense * two, experts * two
-    shard = dp * cp
-    eshard = np.maximum(1, (cols["dp"] * cols["cp"]) // cols["ep"])
+    ranks = cols["dp"] * cols["cp"]
+    shard_i = np.where(cols["shard"] > 0, cols["shard"], ranks)  # hybrid sharding: the states over a shard group
+    shard = shard_i.astype(float)
+    eshard = np.maximum(1, shard_i // cols["ep"])
     n = dense + experts
     sharded = dense / shard + experts / eshard
     weights = memory.BF16 * n
@@ -232,6 +234,13 @@ class Collectives:
             op = what.split("-")[1]
             t = self._time(what, op, ["ring"] if op == "allgather" else ["ring", "tree"],
                            expert_dp_groups(self.groups(("cp", "dp"), rep), rep["ep"]))
+        elif what in ("dps-allgather", "edps-allgather", "dpr-allreduce"):  # hybrid sharding: inside shard groups, across replicas
+            g = self.groups(("cp", "dp"), rep)
+            if what == "dpr-allreduce":
+                t = self._time(what, "allreduce", ["ring", "tree"], replica_groups(g, rep["shard"]))
+            else:
+                g = shard_groups(g, rep["shard"])
+                t = self._time(what, "allgather", ["ring"], expert_dp_groups(g, rep["ep"]) if what[0] == "e" else g)
         elif what == "dp-allgather":
             t = self._time(what, "allgather", ["ring"], self.groups(("cp", "dp"), rep))
         elif what == "dp-allreduce":
@@ -258,7 +267,7 @@ class Collectives:
         vals = np.empty(len(first))
         for j, i in enumerate(first):
             r = idx[i]
-            rep = {k: int(cols[k][r]) for k in (*DIMS, "order", "ep")}
+            rep = {k: int(cols[k][r]) for k in (*DIMS, "order", "ep", "shard")}
             key = tuple(int(kcols[n][i]) for n in key_names)
             vals[j] = self.get(what, key, rep).at(float(sizes[r]))[0]
         out[idx] = vals[inv]
