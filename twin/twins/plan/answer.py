@@ -54,7 +54,7 @@ def classes(p: Problem):
         # largest TP the model allows that divides the server, so that its groups still tile the server
         sizes = sorted({int(t) for t in np.unique(cols["tp"][inside])} if len(cols["tp"]) else {k})
         t = k if k in sizes or not sizes else max(sizes)
-        name = f"rule: TP = {k} (GPUs per server)" if t == k else f"rule: TP = {t} (the largest the model allows in a {k}-GPU server)"
+        name = f"rule: TP = {k} (GPUs per server)" if t == k else f"rule: TP = {t} (the largest the model allows in {'an' if str(k)[0] == '8' or k in (11, 18) else 'a'} {k}-GPU server)"
         out = {"without PP": cols["pp"] == 1, "without CP": cols["cp"] == 1, "without recomputation": cols["rc"] == 0,
                "TP inside the server": inside, name: (cols["tp"] == t) & inside}
         if mem is not None:
