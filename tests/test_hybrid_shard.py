@@ -242,3 +242,23 @@ def test_measured_runs_may_state_their_shard_group(lab, tmp_path):
     with pytest.raises(measured.MeasuredError) as e:
         measured.plans(p, f, measured.read(f))
     assert str(e.value).startswith(f"{f}:2: dp_shard: ") and "a dp_shard of at least 2 dividing DP x CP" in str(e.value)
+
+
+def test_calibration_runs_may_state_their_shard_group(lab):
+    """twin calibrate's CSV takes a dp_shard column; a run whose shard group (its own, or the workload's at the
+    run's DP) cannot be is a located error before anything is timed."""
+    from twin.lang.diagnostics import SpecError
+    from twin.twins.workload import calibrate
+
+    wl = {w.name: w for w in lab.spec.site.workloads}
+    runs = calibrate.read_runs("workload,gpus,tp,pp,dp,zero,dp_shard,step_s\nlab-llama-8b,128,8,1,16,1,4,1.5\n", "runs.csv", wl)
+    assert runs[0].plan["dp_shard"] == 4
+    with pytest.raises(SpecError) as e:
+        calibrate.read_runs("workload,gpus,tp,pp,dp,zero,dp_shard,step_s\nlab-llama-8b,128,8,1,16,1,3,1.5\n", "runs.csv", wl)
+    d = e.value.diagnostics[0]
+    assert (d.line, d.col) == (2, 7) and "a ZeRO shard group of 3 ranks for DP16 x CP1 = 16" in d.message
+    sharded = {k: (w.model_copy(update={"zero": 1, "dp_shard": 8}) if k == "lab-llama-8b" else w) for k, w in wl.items()}
+    with pytest.raises(SpecError) as e:  # the workload's shard group at a DP it does not divide
+        calibrate.read_runs("workload,gpus,tp,pp,dp,step_s\nlab-llama-8b,96,8,2,6,1.5\n", "runs.csv", sharded)
+    d = e.value.diagnostics[0]
+    assert (d.line, d.col) == (2, 2) and "(workload lab-llama-8b's)" in d.message

@@ -35,7 +35,8 @@ from twin.lang.diagnostics import Diagnostic, Severity, SpecError
 
 CONSTANTS = ("kernel_share", "straggler_mean")
 BOUNDS = {"kernel_share": (0.05, 1.0), "straggler_mean": (0.0, 1.0)}
-INT_COLUMNS = ("gpus", "tp", "cp", "pp", "dp", "ep", "micro_batch", "global_batch", "virtual_stages", "zero", "sequence_length")
+INT_COLUMNS = ("gpus", "tp", "cp", "pp", "dp", "ep", "micro_batch", "global_batch", "virtual_stages", "zero", "sequence_length",
+               "dp_shard")
 MAX_RUNS = 200  # each run is timed once per step of the fit: the cost is checked before any is timed
 
 
@@ -103,6 +104,12 @@ def read_runs(text: str, file: str, workloads: dict) -> list[Run]:
         elif tp * cp * pp * plan["dp"] != gpus:
             raise _error(file, line, cell["gpus"][0], f"{gpus} GPUs, but TP{tp} x CP{cp} x PP{pp} x DP{plan['dp']} = "
                          f"{tp * cp * pp * plan['dp']}", f"{tp * cp * pp * plan['dp']}")
+        shard, ranks, ep, zero = plan.get("dp_shard", w.dp_shard), plan["dp"] * cp, plan.get("ep", w.ep), plan.get("zero", w.zero)
+        if shard and (ranks % shard or shard % ep or not zero):
+            whose = "" if "dp_shard" in cell else f" (workload {name}'s)"
+            raise _error(file, line, cell["dp_shard"][0] if "dp_shard" in cell else cell["gpus"][0],
+                         f"a ZeRO shard group of {shard} ranks{whose} for DP{plan['dp']} x CP{cp} = {ranks} data-parallel ranks, "
+                         f"EP{ep}, ZeRO {zero}", "dp_shard dividing DP x CP, a multiple of EP, with zero >= 1")
         runs.append(Run(line, name, gpus, step, plan))
     if not runs:
         raise _error(file, 2, 1, "no runs", "at least one row of measurements")
