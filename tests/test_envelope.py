@@ -77,3 +77,19 @@ def test_every_command_prints_the_envelope(tmp_path):
     assert list(v.iter_errors({k: x for k, x in build.items() if k != "units"}))
     assert list(v.iter_errors({**build, "risks": [{**build["risks"][0], "status": "maybe"}]}))
 
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_running_out_of_memory_is_one_line_and_exit_2_never_a_traceback(as_json):
+    """A cost no limit refused first (the plan search at a million GPUs once ran out so, through its workers)
+    is said once, as a refused cost is: exit 2, one line (or the envelope with --json), no traceback."""
+    code = ("import sys\nimport twin.cli.plan as p\n"
+            "def boom(*a, **k):\n    raise MemoryError('Unable to allocate 1.43 GiB')\n"
+            "p.run_plan = boom\nfrom twin.cli.app import main\n"
+            f"sys.argv = ['twin', 'plan', 'sites/lab-2zone.yaml'{', ' + repr('--json') if as_json else ''}]\nmain()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    if as_json:
+        env = json.loads(r.stdout)
+        assert env["status"] == "invalid" and env["command"] == "plan" and "ran out of memory" in env["result"]["error"]
+    else:
+        assert "twin plan: ran out of memory" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

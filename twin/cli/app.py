@@ -341,6 +341,12 @@ def _register_subcommands() -> None:
 _register_subcommands()
 
 
+def envelope_command() -> str:
+    from twin.cli.envelope import command_name
+
+    return command_name() or "command"
+
+
 def main() -> None:
     # A command allocates millions of objects that live to its end (imported modules, pydantic
     # models, the fabric graph) and few cycles: a young-generation collection every 100,000
@@ -356,6 +362,12 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("interrupted", style="red")
         sys.exit(INTERRUPTED)
+    except MemoryError:  # a cost no limit refused first (twin/lang/limits.py): said once, as a refused cost is, never a traceback
+        from twin.cli.envelope import emit, invalid
+
+        gc.collect()
+        sys.exit(invalid(f"twin {envelope_command()}: ran out of memory (the run needs more than this machine can give it); "
+                         "a smaller job, site or scenario, or a machine with more memory", "--json" in sys.argv[1:], emit, err))
 
 
 if __name__ == "__main__":
