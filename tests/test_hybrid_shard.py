@@ -262,3 +262,17 @@ def test_calibration_runs_may_state_their_shard_group(lab):
         calibrate.read_runs("workload,gpus,tp,pp,dp,step_s\nlab-llama-8b,96,8,2,6,1.5\n", "runs.csv", sharded)
     d = e.value.diagnostics[0]
     assert (d.line, d.col) == (2, 2) and "(workload lab-llama-8b's)" in d.message
+
+
+def test_hashed_flows_are_counted_before_their_paths_are_laid_out(lab_net, monkeypatch):
+    """Each hashed transfer is channels x QPs flows, each with its own path: past ``hashed_flows`` the collective is
+    refused with the count and the limit (at a million GPUs a ring's 63.7 M QP flows ran out of memory before)."""
+    from twin.lang.limits import CostError
+
+    servers = np.unique(lab_net.gpu_server)
+    group = [np.array([np.flatnonzero(lab_net.gpu_server == x)[0] for x in servers])]
+    t = comm.time_fastest(lab_net, "allgather", ["ring"], group, E16, Library())
+    assert t.at(1e9)[0] > 0
+    monkeypatch.setenv("TWIN_LIMITS", "hashed_flows=100")
+    with pytest.raises(CostError, match=r"QP flows of .* hashed transfers \(.* each\) in one phase; at most 100 \(limit hashed_flows"):
+        comm.time_fastest(lab_net, "allgather", ["ring"], group, E16, Library())

@@ -268,6 +268,7 @@ def _hashed(net: Net, s_nic, d_nic, b, scheme: Scheme, pre: np.ndarray | None = 
     """Hashed QP flows aggregated into classes; ``pre`` (transfers x 2, -1 = none) holds the NVLink
     arcs of a forwarded transfer (see :func:`relays`), prepended to each of its QPs' paths."""
     qps = flows_per_transfer(scheme, conns)
+    limits.check("hashed_flows", len(s_nic) * qps, f"QP flows of {len(s_nic):,} hashed transfers ({qps} each) in one phase")
     forwarded = pre is not None and (pre >= 0).any()
     per = b / qps  # bytes of each member flow, per transfer
     size_id = np.unique(per, return_inverse=True)[1].reshape(-1)
