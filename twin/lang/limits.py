@@ -45,7 +45,7 @@ LIMITS: dict[str, Limit] = {x.name: x for x in (
           "(about 100 bytes each while routing)"),
     Limit("hashed_flows", 24_000_000, "hashed QP flows",
           "queue-pair flows of one phase under a hashed routing scheme (transfers x channels x QPs), each with its own "
-          "path (about 150 bytes each while routing)"),
+          "path (170-450 bytes each while routing, the longer the paths the more)"),
     Limit("campaign_event_steps", 300_000, "Monte Carlo event steps",
           "a campaign's failure events per run, summed over the main run and every sweep point (about 0.3 ms each)"),
     Limit("campaign_cells", 20_000_000, "run x event cells",
