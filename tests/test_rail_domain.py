@@ -20,7 +20,7 @@ from fabric_helpers import variant
 
 from twin.compiler import pipeline
 from twin.twins.default import design_results
-from twin.twins.net import routing, topology
+from twin.twins.net import relays, routing, topology
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,7 +67,7 @@ def test_cross_rail_goes_through_the_nvlink_domain(paper):
     net = topology.from_design(paper)
     gpu = {(int(d), int(r)): g for g, (d, r) in enumerate(zip(net.gpu_domain, net.gpu_rail))}
     src, dst = gpu[(0, 3)], gpu[(1, 200)]  # another domain, another rail
-    relay = routing.relays(net, np.array([src]), np.array([dst]))[0]
+    relay = relays.relays(net, np.array([src]), np.array([dst]))[0]
     assert (net.gpu_domain[relay], net.gpu_rail[relay]) == (0, 200)
     assert net.gpu_server[relay] != net.gpu_server[src]  # the relay is in another server of the same domain
     scheme = routing.Scheme("e-ecmp", "e-ecmp", 4)

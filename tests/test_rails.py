@@ -13,7 +13,7 @@ from fabric_helpers import compile_naive, variant
 from twin.compiler.fabric.synthesis import mismatches
 from twin.compiler.pipeline import check
 from twin.lang.diagnostics import Severity
-from twin.twins.net import routing, topology
+from twin.twins.net import relays, topology
 
 # a 256-port InfiniBand switch for the example (figures assumed: only the port count matters)
 BIG = {"switches": {"ib256": {
@@ -77,8 +77,8 @@ def test_shared_switch_keeps_rails_apart_and_the_nvlink_domain(packed):
     g = packed.fabric.graph
     assert {g.nodes[n]["rail"] for n in packed.fabric.nodes("nic")} == set(range(8))
     net = topology.from_design(packed)
-    assert routing.relays(net, np.array([0]), np.array([8 + 1]))[0] == 1
-    assert routing.relays(net, np.array([0]), np.array([8 + 0]))[0] == -1  # same rail: direct
+    assert relays.relays(net, np.array([0]), np.array([8 + 1]))[0] == 1
+    assert relays.relays(net, np.array([0]), np.array([8 + 0]))[0] == -1  # same rail: direct
     assert (net.dist < 0).any()  # no path between the rails through the shared switch
 
 

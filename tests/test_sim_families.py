@@ -23,7 +23,7 @@ import yaml
 from fabric_helpers import SITES, compile_naive
 
 from twin.twins.net import collectives as coll
-from twin.twins.net import routing, topology
+from twin.twins.net import relays, routing, topology
 from twin.twins.net.nccl import NVLINK_EFFICIENCY
 
 LINE = 400e9 / 8
@@ -94,7 +94,7 @@ def test_rail_optimized_known_answers(rail_opt):
     assert rail_opt.n_gpus == 256
     # every pair is reachable: rails meet at the spines, nothing is forwarded
     g = np.arange(rail_opt.n_gpus)
-    assert (routing.relays(rail_opt, np.repeat(g, 8), np.tile(g[::32], 256)) < 0).all()
+    assert (relays.relays(rail_opt, np.repeat(g, 8), np.tile(g[::32], 256)) < 0).all()
     assert _busbw(rail_opt, "allreduce") == pytest.approx(8 * LINE * ETA, rel=1e-3)
     assert _busbw(rail_opt, "alltoall") == pytest.approx(_a2a_busbw(256, 32), rel=1e-3)
 
@@ -104,9 +104,9 @@ def test_rail_only_has_no_cross_rail_path_and_relays_through_the_destination_rai
     assert (net.dist < 0).any()  # the rails never meet
     # GPU 2 of server 1 -> GPU 6 of server 6: forwarded through GPU 6 of server 1
     src, dst = 2, 5 * 8 + 6
-    assert routing.relays(net, np.array([src]), np.array([dst]))[0] == 6
+    assert relays.relays(net, np.array([src]), np.array([dst]))[0] == 6
     # same rail, other server: direct
-    assert routing.relays(net, np.array([src]), np.array([5 * 8 + 2]))[0] == -1
+    assert relays.relays(net, np.array([src]), np.array([5 * 8 + 2]))[0] == -1
     for scheme in (SPRAY, routing.Scheme("e", "e-ecmp", 4)):
         r = routing.route(net, np.array([src]), np.array([dst]), np.array([1.0]), scheme)
         used = set(np.flatnonzero(np.asarray(r.A.sum(axis=1)).ravel()).tolist())

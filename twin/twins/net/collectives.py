@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from twin.lang import limits
-from twin.twins.net import blocks, dispatch, fluid, routing
+from twin.twins.net import blocks, dispatch, fluid, relays, routing
 from twin.twins.net.nccl import PROTOCOL_EFFICIENCY, Cost, Library, PhaseCost
 from twin.twins.net.phases import Phase, _by_server, _channels, _channels_of, _net_peers, _ring_phase, job_layout
 from twin.twins.net.timing import BUSBW_FACTOR, PhaseTiming, Timing
@@ -101,7 +101,7 @@ def plan(net: Net, op: str, algorithm: str, ranks: np.ndarray, peers: np.ndarray
         off = i != j
         src, dst = ranks[i[off]], ranks[j[off]]
         frac = np.full(len(src), 1.0 / n)
-        rel = routing.relays(net, src, dst)
+        rel = relays.relays(net, src, dst)
         rel[net.domain[src] == net.domain[dst]] = -1  # inside an NVLink domain: NVLink, no relay
         posts = max(0, _net_peers(net, ranks) - 1)
         if (rel >= 0).any():

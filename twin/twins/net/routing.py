@@ -21,7 +21,7 @@ queue pairs (NCCL_IB_QPS_PER_CONNECTION), each pinned to one path by the switche
 
 On a rail-only fabric the rails never meet: a transfer to another rail on another server is
 forwarded over NVLink to the source server's GPU on the destination's rail, which sends it over that
-rail (:func:`relays`; the rail-only paper's scheme, and NCCL's PXN). Its flows then cross both
+rail (:func:`twin.twins.net.relays.relays`; the rail-only paper's scheme, and NCCL's PXN). Its flows then cross both
 NVLink arcs and the network path, pipelined as PXN does. Where the NVLink domain spans several servers
 (the paper's 256-GPU domain of 8-GPU servers: ``Net.gpu_domain``), the domain takes the server's part:
 GPUs of one domain talk over NVLink, and the relay is the source domain's GPU on the destination's rail.
@@ -42,6 +42,7 @@ from twin.lang import limits
 from twin.lang.site.models import ADAPTIVE_ENGINES, FIVE_TUPLE
 from twin.twins.net import hashing, pairsplit, planes, sprayclasses
 from twin.twins.net.flowpaths import choice_base, class_matrix, first_classes, flows_per_transfer, hashed_paths, row_classes
+from twin.twins.net.relays import pxn_relays, relays
 from twin.twins.net.topology import Net
 
 SCHEMES = ("ecmp", "e-ecmp", "static", "ftree", "spray", "adaptive", "te")
@@ -148,112 +149,6 @@ def route(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray, nbytes: np.ndarray
         else:
             raise ValueError(f"unknown routing scheme {scheme.kind!r}; expected one of {', '.join(SCHEMES)}")
     return _concat(net, parts)
-
-
-def relays(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray) -> np.ndarray:
-    """The GPU each network transfer is forwarded through, -1 where the network reaches the
-    destination directly.
-
-    Why: on a rail-only fabric (arXiv 2307.12169) the rails never meet, so GPU i of one server has
-    no network path to GPU j != i of another. The paper forwards such traffic inside the source's
-    high-bandwidth (NVLink) domain to the GPU on the destination's rail, which then sends it over
-    that rail (NCCL's PXN does the same on rail-optimized fabrics). The relay is the source-server
-    GPU with the destination's local index when its NIC reaches the destination's leaf, else the
-    first source-server GPU whose NIC does. Without NVLink, or with no such GPU, the destination is
-    unreachable and routing raises."""
-    src_gpu = np.asarray(src_gpu, np.int64)
-    dst_gpu = np.asarray(dst_gpu, np.int64)
-    out = np.full(len(src_gpu), -1, np.int64)
-    if not len(src_gpu) or not len(net.leaf_of_dest):
-        return out
-
-    def reaches(g: np.ndarray, d: np.ndarray) -> np.ndarray:
-        sl = net.nic_leaf[net.gpu_nic[g]]
-        dl = net.nic_leaf[net.gpu_nic[d]]
-        ok = (sl >= 0) & (dl >= 0)
-        t = net.dest_of_switch[np.where(ok, dl, 0)]
-        return ok & (t >= 0) & (net.routes.dist_at(np.where(t >= 0, t, 0), np.where(ok, sl, 0)) >= 0)
-
-    need = ~reaches(src_gpu, dst_gpu) & (net.nic_leaf[net.gpu_nic[src_gpu]] >= 0) & (net.nic_leaf[net.gpu_nic[dst_gpu]] >= 0)
-    if not need.any():
-        return out
-    if (net.gpu_nvl_out[src_gpu[need]] < 0).any():
-        k = int(np.flatnonzero(need & (net.gpu_nvl_out[src_gpu] < 0))[0])
-        raise ValueError(f"GPU {int(dst_gpu[k])} is unreachable from GPU {int(src_gpu[k])}: no network path (their rails never meet) and "
-                         "no NVLink to forward over (the chassis has no nvlink_bandwidth)")
-    if net.gpu_domain is not None:
-        return _domain_relays(net, src_gpu, dst_gpu, need, reaches, out)
-    srv = net.gpu_server
-    first = np.searchsorted(srv, srv[src_gpu[need]])  # GPUs are numbered server by server
-    width = np.bincount(srv, minlength=int(srv.max()) + 1)[srv[src_gpu[need]]]
-    cand = first + np.minimum(net.gpu_local[dst_gpu[need]], width - 1)
-    ok = reaches(cand, dst_gpu[need]) & (net.gpu_nvl_out[src_gpu[need]] >= 0)
-    idx = np.flatnonzero(need)
-    out[idx[ok]] = cand[ok]
-    for k in np.flatnonzero(~ok):  # rare: the rail index differs from the GPU index; search the server
-        s, d = int(src_gpu[idx[k]]), int(dst_gpu[idx[k]])
-        if net.gpu_nvl_out[s] < 0:
-            continue
-        peers = np.arange(first[k], first[k] + width[k])
-        hit = peers[reaches(peers, np.full(len(peers), d))]
-        if len(hit):
-            out[idx[k]] = hit[0]
-    return out
-
-
-def domain_peers(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray) -> np.ndarray:
-    """The GPU of each source's NVLink domain on the destination's rail (``Net.gpu_domain`` and
-    ``gpu_rail``), -1 where the domain has none.
-
-    >>> class N: gpu_domain = np.array([0, 0, 1, 1]); gpu_rail = np.array([1, 0, 0, 1])
-    >>> domain_peers(N, np.array([0, 2, 3]), np.array([2, 0, 1])).tolist()
-    [1, 3, 2]
-    """
-    rails = int(net.gpu_rail.max(initial=0)) + 1
-    key = net.gpu_domain * rails + net.gpu_rail
-    order = np.argsort(key, kind="stable")
-    want = net.gpu_domain[src_gpu] * rails + net.gpu_rail[dst_gpu]
-    at = np.minimum(np.searchsorted(key[order], want), len(order) - 1)
-    return np.where(key[order][at] == want, order[at], -1)
-
-
-def _domain_relays(net: Net, src_gpu, dst_gpu, need, reaches, out) -> np.ndarray:
-    """:func:`relays` where NVLink domains span servers: the source domain's GPU on the destination's
-    rail, else the first GPU of the domain whose NIC reaches the destination."""
-    idx = np.flatnonzero(need & (net.gpu_nvl_out[src_gpu] >= 0))
-    cand = domain_peers(net, src_gpu[idx], dst_gpu[idx])
-    ok = (cand >= 0) & reaches(np.maximum(cand, 0), dst_gpu[idx])
-    out[idx[ok]] = cand[ok]
-    for k in np.flatnonzero(~ok):  # rare: no GPU of that rail in the domain; search the domain
-        peers = np.flatnonzero(net.gpu_domain == net.gpu_domain[src_gpu[idx[k]]])
-        hit = peers[reaches(peers, np.full(len(peers), dst_gpu[idx[k]]))]
-        if len(hit):
-            out[idx[k]] = hit[0]
-    return out
-
-
-def pxn_relays(net: Net, src_gpu: np.ndarray, dst_gpu: np.ndarray) -> np.ndarray:
-    """PXN: the source-server GPU with the destination's local index, for transfers between servers
-    whose GPUs differ in local index (another rail) and whose server has NVLink; -1 elsewhere (where a
-    domain spans servers: the source domain's GPU on the destination's rail)."""
-    out = np.full(len(src_gpu), -1, np.int64)
-    if net.gpu_domain is not None:
-        cross = (net.gpu_domain[src_gpu] != net.gpu_domain[dst_gpu]) & (net.gpu_rail[src_gpu] != net.gpu_rail[dst_gpu])
-        cross &= net.gpu_nvl_out[src_gpu] >= 0
-        out[cross] = domain_peers(net, src_gpu[cross], dst_gpu[cross])
-        return out
-    cross = (net.gpu_server[src_gpu] != net.gpu_server[dst_gpu]) & (net.gpu_local[src_gpu] != net.gpu_local[dst_gpu])
-    cross &= net.gpu_nvl_out[src_gpu] >= 0
-    if not cross.any():
-        return out
-    srv = net.gpu_server[src_gpu[cross]]
-    first = np.searchsorted(net.gpu_server, srv)  # GPUs are numbered server by server
-    width = np.bincount(net.gpu_server, minlength=int(net.gpu_server.max()) + 1)[srv]
-    loc = net.gpu_local[dst_gpu[cross]]
-    ok = loc < width
-    idx = np.flatnonzero(cross)[ok]
-    out[idx] = first[ok] + loc[ok]
-    return out
 
 
 def _nvlink(net: Net, s: np.ndarray, d: np.ndarray, b: np.ndarray) -> Routed:

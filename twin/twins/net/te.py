@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse import coo_matrix
 
-from twin.twins.net import planes, routing
+from twin.twins.net import planes, relays, routing
 from twin.twins.net.topology import Net
 
 MAX_VARIABLES = 1_500_000
@@ -36,7 +36,7 @@ def phase_time(net: Net, src: np.ndarray, dst: np.ndarray, frac: np.ndarray, cap
         t_fixed = float(np.max(np.where(fixed & (cap > 0), load / cap, 0.0), initial=0.0))
     src, dst, frac = np.asarray(src), np.asarray(dst), np.asarray(frac, float)
     netw = net.gpu_server[src] != net.gpu_server[dst]
-    rel = routing.relays(net, src[netw], dst[netw])  # rail-only: the network leg starts at the relay
+    rel = relays.relays(net, src[netw], dst[netw])  # rail-only: the network leg starts at the relay
     _, s_nic, d_nic, b = planes.split(net, np.where(rel >= 0, rel, src[netw]), dst[netw], frac[netw])  # per plane
     s_leaf, d_leaf = net.nic_leaf[s_nic], net.nic_leaf[d_nic]
     cross = s_leaf != d_leaf
