@@ -118,20 +118,25 @@ def _recipe(spec: Spec, j, base: tuple) -> Iterator[Finding]:
         yield W, base + ("attention_window",), "a sliding window with all-gather CP gathers keys no query needs", "cp_comm: ring"
 
 
+def shard_problem(shard: int | None, dp: int, cp: int, ep: int, zero: int) -> tuple[str, str] | None:
+    """(what, expected) when a hybrid shard group cannot be: ZeRO 0 shards nothing, and a shard group divides
+    the data-parallel ranks and holds whole EP groups (each replica holds every expert); None when it can."""
+    ranks = dp * cp
+    if shard is None:
+        return None
+    if zero == 0:
+        return f"dp_shard {shard} shards ZeRO's states, but ZeRO 0 shards none (every rank holds them all)", "zero: 1, 2 or 3, or no dp_shard"
+    if ranks % shard:
+        return f"a shard group of {shard} ranks does not divide the DP{dp} x CP{cp} = {ranks} data-parallel ranks", f"a divisor of {ranks}"
+    if shard % ep:
+        return f"a shard group of {shard} ranks holds no whole number of EP{ep} groups (each replica must hold every expert)", \
+            f"a multiple of {ep} dividing {ranks}"
+    return None
+
+
 def _shard(j, base: tuple) -> Iterator[Finding]:
-    """Hybrid sharding: a shard group is a whole number of EP groups and divides the data-parallel ranks."""
-    if j.dp_shard is None:
-        return
-    ranks = j.dp * j.cp
-    at = base + ("dp_shard",)
-    if j.zero == 0:
-        yield E, at, f"dp_shard {j.dp_shard} shards ZeRO's states, but ZeRO 0 shards none (every rank holds them all)", "zero: 1, 2 or 3, or no dp_shard"
-    elif ranks % j.dp_shard:
-        yield E, at, f"a shard group of {j.dp_shard} ranks does not divide the DP{j.dp} x CP{j.cp} = {ranks} data-parallel ranks", \
-            f"a divisor of {ranks}"
-    elif j.dp_shard % j.ep:
-        yield E, at, f"a shard group of {j.dp_shard} ranks holds no whole number of EP{j.ep} groups (each replica must hold every expert)", \
-            f"a multiple of {j.ep} dividing {ranks}"
+    if (bad := shard_problem(j.dp_shard, j.dp, j.cp, j.ep, j.zero)) is not None:
+        yield E, base + ("dp_shard",), *bad
 
 
 def _measured(spec: Spec, j, base: tuple) -> Iterator[Finding]:

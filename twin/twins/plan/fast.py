@@ -177,9 +177,9 @@ def _data_parallel(p, cols, st, coll, c, out) -> None:
             t += coll.times("edps-allgather", cols, st, (*hkeys, "ep"), routed, mask & hyb & eds)
         return t
 
-    def across(mask, nbytes):
+    def across(mask, rep, routed):
         """As comm._data_parallel: the replicas' all-reduce of each rank's reduced shard."""
-        return coll.times("dpr-allreduce", cols, st, hkeys, nbytes, mask & hyb) if hyb.any() else 0.0
+        return coll.times("dpr-allreduce", cols, st, hkeys, (rep + routed * ep) / np.maximum(shard, 1), mask & hyb) if hyb.any() else 0.0
 
     def reduce_exposed(t):
         return np.maximum(t * tail, t - w_b) if b.overlap_grad_reduce else t
@@ -193,7 +193,7 @@ def _data_parallel(p, cols, st, coll, c, out) -> None:
     z12 = has & ((zero == 1) | (zero == 2))
     t_g = both("allgather", z12, rep_b, routed_b)
     t_r = t_g if k == 1 else both("allgather", z12, k * rep_b, k * routed_b)  # BF16 gradients: the gather's bytes
-    t_r = t_r + across(z12, k * (rep_b + routed_b * ep) / np.maximum(shard, 1))
+    t_r = t_r + across(z12, k * rep_b, k * routed_b)
     n_rs = np.where(zero == 2, m, 1.0)
     total += np.where(z12, n_rs * t_r + t_g, 0.0)
     exposed += np.where(z12, n_rs * reduce_exposed(t_r) + gather_exposed(t_g), 0.0)
@@ -204,7 +204,7 @@ def _data_parallel(p, cols, st, coll, c, out) -> None:
         layer = l_rep + l_routed
         t_l = both("allgather", z3, l_rep, l_routed)
         t_s = t_l if k == 1 else both("allgather", z3, k * l_rep, k * l_routed)  # the layer's reduce-scatter
-        t_s = t_s + across(z3, k * (l_rep + l_routed * ep) / np.maximum(shard, 1))
+        t_s = t_s + across(z3, k * l_rep, k * l_routed)
         if b.zero3_collectives == "tensor":  # as comm._data_parallel: each tensor's collective pays the latency (a 1-byte one)
             u = np.unique(ep)
             per = np.array([s.zero3_tensors(int(e)) for e in u])[np.searchsorted(u, ep)]

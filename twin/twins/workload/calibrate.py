@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from twin.compiler.resolve.workload_checks import shard_problem
 from twin.lang.diagnostics import Diagnostic, Severity, SpecError
 
 CONSTANTS = ("kernel_share", "straggler_mean")
@@ -104,11 +105,11 @@ def read_runs(text: str, file: str, workloads: dict) -> list[Run]:
         elif tp * cp * pp * plan["dp"] != gpus:
             raise _error(file, line, cell["gpus"][0], f"{gpus} GPUs, but TP{tp} x CP{cp} x PP{pp} x DP{plan['dp']} = "
                          f"{tp * cp * pp * plan['dp']}", f"{tp * cp * pp * plan['dp']}")
-        shard, ranks, ep, zero = plan.get("dp_shard", w.dp_shard), plan["dp"] * cp, plan.get("ep", w.ep), plan.get("zero", w.zero)
-        if shard and (ranks % shard or shard % ep or not zero):
+        shard, ep, zero = plan.get("dp_shard", w.dp_shard), plan.get("ep", w.ep), plan.get("zero", w.zero)
+        if shard_problem(shard, plan["dp"], cp, ep, zero) is not None:  # the run's shard group, or the workload's at the run's DP
             whose = "" if "dp_shard" in cell else f" (workload {name}'s)"
             raise _error(file, line, cell["dp_shard"][0] if "dp_shard" in cell else cell["gpus"][0],
-                         f"a ZeRO shard group of {shard} ranks{whose} for DP{plan['dp']} x CP{cp} = {ranks} data-parallel ranks, "
+                         f"a ZeRO shard group of {shard} ranks{whose} for DP{plan['dp']} x CP{cp} = {plan['dp'] * cp} data-parallel ranks, "
                          f"EP{ep}, ZeRO {zero}", "dp_shard dividing DP x CP, a multiple of EP, with zero >= 1")
         runs.append(Run(line, name, gpus, step, plan))
     if not runs:

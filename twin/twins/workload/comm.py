@@ -139,7 +139,9 @@ def time_comm(net, g: Groups, r, s, c, scheme, lib, nvls: bool, cache: dict) -> 
                 raise
             except ValueError as e:
                 raise ValueError(f"{KIND_OF.get(key, key)}: {e}") from None
-        refusals.extend(f"{KIND_OF.get(key, key)}: {x}" for x in cache[k].refused if f"{KIND_OF.get(key, key)}: {x}" not in refusals)
+        for x in cache[k].refused:
+            if (said := f"{KIND_OF.get(key, key)}: {x}") not in refusals:
+                refusals.append(said)
         return cache[k]
 
     m = r.microbatches
@@ -261,13 +263,12 @@ def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
             t, lat = t + t2, lat + l2
         return t, lat
 
-    def across(grad_b: float) -> tuple[float, float]:
+    def across(rep: float, routed: float) -> tuple[float, float]:
         """Hybrid sharding: each rank's reduced shard (its 1/dp_shard of the replicated gradients, its EP group's
         share of the experts') all-reduced with the same shard of every other replica."""
         if not hybrid:
             return 0.0, 0.0
-        nbytes = grad_b * (rep_b + routed_b * r.ep) / r.dp_shard
-        return timed("dp-replicas", "allreduce", ["ring", "tree"], replica_groups(g.grad, r.dp_shard)).at(nbytes)
+        return timed("dp-replicas", "allreduce", ["ring", "tree"], replica_groups(g.grad, r.dp_shard)).at((rep + routed * r.ep) / r.dp_shard)
 
     m = r.microbatches
     w_f = r.dp_overlap * c.forward.seconds
@@ -287,7 +288,7 @@ def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
     if r.zero in (1, 2):
         t_g, l_g = both("allgather", ["ring"], rep_b, routed_b)
         t_r, l_r = both("allgather", ["ring"], k * rep_b, k * routed_b)  # a reduce-scatter moves what an all-gather of its bytes does
-        t_x, l_x = across(k)
+        t_x, l_x = across(k * rep_b, k * routed_b)
         t_r, l_r = t_r + t_x, l_r + l_x  # the replicas' all-reduce follows each reduce-scatter
         n_rs = m if r.zero == 2 else 1
         return n_rs * t_r + t_g, n_rs * reduce_exposed(t_r) + gather_exposed(t_g), n_rs * l_r + l_g
@@ -295,10 +296,7 @@ def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
     layer = (l_rep + l_routed) * BF16
     t_l, l_l = both("allgather", ["ring"], l_rep * BF16, l_routed * BF16)
     t_s, _ = both("allgather", ["ring"], k * l_rep * BF16, k * l_routed * BF16)  # the layer's reduce-scatter
-    if hybrid:  # and the replicas' all-reduce of its shard (HSDP: after every layer's reduce-scatter)
-        t_x, _ = timed("dp-replicas", "allreduce", ["ring", "tree"], replica_groups(g.grad, r.dp_shard)).at(
-            k * BF16 * (l_rep + l_routed * r.ep) / r.dp_shard)
-        t_s += t_x
+    t_s += across(k * l_rep * BF16, k * l_routed * BF16)[0]  # and the replicas' all-reduce of its shard (HSDP: every layer)
     if r.zero3_collectives == "tensor":  # the same bytes in one collective per tensor: each pays the latency again
         per = s.zero3_tensors(r.ep)
         t_l, t_s, l_l = t_l + (per - 1) * l_l, t_s + (per - 1) * l_l, per * l_l
