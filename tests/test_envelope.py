@@ -92,4 +92,4 @@ def test_running_out_of_memory_is_one_line_and_exit_2_never_a_traceback(as_json)
         env = json.loads(r.stdout)
         assert env["status"] == "invalid" and env["command"] == "plan" and "ran out of memory" in env["result"]["error"]
     else:
-        assert "twin plan: ran out of memory" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "twin plan: ran out of memory: Unable to allocate 1.43 GiB" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -16,6 +16,10 @@ import signal
 from collections.abc import Callable
 
 
+class ChildKilled(MemoryError):
+    """A forked child ended by SIGKILL before it handed anything back (the kernel's OOM killer)."""
+
+
 class Child:
     """A forked child running one function; :meth:`join` returns its result or raises its exception."""
 
@@ -32,6 +36,10 @@ class Child:
             _, status = os.waitpid(self.pid, 0)
         data = b"".join(chunks)
         if not data:
+            if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+                # SIGKILL with nothing handed back: the kernel's out-of-memory killer, in practice (nothing of
+                # twin sends it but Child.kill, after the parent has failed): said as running out of memory is
+                raise ChildKilled(f"the build's emitting process was killed ({_how(status)}: most likely out of memory)")
             raise RuntimeError(f"the build's emitting process ended without a result ({_how(status)})")
         ok, value = pickle.loads(data)
         if not ok:

@@ -362,11 +362,12 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("interrupted", style="red")
         sys.exit(INTERRUPTED)
-    except MemoryError:  # a cost no limit refused first (twin/lang/limits.py): said once, as a refused cost is, never a traceback
+    except MemoryError as e:  # a cost no limit refused first (twin/lang/limits.py): said once, as a refused cost is, never a traceback
         from twin.cli.envelope import emit, invalid
 
         gc.collect()
-        sys.exit(invalid(f"twin {envelope_command()}: ran out of memory (the run needs more than this machine can give it); "
+        why = f": {str(e).splitlines()[0]}" if str(e).strip() else ""
+        sys.exit(invalid(f"twin {envelope_command()}: ran out of memory{why} (the run needs more than this machine can give it); "
                          "a smaller job, site or scenario, or a machine with more memory", "--json" in sys.argv[1:], emit, err))
 
 
