@@ -1,7 +1,7 @@
 """Multi-plane fabrics in the network twin: a NIC's ports, each on its own plane, and each flow split over them.
 
 A NIC of a multi-plane fabric (``twin.compiler.resolve.planes``) has one port per plane (or several);
-the twin compiles each port as a NIC of its own (:func:`plane_ports`), keeps every GPU's ports in
+the twin compiles each port as a NIC of its own (``compile_graph(split_ports=True)``), keeps every GPU's ports in
 ``Net.gpu_ports`` and routes every transfer as equal shares over the ports that are up at both ends,
 port j to port j (the same plane): :func:`split`. NCCL does the same with a multi-port NIC, one
 net device per port with its channels spread over them. A plane that fails takes its port out of
@@ -11,7 +11,6 @@ a GPU's network bandwidth and every GPU stays reachable.
 
 from __future__ import annotations
 
-import networkx as nx
 import numpy as np
 
 
@@ -24,37 +23,6 @@ def port_table(gpu_ports: list[list[int]]) -> np.ndarray | None:
     for k, p in enumerate(gpu_ports):
         out[k, :len(p)] = p
     return out
-
-
-def plane_ports(g: nx.MultiGraph) -> nx.MultiGraph:
-    """The graph the twin routes a multi-plane fabric on: a NIC with several ports (node attribute
-    ``ports`` > 1, one per plane) is one node per port, ``<nic>/port<j>`` with ``nic`` = the NIC's id,
-    so each port has its own up- and down-arc and its plane's leaf. Link ids and attributes are kept
-    (cable lengths and failures by link still apply); host edges of split NICs are dropped (the twin
-    does not route on them). Single-port NICs only: ``g`` itself.
-
-    >>> g = nx.MultiGraph(); _ = g.add_node("n", role="nic", level=0, server="s", gpu=0, ports=2)
-    >>> for j in (1, 2): _ = g.add_node(f"l{j}", level=1); _ = g.add_edge("n", f"l{j}", key=f"L{j}", a="n", a_port=f"port{j}")
-    >>> sorted(plane_ports(g).edges())
-    [('n/port1', 'l1'), ('n/port2', 'l2')]
-    """
-    split = {n: d for n, d in g.nodes(data=True) if d.get("role") == "nic" and (d.get("ports") or 1) > 1}
-    if not split:
-        return g
-    out = nx.MultiGraph()
-    for n, d in g.nodes(data=True):
-        if n in split:
-            out.add_nodes_from((f"{n}/port{j}", {**d, "nic": n, "ports": 1}) for j in range(1, d["ports"] + 1))
-        else:
-            out.add_node(n, **d)
-
-    def end(x: str, d: dict) -> str:
-        return f"{x}/{d['a_port'] if d.get('a') == x else d.get('b_port')}" if x in split else x
-
-    out.add_edges_from((end(u, d), end(v, d), k, d) for u, v, k, d in g.edges(keys=True, data=True)
-                       if not ((u in split or v in split) and d.get("kind") == "host"))
-    return out
-
 
 
 def split(net, s_gpu: np.ndarray, d_gpu: np.ndarray, nbytes: np.ndarray):

@@ -28,7 +28,7 @@ from twin.compiler.fabric.ports import port_names
 from twin.lang.site.families import family_traits
 from twin.physics import DEFAULT_SWITCH_LATENCY_S, FIBER_DELAY_S_PER_M
 from twin.twins.net.leafclass import Routes, class_routes
-from twin.twins.net.planes import plane_ports, port_table
+from twin.twins.net.planes import port_table
 from twin.twins.net.rail_graph import rail_partitions
 
 DEFAULT_LENGTH_M = {  # used only when no cabling pass gave a length (assumed, stated in results)
@@ -125,6 +125,7 @@ def compile_graph(
     cable_length: dict[str, float] | None = None,
     within: set[str] | None = None,
     port_index: dict[str, dict[str, int]] | None = None,
+    split_ports: bool = False,
 ) -> Net:
     """Compile a contract-conforming fabric graph.
 
@@ -134,11 +135,25 @@ def compile_graph(
     compile the subgraph of these nodes only (what ``g.subgraph(within)`` would give, without copying
     the graph: every list below is sorted, so the result does not depend on the graph's order).
     ``port_index`` (switch -> port name -> number): record each arc's port, for OpenSM's ftree order.
+    ``split_ports``: a NIC with several ports (node attribute ``ports`` > 1, one per plane) is compiled as
+    one NIC per port, ``<nic>/port<j>`` with ``nic`` = the NIC's id, each with its own up- and down-arc
+    and its plane's leaf (:mod:`twin.twins.net.planes`), read off the graph as it is: no copy of it.
     """
     switch_latency = switch_latency or {}
     cable_length = cable_length or {}
     notes: list[str] = []
-    attrs = dict(g.nodes(data=True) if within is None else ((n, d) for n, d in g.nodes(data=True) if n in within))
+    nodes = g.nodes(data=True) if within is None else ((n, d) for n, d in g.nodes(data=True) if n in within)
+    split = {}  # a multi-port NIC -> its ports' nodes, each in the NIC's place
+    if split_ports:
+        nodes = list(nodes)
+        split = {n: [f"{n}/port{j}" for j in range(1, d["ports"] + 1)] for n, d in nodes
+                 if d.get("role") == "nic" and (d.get("ports") or 1) > 1}
+    attrs = {}
+    for n, d in nodes:
+        if n in split:
+            attrs.update((p, {**d, "nic": n, "ports": 1}) for p in split[n])
+        else:
+            attrs[n] = d
     switches = sorted((n for n, d in attrs.items() if d.get("level", -1) >= 1), key=lambda n: (attrs[n]["level"], n))
     servers = sorted((n for n, d in attrs.items() if d.get("role") == "server"),
                      key=lambda n: (attrs[n].get("zone") or 0, str(attrs[n].get("rack")), n))
@@ -148,7 +163,7 @@ def compile_graph(
     S = len(switches)
     index = {n: i for i, n in enumerate(switches)}  # node index: switches 0..S-1, NICs S..
     index.update((n, S + i) for i, n in enumerate(nics))
-    cables = _cables(g, index)
+    cables = _cables(g, index, split)
     keys = [k if type(k) is str else str(k) for _, _, k, _ in cables]
     order = sorted(range(len(cables)), key=keys.__getitem__)  # by link id, stable
     cables = [cables[i] for i in order]
@@ -184,7 +199,7 @@ def compile_graph(
     nic_by_server: dict[str, list[int]] = {}
     for i, n in enumerate(nics):
         nic_by_server.setdefault(attrs[n].get("server"), []).append(i)
-    # a multi-port NIC (plane_ports) is one node per port with the NIC's id in ``nic``: a GPU gets all its ports
+    # a multi-port NIC (split_ports) is one node per port with the NIC's id in ``nic``: a GPU gets all its ports
     gpu_server, gpu_local, gpu_ports = [], [], []
     for si, s in enumerate(servers):
         own: dict[str, list[int]] = {}
@@ -266,20 +281,27 @@ def compile_graph(
     )
 
 
-def _cables(g: nx.MultiGraph, inside: dict[str, int]) -> list[tuple]:
+def _cables(g: nx.MultiGraph, inside: dict[str, int], split: dict[str, list[str]] | None = None) -> list[tuple]:
     """The cables (edges of kind ``link``) between nodes of ``inside``, as ``g.edges(keys=True,
     data=True)`` yields them (each once, from the end met first in node order), read from the
-    adjacency dicts of the inside nodes only."""
+    adjacency dicts of the inside nodes only. An end in ``split`` (a multi-port NIC) is the node of the
+    port the cable leaves it from (``<nic>/<its a_port or b_port>``), as if each port were a node in the
+    NIC's place."""
     out, seen = [], set()
     add = out.append
+    split = split or {}
+
+    def end(x: str, d: dict) -> str:
+        return f"{x}/{d['a_port'] if d.get('a') == x else d.get('b_port')}" if x in split else x
+
     for n, nbrs in g._adj.items():  # the raw dicts: the public views wrap every level
-        if n not in inside:
+        if n not in inside and n not in split:
             continue
         for nbr, kd in nbrs.items():
-            if nbr in inside and nbr not in seen:
+            if (nbr in inside or nbr in split) and nbr not in seen:
                 for k, d in kd.items():
                     if d.get("kind") == "link":
-                        add((n, nbr, k, d))
+                        add((end(n, d), end(nbr, d), k, d))
         seen.add(n)
     return out
 
@@ -325,16 +347,13 @@ def from_design(design, graph: nx.MultiGraph | None = None, within: set[str] | N
         if within is not None:
             graph, within = graph.subgraph(within), None
         graph = rail_partitions(graph)
-    if fabric is not None and spec.chassis.nic_ports > 1:
-        if within is not None:
-            graph, within = graph.subgraph(within), None
-        graph = plane_ports(graph)
     ports = None
     if fabric is not None and getattr(fabric.technology, "value", fabric.technology) == "infiniband":
         by_model = {m: {p: i + 1 for i, p in enumerate(port_names(spec.switch(m)))}
                     for m in {d.get("model") for _, d in graph.nodes(data=True) if d.get("level", -1) >= 1}}
         ports = {n: by_model[d["model"]] for n, d in graph.nodes(data=True) if d.get("level", -1) >= 1}
-    return compile_graph(graph, latency, spec.chassis.nvlink_bandwidth, cable_lengths(design), within, ports)
+    return compile_graph(graph, latency, spec.chassis.nvlink_bandwidth, cable_lengths(design), within, ports,
+                         split_ports=fabric is not None and spec.chassis.nic_ports > 1)
 
 
 def cable_lengths(design) -> dict[str, float]:
