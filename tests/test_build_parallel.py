@@ -28,6 +28,30 @@ def test_two_processes_write_what_one_renders(built):
     assert [p for p in files if on_disk[p] != files[p]] == []
 
 
+@pytest.mark.parametrize("spare", [True, False])
+def test_a_third_worker_or_none_writes_the_same_files(tmp_path, monkeypatch, spare):
+    """With a core free of the two children the parent takes emitters while the twins run; on two cores it
+    waits for them (twin/build.py `_spare_core`). Either way the folder is what render() gives."""
+    import twin.build as b
+
+    taken = []
+    real = b._write_emitters
+
+    def spy(folder, emitters, design, **kw):
+        out = real(folder, emitters, design, **kw)
+        taken.append(len(out))
+        return out
+
+    monkeypatch.setattr(b, "_spare_core", lambda: spare)
+    monkeypatch.setattr(b, "_write_emitters", spy)
+    out = tmp_path / "out"
+    b.build(ROOT / "sites" / "lab-2zone.yaml", out)
+    on_disk = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    _, files = render(ROOT / "sites" / "lab-2zone.yaml")
+    assert sorted(on_disk) == sorted(files) and [p for p in files if on_disk[p] != files[p]] == []
+    assert len(taken) == (3 if spare else 2)  # in this process: (what it took while the twins ran,) the report, the rest
+
+
 def test_the_queue_holds_every_emitter_once():
     assert sorted(map(id, BY_COST)) == sorted(map(id, EMITTERS)) and len(set(map(id, BY_COST))) == len(EMITTERS)
 
