@@ -20,8 +20,13 @@ The reduction, exact by construction:
    so equal blocks have the same rates, times and latencies, relabelled. One block of each class is
    timed; the rest are not routed at all.
 
-Hashed schemes (ECMP, E-ECMP, static) hash the ports' addresses, which differ between equal blocks, and
-multi-port NICs (planes) put one GPU on several classes: neither is reduced.
+Hashed schemes (ECMP, E-ECMP, static) hash the ports' addresses, which differ between equal blocks: they
+are not reduced. Multi-port NICs (planes, :mod:`twin.twins.net.planes`) put one GPU on a class per plane,
+and a transfer runs port j to port j: a block is then the servers whose ports hang off one tuple of
+classes (a class per plane), provided no class is in two tuples. A transfer between two of its GPUs goes
+from a leaf of the tuple's plane-j class to another of the same class, so through that class's ``P``, and
+the argument above holds plane by plane (:func:`_plane_blocks`). A port that is down (a failed plane) is
+not reduced.
 
 At 995,328 GPUs (gigawatt-campus, EP 64 over consecutive ranks): 192 blocks, one per zone, of 81 EP
 groups each; all zones alike, one class.
@@ -73,9 +78,11 @@ def representatives(net, groups: list[np.ndarray], scheme) -> tuple[list[np.ndar
     """The groups of one block per class of equal blocks (module docstring) and what was reduced
     (``blocks``, ``classes``, ``groups``, ``groups_timed``); None where the reduction does not hold or
     removes nothing."""
-    if scheme.kind not in SPRAYED or net.gpu_ports is not None or len(groups) < 2 or len({len(x) for x in groups}) != 1:
+    if scheme.kind not in SPRAYED or len(groups) < 2 or len({len(x) for x in groups}) != 1:
         return None
     nb = _node_blocks(net)
+    if nb is not None and net.gpu_ports is not None:
+        nb = _plane_blocks(net, nb)
     if nb is None:
         return None
     S = net.n_switches
@@ -136,11 +143,32 @@ def _node_blocks(net) -> np.ndarray | None:
     return nb
 
 
+def _plane_blocks(net, nb: np.ndarray) -> np.ndarray | None:
+    """Each node's block on a multi-plane fabric (module docstring): the classes of :func:`_node_blocks`
+    joined into one block per tuple of classes a GPU's ports hang off. None where a GPU has a port fewer
+    or down, or a class is in two tuples (a transfer port j to port j could then leave its class)."""
+    S, ports = net.n_switches, net.gpu_ports
+    if (ports < 0).any() or (net.nic_leaf[ports] < 0).any():
+        return None
+    pc = nb[S + ports]  # (GPUs, ports): each port's class
+    if (pc < 0).any():
+        return None
+    tuples, tb = np.unique(pc, axis=0, return_inverse=True)
+    tb = tb.reshape(-1)
+    pairs = np.unique(np.c_[pc.reshape(-1), np.repeat(tb, pc.shape[1])], axis=0)  # (class, tuple) pairs
+    if len(np.unique(pairs[:, 0])) != len(pairs):  # a class in two tuples
+        return None
+    blk = np.full(int(nb.max()) + 1, -1, np.int64)
+    blk[pairs[:, 0]] = pairs[:, 1]
+    return np.where(nb >= 0, blk[np.maximum(nb, 0)], -1)
+
+
 def _signature(net, nb: np.ndarray, arcs: np.ndarray, gpus: np.ndarray, groups: np.ndarray) -> bytes:
     """A block's groups and fabric in its own numbering (module docstring): equal bytes, equal blocks.
     ``arcs``: its arcs in arc order; ``gpus``: its servers' GPUs, sorted."""
     S = net.n_switches
-    nics = np.unique(net.gpu_nic[gpus])
+    ports = net.gpu_nic[gpus][:, None] if net.gpu_ports is None else net.gpu_ports[gpus]  # every port of a GPU (planes)
+    nics = np.unique(ports)
     nodes = np.union1d(net.arc_tail[arcs], net.arc_head[arcs])
     nodes = np.union1d(nodes, np.r_[net.nic_leaf[nics], S + nics])
 
@@ -153,7 +181,7 @@ def _signature(net, nb: np.ndarray, arcs: np.ndarray, gpus: np.ndarray, groups: 
         np.searchsorted(nodes, net.arc_tail[arcs]), np.searchsorted(nodes, net.arc_head[arcs]),
         net.arc_cap[arcs], net.arc_latency[arcs],
         renumber(net.gpu_server[gpus]), renumber(net.domain[gpus]), net.gpu_local[gpus],
-        np.searchsorted(nics, net.gpu_nic[gpus]), np.searchsorted(nodes, net.nic_leaf[nics]),
+        np.array(ports.shape), np.searchsorted(nics, ports.reshape(-1)), np.searchsorted(nodes, net.nic_leaf[nics]),
         *[a >= 0 for a in nvl], *[net.arc_cap[a[a >= 0]] for a in nvl], *[net.arc_latency[a[a >= 0]] for a in nvl],
         net.arc_cap[net.nic_up[nics]], net.arc_cap[net.nic_down[nics]],
         net.arc_latency[net.nic_up[nics]], net.arc_latency[net.nic_down[nics]],
