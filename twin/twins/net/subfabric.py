@@ -17,7 +17,7 @@ def first_gpus(g: nx.MultiGraph, gpus: int) -> set[str]:
     and leaves, the spine switches of the zones they touch, and the core only when they span zones.
     Used to keep report-time and benchmark simulations small on big sites (``from_design(d,
     within=...)`` compiles them without copying the graph)."""
-    attrs = dict(g.nodes(data=True))  # plain dict lookups, not NodeView calls
+    attrs = g._node  # the raw node dicts: plain lookups, not NodeView calls
     adj = g._adj  # the raw adjacency dicts
     servers = sorted((n for n, d in attrs.items() if d.get("role") == "server"),
                      key=lambda n: (attrs[n].get("zone") or 0, str(attrs[n].get("rack")), n))

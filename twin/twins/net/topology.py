@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain
+from operator import itemgetter
 
 import networkx as nx
 import numpy as np
@@ -142,7 +143,8 @@ def compile_graph(
     switch_latency = switch_latency or {}
     cable_length = cable_length or {}
     notes: list[str] = []
-    nodes = g.nodes(data=True) if within is None else ((n, d) for n, d in g.nodes(data=True) if n in within)
+    raw = g._node.items()  # the raw node dicts, in the order the NodeView gives them
+    nodes = raw if within is None else ((n, d) for n, d in raw if n in within)
     split = {}  # a multi-port NIC -> its ports' nodes, each in the NIC's place
     if split_ports:
         nodes = list(nodes)
@@ -151,7 +153,8 @@ def compile_graph(
     attrs = {}
     for n, d in nodes:
         if n in split:
-            attrs.update((p, {**d, "nic": n, "ports": 1}) for p in split[n])
+            port = {**d, "nic": n, "ports": 1}  # read only: the NIC's ports share it
+            attrs.update((p, port) for p in split[n])
         else:
             attrs[n] = d
     switches = sorted((n for n, d in attrs.items() if d.get("level", -1) >= 1), key=lambda n: (attrs[n]["level"], n))
@@ -181,7 +184,9 @@ def compile_graph(
             defaulted += 1
     if defaulted:
         notes.append(f"{defaulted // 1} cable(s) without a length from the cabling pass: default lengths per tier {DEFAULT_LENGTH_M}")
-    ends = np.array([(index[u], index[v]) for u, v, _, _ in cables], np.int64).reshape(-1, 2)
+    ends = np.empty((len(cables), 2), np.int64)
+    for j in (0, 1):
+        ends[:, j] = np.fromiter(map(index.__getitem__, map(itemgetter(j), cables)), np.int64, len(cables))
     tails_a = ends.reshape(-1)
     heads_a = ends[:, ::-1].reshape(-1)
     n_link_arcs = len(tails_a)
@@ -295,13 +300,17 @@ def _cables(g: nx.MultiGraph, inside: dict[str, int], split: dict[str, list[str]
         return f"{x}/{d['a_port'] if d.get('a') == x else d.get('b_port')}" if x in split else x
 
     for n, nbrs in g._adj.items():  # the raw dicts: the public views wrap every level
-        if n not in inside and n not in split:
+        n_split = n in split
+        if not n_split and n not in inside:
             continue
         for nbr, kd in nbrs.items():
-            if (nbr in inside or nbr in split) and nbr not in seen:
+            if nbr in seen:
+                continue
+            nbr_split = nbr in split
+            if nbr_split or nbr in inside:
                 for k, d in kd.items():
                     if d.get("kind") == "link":
-                        add((end(n, d), end(nbr, d), k, d))
+                        add((end(n, d) if n_split else n, end(nbr, d) if nbr_split else nbr, k, d))
         seen.add(n)
     return out
 
