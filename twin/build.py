@@ -24,7 +24,7 @@ from twin.compiler.pipeline import compile_design
 from twin.folder import MANIFEST, safe_relative
 from twin.forked import apart
 from twin.jsonfmt import dumps as json_dumps
-from twin.output import OutputError, adopt, claimed, handed_back, write_atomically, write_claimed_with, write_parts
+from twin.output import OutputError, adopt, claimed, handed_back, write_atomically, write_claimed_with, write_parts, write_stream
 from twin.rebuild import old_manifest, spec_edited
 from twin.version import __version__
 
@@ -365,15 +365,19 @@ def _write_emitters(folder: Path, emitters, design: Design, *, acyclic: bool = F
     cycle one did leave is collected once the collector resumes after it."""
     digests: dict[str, tuple[str, int]] = {}
     for emitter in emitters:
+        stream = getattr(emitter, "stream", None)  # files too large to hold come as chunks (model_export)
         with _collector_paused() if acyclic else nullcontext():
-            part = emitter(design)
-        for rel, data in part.items():
-            _check_relative(rel)
-            if rel in digests:
-                raise RuntimeError(f"two emitters write {rel}")
-            digests[rel] = (hashlib.sha256(data).hexdigest(), len(data))
-        write_parts(folder, [part], digests)  # a file the output being replaced holds as is: linked, not written
-        del part
+            part, chunks = stream(design) if stream else (emitter(design), {})
+            for rel in (*part, *chunks):
+                _check_relative(rel)
+                if rel in digests:
+                    raise RuntimeError(f"two emitters write {rel}")
+            for rel, data in part.items():
+                digests[rel] = (hashlib.sha256(data).hexdigest(), len(data))
+            write_parts(folder, [part], digests)  # a file the output being replaced holds as is: linked, not written
+            del part
+            for rel, it in chunks.items():
+                digests[rel] = write_stream(folder, rel, it)
     return digests
 
 

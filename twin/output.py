@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -312,6 +313,34 @@ def write_parts(folder: Path, parts: Iterable[dict[str, bytes]], digests: dict[s
 
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+
+
+def write_stream(folder: Path, rel: str, chunks: Iterable[bytes]) -> tuple[str, int]:
+    """One file under ``folder`` written chunk by chunk as it is rendered, hashed on the way (a file too large
+    to hold: a million-GPU site's fabric.graphml, 2 GB); its (sha256, bytes). In a build that replaces an
+    output, the old output's copy is taken instead where it holds the same bytes (:meth:`Replacing.written`)."""
+    base = os.fspath(folder)
+    target = f"{base}/{rel}"
+    folder_for(target, set())
+    h, n = hashlib.sha256(), 0
+    fd = os.open(target, _CREATE, 0o666)
+    try:
+        for chunk in chunks:
+            h.update(chunk)
+            n += len(chunk)
+            view, done = memoryview(chunk), 0
+            while done < len(view):
+                done += os.write(fd, view[done:])
+    except OSError as e:
+        if e.filename is None:
+            e.filename = target
+        raise
+    finally:
+        os.close(fd)
+    digest = (h.hexdigest(), n)
+    if (replacing := _REPLACING.get(base)) is not None:
+        replacing.written(rel, digest, target)
+    return digest
 
 
 def _write_file(path: str, data: bytes) -> None:

@@ -53,6 +53,32 @@ class Replacing:
         folder_for(target, made)
         return False
 
+    def written(self, rel: str, digest: tuple[str, int], target: str) -> None:
+        """A file already written to ``target`` as it was rendered (:func:`twin.output.write_stream`), its
+        digest known only now. The old output holds the same bytes: the copy just written goes, and the old
+        one waits with the other links or is linked in its place (an unchanged file keeps its inode). Not
+        the same: the output differs."""
+        ident = self._same(rel, digest)
+        if ident is None:
+            self.differs = True
+        elif not self.defer:
+            os.rename(target, target + ".new")
+            if self._link(rel, ident, target):
+                os.unlink(target + ".new")
+            else:  # the old copy could not be linked: the new one stays
+                os.rename(target + ".new", target)
+                self.differs = True
+        else:
+            os.unlink(target)
+            folder = os.path.dirname(target)
+            for _ in range(rel.count("/")):  # the folders it alone was in: the output holds the manifest alone again
+                try:
+                    os.rmdir(folder)
+                except OSError:  # not empty
+                    break
+                folder = os.path.dirname(folder)
+            self.waiting[rel] = ident
+
     def _same(self, rel: str, digest: tuple[str, int] | None) -> tuple | None:
         ident = self.proved.get(rel)
         if digest is None or ident is None or (ident[4], ident[1]) != digest:

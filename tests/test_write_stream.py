@@ -1,0 +1,46 @@
+"""A file the build writes as it is rendered (twin/output.py `write_stream`: fabric.graphml, 2 GB on a 2-plane
+million-GPU site, never held whole): its digest is the digest of its bytes, the build's folder is what
+render() gives, and in a rebuild it is taken from the old output where the bytes are the same (its inode
+kept) and written where they differ."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from twin.emit import model_export
+from twin.output import write_stream
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = ROOT / "sites" / "lab-2zone.yaml"
+
+
+def test_a_streamed_file_is_its_chunks_and_their_digest(tmp_path):
+    chunks = [b"<a>", "é".encode(), b"", b"x" * 100_000]
+    digest = write_stream(tmp_path, "deep/er/f.graphml", iter(chunks))
+    data = (tmp_path / "deep" / "er" / "f.graphml").read_bytes()
+    assert data == b"".join(chunks) and digest == (hashlib.sha256(data).hexdigest(), len(data))
+
+
+def test_the_graphml_is_streamed_the_same_and_rebuilt_only_when_it_changes(tmp_path, monkeypatch):
+    from twin.build import build, render
+
+    out = tmp_path / "lab"
+    build(SPEC, out)
+    _, files = render(SPEC)
+    graphml = out / "model" / "fabric.graphml"
+    assert graphml.read_bytes() == files["model/fabric.graphml"] and len(files["model/fabric.graphml"]) > 10_000
+    ino = graphml.stat().st_ino
+
+    edited = tmp_path / "lab-2zone.yaml"  # a comment: the same design, so the same graphml, linked from the old output
+    edited.write_text(SPEC.read_text() + "# a comment\n")
+    build(edited, out)
+    assert graphml.stat().st_ino == ino
+
+    real = model_export.iter_graphml  # a graphml that differs: written, and the output holds the new one
+    monkeypatch.setattr(model_export, "iter_graphml", lambda m: (*real(m), "<!-- changed -->\n"))
+    edited.write_text(SPEC.read_text() + "# another comment\n")
+    build(edited, out)
+    assert graphml.read_bytes() == files["model/fabric.graphml"] + b"<!-- changed -->\n" and graphml.stat().st_ino != ino
+    manifest = (out / "manifest.json").read_text()
+    assert hashlib.sha256(graphml.read_bytes()).hexdigest() in manifest
