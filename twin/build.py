@@ -13,6 +13,7 @@ import gc
 import hashlib
 import json
 import os
+import resource
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
@@ -106,6 +107,9 @@ def _compiled(spec_path, scenario, progress) -> tuple[Design, Runs]:
     runs = run_twins(design, loaded, progress)
     _release_free_memory()
     return design, runs
+
+
+TRIM_ABOVE_KIB = 2 << 20  # peak RSS (KiB, 2 GiB) past which each emitter's freed heap is handed back
 
 
 def _release_free_memory() -> None:
@@ -320,10 +324,7 @@ def _emit_study(folder: Path, design: Design, twins: _Twins, scenario, digests: 
 
 def _spare_core() -> bool:
     """More cores are this process's to use than the build's two children (twins, emitters) keep busy."""
-    try:
-        return len(os.sched_getaffinity(0)) > 2
-    except AttributeError:  # no affinity on this system
-        return (os.cpu_count() or 1) > 2
+    return len(os.sched_getaffinity(0)) > 2 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) > 2
 
 
 def _queue(n: int) -> int:
@@ -378,6 +379,8 @@ def _write_emitters(folder: Path, emitters, design: Design, *, acyclic: bool = F
             del part
             for rel, it in chunks.items():
                 digests[rel] = write_stream(folder, rel, it)
+        if resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > TRIM_ABOVE_KIB:  # what a large site's emitter freed, back
+            _release_free_memory()  # to the system before the next grows (gigawatt-campus: 0.6 GiB less at the peak)
     return digests
 
 
