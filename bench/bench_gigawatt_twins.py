@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SITE = ROOT / "sites" / "gigawatt-campus.yaml"
+SITE = Path(os.environ.get("TWIN_BENCH_GIGAWATT", ROOT / "sites" / "gigawatt-campus.yaml"))  # bench_gigawatt.py --planes 2: its copy
 TWINS = {"power": ("placement", ROOT / "scenarios" / "gigawatt-power.yaml"),
          "campaign": ("fabric", ROOT / "scenarios" / "gigawatt-campaign.yaml"),
          "known answers": ("fabric", None),
@@ -174,7 +174,7 @@ def main(runs: int, as_json: bool) -> int:
     if as_json:
         print(json.dumps(summary, indent=1))
         return 0 if ok else 1
-    print(f"gigawatt-campus, median of {runs} run(s) per twin; load average {summary['machine']['load_average']:.1f} on "
+    print(f"{SITE.stem}, median of {runs} run(s) per twin; load average {summary['machine']['load_average']:.1f} on "
           f"{os.cpu_count()} CPUs (a shared machine: CPU seconds hold, wall clocks do not)\n")
     for name, e in summary["twins"].items():
         print(f"### {name}\n\n| step | wall s | CPU s | peak GiB |\n|---|---:|---:|---:|")
