@@ -53,7 +53,16 @@ def test_a_third_worker_or_none_writes_the_same_files(tmp_path, monkeypatch, spa
 
 
 def test_the_queue_holds_every_emitter_once():
-    assert sorted(map(id, BY_COST)) == sorted(map(id, EMITTERS)) and len(set(map(id, BY_COST))) == len(EMITTERS)
+    from twin.build import _queue
+    from twin.emit import BY_MEMORY
+
+    for order in (BY_COST, BY_MEMORY):
+        assert sorted(map(id, order)) == sorted(map(id, EMITTERS)) and len(set(map(id, order))) == len(EMITTERS)
+        q = _queue(order)
+        try:
+            assert [BY_COST[i] for i in os.read(q, 256)] == order  # the indices in BY_COST, in the order asked
+        finally:
+            os.close(q)
 
 
 def test_child_result_and_exceptions_come_back():

@@ -13,13 +13,13 @@ import gc
 import hashlib
 import json
 import os
-import resource
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import twin.heap as heap
 from twin.compiler.design import Design
 from twin.compiler.pipeline import compile_design
 from twin.folder import MANIFEST, safe_relative
@@ -105,22 +105,10 @@ def _compiled(spec_path, scenario, progress) -> tuple[Design, Runs]:
     loaded = _scenario(scenario, progress)
     design = compile_design(spec_path, progress=progress)
     runs = run_twins(design, loaded, progress)
-    _release_free_memory()
+    heap.trim()
     return design, runs
 
 
-TRIM_ABOVE_KIB = 2 << 20  # peak RSS (KiB, 2 GiB) past which each emitter's freed heap is handed back
-
-
-def _release_free_memory() -> None:
-    """Hand the heap the twins freed back to the operating system (glibc keeps freed arenas mapped:
-    ~150 MB after the 24K-GPU default run, which the emitters' own peak would sit on). Elsewhere a no-op."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def run_twins(design: Design, scenario: tuple[str, tuple] | None = None, progress: Callable[[str], None] | None = None) -> Runs:
@@ -231,7 +219,7 @@ class _Twins:
         """The twins' runs: the child's, waited for, or run here."""
         if self.child is None:
             runs = run_twins(design, self.loaded, progress)
-            _release_free_memory()
+            heap.trim()
             return runs
         if progress:
             progress("default twin" + (f" and scenario {Path(self.loaded[0]).name}" if self.loaded else ""))
@@ -265,10 +253,10 @@ def _emit_into(folder: Path, design: Design, twins: _Twins, scenario, digests: d
     if design.spec.site.fabric_only:  # a study of the fabric alone: its own artifacts, no floor, no verdicts
         return _emit_study(folder, design, twins, scenario, digests, progress)
     from twin.analysis.verdicts_twins import verdicts
-    from twin.emit import BY_COST
+    from twin.emit import BY_COST, BY_MEMORY
     from twin.emit.report import emit as report_emit
 
-    queue = _queue(len(BY_COST))
+    queue = _queue(BY_MEMORY if heap.large() else BY_COST)
     child = apart(lambda: (_write_emitters(folder, _taken(queue), design, acyclic=True), handed_back(folder))) if hasattr(os, "fork") else None
     try:
         # while the twins run, this process computes the report's figures of the design alone, then
@@ -327,11 +315,13 @@ def _spare_core() -> bool:
     return len(os.sched_getaffinity(0)) > 2 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) > 2
 
 
-def _queue(n: int) -> int:
-    """A pipe holding the indices 0..n-1 of :data:`BY_COST` as bytes, its write end closed: each read of
-    one byte takes the next emitter, and no emitter is taken twice, whichever process reads it."""
+def _queue(order: list) -> int:
+    """A pipe holding the indices in :data:`BY_COST` of the emitters of ``order`` as bytes, its write end
+    closed: each read of one byte takes the next emitter, and none is taken twice, whichever process reads it."""
+    from twin.emit import BY_COST
+
     r, w = os.pipe()
-    os.write(w, bytes(range(n)))  # n < 256, far below a pipe's buffer
+    os.write(w, bytes(BY_COST.index(e) for e in order))  # fewer than 256, far below a pipe's buffer
     os.close(w)
     return r
 
@@ -379,8 +369,8 @@ def _write_emitters(folder: Path, emitters, design: Design, *, acyclic: bool = F
             del part
             for rel, it in chunks.items():
                 digests[rel] = write_stream(folder, rel, it)
-        if resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > TRIM_ABOVE_KIB:  # what a large site's emitter freed, back
-            _release_free_memory()  # to the system before the next grows (gigawatt-campus: 0.6 GiB less at the peak)
+        if heap.large():  # what a large site's emitter freed, back to the system before the next grows
+            heap.trim()  # (gigawatt-campus: 0.6 GiB less at the peak)
     return digests
 
 
