@@ -27,18 +27,35 @@ def _on_heap(a: np.ndarray) -> bool:
     return False
 
 
+CHECK = """
+import numpy as np
+from twin import heap
+from test_heap import MB64, _on_heap
+assert not _on_heap(np.ones(MB64))
+with heap.reuse_large_buffers() as applied:
+    assert applied
+    a = np.ones(MB64)
+    first = a.ctypes.data
+    assert _on_heap(a)
+    del a
+    b = np.ones(MB64)
+    assert _on_heap(b) and b.ctypes.data == first  # the freed block is reused, not mapped again
+    del b
+assert not _on_heap(np.ones(MB64))  # the thresholds are set back afterwards
+assert _on_heap(np.ones(1 << 20))  # an 8 MB array is below the threshold set back (32 MiB): heap, as glibc adapts to
+"""
+
+
 def test_large_buffers_come_from_the_heap_inside_and_their_own_mapping_outside():
+    """In a fresh process: where an array lands depends on the heap's free blocks, which the tests that ran
+    before in this one leave behind (a free block of the heap large enough is reused whatever the threshold)."""
+    import os
+    import subprocess
+    import sys
+
     if heap._libc() is None or not Path("/proc/self/maps").exists():
         pytest.skip("no glibc mallopt or no /proc here: reuse_large_buffers does nothing")
-    assert not _on_heap(np.ones(MB64))
-    with heap.reuse_large_buffers() as applied:
-        assert applied
-        a = np.ones(MB64)
-        first = a.ctypes.data
-        assert _on_heap(a)
-        del a
-        b = np.ones(MB64)
-        assert _on_heap(b) and b.ctypes.data == first  # the freed block is reused, not mapped again
-        del b
-    assert not _on_heap(np.ones(MB64))  # the thresholds are set back afterwards
-    assert _on_heap(np.ones(1 << 20))  # an 8 MB array is below the threshold set back (32 MiB): heap, as glibc adapts to
+    here = Path(__file__).resolve().parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here), str(here.parent)])}
+    p = subprocess.run([sys.executable, "-c", CHECK], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
