@@ -122,6 +122,7 @@ def default_job(d, schemes, lib) -> dict | None:
     w = d.spec.site.workloads[0]
     job = Job(workload=w.name)
     try:
+        jobs.refuse_before_fabric(d, job, schemes, None, ("workloads", 0))  # said before a million GPUs' paths are compiled
         # the job's GPUs come first in topology order: the fabric that serves them times it exactly
         net = topology.from_design(d, within=subfabric.first_gpus(d.fabric.graph, w.gpus))
         return jobs.simulate_job(d, net, job, schemes, lib,

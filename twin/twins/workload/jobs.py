@@ -138,7 +138,9 @@ def _with_workload(design, w):
     return dataclasses.replace(design, spec=dataclasses.replace(design.spec, site=site))
 
 
-def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], src, path, workload=None) -> dict:
+def _resolved(design, cfg, src, path, workload=None):
+    """The job's design (with its recipe's workload), workload and recipe; a located error for a job that
+    names what the site does not have."""
     if design is None:
         raise SpecError([error(src, path, "jobs need a site design (its workloads)")])
     wl = {w.name: w for w in design.spec.site.workloads}
@@ -154,7 +156,35 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
     if (w.stack or DEFAULT_STACK) not in stacks:
         raise SpecError([error(src, path + ("workload",), f"workload {w.name}: unknown software stack '{w.stack or DEFAULT_STACK}'",
                                "one of: " + ", ".join(sorted(stacks)))])
-    r = Recipe.of(w, stacks, cfg)
+    return design, w, Recipe.of(w, stacks, cfg)
+
+
+def refuse_before_fabric(design, cfg, schemes, src, path) -> None:
+    """Refuse a job whose expert all-to-all a hashed scheme in ``schemes`` could not time, before the fabric
+    is compiled for it: n(n - 1) transfers in each of its GPUs / EP groups, past ``collective_transfers``
+    for any scheme that does not fold equal blocks (:mod:`twin.twins.net.blocks`), whatever the route.
+    :func:`simulate_job` would refuse it too, once the whole fabric was compiled (gigawatt-campus: the
+    build's default twin said so after ~17 CPU seconds of compiling a million GPUs' paths)."""
+    from twin.lang import limits
+    from twin.twins.net import blocks
+
+    _, w, _ = _resolved(design, cfg, src, path)
+    if not (compute.Shape.of(w, cfg.kv_heads).moe and w.ep > 1):
+        return
+    groups = w.gpus // w.ep
+    for s in schemes:
+        if s.kind in blocks.SPRAYED:
+            continue
+        try:
+            limits.check("collective_transfers", blocks.transfers_estimate("alltoall", "direct", w.ep, 1, groups),
+                         f"transfers in a phase of the expert all-to-all over {groups:,} group(s) of {w.ep:,} ranks")
+        except ValueError as e:
+            raise SpecError([error(src, path + ("workload",), f"job {w.name} ({w.gpus:,} GPUs), scheme {s.name}: {e}",
+                                   "a smaller job or EP group, or raise the limit it names")]) from None
+
+
+def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], src, path, workload=None) -> dict:
+    design, w, r = _resolved(design, cfg, src, path, workload)
     if "dp_overlap" in getattr(cfg, "model_fields_set", ()) and not (r.overlap_grad_reduce or r.overlap_param_gather):
         raise SpecError([error(src, path + ("dp_overlap",), f"dp_overlap {cfg.dp_overlap:g} is the share of a micro-batch that hides the "
                                f"data-parallel collectives, but this job overlaps neither (overlap_grad_reduce and overlap_param_gather "
