@@ -51,8 +51,8 @@ def _env() -> dict:
     return {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "0"}
 
 
-def serial(site: str) -> list[dict]:
-    """bench_passes.py's rows for ``site``, in its own process."""
+def serial(site: str) -> dict:
+    """bench_passes.py's rows and counts for ``site``, in its own process."""
     p = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_passes.py"), spec_of(site)], cwd=ROOT, env=_env(),
                        capture_output=True, text=True)
     if p.returncode:
@@ -118,24 +118,27 @@ def build(site: str) -> dict:
 def measured(site: str, runs: int, builds: int | None = None) -> dict:
     """Medians over ``runs`` of each pass's wall and CPU seconds (bench_passes.py) and over ``builds``
     (default ``runs``) of the build's."""
-    results = [serial(site) for _ in range(runs)]
+    runs_ = [serial(site) for _ in range(runs)]
+    results = [r["passes"] for r in runs_]
     rows = {}
     for i, r in enumerate(results[0]):
         rows[r["pass"]] = {k: statistics.median(x[i][k] for x in results) for k in ("wall_s", "cpu_s", "user_s", "sys_s", "peak_mib")}
     done = [build(site) for _ in range(runs if builds is None else builds)]
     b = {k: statistics.median(x[k] for x in done) for k in ("wall_s", "cpu_s")}
     b.update({k: max(x[k] for x in done) for k in ("pss_peak_mib", "rss_max_mib")})
-    return {"site": site, "gpus": GPUS[site], "runs": runs, "passes": rows, "build": b,
+    return {"site": site, "gpus": GPUS[site], "counts": runs_[0]["counts"], "runs": runs, "passes": rows, "build": b,
             "passes_cpu_s": statistics.median(sum(x["cpu_s"] for x in r) for r in results)}
 
 
-def growth(small: dict, big: dict) -> dict[str, float]:
-    """Per pass: (CPU seconds per GPU of the big site) / (the same of the small one)."""
+def growth(small: dict, big: dict, per: str = "gpus") -> dict[str, float]:
+    """Per pass: (CPU seconds per GPU of the big site) / (the same of the small one); ``per="cables"``: per
+    cable of the fabric instead (a site on two planes has about twice the cables per GPU of one on one)."""
+    n_big, n_small = (big["gpus"], small["gpus"]) if per == "gpus" else (big["counts"][per], small["counts"][per])
     out = {}
     for name, row in big["passes"].items():
         s = small["passes"].get(name)
         if s and s["cpu_s"] > 0.05:
-            out[name] = (row["cpu_s"] / big["gpus"]) / (s["cpu_s"] / small["gpus"])
+            out[name] = (row["cpu_s"] / n_big) / (s["cpu_s"] / n_small)
     return out
 
 
@@ -154,30 +157,37 @@ def main(argv: list[str]) -> int:
     small_runs = int(argv[argv.index("--small-runs") + 1]) if "--small-runs" in argv else runs
     big = measured(SITES[1], runs)
     small = measured(SITES[0], small_runs, builds=runs)  # the 100K site's passes vary most, relative to their size
-    g = growth(small, big)
+    g, gc = growth(small, big), growth(small, big, "cables")
     bb = big["build"]
     ok = bb["wall_s"] <= GOAL_S and bb["pss_peak_mib"] / 1024 <= GOAL_GIB and all(v <= GOAL_GROWTH for v in g.values())
-    summary = {"machine": {"cpus": os.cpu_count(), "load_average": os.getloadavg()[0]}, "sites": [small, big], "growth_per_gpu": g,
+    summary = {"machine": {"cpus": os.cpu_count(), "load_average": os.getloadavg()[0]}, "sites": [small, big], "growth_per_gpu": g, "growth_per_cable": gc,
                "goal": {"seconds": GOAL_S, "gib": GOAL_GIB, "growth": GOAL_GROWTH}, "ok": ok}
     if "--json" in argv:
         print(json.dumps(summary, indent=1))
         return 0 if ok else 1
     print(f"median of {runs} run(s) per site; load average {summary['machine']['load_average']:.1f} on {os.cpu_count()} CPUs "
           f"(goal: gigawatt-campus <= {GOAL_S:g} s, <= {GOAL_GIB:g} GiB; no pass's CPU per GPU x{GOAL_GROWTH:g} or more)\n")
-    print("| pass (one process, one after another) | 100K CPU s | 100K us/GPU | 1M CPU s | 1M us/GPU | growth per GPU | 1M of it system s | 1M wall s | 1M peak MiB |\n"
-          "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    cs, cb = small["counts"], big["counts"]
+    print(f"cables per GPU: {cs['cables'] / small['gpus']:.2f} ({cs['cables']:,}) against {cb['cables'] / big['gpus']:.2f} ({cb['cables']:,}), "
+          f"x{(cb['cables'] / big['gpus']) / (cs['cables'] / small['gpus']):.2f}\n")
+    print("| pass (one process, one after another) | 100K CPU s | 100K us/GPU | 1M CPU s | 1M us/GPU | growth per GPU | per cable | 1M of it system s | 1M wall s | 1M peak MiB |\n"
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, row in big["passes"].items():
         s = small["passes"].get(name, {"cpu_s": float("nan")})
-        gr = f"{g[name]:.2f}" if name in g else "-"
+        gr, grc = (f"{g[name]:.2f}", f"{gc[name]:.2f}") if name in g else ("-", "-")
         print(f"| {name} | {s['cpu_s']:.2f} | {s['cpu_s'] / small['gpus'] * 1e6:.1f} | {row['cpu_s']:.2f} | "
-              f"{row['cpu_s'] / big['gpus'] * 1e6:.1f} | {gr} | {row['sys_s']:.2f} | {row['wall_s']:.2f} | {row['peak_mib']:.0f} |")
-    print(f"| all passes | {small['passes_cpu_s']:.1f} | | {big['passes_cpu_s']:.1f} | | | | | |")
+              f"{row['cpu_s'] / big['gpus'] * 1e6:.1f} | {gr} | {grc} | {row['sys_s']:.2f} | {row['wall_s']:.2f} | {row['peak_mib']:.0f} |")
+    print(f"| all passes | {small['passes_cpu_s']:.1f} | | {big['passes_cpu_s']:.1f} | | | | | | |")
     print("\n| `twin build` (two processes, as a user runs it) | wall s | CPU s | peak PSS MiB (all processes) | largest RSS MiB (one process) |\n"
           "|---|---:|---:|---:|---:|")
     for site in (small, big):
         b = site["build"]
         print(f"| {site['site']} | {b['wall_s']:.1f} | {b['cpu_s']:.1f} | {b['pss_peak_mib']:.0f} | {b['rss_max_mib']:.0f} |")
-    print(f"\n{'OK' if ok else 'GOAL MISSED'}")
+    over = [f"{k} x{v:.2f}" for k, v in g.items() if v > GOAL_GROWTH]
+    over_c = [f"{k} x{v:.2f}" for k, v in gc.items() if v > GOAL_GROWTH]
+    print(f"\nbuild: {bb['wall_s']:.0f} s, {bb['pss_peak_mib'] / 1024:.1f} GiB; passes over x{GOAL_GROWTH:g} per GPU: "
+          f"{', '.join(over) or 'none'}; per cable: {', '.join(over_c) or 'none'}")
+    print(f"{'OK' if ok else 'GOAL MISSED'}")
     return 0 if ok else 1
 
 

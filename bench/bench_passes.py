@@ -7,7 +7,7 @@ and then each emitter with its files written (as the build writes them: checked,
 next renders), each with the CPU seconds (user + system) and wall seconds it took and the resident memory
 after it and at its peak. bench_gigawatt.py compares two sites with it, pass by pass.
 
-    python bench/bench_passes.py sites/meta-campus-100k.yaml      # JSON rows on stdout
+    python bench/bench_passes.py sites/meta-campus-100k.yaml      # JSON on stdout: {"passes": [rows], "counts": {...}}
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def rss_mib() -> float:
         return int(f.read().split()[1]) * resource.getpagesize() / 2**20
 
 
-def run(spec: str, out: Path) -> list[dict]:
+def run(spec: str, out: Path) -> dict:
     gc.set_threshold(100_000, 50, 100)  # as twin's CLI (twin/cli/app.py main)
     rows: list[dict] = []
     mark = ["imports", time.perf_counter(), os.times()]
@@ -62,7 +62,10 @@ def run(spec: str, out: Path) -> list[dict]:
         step(f"emit: {EMITTER_LABELS[emitter]}")
         _write_emitters(out, [emitter], design, acyclic=True)
     step("end")
-    return rows
+    roles = [r for _, r in design.fabric.graph.nodes(data="role")]  # the work the passes scale with, counted outside their times
+    counts = {"cables": sum(lk.kind == "link" for lk in design.fabric.links), "nics": roles.count("nic"),
+              "switches": sum(r not in ("nic", "server", "endpoint") for r in roles)}
+    return {"passes": rows, "counts": counts}
 
 
 if __name__ == "__main__":
