@@ -44,3 +44,39 @@ def test_the_graphml_is_streamed_the_same_and_rebuilt_only_when_it_changes(tmp_p
     assert graphml.read_bytes() == files["model/fabric.graphml"] + b"<!-- changed -->\n" and graphml.stat().st_ino != ino
     manifest = (out / "manifest.json").read_text()
     assert hashlib.sha256(graphml.read_bytes()).hexdigest() in manifest
+
+
+def test_the_netbox_set_is_streamed_file_by_file_as_render_gives_it(tmp_path, monkeypatch):
+    """NetBox's tables come one after another (the interfaces' ~1 GB of CSV on the 2-plane gigawatt site): each
+    file is written as its rows are rendered, the README (every table's rows counted) last; the folder holds
+    render()'s bytes, whatever the chunk size, and a name is asked for only once the file before it is written."""
+    from twin.build import build, render
+    from twin.emit import netbox
+
+    monkeypatch.setattr(netbox, "CHUNK", 7)  # lab-2zone's interfaces and cables in many chunks
+    out = tmp_path / "lab"
+    build(SPEC, out)
+    _, files = render(SPEC)
+    names = sorted(k for k in files if k.startswith("netbox/"))
+    assert len(names) == 11 and "netbox/README.md" in names
+    for rel in names:
+        assert (out / rel).read_bytes() == files[rel], rel
+    assert files["netbox/09-interfaces.csv"].count(b"\n") > 7 * 3  # more rows than three chunks
+
+    seen, written = [], []
+    monkeypatch.setattr(netbox, "tables", _recording(netbox.tables, seen, written))
+    from twin.compiler.pipeline import compile_design
+
+    _, pairs = netbox.emit_stream(compile_design(SPEC))
+    for rel, chunks in pairs:
+        assert len(seen) == len(written) + 1 or rel == "netbox/README.md"  # the table before this one was read to the end
+        written.append(b"".join(chunks))
+    assert len(written) == len(names)
+
+
+def _recording(real, seen, written):
+    def tables(design):
+        for t in real(design):
+            seen.append(t.stem)
+            yield t
+    return tables

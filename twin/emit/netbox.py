@@ -6,6 +6,7 @@ from :func:`twin.emit.netbox_objects.import_set`, which ``twin netbox push`` wri
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import islice
 
 from twin.compiler.design import Design
@@ -19,19 +20,24 @@ def table_csv(table: Table) -> bytes:
     return csv_table(table.columns, table.rows)
 
 
-def rendered(table: Table) -> tuple[bytes, int, list[str]]:
-    """(the CSV, its rows, its names NetBox refuses), rendered ``CHUNK`` rows at a time as its rows come
-    (:func:`twin.emit.netbox_objects.tables`): the same bytes as :func:`table_csv` (the excel dialect
-    quotes field by field; the header is written once), without every row in memory at once."""
+def _chunks(table: Table, tally: list) -> Iterator[bytes]:
+    """The table's CSV (the bytes of :func:`table_csv`: the excel dialect quotes field by field, the header is
+    written once) as it is rendered, ``CHUNK`` rows at a time as its rows come (:func:`twin.emit.netbox_objects.tables`),
+    never every row in memory at once; counts its rows and the names NetBox refuses into ``tally`` ([rows,
+    set of names]) as it goes."""
     if isinstance(table.rows, tuple) and len(table.rows) <= CHUNK:
-        return table_csv(table), len(table.rows), long_names([table])
-    head = len(csv_table(table.columns, []))
-    out, n, problems, rows = bytearray(csv_table(table.columns, [])), 0, set(), iter(table.rows)
+        tally[0] += len(table.rows)
+        tally[1].update(long_names([table]))
+        yield table_csv(table)
+        return
+    head = csv_table(table.columns, [])
+    yield head
+    rows = iter(table.rows)
     while chunk := tuple(islice(rows, CHUNK)):
-        out += memoryview(table_csv(Table(table.stem, table.model, table.path, table.columns, chunk)))[head:]
-        problems.update(long_names([Table(table.stem, table.model, table.path, table.columns, chunk)]))
-        n += len(chunk)
-    return bytes(out), n, sorted(problems)
+        part = Table(table.stem, table.model, table.path, table.columns, chunk)
+        tally[0] += len(chunk)
+        tally[1].update(long_names([part]))
+        yield table_csv(part)[len(head):]
 
 
 def readme(site: str, tables: list[Table], counts: list[int] | None = None, problems: list[str] | None = None) -> str:
@@ -60,13 +66,27 @@ def readme(site: str, tables: list[Table], counts: list[int] | None = None, prob
 
 
 def emit(design: Design) -> dict[str, bytes]:
-    files, done, counts, problems = {}, [], [], set()
-    for t in tables(design):  # each table rendered, its rows dropped, before the next is made
-        files[f"netbox/{t.stem}.csv"], n, long = rendered(t)
-        done.append(Table(t.stem, t.model, t.path, t.columns, (), t.shared))
-        counts.append(n)
-        problems.update(long)
-    if not done:
-        return {}
-    files["netbox/README.md"] = readme(design.name, done, counts, sorted(problems)).encode("utf-8")
-    return files
+    """Every file whole (render() and diff read them; the build writes :func:`emit_stream`'s chunks)."""
+    return {rel: b"".join(chunks) for rel, chunks in emit_stream(design)[1]}
+
+
+def emit_stream(design: Design) -> tuple[dict[str, bytes], Iterator[tuple[str, Iterator[bytes]]]]:
+    """:func:`emit` for a build writing to disk: each file as chunks of bytes written as they are rendered, the
+    tables made one after another and the README last (:func:`twin.output.write_stream`), never a whole file
+    in memory (the 2-plane gigawatt site's interfaces: ~1 GB of CSV). Each file's chunks are read to the
+    end before the next name is asked for (:func:`twin.build._write_emitters`)."""
+
+    def files() -> Iterator[tuple[str, Iterator[bytes]]]:
+        done, counts, problems = [], [], set()
+        for t in tables(design):
+            tally = [0, problems]
+            yield f"netbox/{t.stem}.csv", _chunks(t, tally)
+            done.append(Table(t.stem, t.model, t.path, t.columns, (), t.shared))
+            counts.append(tally[0])
+        if done:
+            yield "netbox/README.md", iter([readme(design.name, done, counts, sorted(problems)).encode("utf-8")])
+
+    return {}, files()
+
+
+emit.stream = emit_stream  # the build's way (twin.build._write_emitters); render() and diff read emit's bytes
