@@ -15,6 +15,7 @@ A label reads ``hall/row/rack/U/device/port``, e.g. ``dh1/R03/dh1-z1-r005/U47/dh
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import count, repeat
 
 import numpy as np
@@ -59,11 +60,21 @@ def _ends(design: Design) -> dict[str, tuple[str, str, str, str, str]]:
 
 
 def emit(design: Design) -> dict[str, bytes]:
-    """The files, column by column (maps and joins in C, no Python step per cable: the gigawatt site's ~2.4M
-    cables); a pull sheet's rows are its cables in the schedule's order."""
+    """Every file whole (render() and diff read them; the build writes :func:`emit_stream`'s)."""
+    pulls, large = emit_stream(design)
+    files = {rel: b"".join(chunks) for rel, chunks in large}
+    files.update(pulls)
+    return files
+
+
+def emit_stream(design: Design) -> tuple[dict[str, bytes], Iterator[tuple[str, Iterator[bytes]]]]:
+    """The pull sheets as bytes, and ``cables.csv`` then ``breakouts.csv`` as chunks written as they are rendered
+    (:func:`twin.output.write_stream`): never a whole file of the ~4.4M cables of the 2-plane gigawatt site in
+    memory, and the breakouts' rows made once the schedule's columns are freed. Built column by column (maps
+    and joins in C, no Python step per cable); a pull sheet's rows are its cables in the schedule's order."""
     plan = design.cabling
     if plan is None:
-        return {}
+        return {}, iter(())
     media = design.spec.catalog.media
     ends = _ends(design)
     names = list(plan.media)
@@ -77,16 +88,26 @@ def emit(design: Design) -> dict[str, bytes]:
     ah, ar, ark, au, a_at = zip(*map(ends.__getitem__, a), strict=True) if cables else ((),) * 5
     bh, br, brk, bu, b_at = zip(*map(ends.__getitem__, b), strict=True) if cables else ((),) * 5
     a_label, b_label = list(map(str.__add__, a_at, a_port)), list(map(str.__add__, b_at, b_port))
-    files = {"cabling/cables.csv": columns_in_chunks(CABLE_COLUMNS, [ids, tier, name, kind, stock, length, route, a, a_port, ah, ar, ark, au,
-                                                              b, b_port, bh, br, brk, bu, a_label, b_label])}
+    pulls, pull = {}, [ids, name, stock, a_label, b_label, tier]
+    for (hall, row), at in _rows_of(list(zip(ah, ar))):
+        pulls[f"cabling/pull-{hall}-row{int(row):02d}.csv"] = csv_columns(PULL_COLUMNS, [list(map(col.__getitem__, at)) for col in pull])
+    del pull
+    cols = [ids, tier, name, kind, stock, length, route, a, a_port, ah, ar, ark, au, b, b_port, bh, br, brk, bu, a_label, b_label]
+    del ids, tier, name, kind, stock, length, route, a, a_port, ah, ar, ark, au, b, b_port, bh, br, brk, bu, a_label, b_label
+    return pulls, _large(design, cols)
+
+
+def _large(design: Design, cols: list) -> Iterator[tuple[str, Iterator[bytes]]]:
+    """``cables.csv`` from ``cols``, then (its columns dropped) ``breakouts.csv``; each read to the end by the
+    writer before the next is asked for."""
+    yield "cabling/cables.csv", columns_in_chunks(CABLE_COLUMNS, cols)
+    del cols
     breakouts = breakout_rows(design, text=True)
     if breakouts:
-        files["cabling/breakouts.csv"] = table_in_chunks(BREAKOUT_COLUMNS, breakouts)
-    del breakouts
-    pull = [ids, name, stock, a_label, b_label, tier]
-    for (hall, row), at in _rows_of(list(zip(ah, ar))):
-        files[f"cabling/pull-{hall}-row{int(row):02d}.csv"] = csv_columns(PULL_COLUMNS, [list(map(col.__getitem__, at)) for col in pull])
-    return files
+        yield "cabling/breakouts.csv", table_in_chunks(BREAKOUT_COLUMNS, breakouts)
+
+
+emit.stream = emit_stream  # the build's way (twin.build._write_emitters)
 
 
 def _rows_of(keys: list[tuple[str, str]]) -> list[tuple[tuple[str, str], list[int]]]:
