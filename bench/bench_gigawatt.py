@@ -21,7 +21,6 @@ process, compiled only as far as it reads, time and peak memory per step.
     python bench/bench_gigawatt.py --runs 3 --json
     python bench/bench_gigawatt.py --small-runs 5      # the 100K site's passes 5 times, the gigawatt's once
     python bench/bench_gigawatt.py --twins --runs 3
-    python bench/bench_gigawatt.py --planes 2          # the campus on two planes (gigawatt_two_planes.py), build or --twins
 """
 
 from __future__ import annotations
@@ -40,11 +39,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SITES = ("meta-campus-100k", "gigawatt-campus")
 GPUS = {"meta-campus-100k": 98_304, "gigawatt-campus": 995_328}
 GOAL_S, GOAL_GIB, GOAL_GROWTH = 180.0, 16.0, 1.5
-SPEC = "TWIN_BENCH_GIGAWATT"  # the gigawatt spec measured, when not sites/gigawatt-campus.yaml (--planes 2: its copy)
-
-
-def spec_of(site: str) -> str:
-    return os.environ.get(SPEC, f"sites/{site}.yaml") if site == SITES[1] else f"sites/{site}.yaml"
 
 
 def _env() -> dict:
@@ -53,7 +47,7 @@ def _env() -> dict:
 
 def serial(site: str) -> dict:
     """bench_passes.py's rows and counts for ``site``, in its own process."""
-    p = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_passes.py"), spec_of(site)], cwd=ROOT, env=_env(),
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_passes.py"), f"sites/{site}.yaml"], cwd=ROOT, env=_env(),
                        capture_output=True, text=True)
     if p.returncode:
         raise SystemExit(p.stderr[-3000:])
@@ -93,7 +87,7 @@ def _memory(pids: set[int]) -> tuple[float, float]:
 def build(site: str) -> dict:
     """`twin build` of ``site`` into a temporary folder: wall and CPU seconds, peak summed PSS, largest RSS."""
     with tempfile.TemporaryDirectory(prefix="bench-gigawatt-") as tmp:
-        cmd = [sys.executable, "-m", "twin", "build", spec_of(site), "-o", str(Path(tmp) / "out"), "-q"]
+        cmd = [sys.executable, "-m", "twin", "build", f"sites/{site}.yaml", "-o", str(Path(tmp) / "out"), "-q"]
         t = time.perf_counter()
         p = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         peak = [0.0, 0.0]
@@ -144,12 +138,6 @@ def growth(small: dict, big: dict, per: str = "gpus") -> dict[str, float]:
 
 def main(argv: list[str]) -> int:
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 1
-    if "--planes" in argv and argv[argv.index("--planes") + 1] == "2":
-        from gigawatt_two_planes import main as two_planes
-
-        copy = Path(tempfile.mkdtemp(prefix="twin-gw2p-")) / "gigawatt-campus-2plane.yaml"
-        two_planes(str(copy))
-        os.environ[SPEC] = str(copy)  # read here and by the twins' processes
     if "--twins" in argv:
         from bench_gigawatt_twins import main as twins
 

@@ -9,10 +9,12 @@ far as it reads, time and peak memory per step. Run through `python bench/bench_
   maximises its ETTR (15 intervals x 1,000 runs). Goal: the Monte Carlo in 10 s.
 - allreduce: the fabric's paths (routing tables per class of leaves, twin/twins/net/leafclass.py), then
   scenarios/gigawatt-allreduce.yaml: one hierarchical AllReduce over all 995,328 GPUs at flow level (NVLink
-  in each rack, a ring per rail across the racks, sprayed, 27,648 exact classes for 995,328 NIC flows).
+  in each rack, a ring per rail across the racks, sprayed; each transfer in halves over a GPU's two 200G
+  ports, one per plane: 27,648 exact classes, an RTSW per rack and plane, for 1,990,656 NIC port flows).
   Goal: 60 s and 8 GiB. Its known answer: each phase's seconds per byte against the closed form of the
   hierarchical algorithm on a non-blocking fabric, 1 / (g B_nvl) on NVLink and 1 / (g m B_nic) per ring
-  step (g = 72 GPUs per rack, m = 13,824 racks), within 5% (issue 40).
+  step (g = 72 GPUs per rack, m = 13,824 racks, B_nic the NIC's 400G: its ports on both planes), within
+  5% (issue 40).
 - moe: the fabric's paths, then scenarios/gigawatt-moe.yaml: the step of DeepSeek-V3's shape on every GPU
   (EP 64, ZeRO-1 sharded inside each zone and replicated across the 192 zones, node-limited routing; the site's
   workload deepseek-v3-campus): its expert all-to-all over 15,552 EP groups as 192 zones, equal zones timed
@@ -46,7 +48,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SITE = Path(os.environ.get("TWIN_BENCH_GIGAWATT", ROOT / "sites" / "gigawatt-campus.yaml"))  # bench_gigawatt.py --planes 2: its copy
+SITE = ROOT / "sites" / "gigawatt-campus.yaml"
 TWINS = {"power": ("placement", ROOT / "scenarios" / "gigawatt-power.yaml"),
          "campaign": ("fabric", ROOT / "scenarios" / "gigawatt-campaign.yaml"),
          "known answers": ("fabric", None),
@@ -124,7 +126,7 @@ def allreduce_figures(design, c: dict) -> dict:
     sch = c["schemes"][0]
     g = design.spec.chassis.gpus
     m = c["ranks"] // g
-    nic = float(design.spec.fabric.nic_speed or design.spec.chassis.nic_speed) / 8
+    nic = float(design.spec.fabric.nic_speed or design.spec.chassis.nic_speed) / 8  # the NIC's ports on every plane together
     nvl = float(design.spec.chassis.nvlink_bandwidth) / 8 * lib.nvlink_eta / lib.eta  # the twin's NVLink arcs
     closed = {"intra-server reduce-scatter": 1 / (g * nvl), "inter-server rail rings": 1 / (g * m * nic),
               "intra-server all-gather": 1 / (g * nvl)}

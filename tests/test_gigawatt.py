@@ -1,23 +1,32 @@
-"""The gigawatt campus (issue 40): sites/gigawatt-campus.yaml's counts in closed form.
+"""The gigawatt campus (issue 40): sites/gigawatt-campus.yaml's counts in closed form, on two planes.
 
 The site itself (995,328 GPUs) takes minutes to build and is measured by hand (bench/bench_gigawatt.py);
 here its spec resolves to the closed-form shape, and a scaled-down copy (the same halls, racks, switches
-and ratios in 2 buildings of 1 zone) compiles to a graph and a cabling plan whose every count is the
-closed form of the spec (A = 9 ATSWs per building in the copy, so one hall holds them):
+and ratios in 2 buildings of 1 zone) compiles to a graph and a cabling plan whose every count, plane by
+plane, is the closed form of the spec (A = 4 ATSWs per building and plane in the copy, so one hall's 27
+network positions hold its building's 2 x 9 CTSWs and 2 x 4 ATSWs).
 
-- GPUs B Z R 72, RTSWs B Z R 2, CTSWs B Z C, ATSWs B A (B buildings, Z zones each, R racks per zone,
-  C CTSWs per zone, A ATSWs per building);
-- an RTSW's 36 NICs down and 36 uplinks, 2 to each of the 18 CTSWs (36 / 18): a CTSW has 4 R down, and
-  ceil(4 R / 3) up at the asked 1:3;
-- an ATSW takes D = Z C up / A links from its building's zones (its CTSW plane's share), and meets ATSW k
-  of each other building with ceil(D / (2.8 (B - 1))) links (the mesh's 1:2.8, [meta-ncclx]);
+Each GB200's 400G NIC is 2 x 200G ports, one on each of P = 2 planes, and each plane is the one-plane
+fabric of the same NICs at 200G (docs/howto/multi-plane.md; twin/compiler/resolve/shape.py ``_ai_zone``,
+campus_shape.py): on a campus every plane has its own RTSWs, CTSWs, ATSW layer per building and campus
+mesh. Per plane (B buildings, Z zones each, R racks per zone, C CTSWs per zone, A ATSWs per building):
+
+- GPUs B Z R 72 (each with one port on the plane), RTSWs B Z R (one per rack), CTSWs B Z C, ATSWs B A;
+- an RTSW's 72 NIC ports down at 200G and 36 uplinks at 400G (1:1), 4 to each of the 9 CTSWs (36 / 9): a
+  CTSW has 4 R down, and ceil(4 R / 3) up at the asked 1:3;
+- an ATSW takes D = Z C up / A links from its building's zones, and meets ATSW k of each other building
+  of its plane with ceil(D / (2.8 (B - 1))) links (the mesh's 1:2.8, [meta-ncclx]);
 - cables per tier: NIC-RTSW = GPUs, RTSW-CTSW = RTSWs x 36, CTSW-ATSW = CTSWs x up, ATSW-ATSW = A x
   B (B - 1) / 2 x the pair's links.
+
+The site has P times each: every switch and cable count of a plane, doubled, and no cable joins two
+planes. Per GPU that is 2 x 200G, the bandwidth of one 400G plane.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -28,22 +37,29 @@ from twin.compiler import pipeline
 from twin.compiler.fabric.synthesis import mismatches
 
 GIGAWATT = SITES / "gigawatt-campus.yaml"
-R, C, A, UP_PER_RTSW, RTSW_PER_RACK, GPUS_PER_RACK = 72, 18, 108, 36, 2, 72
+P, R, C, A = 2, 72, 9, 54  # planes; per plane: racks per zone, CTSWs per zone, ATSWs per building
+PORTS_PER_RTSW, UP_PER_RTSW, RTSW_PER_RACK, GPUS_PER_RACK = 72, 36, 1, 72  # per plane: one RTSW a rack, a port of each NIC
+COPY_A = 4  # ATSWs per building and plane in the 2-building copy: 2 x (9 + 4) of a hall's 27 network positions
+ROLES = ("rtsw", "ctsw", "atsw")
 
 
 def closed_form(b: int, z: int, a: int = A) -> dict:
-    ctsw_up = math.ceil(R * RTSW_PER_RACK * UP_PER_RTSW / C / 3)
+    """One plane's counts (``plane``, ``plane_cables``) and the site's (``switches``, ``cables``: P times)."""
+    ctsw_down = R * RTSW_PER_RACK * UP_PER_RTSW // C
+    ctsw_up = math.ceil(ctsw_down / 3)
     d = z * C * ctsw_up // a
     pair = math.ceil(d / (2.8 * (b - 1)))
-    return {"gpus": b * z * R * GPUS_PER_RACK, "rtsw": b * z * R * RTSW_PER_RACK, "ctsw": b * z * C, "atsw": b * a,
-            "ctsw_down": R * RTSW_PER_RACK * UP_PER_RTSW // C, "ctsw_up": ctsw_up, "atsw_down": d, "pair": pair,
-            "cables": {"nic-rtsw": b * z * R * GPUS_PER_RACK, "rtsw-ctsw": b * z * R * RTSW_PER_RACK * UP_PER_RTSW,
-                       "ctsw-atsw": b * z * C * ctsw_up, "atsw-atsw": a * b * (b - 1) // 2 * pair}}
+    plane = {"rtsw": b * z * R * RTSW_PER_RACK, "ctsw": b * z * C, "atsw": b * a}
+    cables = {"nic-rtsw": b * z * R * RTSW_PER_RACK * PORTS_PER_RTSW, "rtsw-ctsw": b * z * R * RTSW_PER_RACK * UP_PER_RTSW,
+              "ctsw-atsw": b * z * C * ctsw_up, "atsw-atsw": a * b * (b - 1) // 2 * pair}
+    return {"gpus": b * z * R * GPUS_PER_RACK, "ctsw_down": ctsw_down, "ctsw_up": ctsw_up, "atsw_down": d, "pair": pair,
+            "plane": plane, "plane_cables": cables,
+            "switches": {k: P * v for k, v in plane.items()}, "cables": {k: P * v for k, v in cables.items()}}
 
 
-def scaled(tmp_path: Path, buildings: int = 2, halls: int = 1, atsws: int = 9) -> Path:
+def scaled(tmp_path: Path, buildings: int = 2, halls: int = 1, atsws: int = COPY_A) -> Path:
     """gigawatt-campus with its first ``buildings`` buildings of ``halls`` halls (one zone each) and ``atsws``
-    ATSWs per building (a hall's 27 network positions hold its 18 CTSWs and 9 more)."""
+    ATSWs per building and plane (a hall's 27 network positions hold its 2 x 9 CTSWs and 8 more)."""
     doc = yaml.safe_load(GIGAWATT.read_text(encoding="utf-8"))
     doc["buildings"] = [{**b, "halls": b["halls"][:halls]} for b in doc["buildings"][:buildings]]
     doc["fabric"]["zones"] = buildings * halls
@@ -58,19 +74,31 @@ def scaled(tmp_path: Path, buildings: int = 2, halls: int = 1, atsws: int = 9) -
 
 
 def test_the_gigawatt_spec_resolves_to_its_closed_form():
-    """8 buildings x 24 zones: 995,328 GPUs, 27,648 RTSWs, 3,456 CTSWs, 864 ATSWs; an ATSW 384 down + 7 x 20
-    to the campus = 524 of its 576 ports; 60,480 links between buildings."""
+    """8 buildings x 24 zones on 2 planes. Per plane: 13,824 RTSWs, 1,728 CTSWs, 432 ATSWs; an ATSW 384 down
+    + 7 x 20 to the campus = 524 of its 576 ports; 30,240 links between buildings. The site: 27,648 RTSWs,
+    3,456 CTSWs, 864 ATSWs; 1,990,656 NIC-RTSW, 995,328 RTSW-CTSW, 331,776 CTSW-ATSW cables, 60,480 links
+    between buildings."""
     spec = pipeline.check(GIGAWATT).spec
     want, shape = closed_form(8, 24), spec.shape
     assert (spec.gpus, spec.racks) == (want["gpus"], want["gpus"] // GPUS_PER_RACK) == (995_328, 13_824)
-    assert {t.role: t.count for t in shape.tiers} == {"rtsw": want["rtsw"], "ctsw": want["ctsw"], "atsw": want["atsw"]}
-    assert set(shape.ctsw_down) == {want["ctsw_down"]} == {288} and set(shape.ctsw_up) == {want["ctsw_up"]} == {96}
+    assert shape.planes == spec.fabric.planes == spec.chassis.nic_ports == P
+    assert want["plane"] == {"rtsw": 13_824, "ctsw": 1_728, "atsw": 432}
+    assert want["plane_cables"] == {"nic-rtsw": 995_328, "rtsw-ctsw": 497_664, "ctsw-atsw": 165_888, "atsw-atsw": 30_240}
+    assert {t.role: t.count for t in shape.tiers} == want["switches"] == {"rtsw": 27_648, "ctsw": 3_456, "atsw": 864}
+    assert {b: shape.links(b) for b in want["cables"]} == want["cables"]
+    assert want["cables"] == {"nic-rtsw": 1_990_656, "rtsw-ctsw": 995_328, "ctsw-atsw": 331_776, "atsw-atsw": 60_480}
+    # one plane's ports: an RTSW's 72 NIC ports at 200G and 36 uplinks at 400G; 2 x 200G per GPU = one 400G plane
+    rtsw = shape.tier("rtsw")
+    assert (rtsw.down, rtsw.up, shape.rack_uplinks) == (PORTS_PER_RTSW, UP_PER_RTSW, UP_PER_RTSW * RTSW_PER_RACK)
+    assert shape.boundary("nic-rtsw").speed == 200e9 and P * shape.boundary("nic-rtsw").speed == spec.nic_speed == 400e9
+    assert {shape.boundary(b).speed for b in ("rtsw-ctsw", "ctsw-atsw", "atsw-atsw")} == {400e9}
+    assert shape.ctsw_down == (want["ctsw_down"],) * C and shape.ctsw_up == (want["ctsw_up"],) * C
+    assert (want["ctsw_down"], want["ctsw_up"]) == (288, 96)
     cs = shape.campus
+    assert cs.atsw_per_building == A and len(cs.atsw_down) == 8 and all(len(per) == A for per in cs.atsw_down)
     assert {d for per in cs.atsw_down for d in per} == {want["atsw_down"]} == {384}
     assert set(cs.pair_links.values()) == {want["pair"]} == {20} and len(cs.pair_links) == 28
     assert set(cs.atsw_up) == {7 * 20} and 384 + 140 <= shape.tier("atsw").radix
-    assert {b: shape.links(b) for b in want["cables"]} == want["cables"]
-    assert want["cables"]["atsw-atsw"] == 60_480
 
 
 @pytest.fixture(scope="module")
@@ -79,21 +107,38 @@ def small(tmp_path_factory):
 
 
 def test_a_scaled_copy_compiles_to_the_closed_form(small):
-    """2 buildings of 1 zone and 9 ATSWs: 10,368 GPUs; an ATSW takes 192 links from its zone (2 CTSW planes)
-    and 69 to the other building."""
-    want, d = closed_form(2, 1, 9), small
+    """2 buildings of 1 zone and 4 ATSWs per plane: 10,368 GPUs; on each plane an ATSW takes 216 links from
+    its zone (9 CTSWs x 96 / 4) and 78 to the other building (ceil(216 / 2.8))."""
+    want, d = closed_form(2, 1, COPY_A), small
     assert mismatches(d.spec.shape, d.fabric) == []
     assert d.spec.gpus == want["gpus"] == 10_368
-    roles = {r: len(d.fabric.nodes(r)) for r in ("rtsw", "ctsw", "atsw")}
-    assert roles == {"rtsw": want["rtsw"], "ctsw": want["ctsw"], "atsw": want["atsw"]}
-    per_tier: dict[str, int] = {}
-    for lk in d.fabric.cables():
-        per_tier[lk.tier] = per_tier.get(lk.tier, 0) + 1
-    assert per_tier == want["cables"] and want["atsw_down"] == 192 and want["pair"] == 69
-    # every building's ATSWs stand in its own halls; links between buildings are the only ones that leave one
+    assert want["atsw_down"] == 216 and want["pair"] == 78
+    assert want["plane"] == {"rtsw": 144, "ctsw": 18, "atsw": 8}
+    assert want["plane_cables"] == {"nic-rtsw": 10_368, "rtsw-ctsw": 5_184, "ctsw-atsw": 1_728, "atsw-atsw": 312}
     g = d.fabric.graph
+    roles = Counter((g.nodes[n]["role"], g.nodes[n]["plane"]) for n in d.fabric.switches())
+    assert roles == {(r, k): want["plane"][r] for r in ROLES for k in range(P)}
+    # every cable on one plane (its switch end's; both ends' between switches), each plane's count the closed form
+    per_tier = Counter()
+    for lk in d.fabric.cables():
+        k = g.nodes[lk.b]["plane"]
+        assert lk.tier == "nic-rtsw" or g.nodes[lk.a]["plane"] == k, lk
+        per_tier[lk.tier, k] += 1
+    assert per_tier == {(t, k): n for t, n in want["plane_cables"].items() for k in range(P)}
+    assert {t: sum(n for (x, _), n in per_tier.items() if x == t) for t in want["cables"]} == want["cables"]
+    # every GPU's NIC: port j at 200G to plane j's RTSW of its own rack
+    nic = [lk for lk in d.fabric.cables() if lk.tier == "nic-rtsw"]
+    ports = Counter(lk.a for lk in nic)
+    assert len(ports) == want["gpus"] and set(ports.values()) == {P}
+    assert {(lk.a_port, g.nodes[lk.b]["plane"], lk.speed) for lk in nic} == {(f"port{k + 1}", k, 200e9) for k in range(P)}
+    assert all(g.nodes[lk.a]["rack"] == g.nodes[lk.b]["rack"] for lk in nic)
+    # every building's ATSWs stand in its own halls; links between buildings are the only ones that leave one
     assert {g.nodes[n]["building"] for n in d.fabric.nodes("atsw")} == {0, 1}
     assert all((g.nodes[lk.a]["building"] != g.nodes[lk.b]["building"]) == (lk.tier == "atsw-atsw") for lk in d.fabric.cables())
+    # a hall's network positions (rows 1-9, positions 1-3: 27) hold its building's 9 CTSWs and 4 ATSWs of each plane
+    net = Counter((r.position.hall, r.role) for r in d.placement.racks if r.kind == "network")
+    assert net == {(h, r): n for h in ("b1-dh01", "b2-dh01") for r, n in (("ctsw", P * C), ("atsw", P * COPY_A))}
+    assert P * (C + COPY_A) <= 27 < P * (C + COPY_A + 1)
 
 
 # The reliability twin's known answers (issue 40) on the scaled copy, through the path the campus takes

@@ -1,23 +1,28 @@
 """The network twin at a million GPUs (issue 40), on a scaled copy of gigawatt-campus (2 buildings of one
-zone: 144 NVL72 racks, 10,368 GPUs; tests/test_gigawatt.py's copy).
+zone: 144 NVL72 racks, 10,368 GPUs, on the site's P = 2 planes; tests/test_gigawatt.py's copy).
 
-- Routing tables per class of leaves (twin/twins/net/leafclass.py): every RTSW of a zone hangs off the
-  same 18 CTSWs, so the classes are the zones; the hop counts and every (switch, leaf) group equal their
-  definition (arcs to a head one hop closer, in (head, arc) order) computed leaf by leaf.
+- Routing tables per class of leaves (twin/twins/net/leafclass.py): on each plane every RTSW of a zone
+  hangs off the same 9 CTSWs of that plane, so the classes are the (zone, plane) pairs, 2 x 2 = 4 for
+  2 x 144 RTSWs; the hop counts and every (switch, leaf) group equal their definition (arcs to a head one
+  hop closer, in (head, arc) order) computed leaf by leaf, a switch of the other plane unreached.
 - Lumped classes of sprayed transfers (twin/twins/net/sprayclasses.py ``lumped``): the same phase times as one
-  column per transfer, with 2 classes per rack (one per RTSW) instead of 72 transfers.
+  column per transfer. The rail rings' transfers are split over the 2 planes (a column per NIC port,
+  2 per GPU) and lumped into 2 classes per rack (one per RTSW: a rack has one on each plane) instead
+  of 144 transfers.
 - The hierarchical AllReduce against its closed form: reduce-scatter over the 72 GPUs of a rack on
   NVLink (g - 1 steps of S / g), an AllReduce of S / g along each of the 72 rails across the m racks
-  (2 (m - 1) ring steps of S / (g m) at the NIC's 400 Gbit/s: every rail ring's hop is one NIC to one NIC
-  and the RTSWs are 1:1, so nothing else limits it), all-gather on NVLink; busbw = 2 (n - 1) / n x S /
-  t ([nccl-tests] PERFORMANCE.md), t the sum of the phases' bytes over their bottleneck bandwidths.
+  (2 (m - 1) ring steps of S / (g m), each split in equal halves over the NIC's two 200 Gbit/s ports, one
+  per plane: 400 Gbit/s per GPU as on one 400G plane; every rail ring's hop is one NIC port to one NIC
+  port and the RTSWs are 1:1, so nothing else limits it), all-gather on NVLink; busbw = 2 (n - 1) / n x
+  S / t ([nccl-tests] PERFORMANCE.md), t the sum of the phases' bytes over their bottleneck bandwidths.
+  The planes leave every term as on one 400G plane.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_gigawatt import scaled
+from test_gigawatt import P, scaled
 
 from twin.compiler import pipeline
 from twin.twins.net import collectives, ecmp, nccl, routing, sprayclasses, topology
@@ -37,8 +42,9 @@ def net(design):
 
 def test_routes_per_class_of_leaves_equal_the_tables_leaf_by_leaf(net):
     S, r = net.n_switches, net.routes
-    assert r.dP.shape == (2, S) and r.dP.dtype == np.int32  # one class per zone: 2, not 288 leaves
-    assert len(np.unique(r.leaf_class)) == 2
+    assert len(net.leaf_of_dest) == P * 2 * 72  # an RTSW per rack and plane: 288 leaves
+    assert r.dP.shape == (P * 2, S) and r.dP.dtype == np.int32  # one class per zone and plane: 4, not 288 leaves
+    assert len(np.unique(r.leaf_class)) == P * 2
     L = net.n_link_arcs
     sw = np.flatnonzero((net.arc_tail[:L] < S) & (net.arc_head[:L] < S))
     tl, hd = net.arc_tail[sw], net.arc_head[sw]
@@ -48,6 +54,10 @@ def test_routes_per_class_of_leaves_equal_the_tables_leaf_by_leaf(net):
         np.putmask(dist.T, np.unpackbits(lv.view(np.uint8), axis=1, bitorder="little")[:, :dist.shape[0]].astype(bool), k)
     assert np.array_equal(net.dist, dist)
     assert r.max_dist == dist.max() == 5  # RTSW, CTSW, ATSW, ATSW of the other building, CTSW, RTSW: 5 arcs
+    # a leaf reaches every switch of its plane (switches named plane<k>-...) and none of the other
+    plane = np.array([int(s.split("-", 1)[0].removeprefix("plane")) for s in net.switch_ids])
+    assert set(plane.tolist()) == set(range(1, P + 1))
+    assert np.array_equal(dist >= 0, plane[net.leaf_of_dest][:, None] == plane[None, :])
     # every (switch, leaf) group: the switch's arcs to a head one hop closer, in (head, arc) order
     order = np.lexsort((sw, hd, tl))
     tl, hd, arcs = tl[order], hd[order], sw[order]
@@ -70,8 +80,8 @@ def test_lumped_classes_give_the_phase_times_of_one_column_per_transfer(net, mon
     monkeypatch.setattr(collectives, "LUMP_TRANSFERS", 1)
     lumped = collectives.time_collective(net, "allreduce", "hierarchical", ranks, ADAPTIVE)
     racks = net.n_gpus // 72
-    assert [p.classes for p in apart.phases] == [net.n_gpus] * 3
-    assert [p.classes for p in lumped.phases] == [net.n_gpus, 2 * racks, net.n_gpus]  # per (RTSW, next rack's RTSW)
+    assert [p.classes for p in apart.phases] == [net.n_gpus, P * net.n_gpus, net.n_gpus]  # the rings: a column per NIC port
+    assert [p.classes for p in lumped.phases] == [net.n_gpus, P * racks, net.n_gpus]  # per (RTSW, next rack's RTSW)
     for a, b in zip(apart.phases, lumped.phases):
         assert b.t_per_byte == pytest.approx(a.t_per_byte, rel=1e-12)
         assert b.latency == pytest.approx(a.latency, rel=1e-12)
@@ -80,7 +90,7 @@ def test_lumped_classes_give_the_phase_times_of_one_column_per_transfer(net, mon
     ph = collectives.plan(net, "allreduce", "hierarchical", ranks)[0][1]
     one = routing.link_load(net, routing.route(net, ph.src, ph.dst, ph.frac, ADAPTIVE))
     many = routing.route(net, ph.src, ph.dst, ph.frac, ADAPTIVE, lump=1)
-    assert len(many.extra_cap) == 2 * 2 * racks
+    assert len(many.extra_cap) == 2 * P * racks  # a class's NIC up- and down-arcs, each a virtual arc
     np.testing.assert_allclose(routing.link_load(net, many), one, rtol=1e-12, atol=1e-18)
 
 
@@ -99,7 +109,8 @@ def test_the_hierarchical_allreduce_is_its_closed_form(design, net):
     lib = nccl.Library()
     n, g = net.n_gpus, 72
     m = n // g
-    nic = 400e9 / 8
+    assert design.spec.fabric.planes == P
+    nic = P * 200e9 / 8  # a GPU's two 200G ports, one per plane: the 400G of one plane
     nvl = design.spec.chassis.nvlink_bandwidth / 8 * lib.nvlink_eta / lib.eta  # the twin's NVLink arcs (effective_capacity)
     tm = collectives.time_collective(net, "allreduce", "hierarchical", np.arange(n), ADAPTIVE)
     assert [p.label for p in tm.phases] == ["intra-server reduce-scatter", "inter-server rail rings", "intra-server all-gather"]

@@ -1,16 +1,19 @@
 """The expert all-to-all of a whole-campus MoE job (issue 40), on a scaled copy of gigawatt-campus (2 buildings
-of one zone: 144 NVL72 racks, 10,368 GPUs; tests/test_gigawatt.py's copy).
+of one zone: 144 NVL72 racks, 10,368 GPUs, on the site's P = 2 planes; tests/test_gigawatt.py's copy).
 
-- Blocks (twin/twins/net/blocks.py): every zone's RTSWs hang off its own 18 CTSWs, so EP groups inside a
-  zone load no arc of another zone; equal zones with equal groups are timed once. The reduced timing
-  equals the timing of every group at once, phase by phase, to 1e-12 (the same max-min solution), for
-  DeepSeek-V3's node-limited dispatch and for one copy per expert.
+- Blocks (twin/twins/net/blocks.py): on each plane every zone's RTSWs hang off its own 9 CTSWs of that
+  plane, so a zone's GPUs hang off one tuple of leaf classes (one per plane) and EP groups inside a zone
+  load no arc of another zone; equal zones with equal groups are timed once, across planes. The reduced
+  timing equals the timing of every group at once, phase by phase, to 1e-12 (the same max-min
+  solution), for DeepSeek-V3's node-limited dispatch and for one copy per expert. Each GPU has a
+  200G port on each plane and a transfer is split in equal halves over them: 2 x 25 GB/s per GPU, the
+  50 GB/s of one 400G plane, so the known answers are those of one plane.
 - Rings (the data-parallel ones): a hop between two GPUs of one rack crosses only their NVLink arcs, so
   the NVLink hops of one even and one odd rack stand for all; the same phase times as every hop, hashed
   or sprayed.
 - The campus job itself (scenarios/gigawatt-moe.yaml's workload on the copy's 10,368 GPUs): the same step,
   term by term, with and without both reductions.
-- A zone that differs (a cable at half its rate) is its own class, and the result is still the unreduced one.
+- A zone that differs (an RTSW's uplinks slowed) is its own class, and the result is still the unreduced one.
 - A collective that cannot be timed is an error, never 0 s; one whose phase would plan more transfers
   than ``collective_transfers`` is refused before it is planned, with the estimate and the limit.
 """
@@ -21,7 +24,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from test_gigawatt import scaled
+from test_gigawatt import P, scaled
 
 from twin.compiler import pipeline
 from twin.lang import limits
@@ -56,6 +59,7 @@ def both(net, algorithm, monkeypatch, groups=GROUPS):
 
 @pytest.mark.parametrize("algorithm", ["direct", NODE_LIMITED])
 def test_one_zone_per_class_times_every_group(net, algorithm, monkeypatch):
+    assert net.gpu_ports is not None and net.gpu_ports.shape == (2 * ZONE, P)  # a port per GPU and plane
     folded, whole = both(net, algorithm, monkeypatch)
     assert folded.blocks == {"blocks": 2, "classes": 1, "groups": 36, "groups_timed": 18}
     assert whole.blocks is None
@@ -67,22 +71,31 @@ def test_one_zone_per_class_times_every_group(net, algorithm, monkeypatch):
     for size in (2.0**20, 2.0**28):
         assert folded.time(size) == pytest.approx(whole.time(size), rel=1e-12)
     # the known answer of the network part: a NIC sends 1/64 of S to each peer outside its rack; the most
-    # loaded NICs (a group's 8 GPUs in one rack, 56 in the other) send 56/64 of S at 50 GB/s
+    # loaded NICs (a group's 8 GPUs in one rack, 56 in the other) send 56/64 of S over P ports of 25 GB/s
     if algorithm == "direct":
-        assert folded.phases[0].t_per_byte == pytest.approx(56 / 64 / 50e9, rel=1e-9)
+        assert folded.phases[0].t_per_byte == pytest.approx(56 / 64 / (P * 25e9), rel=1e-9)
 
 
 def test_a_zone_that_differs_is_its_own_class(net, monkeypatch):
+    """Plane 1's RTSW of zone 2's first rack with its 36 uplinks at a sixteenth of their 50 GB/s. Off the rack
+    it carries only the plane-1 halves of the zone's second EP group's 8 GPUs in the rack (ranks 64-71; the
+    first group's 64 are all in the rack, on NVLink): 8 x 56/64 of S / P over 36 x 50/16 GB/s, 1.78x the
+    healthy phase's 56/64 of S over P x 25 GB/s. (On one 400G plane an eighth gave the same: there the
+    RTSW carried whole transfers.)"""
     L = net.n_link_arcs
-    up = np.flatnonzero((net.arc_tail[:L] == net.nic_leaf[net.gpu_nic[ZONE]]) & (net.arc_head[:L] < net.n_switches))
+    leaf = net.nic_leaf[net.gpu_nic[ZONE]]
+    assert net.switch_ids[leaf].startswith("plane1-") and {net.nic_leaf[net.gpu_nic[ZONE + k]] for k in range(72)} == {leaf}
+    up = np.flatnonzero((net.arc_tail[:L] == leaf) & (net.arc_head[:L] < net.n_switches))
+    assert len(up) == 36
     cap = net.arc_cap.copy()
-    cap[up] /= 8  # the first RTSW of zone 2: its uplinks at an eighth of their rate
+    cap[up] /= 16
     slow = dataclasses.replace(net, arc_cap=cap)
     folded, whole = both(slow, "direct", monkeypatch)
     assert folded.blocks is None and blocks.representatives(slow, GROUPS, ADAPTIVE) is None  # 2 classes of 2 blocks: nothing folded
     assert folded.phases[0].t_per_byte == pytest.approx(whole.phases[0].t_per_byte, rel=1e-12)
     healthy, _ = both(net, "direct", monkeypatch)
     assert folded.phases[0].t_per_byte > 1.1 * healthy.phases[0].t_per_byte  # the slow zone sets the phase
+    assert folded.phases[0].t_per_byte == pytest.approx(8 * 56 / 64 / P / (36 * 50e9 / 16), rel=1e-9)
 
 
 def test_groups_across_zones_or_hashed_paths_are_not_folded(net):

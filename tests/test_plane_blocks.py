@@ -3,29 +3,27 @@
 On a multi-plane fabric each GPU has a port per plane and a transfer runs port j to port j, so a block is
 the servers whose ports hang off one tuple of leaf classes, a class per plane. Equal blocks are timed once,
 and the result must be the result of every group at once, phase by phase, to 1e-12 (the same max-min
-solution), on the two-plane lab and on a two-plane copy of gigawatt-campus's zones (two buildings of one
-zone: 10,368 GPUs, each NIC's 400G as 2 x 200G, one port per plane). Where a port is down, or a class
-serves two tuples, nothing is reduced.
+solution): here on the two-plane lab. Where a port is down, or a class serves two tuples, nothing is
+reduced. gigawatt-campus is itself on two planes (each NIC's 400G as 2 x 200G, one port per plane), so
+tests/test_gigawatt_moe.py holds the same on its 2-building copy (10,368 GPUs): the expert all-to-all
+sent directly and node-limited, 56/64 of S over two 200G ports as the known answer, and the MoE step
+term by term.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
-import yaml
-from test_gigawatt import scaled
 
 from twin.compiler import pipeline
-from twin.twins.net import blocks, collectives, dispatch, routing, topology
+from twin.twins.net import blocks, collectives, routing, topology
 
 ROOT = Path(__file__).resolve().parents[1]
 ADAPTIVE = routing.Scheme("adaptive", "adaptive", 1)
-NODE_LIMITED = dispatch.algorithm(dispatch.distinct_domains(2, 8, 4) / 8)  # DeepSeek-V3's dispatch (top-8, 4 domains)
 
 
 def both(net, algorithm, groups, monkeypatch, op="alltoall"):
@@ -75,63 +73,3 @@ def test_a_port_down_or_a_class_in_two_tuples_is_not_reduced(lab):
     assert blocks._plane_blocks(net, nb) is None
     nb = np.array([0, 1, 0, 1, 0, 1, 0, 1])  # both servers on the same classes: one tuple, one block
     assert blocks._plane_blocks(net, nb).tolist() == [0] * 8
-
-
-@pytest.fixture(scope="module")
-def campus(tmp_path_factory):
-    """A two-plane copy of the scaled gigawatt campus: each NIC's 400G as 2 x 200G ports, one per plane, one RTSW
-    per plane and rack, 9 CTSWs per zone and 4 ATSWs per building on each plane (the one-plane copy: 18 and 9)."""
-    tmp = tmp_path_factory.mktemp("gw2p")
-    doc = yaml.safe_load(scaled(tmp).read_text(encoding="utf-8"))
-    cat = yaml.safe_load((ROOT / "twin" / "lang" / "catalog" / "builtin.yaml").read_text(encoding="utf-8"))
-    ch = copy.deepcopy(cat["chassis"]["gb200-nvl72"])
-    ch["nic_ports"] = 2
-    ch["description"] = "GB200 NVL72 whose 400G NICs run as 2 x 200G ports, one per plane"
-    doc.setdefault("catalog", {}).setdefault("chassis", {})["gb200-nvl72-2port"] = ch
-    doc["rack_types"]["nvl72"]["chassis"] = "gb200-nvl72-2port"
-    doc["rack_types"]["nvl72"]["rtsw_count"] = 1
-    doc["fabric"]["planes"] = 2
-    doc["fabric"]["ctsw"]["count"] = 9
-    doc["fabric"]["atsw"]["count"] = 4
-    p = tmp / "gigawatt-2plane.yaml"
-    p.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    design = pipeline.compile_design(p, until="fabric", placement_method="naive")
-    return design, topology.from_design(design)
-
-
-@pytest.mark.parametrize("algorithm", ["direct", NODE_LIMITED], ids=["direct", "node-limited"])
-def test_the_campus_expert_all_to_all_across_planes(campus, algorithm, monkeypatch):
-    """EP 64 over consecutive ranks, the first 18 groups of each zone (as tests/test_gigawatt_moe.py on one plane)."""
-    _, net = campus
-    zone = 72 * 72
-    assert net.gpu_ports is not None and net.gpu_ports.shape == (2 * zone, 2)
-    groups = [z * zone + np.arange(q * 64, q * 64 + 64) for z in (0, 1) for q in range(18)]
-    folded, whole = both(net, algorithm, groups, monkeypatch)
-    assert folded.blocks == {"blocks": 2, "classes": 1, "groups": 36, "groups_timed": 18}
-    same(folded, whole)
-    if algorithm == "direct":  # the known answer: the most loaded GPUs (8 of a group in one rack) send 56/64 of S
-        # off the rack over two 200G ports, 25 GB/s each
-        assert folded.phases[0].t_per_byte == pytest.approx(56 / 64 / (2 * 25e9), rel=1e-9)
-
-
-def test_the_campus_moe_step_on_two_planes_is_the_same_folded_and_whole(campus, monkeypatch):
-    """The campus job (gigawatt-campus's deepseek-v3-campus on the copy's GPUs), term by term."""
-    from twin.lang.scenario.job import Job
-    from twin.lang.scenario.models import Case
-    from twin.twins.net.nccl import Library
-    from twin.twins.workload import jobs
-
-    design, net = campus
-    w = design.spec.site.workloads[0]
-
-    def step():
-        return jobs.simulate_job(design, net, Job(workload=w.name), [ADAPTIVE], Library(), Case(name="c"), set(), None,
-                                 ("jobs", 0))["schemes"][0]
-
-    folded = step()
-    monkeypatch.setattr(collectives, "REDUCE_BLOCKS", False)
-    monkeypatch.setattr(blocks, "FOLD_RING", 10**12)
-    whole = step()
-    for k in ("step_s", "ep_s", "dp_s", "dp_exposed_s", "exposed_comm_s", "comm_latency_s"):
-        assert folded[k] == pytest.approx(whole[k], rel=1e-12), k
-    assert folded["comm_by_kind"]["ep_alltoall"]["total_s"] > 0 and folded["dp_s"] > 0

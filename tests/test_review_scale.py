@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import SITES, twin_in_process, unwrap
-from test_gigawatt import GPUS_PER_RACK, RTSW_PER_RACK, UP_PER_RTSW, C, R, closed_form, scaled
+from test_gigawatt import COPY_A, GPUS_PER_RACK, PORTS_PER_RTSW, RTSW_PER_RACK, UP_PER_RTSW, C, P, R, closed_form, scaled
 
 from twin.build import build
 from twin.compiler import pipeline
@@ -129,19 +129,20 @@ def test_figures_per_building_add_up(campus):
 
 
 def test_per_building_figures_are_the_gigawatt_closed_form(tmp_path):
-    """The gigawatt spec's copy in 2 buildings of 1 zone: per building Z R 72 GPUs, 2 Z R RTSWs, Z C CTSWs,
-    9 ATSWs; cables inside: NIC-RTSW + RTSW-CTSW + CTSW-ATSW of its zone; links out: the mesh's."""
+    """The gigawatt spec's copy in 2 buildings of 1 zone, on its P = 2 planes: per building Z R 72 GPUs and,
+    on each plane, Z R RTSWs, Z C CTSWs, 4 ATSWs; cables inside: each plane's NIC-RTSW (a port of every
+    GPU) + RTSW-CTSW + CTSW-ATSW of its zone; links out: both planes' meshes."""
     d = pipeline.compile_design(scaled(tmp_path), until="cabling", placement_method="naive")
-    want = closed_form(2, 1, 9)
+    want = closed_form(2, 1, COPY_A)
     rows, between = buildings.figures(d)
     for b in rows:
         assert b.gpus == R * GPUS_PER_RACK and b.gpu_racks == R
-        assert dict(b.switches) == {"rtsw": R * RTSW_PER_RACK, "ctsw": C, "atsw": 9}
-        assert b.cables == R * GPUS_PER_RACK + R * RTSW_PER_RACK * UP_PER_RTSW + C * want["ctsw_up"]
-        assert b.links_out == between == want["cables"]["atsw-atsw"]
+        assert dict(b.switches) == {"rtsw": P * R * RTSW_PER_RACK, "ctsw": P * C, "atsw": P * COPY_A}
+        assert b.cables == P * (R * RTSW_PER_RACK * (PORTS_PER_RTSW + UP_PER_RTSW) + C * want["ctsw_up"]) == 2 * (5_184 + 2_592 + 864)
+        assert b.links_out == between == want["cables"]["atsw-atsw"] == P * 312
     s = d.spec
     facility = sum(hb.it_power * s.catalog.facility[h.cooling.medium].price for h, hb in zip(s.site.halls, d.budget.halls) if h.name in s.campus.buildings[0].halls)
-    models = ((s.rack_type.rtsw, R * RTSW_PER_RACK), (s.fabric.ctsw.model, C), (s.fabric.atsw.model, 9))
+    models = ((s.rack_type.rtsw, P * R * RTSW_PER_RACK), (s.fabric.ctsw.model, P * C), (s.fabric.atsw.model, P * COPY_A))
     switches = sum(n * (s.switch(m).price or 0.0) for m, n in models)
     assert rows[0].capex == pytest.approx(rows[0].servers * (s.chassis.price or 0.0) + switches + facility, rel=1e-12) and rows[0].capex > 0
 

@@ -17,8 +17,8 @@ column of weight ``k`` on the middle, and each position of their own arcs (capac
 one virtual row of capacity ``k c`` crossed with weight ``k f`` per member flow: the same fair share, the
 same loads. A class that fails a condition keeps a column of its own, its whole table expanded.
 
-At 995,328 GPUs, PP 8 with a stage per building: 168 columns of ~5,600 middle arcs and 72 + 2 virtual
-rows each, instead of 24,192 columns of ~5,700 arcs.
+At 995,328 GPUs on two planes, PP 8 with a stage per building: 336 columns (168 per plane) of ~2,800
+middle arcs and 72 + 2 virtual rows each, instead of 24,192 columns of ~2,900 arcs.
 """
 
 from __future__ import annotations

@@ -25,8 +25,9 @@ Worked example: leaves A, B under spines X, Y, and leaf C under Z, X and Y wired
 first arcs A->X, A->Y (1/2 each); middle X->Z, Y->Z (1/2 each; the same for any leaf under Z alone, from
 any leaf whose arcs reach X and Y once each, so B's pairs to C share it); last arc Z->C (1).
 
-At 995,328 GPUs, the pipeline's sends between buildings: 24,192 pairs of 36 first and 36 last arcs, and
-168 middles (a zone and the same zone of the next building) of 5,616 arcs: ~2.7 M entries, not 137 M.
+At 995,328 GPUs on two planes, the pipeline's sends between buildings: 24,192 pairs of 36 first and 36
+last arcs, and 336 middles (a zone and the same zone of the next building, on one plane) of 2,808 arcs:
+~2.7 M entries, not 70 M.
 """
 
 from __future__ import annotations
