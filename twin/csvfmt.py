@@ -83,9 +83,9 @@ def _joined(header: Sequence[str], cols: Sequence[Sequence[str]], rows: Sequence
             return _written(header, cols, rows)
         if "\r" in text:
             return _written(header, cols, rows)
-        if "," in text or '"' in text or "\n" in text:
-            quoted = {v: _quote(v) for v in set(col)}
-            col = list(map(quoted.__getitem__, col))
+        if "," in text or '"' in text or "\n" in text:  # only the distinct values that need it quoted, the rest kept
+            quoted = {v: _quote(v) for v in set(col) if "," in v or '"' in v or "\n" in v}
+            col = list(map(quoted.get, col, col))
         out.append(col)
     head, *body = out
     lines = [",".join(head), *map(",".join, zip(*body, strict=True))]

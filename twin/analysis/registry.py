@@ -146,11 +146,14 @@ def _design_figures() -> list[Figure]:
 
     def usage(x):
         usage = x.design.placement.figures.get("usage", []) if x.design.placement is not None else []
+        by = {}  # (hall, kind, normal) -> its utilisations, one pass over every hall's entries
+        for u in usage:
+            by.setdefault((u["hall"], u["kind"], u["state"] == "normal"), []).append(u["utilisation"])
         out = []
         for hb in x.design.budget.halls:
             for kind in ("busway", "block", "cooling-row", "utility", "cdu", "facility-water"):
                 for state, shown in (("normal", "normal"), ("failure", "worst failure")):
-                    us = [u["utilisation"] for u in usage if u["hall"] == hb.name and u["kind"] == kind and (u["state"] == "normal") == (state == "normal")]
+                    us = by.get((hb.name, kind, state == "normal"))
                     if us:
                         out.append(((hb.name, kind, state), (hb.name, kind, shown), 100 * max(us)))
         return out

@@ -184,7 +184,10 @@ def _compute(fabric: Fabric, spec) -> Figures:
     zone_bis = None
     sampled = 0
     if zones:
-        groups = {z: [n for n in sg.leaves if zone_of[n] == z] for z in zones}
+        groups: dict = {z: [] for z in zones}  # each zone's leaves in leaf order, one pass (192 zones x 27,648 leaves at a gigawatt)
+        for n in sg.leaves:
+            if zone_of[n] is not None:
+                groups[zone_of[n]].append(n)
         picks = [zones[i] for i in sorted(set(np.linspace(0, len(zones) - 1, min(MAX_FLOW_SAMPLES, len(zones))).astype(int)))]
         flows = []
         for z in picks:

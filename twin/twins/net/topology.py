@@ -28,6 +28,7 @@ import numpy as np
 from twin.compiler.fabric.ports import port_names
 from twin.lang.site.families import family_traits
 from twin.physics import DEFAULT_SWITCH_LATENCY_S, FIBER_DELAY_S_PER_M
+from twin.twins.net.lengths import cable_lengths
 from twin.twins.net.leafclass import Routes, class_routes
 from twin.twins.net.planes import port_table
 from twin.twins.net.rail_graph import rail_partitions
@@ -342,6 +343,9 @@ def _first_arcs(tails: np.ndarray, heads: np.ndarray, S: int, n_nics: int) -> np
     return out
 
 
+SUBFABRIC_NODES = 100_000  # below this many nodes a compile looks its cables' lengths up one by one
+
+
 def from_design(design, graph: nx.MultiGraph | None = None, within: set[str] | None = None) -> Net:
     """Compile the fabric of a compiled :class:`~twin.compiler.design.Design` with its catalog figures
     (``within``: only the subgraph of these nodes, e.g. :func:`twin.twins.net.subfabric.first_gpus`)."""
@@ -361,27 +365,6 @@ def from_design(design, graph: nx.MultiGraph | None = None, within: set[str] | N
         by_model = {m: {p: i + 1 for i, p in enumerate(port_names(spec.switch(m)))}
                     for m in {d.get("model") for _, d in graph.nodes(data=True) if d.get("level", -1) >= 1}}
         ports = {n: by_model[d["model"]] for n, d in graph.nodes(data=True) if d.get("level", -1) >= 1}
-    return compile_graph(graph, latency, spec.chassis.nvlink_bandwidth, cable_lengths(design), within, ports,
+    few = within is not None and len(within) < SUBFABRIC_NODES  # a subfabric reads few lengths: looked up, not tabled
+    return compile_graph(graph, latency, spec.chassis.nvlink_bandwidth, cable_lengths(design, few), within, ports,
                          split_ports=fabric is not None and spec.chassis.nic_ports > 1)
-
-
-def cable_lengths(design) -> dict[str, float]:
-    """Cable length by link id from the cabling pass: the ordered stock length (the signal runs the
-    whole cable, coiled slack included). Accepts a CablePlan (``ids`` + arrays) or a mapping."""
-    cab = design.cabling
-    if cab is None:
-        return {}
-    ids = getattr(cab, "ids", None)
-    if ids is not None:
-        arr = getattr(cab, "stock", None)
-        if arr is None:
-            arr = cab.length
-        # a fabric-only study's links have no length (NaN): no propagation delay is counted for them
-        return {k: (0.0 if v != v else v) for k, v in zip(map(str, ids), np.asarray(arr, float).tolist())}
-    cables = getattr(cab, "cables", cab)
-    out: dict[str, float] = {}
-    for key, c in cables.items():
-        length = c.get("length") if isinstance(c, dict) else getattr(c, "length", None)
-        if length is not None:
-            out[str(key)] = float(length)
-    return out
