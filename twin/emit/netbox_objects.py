@@ -266,21 +266,17 @@ def _interfaces(design: Design, devices: list[tuple[str, dict]], ends: dict[str,
     peer_text = {n: f"{dev} {'' if stem is None else f'{stem}/' if multi else stem}" for n, (dev, stem, multi) in ends.items()}
     with_port = {n: stem is None or multi for n, (_, stem, multi) in ends.items()}
     nic_if = (interface_type(tech, spec.nic_speed), kbps(spec.nic_speed))
+    nic_rows: dict[str, list[tuple]] = {}  # chassis model -> its NICs' (GPU, name, type, kbit/s, description)
     for n, d in devices:
         dev = device_name(site, n)
         if d["role"] == "server":
             ch = spec.catalog.chassis[d["model"]]
+            rows = nic_rows.get(d["model"])
+            if rows is None:  # a chassis's NIC interfaces, the same text in every server of it: made once
+                rows = nic_rows[d["model"]] = _nic_rows(ch, spec, tech, nic_if)
             half = device_name(site, _partner(n, d)) if d.get("pair") else dev
-            for k in range(1, ch.nics + 1):
-                dev = half if k > ch.nics // ch.span else device_name(site, n)  # a rack pair: the second half's trays
-                if ch.nic_ports == 1:
-                    yield (dev, f"nic{k}", *nic_if, "true", f"backend NIC of GPU {k}", tags)
-                    continue
-                speed = spec.nic_speed / ch.nic_ports  # a multi-port NIC: one interface per port (per plane)
-                for j in range(1, ch.nic_ports + 1):
-                    plane = (j - 1) // max(1, ch.nic_ports // spec.fabric.planes) + 1
-                    yield (dev, f"nic{k}/port{j}", interface_type(tech, speed), kbps(speed), "true",
-                           f"backend NIC of GPU {k}, port {j} (plane {plane})", tags)
+            cut = ch.nics // ch.span  # a rack pair: the second half's trays are the partner's
+            yield from [(half if k > cut else dev, name, itype, speed, "true", text, tags) for k, name, itype, speed, text in rows]
             continue
         linked = linked_of.pop(n, {})
         if d["role"] == "endpoint":  # a fabric attachment: the ports it is cabled on
@@ -305,6 +301,16 @@ def _interfaces(design: Design, devices: list[tuple[str, dict]], ends: dict[str,
                      kbps(wide[port]) if port in wide else port_kbps, "true",
                      (f"{lk[0]} to {peer_text[lk[1]]}{lk[2] if with_port[lk[1]] else ''}" if (lk := linked.get(port)) else "unused") + cage,
                      tags) for port, cage in ports]
+
+
+def _nic_rows(ch, spec, tech: str, nic_if: tuple[str, str]) -> list[tuple[int, str, str, str, str]]:
+    """A server's NIC interfaces (GPU k, name, type, kbit/s, description); a multi-port NIC: one per port (per plane)."""
+    if ch.nic_ports == 1:
+        return [(k, f"nic{k}", *nic_if, f"backend NIC of GPU {k}") for k in range(1, ch.nics + 1)]
+    speed = spec.nic_speed / ch.nic_ports
+    itype, port_kbps, per_plane = interface_type(tech, speed), kbps(speed), max(1, ch.nic_ports // spec.fabric.planes)
+    return [(k, f"nic{k}/port{j}", itype, port_kbps, f"backend NIC of GPU {k}, port {j} (plane {(j - 1) // per_plane + 1})")
+            for k in range(1, ch.nics + 1) for j in range(1, ch.nic_ports + 1)]
 
 
 def _cables(design: Design, ends: dict[str, tuple]) -> Iterator[tuple[str, ...]]:
