@@ -83,9 +83,11 @@ def _joined(header: Sequence[str], cols: Sequence[Sequence[str]], rows: Sequence
             return _written(header, cols, rows)
         if "\r" in text:
             return _written(header, cols, rows)
-        if "," in text or '"' in text or "\n" in text:  # only the distinct values that need it quoted, the rest kept
+        if '"' in text:  # the distinct values that need it quoted (inner quotes doubled), the rest kept
             quoted = {v: _quote(v) for v in set(col) if "," in v or '"' in v or "\n" in v}
             col = list(map(quoted.get, col, col))
+        elif "," in text or "\n" in text:  # no inner quotes: a value that needs it is wrapped, value by value
+            col = [f'"{v}"' if "," in v or "\n" in v else v for v in col]
         out.append(col)
     head, *body = out
     lines = [",".join(head), *map(",".join, zip(*body, strict=True))]
