@@ -31,6 +31,16 @@ def run(spec: str, out: Path) -> dict:
     gc.set_threshold(100_000, 50, 100)  # as twin's CLI (twin/cli/app.py main)
     rows: list[dict] = []
     mark = ["imports", time.perf_counter(), os.times()]
+    collector = {"s": 0.0, "full": 0, "t": 0.0}  # the cyclic collector's seconds and full collections in the running pass
+
+    def collecting(phase: str, info: dict) -> None:
+        if phase == "start":
+            collector["t"] = time.process_time()
+        else:
+            collector["s"] += time.process_time() - collector["t"]
+            collector["full"] += info["generation"] == 2
+
+    gc.callbacks.append(collecting)
 
     def step(name: str) -> None:
         """The running pass ends, ``name`` starts. CPU seconds are user + system; the system part (the
@@ -39,7 +49,9 @@ def run(spec: str, out: Path) -> dict:
         w, t = time.perf_counter(), os.times()
         user, system = t.user - mark[2].user, t.system - mark[2].system
         rows.append({"pass": mark[0], "wall_s": w - mark[1], "cpu_s": user + system, "user_s": user, "sys_s": system,
-                     "rss_mib": rss_mib(), "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+                     "rss_mib": rss_mib(), "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                     "gc_s": collector["s"], "gc_full": collector["full"]})
+        collector.update(s=0.0, full=0)
         os.sync()  # the files a pass wrote go to disk before the next starts, outside both timings
         mark[:] = name, time.perf_counter(), os.times()
 
