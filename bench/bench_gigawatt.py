@@ -116,7 +116,7 @@ def measured(site: str, runs: int, builds: int | None = None) -> dict:
     results = [r["passes"] for r in runs_]
     rows = {}
     for i, r in enumerate(results[0]):
-        rows[r["pass"]] = {k: statistics.median(x[i][k] for x in results) for k in ("wall_s", "cpu_s", "user_s", "sys_s", "peak_mib")}
+        rows[r["pass"]] = {k: statistics.median(x[i].get(k, 0) for x in results) for k in ("wall_s", "cpu_s", "user_s", "sys_s", "peak_mib", "bytes")}
     done = [build(site) for _ in range(runs if builds is None else builds)]
     b = {k: statistics.median(x[k] for x in done) for k in ("wall_s", "cpu_s")}
     b.update({k: max(x[k] for x in done) for k in ("pss_peak_mib", "rss_max_mib")})
@@ -166,6 +166,12 @@ def main(argv: list[str]) -> int:
         print(f"| {name} | {s['cpu_s']:.2f} | {s['cpu_s'] / small['gpus'] * 1e6:.1f} | {row['cpu_s']:.2f} | "
               f"{row['cpu_s'] / big['gpus'] * 1e6:.1f} | {gr} | {grc} | {row['sys_s']:.2f} | {row['wall_s']:.2f} | {row['peak_mib']:.0f} |")
     print(f"| all passes | {small['passes_cpu_s']:.1f} | | {big['passes_cpu_s']:.1f} | | | | | | |")
+    print("\n| emitter | 100K MB | 1M MB | bytes per GPU, growth | CPU per byte, growth |\n|---|---:|---:|---:|---:|")
+    for name, row in big["passes"].items():
+        s = small["passes"].get(name, {})
+        if name in g and s.get("bytes") and row.get("bytes"):
+            per_byte = (row["bytes"] / big["gpus"]) / (s["bytes"] / small["gpus"])
+            print(f"| {name} | {s['bytes'] / 1e6:,.0f} | {row['bytes'] / 1e6:,.0f} | {per_byte:.2f} | {g[name] / per_byte:.2f} |")
     print("\n| `twin build` (two processes, as a user runs it) | wall s | CPU s | peak PSS MiB (all processes) | largest RSS MiB (one process) |\n"
           "|---|---:|---:|---:|---:|")
     for site in (small, big):

@@ -101,9 +101,9 @@ def child(name: str) -> dict:
             young = math.sqrt(2 * c["checkpoint"]["write_s"] / (n * r_gpu))
             out["known"] = {"closed_mtti_s": mtti, "mc_mtti_s": c["mtti_h"] * 3600, "standard_errors": abs(c["mtti_h"] * 3600 - mtti) / se,
                             "young_s": young, "best_s": c["checkpoint"]["interval_s"], "ratio": c["checkpoint"]["interval_s"] / young}
-    if "cases" in r.data and r.data["cases"][0].get("collectives"):
+    if r.data.get("cases") and r.data["cases"][0].get("collectives"):
         out.update(allreduce_figures(d, r.data["cases"][0]["collectives"][0]))
-    if "cases" in r.data and r.data["cases"][0].get("jobs"):
+    if r.data.get("cases") and r.data["cases"][0].get("jobs"):
         j = r.data["cases"][0]["jobs"][0]
         sch = j["schemes"][0]
         out["figures"] = {"parallelism": j["parallelism"], "step_s": sch["step_s"], "compute_s": j["compute_s"],

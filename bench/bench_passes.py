@@ -42,6 +42,8 @@ def run(spec: str, out: Path) -> dict:
 
     gc.callbacks.append(collecting)
 
+    written = [0]  # bytes the running pass wrote
+
     def step(name: str) -> None:
         """The running pass ends, ``name`` starts. CPU seconds are user + system; the system part (the
         kernel's, mostly writing files and faulting in fresh memory) is kept apart too: it varies from run
@@ -50,8 +52,9 @@ def run(spec: str, out: Path) -> dict:
         user, system = t.user - mark[2].user, t.system - mark[2].system
         rows.append({"pass": mark[0], "wall_s": w - mark[1], "cpu_s": user + system, "user_s": user, "sys_s": system,
                      "rss_mib": rss_mib(), "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                     "gc_s": collector["s"], "gc_full": collector["full"]})
+                     "gc_s": collector["s"], "gc_full": collector["full"], "bytes": written[0]})
         collector.update(s=0.0, full=0)
+        written[0] = 0
         os.sync()  # the files a pass wrote go to disk before the next starts, outside both timings
         mark[:] = name, time.perf_counter(), os.times()
 
@@ -69,10 +72,10 @@ def run(spec: str, out: Path) -> dict:
     compute(design.fabric, design.spec)  # the report's figures (memoised), as the build computes them beside the twins
     risks = tuple(verdicts(design, runs.scenario))
     step("emit: report")
-    _write_emitters(out, [lambda d: report_emit(d, runs, list(risks))], design)
+    written[0] = sum(n for _, n in _write_emitters(out, [lambda d: report_emit(d, runs, list(risks))], design).values())
     for emitter in BY_COST:
         step(f"emit: {EMITTER_LABELS[emitter]}")
-        _write_emitters(out, [emitter], design, acyclic=True)
+        written[0] = sum(n for _, n in _write_emitters(out, [emitter], design, acyclic=True).values())
     step("end")
     roles = [r for _, r in design.fabric.graph.nodes(data="role")]  # the work the passes scale with, counted outside their times
     counts = {"cables": sum(lk.kind == "link" for lk in design.fabric.links), "nics": roles.count("nic"),
