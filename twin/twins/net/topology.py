@@ -28,8 +28,8 @@ import numpy as np
 from twin.compiler.fabric.ports import port_names
 from twin.lang.site.families import family_traits
 from twin.physics import DEFAULT_SWITCH_LATENCY_S, FIBER_DELAY_S_PER_M
-from twin.twins.net.lengths import cable_lengths
 from twin.twins.net.leafclass import Routes, class_routes
+from twin.twins.net.lengths import cable_lengths
 from twin.twins.net.planes import port_table
 from twin.twins.net.rail_graph import rail_partitions
 
