@@ -47,7 +47,7 @@ def test_the_graphml_is_streamed_the_same_and_rebuilt_only_when_it_changes(tmp_p
 
 
 def test_the_netbox_set_is_streamed_file_by_file_as_render_gives_it(tmp_path, monkeypatch):
-    """NetBox's tables come one after another (the interfaces' ~1 GB of CSV on the 2-plane gigawatt site): each
+    """NetBox's tables come one after another (the interfaces' 1.4 GB of CSV on the 2-plane gigawatt site): each
     file is written as its rows are rendered, the README (every table's rows counted) last; the folder holds
     render()'s bytes, whatever the chunk size, and a name is asked for only once the file before it is written."""
     from twin.build import build, render
@@ -83,7 +83,7 @@ def _recording(real, seen, written):
 
 
 def test_the_cable_schedule_and_breakouts_are_streamed_as_render_gives_them(tmp_path, monkeypatch):
-    """cables.csv and breakouts.csv (the 2-plane gigawatt site: ~4.4M cables, ~1 GB) are written chunk by chunk,
+    """cables.csv and breakouts.csv (the 2-plane gigawatt site: ~3.4M cables, 1.6 GB) are written chunk by chunk,
     the pull sheets whole: the folder holds render()'s bytes with chunks of 7 rows (many chunks, the header once)."""
     from twin import csvfmt
     from twin.build import build, render

@@ -48,7 +48,7 @@ CHUNK_ROWS = 100_000  # rows rendered at a time by the *_in_chunks writers
 def columns_in_chunks(header: Sequence[str], cols: Sequence[Sequence[str]], size: int | None = None) -> Iterator[bytes]:
     """:func:`columns` as chunks of bytes, ``size`` rows at a time (joined, the same bytes: every field is quoted
     or not on its own, the header written once): the rows' lines and their text exist a chunk at a time, and a
-    writer can write each before the next is made (the gigawatt site's ~4.4M cables)."""
+    writer can write each before the next is made (the gigawatt site's ~3.4M cables)."""
     size = size or CHUNK_ROWS
     n = len(cols[0]) if cols else 0
     if n <= size:

@@ -69,7 +69,7 @@ def emit(design: Design) -> dict[str, bytes]:
 
 def emit_stream(design: Design) -> tuple[dict[str, bytes], Iterator[tuple[str, Iterator[bytes]]]]:
     """The pull sheets as bytes, and ``cables.csv`` then ``breakouts.csv`` as chunks written as they are rendered
-    (:func:`twin.output.write_stream`): never a whole file of the ~4.4M cables of the 2-plane gigawatt site in
+    (:func:`twin.output.write_stream`): never a whole file of the ~3.4M cables of the 2-plane gigawatt site in
     memory, and the breakouts' rows made once the schedule's columns are freed. Built column by column (maps
     and joins in C, no Python step per cable); a pull sheet's rows are its cables in the schedule's order."""
     plan = design.cabling

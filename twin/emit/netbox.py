@@ -73,7 +73,7 @@ def emit(design: Design) -> dict[str, bytes]:
 def emit_stream(design: Design) -> tuple[dict[str, bytes], Iterator[tuple[str, Iterator[bytes]]]]:
     """:func:`emit` for a build writing to disk: each file as chunks of bytes written as they are rendered, the
     tables made one after another and the README last (:func:`twin.output.write_stream`), never a whole file
-    in memory (the 2-plane gigawatt site's interfaces: ~1 GB of CSV). Each file's chunks are read to the
+    in memory (the 2-plane gigawatt site's interfaces: 1.4 GB of CSV). Each file's chunks are read to the
     end before the next name is asked for (:func:`twin.build._write_emitters`)."""
 
     def files() -> Iterator[tuple[str, Iterator[bytes]]]:
