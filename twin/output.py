@@ -309,7 +309,7 @@ def write_parts(folder: Path, parts: Iterable[dict[str, bytes]], digests: dict[s
                     continue
             else:
                 folder_for(target, made)
-            _write_file(target, data)
+            _write_chunks(target, (data,))
 
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
@@ -322,40 +322,33 @@ def write_stream(folder: Path, rel: str, chunks: Iterable[bytes]) -> tuple[str, 
     base = os.fspath(folder)
     target = f"{base}/{rel}"
     folder_for(target, set())
-    h, n = hashlib.sha256(), 0
-    fd = os.open(target, _CREATE, 0o666)
-    try:
-        for chunk in chunks:
-            h.update(chunk)
-            n += len(chunk)
-            view, done = memoryview(chunk), 0
-            while done < len(view):
-                done += os.write(fd, view[done:])
-    except OSError as e:
-        if e.filename is None:
-            e.filename = target
-        raise
-    finally:
-        os.close(fd)
+    h = hashlib.sha256()
+    n = _write_chunks(target, chunks, h.update)
     digest = (h.hexdigest(), n)
     if (replacing := _REPLACING.get(base)) is not None:
         replacing.written(rel, digest, target)
     return digest
 
 
-def _write_file(path: str, data: bytes) -> None:
-    """``Path(path).write_bytes(data)`` without the buffered file object; an error names the file."""
-    fd = os.open(path, _CREATE, 0o666)
+def _write_chunks(path: str, chunks: Iterable[bytes], seen: Callable[[bytes], object] | None = None) -> int:
+    """``chunks`` written to ``path`` in turn (``Path.write_bytes`` without the buffered file object), each
+    handed to ``seen`` first; the bytes written. An error names the file."""
+    fd, n = os.open(path, _CREATE, 0o666), 0
     try:
-        view, done = memoryview(data), 0
-        while done < len(view):  # a regular file takes it in one call but for >2 GiB; loop regardless
-            done += os.write(fd, view[done:])
+        for chunk in chunks:
+            if seen is not None:
+                seen(chunk)
+            view, done = memoryview(chunk), 0
+            while done < len(view):  # a regular file takes it in one call but for >2 GiB; loop regardless
+                done += os.write(fd, view[done:])
+            n += done
     except OSError as e:
         if e.filename is None:
             e.filename = path
         raise
     finally:
         os.close(fd)
+    return n
 
 
 def write_claimed_with(out_dir: Path, fill: Callable[[Path], None], *, use_exchange: bool = True,
