@@ -358,16 +358,15 @@ def _write_emitters(folder: Path, emitters, design: Design, *, acyclic: bool = F
     for emitter in emitters:
         stream = getattr(emitter, "stream", None)  # files too large to hold come as chunks (model_export)
         with _collector_paused() if acyclic else nullcontext():
-            part, chunks = stream(design) if stream else (emitter(design), {})
-            for rel in part:
-                _claim(rel, digests)
+            part, chunks = stream(design) if stream else (emitter(design), ())
             for rel, data in part.items():
+                _claim(rel, digests)
                 digests[rel] = (hashlib.sha256(data).hexdigest(), len(data))
             write_parts(folder, [part], digests)  # a file the output being replaced holds as is: linked, not written
             del part
-            # (name, chunks) pairs, or a mapping of them; pairs may come lazily (netbox: a file's name is known once the
-            # previous file is written), each checked before its first chunk is asked for
-            for rel, it in chunks.items() if isinstance(chunks, dict) else chunks:
+            # (name, chunks) pairs, possibly lazy (netbox: a file's name is known once the previous file is
+            # written), each checked before its first chunk is asked for
+            for rel, it in chunks:
                 _claim(rel, digests)
                 digests[rel] = write_stream(folder, rel, it)
         if heap.large():  # what a large site's emitter freed, back to the system before the next grows

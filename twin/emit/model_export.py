@@ -230,16 +230,16 @@ def emit(design: Design) -> dict[str, bytes | bytearray]:
     return {"model/fabric.graphml": _encoded(iter_graphml(model)), "model/fabric.json": compact_json(document(design, model), model)}
 
 
-def emit_stream(design: Design) -> tuple[dict[str, bytes], dict[str, Iterator[bytes]]]:
+def emit_stream(design: Design) -> tuple[dict[str, bytes], list[tuple[str, Iterator[bytes]]]]:
     """:func:`emit` for a build writing to disk: ``fabric.json`` as bytes and ``fabric.graphml`` as chunks of
     bytes to write as they come (:func:`twin.output.write_stream`), never the whole file in memory (2 GB
     on a 2-plane million-GPU site)."""
     fabric = design.fabric
     if fabric is None:
-        return {}, {}
+        return {}, []
     model = Model(fabric, design.name)
     js = compact_json(document(design, model), model)
-    return {"model/fabric.json": js}, {"model/fabric.graphml": (c.encode("utf-8") for c in iter_graphml(model))}
+    return {"model/fabric.json": js}, [("model/fabric.graphml", (c.encode("utf-8") for c in iter_graphml(model)))]
 
 
 emit.stream = emit_stream  # the build's way (twin.build._write_emitters); render() and diff read emit's bytes
