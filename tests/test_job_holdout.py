@@ -10,10 +10,11 @@ a change which widens them fails:
 
 - [llama3] Table 4 (fitted on 8,192 GPUs): 16,384 GPUs -1.0%, 16,384 at 131K tokens +6.3% (its CP16 all-gathers;
   the mean-calibrated table has the row at -5.9% too).
-- [megatron-sc21] Table 1 (fitted on 1.7B, TP1): mean 4.7%, largest +9.1% at 7.5B and 18.4B, the TP4 and TP8
-  rows without a pipeline, whose twin steps carry 12-18% of exposed TP all-reduces on NVLink while the measured
-  share of peak stays at 43-46%: the table's own residuals, calibrated on all ten rows, span -5.0% to +5.1%, so
-  no single row predicts the other nine within 5%.
+- [megatron-sc21] Table 1 (fitted on 1.7B, TP1), each row as the authors' examples/sc21/run_table_1.sh ran it
+  (its micro-batch, model chunks and DDP): mean 3.2%, largest +6.0% at 39.1B and 1T, the two rows with the
+  largest pipeline bubbles ((p - 1) / (v m): 8.3% and 12.3%), 145.6B (7.3%) next at +5.7%; the twin is too slow
+  where the bubble is large. Calibrated on all ten rows, the table's residuals span -3.7% to +5.3% (under the old
+  rule of one sequence per micro-batch and one layer per chunk, -8.8% to +6.9%, and 9.1% held out).
 - Out of sample: [megatron-bridge-perf] (fitted on LLAMA3_8B) 70B +4.8%, 405B -9.2%; [megatron-sc21] Table 2
   ZeRO-3 (on 384 GPUs) +11.3%, -7.1%; PTD-P (on 384 GPUs) +2.5%, +3.9%.
 """
@@ -47,8 +48,9 @@ def test_calibrated_on_the_smallest_run_each_series_is_predicted_within_its_stat
     t1 = series["megatron-sc21-table1", "megatron-lm-2021"]
     err = {x["workload"]: x["error"] for x in t1["runs"] if not x["fitted"]}
     assert t1["open_set"] and len(err) == 9
-    assert t1["held_out"]["mean_abs_error"] < 0.055 and t1["held_out"]["max_abs_error"] < 0.10  # 5.1% and 9.1%: the 5% not met
-    assert set(sorted(err, key=err.get)[-2:]) == {"gpt-7p5b", "gpt-18p4b"}  # TP4 and TP8 without a pipeline: too slow
+    assert t1["held_out"]["mean_abs_error"] < 0.035 and t1["held_out"]["max_abs_error"] < 0.065  # 3.2% and 6.0%: the 5% not met
+    assert set(sorted(err, key=err.get)[-2:]) == {"gpt-39p1b", "gpt-1t"}  # the largest pipeline bubbles: too slow
+    assert max(abs(err[w]) for w in ("gpt-3p6b", "gpt-7p5b", "gpt-18p4b")) < 0.02  # TP2-8 without a pipeline (9.1% before)
 
     # out of sample: the stacks set on their smallest row already, and PTD-P (Table 1's stack) refitted on its own
     for key, bound in ((("nemo-h100", "megatron-core-2025"), 0.10), (("megatron-sc21-table2", "megatron-deepspeed-2021"), 0.13),
@@ -64,7 +66,8 @@ def test_calibrated_on_the_smallest_run_each_series_is_predicted_within_its_stat
 @pytest.mark.slow
 def test_the_trend_not_the_fit_bounds_a_one_row_calibration_of_table_1():
     """The reason the 5% is not met, in the validation table's own terms: calibrated on all ten rows of Table 1 the
-    residuals span about 16 points, so a calibration on any one row leaves some other row about 8% or more off.
+    residuals span about 9 points (16 under the old rule of one sequence per micro-batch), so a calibration on any
+    one row leaves some other row about 5% or more off.
     Slow: compiles selene-a100 (it reads the rows only, no fit)."""
     from twin.twins.net import topology
 
@@ -72,4 +75,4 @@ def test_the_trend_not_the_fit_bounds_a_one_row_calibration_of_table_1():
     d = validation._design(g.site)
     rows = validation._job_rows(g, d, topology.from_design(d))
     e = [r.error for r in rows]
-    assert len(e) == 10 and abs(sum(e) / 10) < 0.002 and 0.14 < max(e) - min(e) < 0.17
+    assert len(e) == 10 and abs(sum(e) / 10) < 0.002 and 0.08 < max(e) - min(e) < 0.10

@@ -9,8 +9,9 @@ recomputation (Eq. 3):
 - ZeRO-3 without model parallelism (DeepSpeed integrated into Megatron-LM: the ``megatron-deepspeed-2021``
   stack): 384 GPUs at micro-batch 4, 144 TFLOPs/GPU (the stack's ``kernel_share`` is set on this row);
   768 at 2, 88; 1,536 at 1, 44 (predictions).
-- PTD-P, model-parallel size 96 ((t, p) = (8, 12), interleaved at one layer per chunk, the rule of the
-  Table 1 rows): 384 GPUs 153, 768 149, 1,536 141 (predictions of ``megatron-lm-2021``, set on Table 1).
+- PTD-P, model-parallel size 96 ((t, p) = (8, 12), micro-batch 1, interleaved at two layers per chunk: the
+  authors' configuration of this model at this (t, p) in [megatron-sc21-scripts] run_figure_12.sh, Table 2 having
+  no script): 384 GPUs 153, 768 149, 1,536 141 (predictions of ``megatron-lm-2021``, set on Table 1).
 
 >>> [v.name for v in TABLE2][:3]
 ['zero3-175b-384', 'zero3-175b-768', 'zero3-175b-1536']
@@ -34,13 +35,13 @@ class Variant:
 
 def _zero3(n: int, mb: int, measured: float, row: int) -> Variant:
     return Variant(f"zero3-175b-{n}", "gpt-145p6b", measured, f"[megatron-sc21] Table 2 row {row} (ZeRO-3, 174.6B, {n:,} GPUs)",
-                   {**GPT3, "tp": 1, "pp": 1, "dp": n, "zero": 3, "micro_batch": mb, "virtual_stages": 1,
+                   {**GPT3, "tp": 1, "pp": 1, "dp": n, "zero": 3, "micro_batch": mb, "virtual_stages": 1, "overlap_grad_reduce": None,
                     "stack": "megatron-deepspeed-2021"})
 
 
 def _ptdp(n: int, measured: float, row: int) -> Variant:
     return Variant(f"ptdp-175b-{n}", "gpt-145p6b", measured, f"[megatron-sc21] Table 2 row {row} (PTD-P, 174.6B, {n:,} GPUs)",
-                   {**GPT3, "tp": 8, "pp": 12, "dp": n // 96, "micro_batch": 1, "virtual_stages": 8, "stack": "megatron-lm-2021"})
+                   {**GPT3, "tp": 8, "pp": 12, "dp": n // 96, "micro_batch": 1, "virtual_stages": 4, "stack": "megatron-lm-2021"})
 
 
 TABLE2 = (_zero3(384, 4, 144, 1), _zero3(768, 2, 88, 2), _zero3(1536, 1, 44, 3),
