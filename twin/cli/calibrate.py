@@ -50,7 +50,7 @@ def run_calibrate(site: Path, runs_csv: Path | None, base: str, name: str, const
                     return fail(f"{path}: {e}")
             table = nccl_tests.parse(texts["nccl-tests output"], str(nccl_file)) if nccl_file is not None else None
             say(f"compile {site}")
-            design = compile_design(site)
+            design = compile_design(site, until="bom")  # as far as the job and network twins read
             runs = calibrate.read_runs(texts["calibration CSV"], str(runs_csv), {w.name: w for w in design.spec.site.workloads}) \
                 if runs_csv is not None else None
             say("the site's fabric")

@@ -150,7 +150,8 @@ def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out,
 
             spec = resolve_spec(Path(target))
             say(f"compile {spec.name}")
-            design = compile_design(spec, progress=lambda n: say(f"compile: {n}"), placement_method=placement_method)
+            # as far as the job twin reads (placement, fabric, cable lengths): no addresses or config intent
+            design = compile_design(spec, progress=lambda n: say(f"compile: {n}"), placement_method=placement_method, until="bom")
             ws = [w for w in design.spec.site.workloads if getattr(w, "kind", "training") == "training"]
             if not ws and not (sets and gpus):
                 return fail(f"{spec}: the site has no training workload to plan: name one under workloads:, or give the model with "
