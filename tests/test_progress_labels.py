@@ -29,10 +29,11 @@ def test_simulate_labels_each_twin_step(root):
     assert result.data["power"] and result.data["campaign"] and risks
     missing = subsequence(labels, [
         "read the scenario lab-twins.yaml", "compile lab-2zone.yaml", "compile: validate and budget", "compile: placement",
-        "compile: fabric", "compile: cabling", "compile: bom", "compile: addressing", "compile: intent", "simulate lab-twins",
+        "compile: fabric", "compile: cabling", "compile: bom", "compile: addressing", "simulate lab-twins",
         "the fabric's paths and links", "check the scenario's references", "baseline: job lab-llama-8b", "campaign: the job's step time", "campaign: 100 runs of 7 days",
         "power: the site's draw", "power: the trace", "power: busways and UPS blocks", "verdicts"])
     assert missing == [], labels
+    assert "compile: intent" not in labels  # no one in simulate reads the config intent: it is never compiled
     # the power twin's steps are not shown under the job's label: after the job the labels move on
     job = labels.index("baseline: job lab-llama-8b")
     assert len(set(labels[job + 1:])) >= 8

@@ -40,6 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from twin.lang import limits
+from twin.twins.net.rows import unique_rows
 
 SPRAYED = ("spray", "adaptive")
 FOLD_RING = 1_000_000  # ring phases of this many transfers or more keep the NVLink hops of one even and one odd server
@@ -153,9 +154,8 @@ def _plane_blocks(net, nb: np.ndarray) -> np.ndarray | None:
     pc = nb[S + ports]  # (GPUs, ports): each port's class
     if (pc < 0).any():
         return None
-    tuples, tb = np.unique(pc, axis=0, return_inverse=True)
-    tb = tb.reshape(-1)
-    pairs = np.unique(np.c_[pc.reshape(-1), np.repeat(tb, pc.shape[1])], axis=0)  # (class, tuple) pairs
+    tuples, tb = unique_rows(pc, return_inverse=True)
+    pairs = unique_rows(np.c_[pc.reshape(-1), np.repeat(tb, pc.shape[1])])  # (class, tuple) pairs
     if len(np.unique(pairs[:, 0])) != len(pairs):  # a class in two tuples
         return None
     blk = np.full(int(nb.max()) + 1, -1, np.int64)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from twin.twins.net import middles, pairsplit
+from twin.twins.net.rows import unique_rows
 from twin.twins.net.topology import Net
 
 # a sprayed phase whose classes would cross more (arc, class) entries than this lumps the classes of one
@@ -52,15 +53,14 @@ def lumped(net: Net, s_nic: np.ndarray, d_nic: np.ndarray, b: np.ndarray, pre: n
     size_id = np.unique(b, return_inverse=True)[1].reshape(-1)
     cap_id = np.unique(net.arc_cap[priv], return_inverse=True)[1].reshape(priv.shape)
     key = np.concatenate([np.stack([leaf, t, size_id], axis=1), cap_id], axis=1)
-    _, first, cls, count = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
-    cls = np.asarray(cls).reshape(-1)
+    _, first, cls, count = unique_rows(key, return_index=True, return_inverse=True, return_counts=True)
     C, W = len(first), priv.shape[1]
     T = max(1, len(net.leaf_of_dest))
     pairs, pinv = np.unique(leaf[first] * T + t[first], return_inverse=True)
     pinv = pinv.reshape(-1)
     sp = pairsplit.split(net, pairs // T, pairs % T)
     if int(sp.entries()[pinv].sum()) > SPLIT_ENTRIES:  # a column per class past the limit: classes of one middle share one
-        kind = np.unique(key[first][:, 2:], axis=0, return_inverse=True)[1].reshape(-1)
+        kind = unique_rows(key[first][:, 2:], return_inverse=True)[1]
         lat_nic = net.arc_latency[net.nic_up[s_nic]] + net.arc_latency[net.nic_down[d_nic]]
         return middles.lump(net, sp, priv, cls, first, count, kind, pinv, b, lat_nic)
     p_arcs, p_frac, p_ptr = pairsplit.expand(sp)
