@@ -47,7 +47,7 @@ def max_min(A: csc_matrix, cap: np.ndarray) -> np.ndarray:
     # Rounds run on the classes still unfrozen; the matrix is re-sliced whenever half of them froze
     # (compaction: late rounds, which saturate the last few levels, then touch only their classes).
     while len(active):
-        Acsc = A[:, active]
+        Acsc = A if len(active) == K else A[:, active]  # every class at first: the matrix itself, not a copy of it
         Acsr = Acsc.tocsr()
         col_ptr, col_arcs = Acsc.indptr, Acsc.indices
         row_ptr, row_cls = Acsr.indptr, Acsr.indices

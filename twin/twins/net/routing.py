@@ -235,22 +235,52 @@ def _spray(net: Net, s_nic, d_nic, b, pre: np.ndarray | None = None) -> Routed:
     w = net.arc_latency[p_arcs_a] * p_frac_a
     # mean over the split = per-hop latency sum; each pair's own sum (numpy's pairwise order)
     p_lat = [float(w[a:b].sum()) for a, b in zip(p_ptr_a[:-1].tolist(), p_ptr_a[1:].tolist())]
+    A = spray_columns(net.n_arcs, net.nic_up[s_nic], net.nic_down[d_nic], pre, pinv, p_arcs_a, p_frac_a, p_ptr_a)
     K = len(s_nic)
-    n = p_ptr_a[pinv + 1] - p_ptr_a[pinv]
-    rep = np.repeat(np.arange(K), n)
-    offs = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
-    mid = p_ptr_a[pinv][rep] + offs
-    rows = np.concatenate([net.nic_up[s_nic], p_arcs_a[mid], net.nic_down[d_nic]])
-    cols = np.concatenate([np.arange(K), rep, np.arange(K)])
-    vals = np.concatenate([np.ones(K), p_frac_a[mid], np.ones(K)])
-    if pre is not None and (pre >= 0).any():
-        fr, fc = np.nonzero(pre >= 0)
-        rows = np.concatenate([rows, pre[fr, fc]])
-        cols = np.concatenate([cols, fr])
-        vals = np.concatenate([vals, np.ones(len(fr))])
-    A = csc_matrix((vals, (rows, cols)), shape=(net.n_arcs, K))
     lat = net.arc_latency[net.nic_up[s_nic]] + np.asarray(p_lat)[pinv] + net.arc_latency[net.nic_down[d_nic]]
     return Routed(A, np.asarray(b, float), np.ones(K), lat, K)
+
+
+COLUMNS = 1 << 20  # sprayed transfers laid out at a time: the per-entry index arrays of that many only
+
+
+def spray_columns(n_arcs: int, up: np.ndarray, down: np.ndarray, pre: np.ndarray | None, pinv: np.ndarray,
+                  p_arcs: np.ndarray, p_frac: np.ndarray, p_ptr: np.ndarray) -> csc_matrix:
+    """The sprayed transfers' matrix, column k: its NIC's up-arc, its pair's split (``p_arcs``/``p_frac`` from
+    ``p_ptr[pinv[k]]``), the destination NIC's down-arc, then its NVLink hops before the network (``pre``, -1 where
+    none), each at 1 but the split's fractions. Written straight into the compressed arrays, a slice of columns at
+    a time, then put in canonical order (rows sorted in each column): the matrix ``csc_matrix((vals, (rows,
+    cols)))`` makes of the same entries, without its (rows, columns) copies at a million GPUs."""
+    K = len(up)
+    n = p_ptr[pinv + 1] - p_ptr[pinv]
+    has_pre = pre is not None and bool((pre >= 0).any())
+    counts = 2 + n + ((pre >= 0).sum(axis=1) if has_pre else 0)
+    nnz = int(counts.sum())
+    idx = np.int32 if max(nnz, n_arcs, K) < np.iinfo(np.int32).max else np.int64
+    indptr = np.zeros(K + 1, idx)
+    np.cumsum(counts, out=indptr[1:])
+    start = indptr[:-1].astype(np.int64)
+    indices = np.empty(nnz, idx)
+    data = np.ones(nnz)
+    indices[start] = up
+    indices[start + 1 + n] = down
+    if has_pre:
+        fr, fc = np.nonzero(pre >= 0)
+        rank = (np.cumsum(pre >= 0, axis=1) - 1)[fr, fc]
+        indices[start[fr] + 2 + n[fr] + rank] = pre[fr, fc]
+    for a in range(0, K, COLUMNS):
+        b = min(K, a + COLUMNS)
+        m = n[a:b]
+        rep = np.repeat(np.arange(a, b), m)
+        offs = np.arange(len(rep)) - np.repeat(np.cumsum(m) - m, m)
+        mid = p_ptr[pinv[rep]] + offs
+        pos = start[rep] + 1 + offs
+        indices[pos] = p_arcs[mid]
+        data[pos] = p_frac[mid]
+        del rep, offs, mid, pos
+    A = csc_matrix((data, indices, indptr), shape=(n_arcs, K))
+    A.sum_duplicates()
+    return A
 
 
 def capacity(routed: Routed, cap: np.ndarray) -> np.ndarray:
