@@ -48,7 +48,7 @@ def _case(seed, K, pairs=40, with_pre=True):
 
 @pytest.mark.parametrize(("seed", "K", "with_pre"), [(0, 1, False), (1, 500, True), (2, 3000, False), (3, 2500, True)])
 def test_the_same_matrix_as_scipy_makes_of_the_entries(seed, K, with_pre, monkeypatch):
-    monkeypatch.setattr(routing, "COLUMNS", 97)  # many slices, a ragged last one
+    monkeypatch.setattr(routing, "ENTRIES", 97)  # many slices, a ragged last one
     args = _case(seed, K, with_pre=with_pre)
     got, want = routing.spray_columns(*args), _reference(*args)
     assert got.shape == want.shape and got.has_canonical_format and want.has_canonical_format

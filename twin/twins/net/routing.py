@@ -241,7 +241,7 @@ def _spray(net: Net, s_nic, d_nic, b, pre: np.ndarray | None = None) -> Routed:
     return Routed(A, np.asarray(b, float), np.ones(K), lat, K)
 
 
-COLUMNS = 1 << 20  # sprayed transfers laid out at a time: the per-entry index arrays of that many only
+ENTRIES = 1 << 23  # a sprayed phase's split entries laid out at a time (whole columns): their index arrays only
 
 
 def spray_columns(n_arcs: int, up: np.ndarray, down: np.ndarray, pre: np.ndarray | None, pinv: np.ndarray,
@@ -268,8 +268,9 @@ def spray_columns(n_arcs: int, up: np.ndarray, down: np.ndarray, pre: np.ndarray
         fr, fc = np.nonzero(pre >= 0)
         rank = (np.cumsum(pre >= 0, axis=1) - 1)[fr, fc]
         indices[start[fr] + 2 + n[fr] + rank] = pre[fr, fc]
-    for a in range(0, K, COLUMNS):
-        b = min(K, a + COLUMNS)
+    cum = np.cumsum(n)
+    cuts = np.unique(np.r_[0, np.searchsorted(cum, np.arange(ENTRIES, int(n.sum()), ENTRIES)), K])  # ~ENTRIES apiece
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
         m = n[a:b]
         rep = np.repeat(np.arange(a, b), m)
         offs = np.arange(len(rep)) - np.repeat(np.cumsum(m) - m, m)
