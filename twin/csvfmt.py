@@ -85,7 +85,10 @@ class Coded:
         return self._fields
 
 
-CHUNK_ROWS = 100_000  # rows rendered at a time by the *_in_chunks writers
+# rows rendered at a time by the *_in_chunks writers: a chunk's text (~0.7 MB of the cable schedule) stays in the
+# CPU's cache from its join to its write, and its rows' lines (small objects) reuse the same memory chunk after
+# chunk instead of faulting in fresh pages (100K-row chunks: the gigawatt emitter 14.2 -> 12.6 CPU s)
+CHUNK_ROWS = 2_000
 
 
 def columns_in_chunks(header: Sequence[str], cols: Sequence[Sequence[str]], size: int | None = None) -> Iterator[bytes]:

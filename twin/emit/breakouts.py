@@ -22,10 +22,11 @@ COLUMNS = ["switch", "cage", "mode", "port", "port_in_cage", "lanes", "speed_gbp
            "switch_end", "peer", "peer_port", "far_end"]
 
 
-def breakout_columns(design: Design, text: bool = False) -> list | None:
+def breakout_columns(design: Design, text: bool = False, fields: list[np.ndarray] | None = None) -> list | None:
     """The 13 columns (:data:`COLUMNS`) of one row per cabled port of a split cage, in switch and port order,
     each a list or a :class:`~twin.csvfmt.Coded` column; None without split cages. ``text``: the cage and
-    the port in it as the CSV spells them (else ints)."""
+    the port in it as the CSV spells them (else ints). ``fields``: the cables' ids, a, a_port, b and b_port
+    as object arrays where the caller has them (the cable schedule's)."""
     spec, fabric, plan = design.spec, design.fabric, design.cabling
     nodes = fabric.graph._node  # node -> its attribute dict (plain lookups, not the view's)
     media = spec.catalog.media
@@ -43,14 +44,14 @@ def breakout_columns(design: Design, text: bool = False) -> list | None:
 
     cables = fabric.cables()
     n = len(cables)
+    field = fields or [np.fromiter(map(itemgetter(k), cables), dtype=object, count=n) for k in range(5)]
     ends = []  # per side (a, b): (rows of the cables it ends at a split switch, the switch's rank)
     for k in (1, 3):
-        r = np.fromiter(map(rank.get, map(itemgetter(k), cables), repeat(-1)), dtype=np.int64, count=n)
+        r = np.fromiter(map(rank.get, field[k].tolist(), repeat(-1)), dtype=np.int64, count=n)
         at = np.flatnonzero(r >= 0)
         ends.append((at, r[at]))
     (ja, ra), (jb, rb) = ends
     cab, sw = np.concatenate([ja, jb]), np.concatenate([ra, rb])
-    field = [np.fromiter(map(itemgetter(k), cables), dtype=object, count=n) for k in range(5)]  # id, a, a_port, b, b_port
     port = np.concatenate([field[2][ja], field[4][jb]])
     peer = np.concatenate([field[3][ja], field[1][jb]])
     peer_port = np.concatenate([field[4][ja], field[2][jb]])
@@ -99,17 +100,22 @@ def _kinds(spec, nodes: dict, peers: np.ndarray) -> tuple[np.ndarray, list[tuple
     """(each peer's kind as a code, the kinds): a kind is (takes a module of this many ports or None, is a
     NIC), worked out once per distinct peer."""
     switch_models = spec.catalog.switches
+    rows = peers.tolist()
+    distinct = list(dict.fromkeys(rows))
+    attrs = list(map(nodes.__getitem__, distinct))
+    got = [list(map(dict.get, attrs, repeat(k), repeat(v))) for k, v in (("level", -1), ("model", None), ("role", None), ("ports", 1))]
     table: dict[tuple, int] = {}
-    of: dict[str, int] = {}
-    for p in dict.fromkeys(peers.tolist()):
-        d = nodes[p]
-        model, nic = d.get("model"), d.get("role") == "nic"
-        if d.get("level", -1) >= 1 and model in switch_models:
+    codes: dict[tuple, int] = {}  # (level, model, role, ports) -> the kind's code
+    for attr in dict.fromkeys(zip(*got)):
+        level, model, role, ports = attr
+        nic = role == "nic"
+        if level >= 1 and model in switch_models:
             k = (spec.switch(model).ports_per_cage, nic)
         else:
-            k = (d.get("ports", 1) if nic else None, nic)
-        of[p] = table.setdefault(k, len(table))
-    return np.fromiter(map(of.__getitem__, peers.tolist()), dtype=np.int64, count=len(peers)), list(table)
+            k = (ports if nic else None, nic)
+        codes[attr] = table.setdefault(k, len(table))
+    of = dict(zip(distinct, map(codes.__getitem__, zip(*got))))
+    return np.fromiter(map(of.__getitem__, rows), dtype=np.int64, count=len(rows)), list(table)
 
 
 def _carries(med, name: str, cage_ports: int, peer: tuple) -> tuple[str, str]:

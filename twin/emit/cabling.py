@@ -133,8 +133,10 @@ def _large(design: Design, cols: list) -> Iterator[tuple[str, Iterator[bytes]]]:
     """``cables.csv`` from ``cols``, then (its columns dropped) ``breakouts.csv``; each read to the end by the
     writer before the next is asked for."""
     yield "cabling/cables.csv", columns_in_chunks(CABLE_COLUMNS, cols)
+    fields = [cols[i] for i in (0, 7, 8, 13, 14)]  # id, a, a_port, b, b_port: the breakouts' too
     del cols
-    breakouts = breakout_columns(design, text=True)
+    breakouts = breakout_columns(design, text=True, fields=fields)
+    del fields
     if breakouts and len(breakouts[0]):
         yield "cabling/breakouts.csv", columns_in_chunks(BREAKOUT_COLUMNS, breakouts)
 
