@@ -149,7 +149,7 @@ def compile_graph(
     nodes = raw if within is None else ((n, d) for n, d in raw if n in within)
     split = {}  # a multi-port NIC -> its ports' nodes, each in the NIC's place
     attrs = {}
-    nic_of = {}  # a port's node -> its NIC (the node's own attributes are the NIC's, read only)
+    nic_of = {}  # a split port's node -> its NIC (its attributes are the NIC's, read only; a graph's own port nodes say `nic`)
     if split_ports:
         for n, d in nodes:
             k = d.get("ports") or 1
@@ -214,7 +214,7 @@ def compile_graph(
     for si, s in enumerate(servers):
         own: dict[str, list[int]] = {}
         for i in nic_by_server.get(s, []):
-            own.setdefault(nic_of.get(nics[i], nics[i]), []).append(i)
+            own.setdefault(nic_of.get(nics[i]) or attrs[nics[i]].get("nic", nics[i]), []).append(i)  # a port's NIC
         cards = list(own.values())
         ng = int(attrs[s].get("gpus", len(cards)))
         if not cards or ng == 0:
