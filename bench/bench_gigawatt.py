@@ -21,6 +21,7 @@ process, compiled only as far as it reads, time and peak memory per step.
     python bench/bench_gigawatt.py --runs 3 --json
     python bench/bench_gigawatt.py --small-runs 5      # the 100K site's passes 5 times, the gigawatt's once
     python bench/bench_gigawatt.py --twins --runs 3
+    python bench/bench_gigawatt.py --commands          # each twin's whole `twin simulate` command, timed from outside
 """
 
 from __future__ import annotations
@@ -84,29 +85,58 @@ def _memory(pids: set[int]) -> tuple[float, float]:
     return pss / 1024, rss / 1024
 
 
-def build(site: str) -> dict:
-    """`twin build` of ``site`` into a temporary folder: wall and CPU seconds, peak summed PSS, largest RSS."""
-    with tempfile.TemporaryDirectory(prefix="bench-gigawatt-") as tmp:
-        cmd = [sys.executable, "-m", "twin", "build", f"sites/{site}.yaml", "-o", str(Path(tmp) / "out"), "-q"]
-        t = time.perf_counter()
-        p = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        peak = [0.0, 0.0]
+def timed(cmd: list[str], ok: tuple[int, ...] = (0,)) -> dict:
+    """One command of twin's from outside: wall and CPU seconds of it and its children, peak summed PSS, largest RSS."""
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = [0.0, 0.0]
 
-        def sample() -> None:
-            while p.returncode is None:
-                pss, rss = _memory(_tree(p.pid))
-                peak[:] = max(peak[0], pss), max(peak[1], rss)
-                time.sleep(0.5)
+    def sample() -> None:
+        while p.returncode is None:
+            pss, rss = _memory(_tree(p.pid))
+            peak[:] = max(peak[0], pss), max(peak[1], rss)
+            time.sleep(0.5)
 
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        _, status, ru = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t
-        p.returncode = os.waitstatus_to_exitcode(status)
-        sampler.join()
-        if p.returncode not in (0, 4):  # 4: written, a verdict fails (the build's output is whole)
-            raise SystemExit(f"{' '.join(cmd)} failed: {p.stderr.read().decode()[-3000:]}")
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t
+    p.returncode = os.waitstatus_to_exitcode(status)
+    sampler.join()
+    if p.returncode not in ok:
+        raise SystemExit(f"{' '.join(cmd)} failed: {p.stderr.read().decode()[-3000:]}")
     return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "pss_peak_mib": peak[0], "rss_max_mib": max(peak[1], ru.ru_maxrss / 1024)}
+
+
+def build(site: str) -> dict:
+    """`twin build` of ``site`` into a temporary folder (4: written, a verdict fails; the build's output is whole)."""
+    with tempfile.TemporaryDirectory(prefix="bench-gigawatt-") as tmp:
+        return timed([sys.executable, "-m", "twin", "build", f"sites/{site}.yaml", "-o", str(Path(tmp) / "out"), "-q"], (0, 4))
+
+
+COMMANDS = ("power", "campaign", "allreduce", "moe", "moe-pp")  # scenarios/gigawatt-X.yaml
+COMMAND_GOAL = (60.0, 8.0)  # seconds, GiB: the twins' goal, held here to the whole command a user runs
+
+
+def commands(runs: int, as_json: bool) -> int:
+    """`twin simulate` of the gigawatt site with each twin's scenario, whole (compile, twin, verdicts), from
+    outside: medians of ``runs`` (memory: the largest), against the twins' 60 s and 8 GiB."""
+    rows = {}
+    for name in COMMANDS:
+        cmd = [sys.executable, "-m", "twin", "simulate", f"sites/{SITES[1]}.yaml", "--scenario", f"scenarios/gigawatt-{name}.yaml"]
+        got = [timed(cmd, (0, 4)) for _ in range(runs)]
+        rows[name] = {"wall_s": statistics.median(r["wall_s"] for r in got), "cpu_s": statistics.median(r["cpu_s"] for r in got),
+                      "rss_max_gib": max(r["rss_max_mib"] for r in got) / 1024, "pss_peak_gib": max(r["pss_peak_mib"] for r in got) / 1024}
+    ok = all(r["wall_s"] <= COMMAND_GOAL[0] and r["rss_max_gib"] <= COMMAND_GOAL[1] for r in rows.values())
+    if as_json:
+        print(json.dumps({"commands": rows, "runs": runs, "ok": ok}))
+    else:
+        print(f"| `twin simulate` of gigawatt-campus ({runs} run(s); memory: the largest) | wall s | CPU s | largest RSS GiB |")
+        print("|---|---:|---:|---:|")
+        for name, r in rows.items():
+            print(f"| scenarios/gigawatt-{name}.yaml | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['rss_max_gib']:.2f} |")
+        print(f"{'OK' if ok else 'MISSED'} (goal {COMMAND_GOAL[0]:.0f} s and {COMMAND_GOAL[1]:.0f} GiB per command)")
+    return 0 if ok else 1
 
 
 def measured(site: str, runs: int, builds: int | None = None) -> dict:
@@ -142,6 +172,8 @@ def main(argv: list[str]) -> int:
         from bench_gigawatt_twins import main as twins
 
         return twins(runs, "--json" in argv)
+    if "--commands" in argv:
+        return commands(runs, "--json" in argv)
     small_runs = int(argv[argv.index("--small-runs") + 1]) if "--small-runs" in argv else runs
     big = measured(SITES[1], runs)
     small = measured(SITES[0], small_runs, builds=runs)  # the 100K site's passes vary most, relative to their size

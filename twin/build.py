@@ -9,12 +9,11 @@ write is never replaced, and a second build of the same folder stops at once (ex
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -181,7 +180,7 @@ def build(spec_path: str | Path, out: str | Path | None = None, progress: Callab
 
         # the rest allocates little that is cyclic, and a full collection would only traverse the
         # design, alive to the end (0.2 s at 24K GPUs, 0.8 s at 100K, once or twice)
-        with _collector_paused():
+        with heap.collector_paused():
             (at, old), = folder
             write_claimed_with(at, fill, expect_same=_same_inputs(old, design, scenario))
     return BuildResult(design, Path(out) if out is not None else Path("generated") / design.name,
@@ -357,7 +356,7 @@ def _write_emitters(folder: Path, emitters, design: Design, *, acyclic: bool = F
     digests: dict[str, tuple[str, int]] = {}
     for emitter in emitters:
         stream = getattr(emitter, "stream", None)  # files too large to hold come as chunks (model_export)
-        with _collector_paused() if acyclic else nullcontext():
+        with heap.collector_paused() if acyclic else nullcontext():
             part, chunks = stream(design) if stream else (emitter(design), ())
             for rel, data in part.items():
                 _claim(rel, digests)
@@ -378,17 +377,6 @@ def _claim(rel: str, digests: dict) -> None:
     _check_relative(rel)
     if rel in digests:
         raise RuntimeError(f"two emitters write {rel}")
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _check_relative(rel: str) -> None:

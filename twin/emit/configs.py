@@ -12,7 +12,6 @@ generated folder.
 
 from __future__ import annotations
 
-import gc
 import ipaddress
 import json
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from twin.compiler.config.render import render
 from twin.compiler.config.sonic_write import Writer
 from twin.compiler.design import Design
 from twin.compiler.resolve.targets import target_of
+from twin.heap import collector_paused
 from twin.lang.site.catalog_models import SwitchModel
 from twin.lang.site.config_targets import ConfigTarget
 
@@ -121,13 +121,8 @@ def emit_targets_second(design: Design) -> dict[str, bytes]:
 def _paused(part: Callable[[Design], dict[str, bytes]], design: Design) -> dict[str, bytes]:
     if design.addressing is None:
         return {}
-    gc_was = gc.isenabled()
-    gc.disable()  # ~100K small dicts, none cyclic: collections would only rescan them
-    try:
+    with collector_paused():  # ~100K small dicts, none cyclic: collections would only rescan them
         return part(design)
-    finally:
-        if gc_was:
-            gc.enable()
 
 
 class Builder(NamedTuple):

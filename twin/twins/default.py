@@ -14,15 +14,10 @@ def design_results(d, progress=None) -> dict | None:
     """:func:`_design_results` with the cyclic garbage collector paused: the run allocates arrays and
     small containers, none cyclic, and every collection it would trigger rescans the compiled design
     (~0.25 CPU-s of the 24K site's run); garbage it leaves is collected after."""
-    import gc
+    from twin.heap import collector_paused
 
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         return _design_results(d, progress)
-    finally:
-        if was:
-            gc.enable()
 
 
 def design_results_or_why(d, progress=None) -> tuple[dict | None, str | None]:

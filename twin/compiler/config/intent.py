@@ -9,7 +9,6 @@ Every port's speed is its link's ``speed`` in the graph.
 
 from __future__ import annotations
 
-import gc
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -18,6 +17,7 @@ from twin.compiler.address import ULA, Addressing
 from twin.compiler.config import buffers
 from twin.compiler.fabric.graph import Fabric, spine_group
 from twin.compiler.resolve.spec import Spec
+from twin.heap import collector_paused
 
 if TYPE_CHECKING:
     from twin.compiler.fabric.cabling import CablePlan
@@ -172,13 +172,8 @@ def build_intent(spec: Spec, fabric: Fabric, addr: Addressing | None, cabling: C
     :func:`twin.compiler.config.buffers.plan`, the model the distance verdict reads too."""
     if addr is None:
         return None
-    gc_was = gc.isenabled()
-    gc.disable()  # ~400K tuples, none cyclic: collections would only rescan the fabric graph under them
-    try:
+    with collector_paused():  # ~400K tuples, none cyclic: collections would only rescan the fabric graph under them
         return _build_intent(spec, fabric, addr, cabling)
-    finally:
-        if gc_was:
-            gc.enable()
 
 
 def _build_intent(spec: Spec, fabric: Fabric, addr: Addressing, cabling: CablePlan) -> Intent:
