@@ -35,7 +35,8 @@ def test_model_state_per_parameter_is_megatron_cores_count(zero, dp, want):
 
 def test_the_stack_sets_it_and_a_recipe_overrides_it():
     stacks = builtin().stacks
-    assert stacks["megatron-core-2025"].grad_reduce_fp32 and not stacks["meta-production-2024"].grad_reduce_fp32
+    assert stacks["megatron-core-2025"].grad_reduce_fp32 and stacks["meta-production-2024"].grad_reduce_fp32  # [llama3] s3.3.2
+    assert not stacks["megatron-lm-2021"].grad_reduce_fp32
     d = compiled("dgx-h100-pod")
     w = next(x for x in d.spec.site.workloads if x.name == "nemo-llama31-405b")
     assert Recipe.of(w, stacks).grad_bytes == 4.0

@@ -185,7 +185,7 @@ def test_hybrid_plans_in_the_fast_stage_are_the_job_twin(shard_search):
         c = row(s.cols, int(i))
         w = p.workload_of(c)
         assert w.dp_shard == c["shard"]
-        m = memory.training(p.shape, memory.Plan.of(w, p.base.fused_attention), p.hbm)
+        m = memory.training(p.shape, memory.Plan.of(w, p.base.fused_attention, grad_bytes=p.base.grad_bytes), p.hbm)
         assert s.memory["total"][i] == pytest.approx(m.total, rel=1e-9)
         sub = {k: v[[i]] for k, v in s.cols.items()}
         step = fast.evaluate(p, sub, tables.Collectives(p), tables.compute_table(p, sub))["step_s"][0]

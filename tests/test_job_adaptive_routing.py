@@ -5,7 +5,8 @@ Known answers (closed forms of the fluid model, no constant set on them):
   ``(n - 1) / n x G / (B eta)`` ([nccl-tests] PERFORMANCE.md: busbw = algbw x (n - 1) / n), eta NCCL's
   protocol efficiency. Adaptive routing on a full-bisection fat tree whose links all run at the NIC's
   rate ([nvidia-ib-ar]: each switch sends to the least loaded of its minimal-hop ports) leaves no link
-  with more than one ring transfer, so ZeRO-1's reduce-scatter and all-gather take twice that.
+  with more than one ring transfer, so ZeRO-1's reduce-scatter and all-gather (BF16 gradients, the bytes of the
+  weights) take twice that.
 - Static tables (OpenSM's ftree, D-mod-K) route each transfer on one path; where the most loaded link
   carries k of the ring's transfers, max-min sharing runs them at B / k, every ring step waits for them,
   and the same data-parallel traffic takes k times the bandwidth time: the step is longer by
@@ -38,7 +39,7 @@ def ib_sites(tmp_path_factory):
     job whose data-parallel traffic is exposed, once under ftree and once under ar_ftree."""
     site = yaml.safe_load((ROOT / "sites/lab-ib.yaml").read_text())
     w = yaml.safe_load((ROOT / "sites/lab-2zone.yaml").read_text())["workloads"][0]
-    w.update(PLAN, global_batch=16, zero=1, overlap_grad_reduce=False, overlap_param_gather=False)
+    w.update(PLAN, global_batch=16, zero=1, overlap_grad_reduce=False, overlap_param_gather=False, grad_reduce_fp32=False)
     site["workloads"] = [w]
     out = {}
     for engine in ("ftree", "ar_ftree"):

@@ -8,8 +8,8 @@ alone, and the other rows are predicted. The fit reproduces its row exactly; wha
 along the series. The issue's 5% is not met on the open series, and this test holds the errors measured, so that
 a change which widens them fails:
 
-- [llama3] Table 4 (fitted on 8,192 GPUs): 16,384 GPUs -1.0%, 16,384 at 131K tokens +6.3% (its CP16 all-gathers;
-  the mean-calibrated table has the row at -5.9% too).
+- [llama3] Table 4 (fitted on 8,192 GPUs): 16,384 GPUs +0.6%, 16,384 at 131K tokens +5.4% (the validation
+  table, calibrated on the same row, has it at -5.2% in TFLOPs/GPU).
 - [megatron-sc21] Table 1 (fitted on 1.7B, TP1), each row as the authors' examples/sc21/run_table_1.sh ran it
   (its micro-batch, model chunks and DDP): mean 3.2%, largest +6.0% at 39.1B and 1T, the two rows with the
   largest pipeline bubbles ((p - 1) / (v m): 8.3% and 12.3%), 145.6B (7.3%) next at +5.7%; the twin is too slow
@@ -42,8 +42,8 @@ def test_calibrated_on_the_smallest_run_each_series_is_predicted_within_its_stat
         assert fitted[0]["gpus"] == min(x["gpus"] for x in s["runs"]) and s["held_out"]["runs"] == len(s["runs"]) - 1
 
     llama = series["llama3-table4", "meta-production-2024"]
-    assert llama["open_set"] and [round(100 * x["error"]) for x in llama["runs"][1:]] == [-1, 6]
-    assert llama["held_out"]["max_abs_error"] < 0.07 and llama["held_out"]["mean_abs_error"] < 0.04
+    assert llama["open_set"] and [round(100 * x["error"]) for x in llama["runs"][1:]] == [1, 5]
+    assert llama["held_out"]["max_abs_error"] < 0.06 and llama["held_out"]["mean_abs_error"] < 0.035
 
     t1 = series["megatron-sc21-table1", "megatron-lm-2021"]
     err = {x["workload"]: x["error"] for x in t1["runs"] if not x["fitted"]}

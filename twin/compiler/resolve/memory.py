@@ -158,16 +158,43 @@ def layer_bytes_per_token(s, p: Plan) -> tuple[float, float]:
     return sum(kept.values()) + sum(keep_mlp.values()), full
 
 
-def inflight(p: Plan) -> float:
-    """Micro-batches' worth of the first stage's layers held at once (1F1B or interleaved)."""
+def inflight(p: Plan, layers: int = 0) -> float:
+    """Micro-batches' worth of the first stage's layers held at once (1F1B or interleaved): :func:`held_layers`
+    over the stage's layers (without ``layers``, every chunk taken as full)."""
+    if not layers:
+        m, pp, v = p.microbatches, p.pp, p.virtual_stages
+        if pp == 1:
+            return 1.0
+        if p.dualpipe:
+            return float(min(m, pp + 1))
+        return float(min(m, pp)) if v == 1 else min(m * v, 2 * (pp - 1) + (v - 1) * pp + 1) / v
+    return held_layers(p, layers) / stage_layers(layers, p.pp)[0]
+
+
+def held_layers(p: Plan, layers: int) -> float:
+    """Layer-micro-batches of activations the first stage holds at its peak: 1F1B holds ``min(m, PP)``
+    micro-batches of its layers, DualPipe ``PP + 1`` (DeepSeek-V3 Table 2). The interleaved schedule's rank 0
+    runs ``W = min(m v, 2 (PP - 1) + (v - 1) PP + 1)`` forwards before its first backward (Megatron-LM's
+    warm-up), PP micro-batches on each of its model chunks in turn; after that each forward is paired with a
+    backward. Where the first stage is a layer short (Llama 3 s3.3.2: "the first model chunk on the first
+    stage has only the embedding"), the short chunk is its first, which the warm-up visits most.
+
+    >>> held_layers(Plan(8192, 1, 16, pp=16, virtual_stages=8), 126)  # Llama 3 405B at 16K GPUs: 7 layers, chunk 0 empty
+    112.0
+    >>> held_layers(Plan(8192, 1, 32, pp=16, virtual_stages=8), 128)  # 8 even stages: 143 chunks of one layer
+    143.0
+    """
+    first, full, _ = stage_layers(layers, p.pp)
     m, pp, v = p.microbatches, p.pp, p.virtual_stages
     if pp == 1:
-        return 1.0
-    if p.dualpipe:  # DeepSeek-V3 Table 2: PP + 1 micro-batches' activations of a stage
-        return float(min(m, pp + 1))
+        return float(first)
+    if p.dualpipe:
+        return float(min(m, pp + 1) * first)
     if v == 1:
-        return float(min(m, pp))
-    return min(m * v, 2 * (pp - 1) + (v - 1) * pp + 1) / v
+        return float(min(m, pp) * first)
+    w = min(m * v, 2 * (pp - 1) + (v - 1) * pp + 1)
+    on_first = sum(min(pp, w - g * pp) for g in range(0, -(-w // pp), v))  # forwards of chunk 0 among the W
+    return w * full / v - on_first * (full - first)
 
 
 def stage_layers(layers: int, pp: int) -> tuple[int, int, int]:
@@ -219,8 +246,8 @@ def training(s, p: Plan, hbm: float) -> TrainingMemory:
     tokens = p.micro_batch * p.seq / p.cp
     kept, work = layer_bytes_per_token(s, p)
     first, _, last_layers = stage_layers(s.layers, p.pp)
-    held = inflight(p)
-    acts = tokens * (kept * first * held + (work - kept if kept < work else 0.0))
+    held = inflight(p, s.layers)
+    acts = tokens * (kept * held_layers(p, s.layers) + (work - kept if kept < work else 0.0))
     logits = tokens * 4 * s.vocab / p.tp * 2  # FP32 logits and their gradient on the last stage
     last = tokens * (kept * last_layers + work) + logits  # the last stage holds one micro-batch
     if p.pp > 1 and last > acts:

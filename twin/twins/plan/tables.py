@@ -123,11 +123,11 @@ def memory_table(p, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     kw = _per_key(p, cols, ("tp", "sp", "rc"), lambda c: memory.layer_bytes_per_token(s, _plan(p, c)))
     kept, work = kw[:, 0], kw[:, 1]
     layers = _per_key(p, cols, ("pp",), lambda c: memory.stage_layers(s.layers, c["pp"]))
-    first, last_layers = layers[:, 0], layers[:, 2]
+    last_layers = layers[:, 2]
     dual = p.base.pipeline_schedule == "dualpipe"
-    held = _per_key(p, cols, ("m", "pp", "v"), lambda c: memory.inflight(memory.Plan(p.base.seq, 1, c["m"], pp=c["pp"], virtual_stages=c["v"],
-                                                                                      dualpipe=dual and c["pp"] > 1)))[:, 0]
-    acts = tokens * (kept * first * held + np.where(kept < work, work - kept, 0.0))
+    held = _per_key(p, cols, ("m", "pp", "v"), lambda c: memory.held_layers(memory.Plan(p.base.seq, 1, c["m"], pp=c["pp"], virtual_stages=c["v"],
+                                                                                         dualpipe=dual and c["pp"] > 1), s.layers))[:, 0]
+    acts = tokens * (kept * held + np.where(kept < work, work - kept, 0.0))
     logits = tokens * 4 * s.vocab / tp * 2
     last = tokens * (kept * last_layers + work) + logits
     multi = cols["pp"] > 1
