@@ -177,7 +177,9 @@ def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out,
                     b = f"; best so far {best:.3f} s, {answer.label(c)}" if best is not None else ""
                     say(f"fast stage ({stage}): {considered:,}/{of:,} plans considered, {done:,} scored, {left:,} could still win, "
                         f"about {eta_s:.0f} s left{b}")
-            res = answer.answer(p, fixed, top, progress)
+            from twin.twins.plan.measured import stated_plan
+
+            res = answer.answer(p, fixed, top, progress, stated_plan(p))
     except (SpecError, InfeasibleError) as e:
         diags = getattr(e, "diagnostics", None)
         if diags is None:

@@ -13,6 +13,10 @@ each class and whether the leaders can be told apart.
   run that needs more), so that the cost of each constraint is visible.
 - **Margin**: plans whose predicted step lies within :data:`MODEL_ERROR` of the pick's cannot be told
   apart by the model; the answer names them.
+- **The workload's own plan** (``stated``, the plan the spec writes, scaled to the GPU count by DP): its
+  step by the full twin, how far behind the pick, its place among the leaders and why the pick wins against
+  it term by term; or why it is not among the plans searched (it breaks a rule of the space, does not fit in
+  memory, or the pins leave it out).
 """
 
 from __future__ import annotations
@@ -95,6 +99,14 @@ def _parts(s: search.Searched, i: int) -> dict:
     return {k: float(s.parts[k][i]) for k in (*PARTS, "straggler_s", "step_s")}
 
 
+def _full_parts(full: dict) -> dict:
+    """The step's parts as the full twin gives them (for a plan the fast stage bounded out unscored)."""
+    x = full["schemes"][0]
+    return {"compute_s": full["compute_s"], "bubble_s": full["bubble_s"], "tp_s": x["tp_s"], "cp_s": x["cp_s"], "ep_s": x["ep_s"],
+            "pp_s": x["pp_exposed_s"], "dp_s": x["dp_exposed_s"], "recompute_s": full["microbatch_recompute_s"] * full["microbatches"],
+            "straggler_s": full["straggler_s"], "step_s": x["step_s"]}
+
+
 def _entry(s: search.Searched, i: int, full: dict | None) -> dict:
     c = row(s.cols, i)
     e = {"plan": describe(c), "label": label(c), "fast_step_s": float(s.step[i]), "parts_s": _parts(s, i),
@@ -113,8 +125,40 @@ def versus(a: dict, b: dict) -> list[dict]:
     return sorted([r for r in rows if abs(r["difference_s"]) > 1e-9], key=lambda r: -abs(r["difference_s"]))
 
 
-def answer(p: Problem, fixed: dict | None = None, top: int = 10, progress=None) -> dict:
-    """Search, re-time the leaders with the full twin, and explain (module docstring)."""
+KEYS = ("tp", "cp", "pp", "dp", "ep", "v", "mb", "rc", "zero", "sp", "fp8", "shard", "order")
+
+
+def stated_entry(p: Problem, s: search.Searched, c: dict | str | None, fixed: dict | None, pick: dict, entries: list[dict]) -> dict | None:
+    """The workload's own plan ``c`` (a plan of the space's columns, or why it could not be stated) against the pick."""
+    if c is None:
+        return None
+    if isinstance(c, str):
+        return {"label": None, "why_not": c}
+    hit = np.ones(len(s.cols["tp"]), bool)
+    for k in KEYS:
+        hit &= s.cols[k] == c.get(k, 0)
+    found = np.flatnonzero(hit)
+    if not len(found):
+        m = memory.training(p.shape, memory.Plan.of(p.workload_of(c), p.base.fused_attention, optimizer_bytes=p.base.optimizer_bytes,
+                                                    grad_bytes=p.base.grad_bytes), p.hbm)
+        why = (f"it does not fit: {m.total / 1e9:.1f} GB per GPU, over the {(p.hbm - memory.RESERVE_BYTES) / 1e9:.1f} GB the "
+               f"{memory.RESERVE_BYTES / 1e9:.0f} GB reserve leaves" if not m.fits else
+               "the pins (--fix) leave it out" if fixed else "it is not among the plans searched")
+        return {"label": label(c), "why_not": why}
+    i = int(found[0])
+    full = full_twin(p, row(s.cols, i))
+    e = _entry(s, i, full)
+    if not s.scored[i]:  # bounded out by the fast stage: its parts are the full twin's
+        e["fast_step_s"], e["parts_s"] = None, _full_parts(full)
+    e["slower_than_pick"] = e["step_s"] / pick["step_s"] - 1
+    e["leader"] = next((n for n, x in enumerate(entries, 1) if x["label"] == e["label"]), None)
+    e["versus"] = versus(pick, e)
+    return e
+
+
+def answer(p: Problem, fixed: dict | None = None, top: int = 10, progress=None, stated: dict | str | None = None) -> dict:
+    """Search, re-time the leaders with the full twin, and explain (module docstring); ``stated``: the workload's
+    own plan (space columns), or why it could not be stated as one."""
     s = search.search(p, fixed, keep=top, mask_fn=classes(p), progress=progress)
     lead = s.best(None, top)
     if not len(lead):
@@ -158,5 +202,6 @@ def answer(p: Problem, fixed: dict | None = None, top: int = 10, progress=None) 
         "why": {"runner_up": versus(pick, entries[1]) if len(entries) > 1 else [],
                 "rule": versus(pick, rule) if rule is not None else None},
         "classes": by_class,
+        "stated": stated_entry(p, s, stated, fixed, pick, entries),
         "scatter": {"step_s": s.step[s.scored].tolist(), "memory_GB": (s.memory["total"][s.scored] / 1e9).tolist()},
     }

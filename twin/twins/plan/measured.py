@@ -196,6 +196,15 @@ def plan_of(p: Problem, path, r: Run) -> dict:
     return c
 
 
+def stated_plan(p: Problem) -> dict | str:
+    """The workload's own plan as a plan of the space (DP from the GPU count), or why it is not one: the rule
+    it breaks, as a measured row with every cell blank would be refused."""
+    try:
+        return plan_of(p, "plan", Run(0, {}, 0.0))
+    except MeasuredError as e:
+        return str(e).split(": ", 1)[1].replace(" (the workload's value: the cell is blank)", "")
+
+
 def rule_broken(ax: Axes, c: dict) -> tuple[str, str, str] | None:
     """(column, what, expected) when plan ``c`` breaks a rule of the space, else None: the space enumerated
     with every axis pinned to the row's value keeps exactly it, or says by which rule it went."""

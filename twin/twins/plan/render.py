@@ -52,6 +52,18 @@ def text(res: dict) -> str:
     for name, e in res["classes"].items():
         lines.append(f"  {name:<34} " + ("no feasible plan" if e is None else
                                            f"{_ms(e['step_s'])} ({e['slower_than_pick']:+.1%})  {e['label']}"))
+    st = res.get("stated")
+    if st is not None:
+        lines += ["", "the workload's own plan: " + (st["label"] or "(none)")]
+        if "why_not" in st:
+            lines.append(f"  not searched: {st['why_not']}")
+        else:
+            place = f"#{st['leader']} of the leaders" if st["leader"] else "not among the leaders"
+            lines.append(f"  {_ms(st['step_s'])} ({st['slower_than_pick']:+.1%} against the pick), {place}, "
+                         f"{st['memory_GB']['total']:.1f} GB per GPU")
+            if st["versus"]:
+                lines.append("  the pick against it: " + "; ".join(
+                    f"{r['term']} {'-' if r['difference_s'] < 0 else '+'}{_ms(abs(r['difference_s']))}" for r in st["versus"][:4]))
     return "\n".join(lines)
 
 
