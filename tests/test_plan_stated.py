@@ -65,3 +65,12 @@ def test_pins_that_leave_the_written_plan_out_say_so():
     assert r.returncode == 0, r.stderr[-2000:]
     tail = r.stdout.split("the workload's own plan: ", 1)[1]
     assert tail.startswith("TP8 CP1 PP2 DP8") and "not searched: the pins (--fix) leave it out" in tail
+
+
+def test_a_model_given_on_the_command_line_states_no_plan():
+    """A site without a training workload, the model from --set alone: there is no plan of the user's to compare."""
+    r = twin_in_process("plan", ROOT / "sites" / "lab-ib.yaml", "--gpus", "64", "--top", "2", "--json", *(
+        x for kv in ("layers=32", "hidden_size=4096", "heads=32", "ffn_hidden_size=11008", "parameters=6.7e9",
+                     "sequence_length=4096", "global_batch=512") for x in ("--set", kv)))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert unwrap(r.stdout)["stated"] is None

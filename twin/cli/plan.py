@@ -179,7 +179,7 @@ def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out,
                         f"about {eta_s:.0f} s left{b}")
             from twin.twins.plan.measured import stated_plan
 
-            res = answer.answer(p, fixed, top, progress, stated_plan(p))
+            res = answer.answer(p, fixed, top, progress, stated_plan(p) if ws else None)  # a model from --set alone states no plan
     except (SpecError, InfeasibleError) as e:
         diags = getattr(e, "diagnostics", None)
         if diags is None:
