@@ -141,3 +141,19 @@ def test_the_checker_sees_a_backward_import(tmp_path):
     f = tmp_path / "m.py"
     f.write_text("def f():\n    from twin.build import build\n    return build\n")
     assert imports(f, modules()) == {"twin.build"}
+
+
+def test_the_repository_top_level_is_the_design_cards_layout():
+    """What git tracks at the top of the repository: the design card's folders and files, nothing else (a stray
+    archive, a profiler's wheel, a scratch notebook committed by accident fails here)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    r = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True)
+    top = {line.split("/", 1)[0] for line in r.stdout.splitlines() if line}
+    card = {"pyproject.toml", "README.md", "ARCHITECTURE.md", "mkdocs.yml", ".gitignore", ".ci", "twin", "schemas", "templates",
+            "sites", "tests", "generated", "bench", "scenarios", "sweeps", "docs"}
+    assert top <= card, sorted(top - card)
+    assert {"twin", "tests", "sites", "pyproject.toml", "README.md"} <= top
