@@ -56,16 +56,17 @@ def test_validation_table_holds_the_open_set():
     assert [r["group"] for r in oos] == ["nemo-h100"] * 2 + ["megatron-sc21-table2"] * 5 and s["out_of_sample"]["rows"] == 7
     # the 70B row (-13.4% before TP overlap) and the 405B row (+10.2% before the stack's FP32 gradient reduction) within 10%
     assert abs(oos[0]["error"]) < 0.10 and abs(oos[1]["error"]) < 0.10, [(r["source"], r["error"]) for r in oos[:2]]
-    # [megatron-sc21] Table 2 at a fixed batch of 1,536: ZeRO-3 (megatron-deepspeed-2021, set on its 384-GPU row) loses
-    # per-GPU throughput with scale as published (144 -> 88 -> 44, more than 2.5x from 384 to 1,536 GPUs): each GPU
-    # gathers the whole model per step, one collective per parameter tensor, each paying the ring's latency across
-    # all the GPUs, however little compute it has; PTD-P (predicted) keeps most of its rate (measured -7.8%): its
-    # data-parallel rings meet no collision on OpenSM's ftree tables
+    # [megatron-sc21] Table 2 at a fixed batch of 1,536: ZeRO-3 (megatron-deepspeed-2021: Megatron-LM 2021's kernels, its
+    # host time per gather set on the 384-GPU row) loses per-GPU throughput with scale as published (144 -> 88 -> 44, more
+    # than 2.5x from 384 to 1,536 GPUs): each GPU gathers the whole model per step, one collective per parameter tensor,
+    # each paying the ring's latency across all the GPUs and the host's time, however little compute it has; PTD-P
+    # (predicted) keeps most of its rate (measured -7.8%): its data-parallel rings meet no collision on OpenSM's ftree tables
     t2 = {r["extra"]["workload"]: r for r in every if r["group"] == "megatron-sc21-table2"}
     z, p = [t2[f"zero3-175b-{n}"]["predicted"] for n in (384, 768, 1536)], [t2[f"ptdp-175b-{n}"]["predicted"] for n in (384, 768, 1536)]
     assert z[0] > z[1] > z[2] and z[0] / z[2] > 2.5
     assert p[0] > p[2] > 0.90 * p[0]  # measured -7.8%; the twin -3.8%
-    assert all(abs(r["error"]) < 0.15 for r in t2.values())  # ZeRO-3 at 768 and 1,536 GPUs +11.2% and +13.8% (out of sample)
+    assert all(abs(r["error"]) < 0.05 for r in t2.values())  # ZeRO-3 at 768 and 1,536 GPUs -0.8% and -4.0% (out of sample;
+    # +11.2% and +13.8% while the stack's kernel_share, set on the 384-GPU row, carried DeepSpeed's host time)
     for r in rows:
         assert r["source"] and r["inputs"] and r["convention"] and r["unit"]
         assert abs(r["error"]) < 0.10, (r["source"], r["predicted"], r["measured"])

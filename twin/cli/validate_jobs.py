@@ -39,11 +39,12 @@ def register(app, out, err, emit_json) -> None:
         try:
             if fit:
                 res = validation.fit(log)
-                if as_json:
-                    emit_json({"kernel_share": res})
+                if as_json:  # by constant: {"kernel_share": {stack: value}, "zero3_host": {...}}
+                    emit_json({c: {k: v for k, v in res.items() if validation.FIT_CONSTANT[k] == c}
+                               for c in dict.fromkeys(validation.FIT_CONSTANT.values())})
                 else:
                     for k, v in res.items():
-                        out.print(f"{k}: kernel_share {v}", markup=False)
+                        out.print(f"{k}: {validation.FIT_CONSTANT[k]} {v}", markup=False)
                 raise typer.Exit(0)
             if holdout:
                 series = validation.holdout(log)

@@ -113,6 +113,9 @@ class Stack(Model):
     zero3_collectives: Literal["layer", "tensor"] = Field("layer", description="ZeRO-3: one all-gather (and one reduce-scatter) per layer "
                                                         "(FSDP's flat units) or one per parameter tensor (DeepSpeed 2021: each tensor's own "
                                                         "collective, every one paying the ring's latency); a recipe may override")
+    zero3_host: Latency = Field(0.0, description="ZeRO-3: host time per parameter all-gather during which the GPU waits (DeepSpeed 2021 "
+                                "synchronises the device before each gather and does the partition's bookkeeping in Python before it "
+                                "launches; one per tensor with zero3_collectives: tensor, else one per layer); 0: none")
     optimizer_bytes: float = Field(12.0, ge=0, le=64, description="bytes of optimizer state per parameter (12: FP32 master weights "
                                    "and Adam's two moments; more where the stack keeps more, e.g. an FP32 copy of the gradients); "
                                    "ZeRO 1 shards them over the data-parallel ranks")

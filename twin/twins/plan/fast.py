@@ -166,15 +166,15 @@ def _data_parallel(p, cols, st, coll, c, out) -> None:
     hkeys = (*keys, "shard")
     eds = split & (ep < shard)
 
-    def both(op: str, mask, rep, routed):
+    def both(op: str, mask, rep, routed, part: int = 0):
         """As comm._data_parallel: one collective when EP is 1, else the replicated and the routed parts; under
-        hybrid sharding each over the shard groups."""
+        hybrid sharding each over the shard groups (``part`` 1: their latency)."""
         flat = mask & ~hyb
-        t = coll.times(f"dp-{op}", cols, st, keys, np.where(split, rep, rep + routed), flat)
-        t += coll.times(f"edp-{op}", cols, st, (*keys, "ep"), routed, flat & edp)
+        t = coll.times(f"dp-{op}", cols, st, keys, np.where(split, rep, rep + routed), flat, part)
+        t += coll.times(f"edp-{op}", cols, st, (*keys, "ep"), routed, flat & edp, part)
         if op == "allgather" and hyb.any():
-            t += coll.times("dps-allgather", cols, st, hkeys, np.where(split, rep, rep + routed), mask & hyb)
-            t += coll.times("edps-allgather", cols, st, (*hkeys, "ep"), routed, mask & hyb & eds)
+            t += coll.times("dps-allgather", cols, st, hkeys, np.where(split, rep, rep + routed), mask & hyb, part)
+            t += coll.times("edps-allgather", cols, st, (*hkeys, "ep"), routed, mask & hyb & eds, part)
         return t
 
     def across(mask, rep, routed):
@@ -205,11 +205,14 @@ def _data_parallel(p, cols, st, coll, c, out) -> None:
         t_l = both("allgather", z3, l_rep, l_routed)
         t_s = t_l if k == 1 else both("allgather", z3, k * l_rep, k * l_routed)  # the layer's reduce-scatter
         t_s = t_s + across(z3, k * l_rep, k * l_routed)
-        if b.zero3_collectives == "tensor":  # as comm._data_parallel: each tensor's collective pays the latency (a 1-byte one)
+        if b.zero3_collectives == "tensor":  # as comm._data_parallel: each tensor's collective pays the layer gather's latency
             u = np.unique(ep)
             per = np.array([s.zero3_tensors(int(e)) for e in u])[np.searchsorted(u, ep)]
-            one = (per - 1) * both("allgather", z3, np.ones_like(l_rep), np.zeros_like(l_routed))
+            one = (per - 1) * both("allgather", z3, l_rep, l_routed, part=1)
             t_l, t_s = t_l + one, t_s + one
+        else:
+            per = 1.0
+        t_l = t_l + per * b.zero3_host_s  # as comm._data_parallel: the host's time before each gather
         gathers = 2 + (_redo("attention") | _redo("mlp"))[cols["rc"]]
         layers = c["layers"]
         tot3 = m * layers * (gathers * t_l + t_s)
@@ -218,7 +221,7 @@ def _data_parallel(p, cols, st, coll, c, out) -> None:
         og, orr = float(b.overlap_param_gather), float(b.overlap_grad_reduce)
         fwd = (gathers - 1) * t_l - np.minimum(og * share * (gathers - 1) * t_l, c["layer_forward_s"])
         bwd = t_l + t_s - np.minimum(share * (og * t_l + orr * t_s), c["layer_backward_s"])
-        exp3 = m * ((layers - 1) * (fwd + bwd) + (t_l + t_s if og or orr else gathers * t_l + t_s))
+        exp3 = m * ((layers - 1) * (fwd + bwd) + (t_l if og else gathers * t_l) + t_s)
         total += np.where(z3, tot3, 0.0)
         exposed += np.where(z3, exp3, 0.0)
     out["dp_total_s"], out["dp_s"] = total, exposed

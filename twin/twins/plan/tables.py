@@ -253,8 +253,9 @@ class Collectives:
         return t
 
     def times(self, what: str, cols: dict, st: dict, key_names: tuple[str, ...], sizes: np.ndarray,
-              mask: np.ndarray) -> np.ndarray:
-        """Seconds of collective ``what`` for every plan under ``mask`` at its message size (0 elsewhere)."""
+              mask: np.ndarray, part: int = 0) -> np.ndarray:
+        """Seconds of collective ``what`` for every plan under ``mask`` at its message size (0 elsewhere);
+        ``part`` 1: the part of them that does not shrink with the message (its latency)."""
         out = np.zeros(len(sizes))
         idx = np.flatnonzero(mask)
         if not len(idx):
@@ -269,7 +270,7 @@ class Collectives:
             r = idx[i]
             rep = {k: int(cols[k][r]) for k in (*DIMS, "order", "ep", "shard")}
             key = tuple(int(kcols[n][i]) for n in key_names)
-            vals[j] = self.get(what, key, rep).at(float(sizes[r]))[0]
+            vals[j] = self.get(what, key, rep).at(float(sizes[r]))[part]
         out[idx] = vals[inv]
         return out
 

@@ -32,7 +32,9 @@ Data parallelism over the DP x CP ranks of a stage (G = its gradients, 2 bytes p
   previous layer's compute where it is shorter, at most the ``zero3_bucket`` share of a layer running
   ahead (DeepSpeed's prefetch bucket; FSDP: the whole layer), except the first gather and the last
   reduce-scatter of every micro-batch. A stack that runs one collective per parameter tensor
-  (``zero3_collectives: tensor``, DeepSpeed 2021) pays the collective's latency once per tensor.
+  (``zero3_collectives: tensor``, DeepSpeed 2021) pays the collective's latency once per tensor, and a
+  stack whose host works before each gather while the GPU waits (``zero3_host``: DeepSpeed 2021 synchronises
+  the device first) pays that time once per gathered collective.
   The per-step count grows with micro-batches and layers, and each collective's latency with DP:
   ZeRO 3 loses throughput as data parallelism grows at a fixed micro-batch.
 
@@ -297,9 +299,10 @@ def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
     t_l, l_l = both("allgather", ["ring"], l_rep * BF16, l_routed * BF16)
     t_s, _ = both("allgather", ["ring"], k * l_rep * BF16, k * l_routed * BF16)  # the layer's reduce-scatter
     t_s += across(k * l_rep * BF16, k * l_routed * BF16)[0]  # and the replicas' all-reduce of its shard (HSDP: every layer)
+    per = s.zero3_tensors(r.ep) if r.zero3_collectives == "tensor" else 1.0
     if r.zero3_collectives == "tensor":  # the same bytes in one collective per tensor: each pays the latency again
-        per = s.zero3_tensors(r.ep)
         t_l, t_s, l_l = t_l + (per - 1) * l_l, t_s + (per - 1) * l_l, per * l_l
+    t_l += per * r.zero3_host_s  # the host's time before each gather, which the GPU waits out (the stack's zero3_host)
     gathers = 2 + (1 if {"attention", "mlp"} & r.recomputed() else 0)
     n = m * c.layers
     total = n * (gathers * t_l + t_s)
@@ -310,5 +313,7 @@ def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
     og, orr = r.overlap_param_gather, r.overlap_grad_reduce
     fwd = (gathers - 1) * t_l - min(og * share * (gathers - 1) * t_l, c.layer_forward_s)
     bwd = t_l + t_s - min(share * (og * t_l + orr * t_s), c.layer_backward_s)
-    exposed = m * ((c.layers - 1) * (fwd + bwd) + (t_l + t_s if og or orr else gathers * t_l + t_s))
+    # the micro-batch's first layer: its first gather has nothing to hide behind (the others neither, unprefetched),
+    # nor has its last reduce-scatter
+    exposed = m * ((c.layers - 1) * (fwd + bwd) + (t_l if og else gathers * t_l) + t_s)
     return total, exposed, n * (gathers + 1) * l_l

@@ -68,6 +68,7 @@ class Recipe:
     pipeline_schedule: str = "1f1b"
     zero3_bucket: float = 0.0  # bytes of a ZeRO-3 layer's gather / reduce-scatter that run ahead of need (0: the whole layer)
     zero3_collectives: str = "layer"  # ZeRO-3: one collective per layer, or one per parameter tensor (DeepSpeed 2021)
+    zero3_host_s: float = 0.0  # ZeRO-3: host time per parameter all-gather that the GPU waits out (the stack's zero3_host)
     optimizer_bytes: float = 12.0  # the stack's optimizer state per parameter (memory.OPTIMIZER_BYTES unless the stack says more)
     grad_bytes: float = memory.BF16  # bytes of a gradient held and reduced over the data-parallel ranks (4: FP32, grad_reduce_fp32)
     dp_shard: int = 0  # hybrid sharding: ranks of DP x CP one ZeRO shard spans, replicated over the rest (0: one shard over all)
@@ -94,7 +95,7 @@ class Recipe:
             overlap_grad_reduce=pick("overlap_grad_reduce"), overlap_param_gather=pick("overlap_param_gather"),
             overlap_tp=tuple(pick("overlap_tp")) if w.tp > 1 else (), overlap_pp=pick("overlap_pp"), overlap_cp=pick("overlap_cp"),
             overlap_ep=pick("overlap_ep"), pipeline_schedule=pick("pipeline_schedule"),
-            zero3_bucket=pick("zero3_bucket") or 0.0, zero3_collectives=pick("zero3_collectives"),
+            zero3_bucket=pick("zero3_bucket") or 0.0, zero3_collectives=pick("zero3_collectives"), zero3_host_s=float(st.zero3_host),
             stragglers=(lambda x: (x.distribution, x.mean) if x is not None else None)(pick("stragglers")),
             fused_attention=st.attention == "fused", kernel_share=st.kernel_share, stack=name, stack_defaulted=w.stack is None,
             optimizer_bytes=st.optimizer_bytes, grad_bytes=memory.grad_bytes(pick("grad_reduce_fp32")),

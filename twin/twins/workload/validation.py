@@ -62,6 +62,7 @@ class Group:
     calibration_row: str = ""  # the row the stack is set on ("row")
     open_rows: tuple[str, ...] | None = None  # the rows in the open set (None: every row); the rest are out of sample
     variants: tuple = ()  # rows stated as variants of the site's workloads (validation_rows); none: the site's own rows
+    constant: str = "kernel_share"  # the stack constant the group sets (zero3_host: the stack's kernel_share is another's)
 
     @property
     def open_set(self) -> bool:
@@ -79,8 +80,9 @@ GROUPS = (
     Group("nemo-h100", "dgx-h100-pod", "[megatron-bridge-perf]", "Megatron-LM model FLOPs (attention over the full square)",
           "megatron-core-2025", "row", "nemo-llama3-8b", ("nemo-llama3-8b",)),
     Group("megatron-sc21-table2", "selene-a100", "[megatron-sc21] Table 2", "hardware FLOPs with recomputation (Eq. 3)",
-          "megatron-deepspeed-2021", "row", "zero3-175b-384", ("zero3-175b-384",), validation_rows.TABLE2),
+          "megatron-deepspeed-2021", "row", "zero3-175b-384", ("zero3-175b-384",), validation_rows.TABLE2, "zero3_host"),
 )
+FIT_CONSTANT = {g.stack: g.constant for g in GROUPS}  # the constant --fit sets on each stack
 CALIBRATION_ROW = GROUPS[0].calibration_row  # the Llama 3 row the meta stack is set on
 NCCL_ROWS = (  # size, time (us), busbw (GB/s) or None: [dgxc-nccl], out of place
     (8, 13.67, None), (1024, 16.9, None), (MIB, 27.4, None), (16 * MIB, 123.8, 237.0),
@@ -122,10 +124,10 @@ def _design(site: str):
     return compile_design(sites_dir() / f"{site}.yaml", placement_method="naive")
 
 
-def with_share(design, stack: str, share: float):
-    """The design with one stack's kernel_share replaced (a what-if for the fit)."""
+def with_share(design, stack: str, share: float, constant: str = "kernel_share"):
+    """The design with one stack's kernel_share (or another constant) replaced (a what-if for the fit)."""
     cat = design.spec.catalog
-    stacks = {**cat.stacks, stack: cat.stacks[stack].model_copy(update={"kernel_share": share})}
+    stacks = {**cat.stacks, stack: cat.stacks[stack].model_copy(update={constant: share})}
     spec = dataclasses.replace(design.spec, catalog=cat.model_copy(update={"stacks": stacks}))
     return dataclasses.replace(design, spec=spec)
 
@@ -224,7 +226,8 @@ def summary(rows: list[Row]) -> dict:
 
 
 def fit(progress=None) -> dict:
-    """The two stacks' kernel_share from their groups (module docstring), by secant steps on the share."""
+    """Each stack's constant from its group (module docstring): kernel_share, or for Megatron-DeepSpeed 2021, whose
+    kernels are Megatron-LM 2021's, zero3_host; by secant steps on the constant."""
     from twin.twins.net import topology
 
     out = {}
@@ -234,21 +237,22 @@ def fit(progress=None) -> dict:
         names = [g.calibration_row] if g.calibration == "row" else None
 
         def err(share: float, g=g, d=d, net=net, names=names) -> float:
-            rows = _job_rows(g, with_share(d, g.stack, share), net, names)
+            rows = _job_rows(g, with_share(d, g.stack, share, g.constant), net, names)
             e = float(np.mean([r.error for r in rows]))
             if progress:
-                progress(f"{g.stack}: kernel_share {share:.4f} -> mean error {100 * e:+.2f}%")
+                progress(f"{g.stack}: {g.constant} {share:.6g} -> mean error {100 * e:+.2f}%")
             return e
 
-        x0 = d.spec.catalog.stacks[g.stack].kernel_share
+        x0 = float(getattr(d.spec.catalog.stacks[g.stack], g.constant))
         e0 = err(x0)
-        x1 = x0 / (1 + e0)
+        # kernel_share scales the rate; a host time per gather slows it: start the other way, from 1 ms if none
+        x1 = x0 / (1 + e0) if g.constant == "kernel_share" else (x0 or 1e-3) * (1 + e0)
         for _ in range(6):
             e1 = err(x1)
             if abs(e1) < 2e-4 or e1 == e0:
                 break
             x0, e0, x1 = x1, e1, x1 - e1 * (x1 - x0) / (e1 - e0)
-        out[g.stack] = round(x1, 4)
+        out[g.stack] = round(x1, 4) if g.constant == "kernel_share" else round(x1, 6)
     return out
 
 
@@ -342,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.fit:
             res = fit(log)
-            print(json.dumps(res, indent=1, sort_keys=True) if a.json else "\n".join(f"{k}: kernel_share {v}" for k, v in res.items()))
+            print(json.dumps(res, indent=1, sort_keys=True) if a.json else "\n".join(f"{k}: {FIT_CONSTANT[k]} {v}" for k, v in res.items()))
             return 0
         if a.holdout:
             series = holdout(log)
