@@ -85,6 +85,8 @@ def register(app, out, err, print_diags, emit_json) -> None:
         top: int = typer.Option(10, "--top", min=2, max=50, help="Leaders re-timed by the full job twin."),
         plot: Optional[Path] = typer.Option(None, "--plot", help="Write the picture (step time against memory per GPU) as PNG here."),
         write: Optional[Path] = typer.Option(None, "--write", help="Write a scenario that runs the pick (twin simulate --scenario)."),
+        write_spec: Optional[Path] = typer.Option(None, "--write-spec", help="Write a copy of the site spec with the pick added as a "
+                                                  "workload of its own (named WORKLOAD-plan, inheriting the searched one)."),
         placement: str = typer.Option("reading-order", "--placement", help="reading-order (default: racks filled in reading order, "
                                       "seconds) or spec (the spec's placement, optimised with HiGHS; it moves only cable lengths, "
                                       "which the plans' steps see as nanoseconds of propagation)."),
@@ -104,6 +106,8 @@ def register(app, out, err, print_diags, emit_json) -> None:
 
         Example: twin plan sites/meta-24k-roce.yaml -w llama3-405b-8k --gpus 2048 --set global_batch=256 --fix tp=8 --json
 
+        Example: twin plan sites/lab-2zone.yaml --write-spec /tmp/lab-planned.yaml
+
         Example: twin plan sites/selene-a100.yaml -w gpt-145p6b --gpus 384 --set layers=96 --set parameters=174.6e9 --set global_batch=1536 --measured scenarios/megatron-sc21-table2-384.csv
         """
         if placement not in ("reading-order", "spec"):
@@ -111,12 +115,12 @@ def register(app, out, err, print_diags, emit_json) -> None:
 
             raise typer.Exit(invalid(f"--placement '{placement}': expected reading-order or spec", as_json, emit_json, err))
         code = run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out, err, print_diags, emit_json,
-                        None if placement == "spec" else "naive", measured)
+                        None if placement == "spec" else "naive", measured, write_spec)
         raise typer.Exit(code)
 
 
 def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out, err, print_diags, emit_json,
-             placement_method: str | None = "naive", measured: Path | None = None) -> int:
+             placement_method: str | None = "naive", measured: Path | None = None, write_spec: Path | None = None) -> int:
     from twin.cli.envelope import invalid
     from twin.cli.progress import steps
     from twin.lang.diagnostics import InfeasibleError, Severity, SpecError
@@ -124,7 +128,7 @@ def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out,
     def fail(message: str) -> int:
         return invalid(message, as_json, emit_json, err)
 
-    for f in (plot, write):
+    for f in (plot, write, write_spec):
         if f is not None and (f.is_dir() or not f.parent.is_dir()):
             return fail(f"{f}: expected a file in an existing folder")
     try:
@@ -132,8 +136,8 @@ def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out,
     except ValueError as e:
         return fail(str(e))
     runs = None
-    if measured is not None and (plot is not None or write is not None):
-        return fail("--measured: --plot and --write are the search's; run them without --measured")
+    if measured is not None and (plot is not None or write is not None or write_spec is not None):
+        return fail("--measured: --plot, --write and --write-spec are the search's; run them without --measured")
     if measured is not None:  # the CSV's shape and size checked before any work
         from twin.twins.plan import measured as held
 
@@ -198,6 +202,15 @@ def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out,
         render.picture(res, scatter, plot)
     if write is not None:
         write.write_text(render.scenario(res), encoding="utf-8")
+    if write_spec is not None:
+        if not ws:
+            return fail("--write-spec: the model came from --set alone; there is no site workload for the pick to inherit")
+        try:
+            text, name = render.spec_with_pick(spec.read_text(encoding="utf-8"), res, {x.name for x in design.spec.site.workloads})
+        except ValueError as e:
+            return fail(str(e))
+        write_spec.write_text(text, encoding="utf-8")
+        res["written_workload"] = name
     if as_json:
         emit_json(res)
     else:

@@ -1,5 +1,6 @@
 """The plan search's answer for a person: text, the picture (step time against memory per GPU, every
-scored plan, the pick marked) and a scenario that runs the pick under ``twin simulate``."""
+scored plan, the pick marked), a scenario that runs the pick under ``twin simulate``, and the site spec with
+the pick as a workload of its own."""
 
 from __future__ import annotations
 
@@ -103,3 +104,38 @@ def scenario(res: dict) -> str:
     head = (f"# twin plan's pick for {res['workload']} on {res['gpus']:,} GPUs of {res['site']}: {e['label']}\n"
             f"# predicted step {e['step_s']:.4f} s. Run: twin simulate SITE --scenario THIS_FILE\n")
     return head + yaml.safe_dump(doc, sort_keys=False)
+
+
+def spec_with_pick(text: str, res: dict, names: set[str]) -> tuple[str, str]:
+    """The spec's text with the pick appended to its ``workloads:`` list as a workload of its own that inherits
+    the searched one (``base:``) and states the plan's fields; every other byte as it was. Returns (text, the
+    new workload's name); raises ValueError when the file holds no block list of workloads to append to."""
+    e = res["plans"][0]
+    plan = e["plan"]
+    root = yaml.compose(text)
+    seq = next((v for k, v in root.value if k.value == "workloads"), None) if isinstance(root, yaml.MappingNode) else None
+    if not isinstance(seq, yaml.SequenceNode) or seq.flow_style or not seq.value:
+        raise ValueError("--write-spec: the spec has no block list under workloads: in this file to add the pick to")
+    name = f"{res['workload']}-plan"[:63].rstrip("-")
+    n = 2
+    while name in names:
+        name, n = f"{res['workload'][:58]}-plan{n}", n + 1
+    fields = {"name": name, "base": res["workload"], **{k: plan[k] for k in PLAN_FIELDS if k in RECIPE_FIELDS}}
+    if plan.get("dp_shard"):
+        fields["dp_shard"] = plan["dp_shard"]
+    last = seq.value[-1]
+    col = last.start_mark.column
+    body = yaml.safe_dump([fields], sort_keys=False, default_flow_style=False).splitlines()
+    pad = " " * max(0, col - 2)
+    lines = [f"{pad}# twin plan's pick for {res['workload']} on {res['gpus']:,} GPUs: {e['label']}, predicted step {e['step_s']:.4f} s"]
+    if plan["dims"] != "tp-cp-pp-dp":
+        lines.append(f"{pad}# its rank order ({plan['dims']}) is a scenario job's dims: twin plan --write states it")
+    lines += [pad + x for x in body]
+    src = text.splitlines(keepends=True)
+    at = last.end_mark.line + (1 if last.end_mark.column > 0 else 0)  # the line after the last workload's last line
+    while at > 0 and (not src[at - 1].strip() or src[at - 1].lstrip().startswith("#")
+                      and len(src[at - 1]) - len(src[at - 1].lstrip()) < col):  # before the blank lines and outer comments after it
+        at -= 1
+    if at and not src[at - 1].endswith("\n"):
+        src[at - 1] += "\n"
+    return "".join(src[:at] + [x + "\n" for x in lines] + src[at:]), name
