@@ -140,3 +140,11 @@ def test_llama3_table4_plans_fit_without_recomputation(meta24k):
         assert m.fits and 40e9 < m.total < hbm - memory.RESERVE_BYTES, (w.name, m.total)
         # without ZeRO the FP32 optimizer states alone (12 B x 3.2B parameters per GPU) would not leave room
         assert not memory.training(Shape.of(w), memory.Plan.of(w.model_copy(update={"zero": 0}), grad_bytes=fp32), hbm).fits
+
+
+def test_more_stages_than_layers_is_a_located_error(root):
+    """A pipeline of more stages than the model has layers leaves stages empty: refused where PP is written (the
+    memory model would otherwise hold a first stage of no layers)."""
+    text = lab_with(root, GPT3.replace("layers: 96", "layers: 3").replace("    pp: 1\n    dp: 8", "    pp: 4\n    dp: 2"))
+    (e,) = errors(text)
+    assert e.line == _line(text, "pp: 4") and "PP4 over 3 layers" in e.message and "pp <= 3" in e.expected

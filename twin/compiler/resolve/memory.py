@@ -161,14 +161,15 @@ def layer_bytes_per_token(s, p: Plan) -> tuple[float, float]:
 def inflight(p: Plan, layers: int = 0) -> float:
     """Micro-batches' worth of the first stage's layers held at once (1F1B or interleaved): :func:`held_layers`
     over the stage's layers (without ``layers``, every chunk taken as full)."""
-    if not layers:
+    first = stage_layers(layers, p.pp)[0] if layers else 0
+    if not first:  # no layers given, or a first stage with none (more stages than layers: refused where it is stated)
         m, pp, v = p.microbatches, p.pp, p.virtual_stages
         if pp == 1:
             return 1.0
         if p.dualpipe:
             return float(min(m, pp + 1))
         return float(min(m, pp)) if v == 1 else min(m * v, 2 * (pp - 1) + (v - 1) * pp + 1) / v
-    return held_layers(p, layers) / stage_layers(layers, p.pp)[0]
+    return held_layers(p, layers) / first
 
 
 def held_layers(p: Plan, layers: int) -> float:

@@ -44,7 +44,9 @@ def _layout(spec: Spec, j, base: tuple) -> Iterator[Finding]:
         yield W, base + ("tp",), f"TP{j.tp} spans NVLink domains ({domain} GPUs each): tensor parallelism over the network", f"tp <= {domain}"
     if j.global_batch % j.dp:
         yield E, base + ("global_batch",), f"global batch {j.global_batch} does not divide over DP{j.dp}", f"a multiple of {j.dp}"
-    if j.layers % j.pp:
+    if j.pp > j.layers:
+        yield E, base + ("pp",), f"PP{j.pp} over {j.layers} layers: some stages would hold no layer", f"pp <= {j.layers}"
+    elif j.layers % j.pp:
         yield W, base + ("pp",), f"{j.layers} layers do not split evenly over PP{j.pp}; stages are unbalanced", f"a divisor of {j.layers}"
     if j.hidden_size % j.tp:
         yield E, base + ("tp",), f"hidden size {j.hidden_size} does not split over TP{j.tp}", f"a divisor of {j.hidden_size}"
