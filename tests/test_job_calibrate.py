@@ -86,3 +86,22 @@ def test_calibrate_command_exits_2_on_a_bad_csv_and_writes_the_entry_on_a_good_o
     assert "lab-cluster" in out.read_text() and "kernel_share" in res.output and "+0.0%" in res.output
     res = CliRunner().invoke(app, ["calibrate", str(root / "sites/lab-2zone.yaml"), "--runs", str(good), "--name", "Bad Name"])
     assert res.exit_code == 2 and "slug" in res.output
+
+
+def test_the_host_time_per_zero3_gather_is_recovered(lab, lab_net):
+    """Closed loop on Megatron-DeepSpeed 2021 (Megatron-LM's kernels, one collective per tensor, no prefetch): runs
+    the job twin times at ZeRO 3 with a host time of 3 ms per gather give back 3 ms from the catalog's value, with no
+    residual; runs without ZeRO 3 cannot tell it and are refused where the CSV starts."""
+    plans = [calibrate.Run(k + 2, "lab-llama-8b", 16 * dp, 1.0, {"tp": 8, "pp": 2, "dp": dp, "zero": 3}) for k, dp in enumerate((2, 4))]
+    lab_ds = dataclasses.replace(lab, spec=dataclasses.replace(lab.spec, site=lab.spec.site.model_copy(update={"workloads": [
+        lab.spec.site.workloads[0].model_copy(update={"stack": "megatron-deepspeed-2021"})]})))
+    d = calibrate.with_stack(lab_ds, "megatron-deepspeed-2021", "truth", {"zero3_host": 3e-3})
+    steps = calibrate.predict(d, lab_net, plans, "truth", E16)
+    runs = [dataclasses.replace(r, step_s=float(s)) for r, s in zip(plans, steps)]
+    res = calibrate.fit(lab_ds, lab_net, runs, "megatron-deepspeed-2021", "mine", ("zero3_host",), E16)
+    assert res["constants"]["zero3_host"] == pytest.approx(3e-3, rel=1e-3) and res["fit_rms_error"] < 1e-4
+    assert "zero3_host: 0.003 s" in res["catalog"]  # with its unit: a site can paste it
+    flat = [dataclasses.replace(r, plan={**r.plan, "zero": 1}) for r in runs]
+    with pytest.raises(SpecError) as e:
+        calibrate.fit(lab_ds, lab_net, flat, "megatron-deepspeed-2021", "mine", ("zero3_host",), E16)
+    assert "none of the runs fitted is at ZeRO 3" in e.value.diagnostics[0].message

@@ -131,7 +131,7 @@ def register(app, out, err, print_diags, emit_json) -> None:
                                          "--runs fit then uses."),
         stack: str = typer.Option("megatron-core-2025", "--stack", help="The catalog stack to start from."),
         name: str = typer.Option("calibrated", "--name", help="Name of the calibrated stack (a slug)."),
-        fit: str = typer.Option("kernel_share", "--fit", help="Constants to fit, comma-separated: kernel_share, straggler_mean."),
+        fit: str = typer.Option("kernel_share", "--fit", help="Constants to fit, comma-separated: kernel_share, straggler_mean, zero3_host (runs at ZeRO 3)."),
         holdout: str = typer.Option("none", "--holdout", help="none: fit on every run; smallest: fit on the run with the fewest GPUs "
                                     "and report the error on the rest."),
         routing: str = typer.Option("site", "--routing", help="Routing scheme the runs are timed under: site (what the site's spec "

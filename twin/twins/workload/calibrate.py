@@ -14,7 +14,9 @@ closest to the measured ones (least squares on the log of predicted / measured):
 
 - ``kernel_share``: the share of benchmark kernel speed the stack keeps through a step;
 - ``straggler_mean``: the mean per-rank slowdown of an exponential straggler law (stragglers.py), which
-  grows with the GPU count, so it needs runs at more than one scale.
+  grows with the GPU count, so it needs runs at more than one scale;
+- ``zero3_host``: the host's time before each ZeRO-3 parameter gather, which the GPU waits out (comm.py), so
+  it needs runs at ZeRO 3.
 
 The result: the fitted constants, each run's residual, the held-out error (``holdout="smallest"``: fit on
 the run with the fewest GPUs and predict the rest of the series), and the calibrated stack as a catalog
@@ -34,8 +36,9 @@ import numpy as np
 from twin.compiler.resolve.workload_checks import shard_problem
 from twin.lang.diagnostics import Diagnostic, Severity, SpecError
 
-CONSTANTS = ("kernel_share", "straggler_mean")
-BOUNDS = {"kernel_share": (0.05, 1.0), "straggler_mean": (0.0, 1.0)}
+CONSTANTS = ("kernel_share", "straggler_mean", "zero3_host")
+BOUNDS = {"kernel_share": (0.05, 1.0), "straggler_mean": (0.0, 1.0), "zero3_host": (0.0, 0.01)}
+DIGITS = {"kernel_share": 4, "straggler_mean": 4, "zero3_host": 7}  # zero3_host in seconds: to 0.1 us
 INT_COLUMNS = ("gpus", "tp", "cp", "pp", "dp", "ep", "micro_batch", "global_batch", "virtual_stages", "zero", "sequence_length",
                "dp_shard")
 MAX_RUNS = 200  # each run is timed once per step of the fit: the cost is checked before any is timed
@@ -125,6 +128,8 @@ def with_stack(design, base: str, name: str, x: dict):
     upd = {"kernel_share": x.get("kernel_share", cat.stacks[base].kernel_share)}
     if "straggler_mean" in x:
         upd["stragglers"] = Stragglers(distribution="exponential", mean=x["straggler_mean"])
+    if "zero3_host" in x:
+        upd["zero3_host"] = x["zero3_host"]
     stacks = {**cat.stacks, name: cat.stacks[base].model_copy(update=upd)}
     return dataclasses.replace(design, spec=dataclasses.replace(design.spec, catalog=cat.model_copy(update={"stacks": stacks})))
 
@@ -167,8 +172,13 @@ def fit(design, net, runs: list[Run], base: str, name: str, constants: tuple[str
         raise _error(file, runs[used[0]].line, 1, "straggler_mean grows with the GPU count: the runs fitted are all at one scale",
                      "runs at two or more GPU counts, or --fit kernel_share")
     fitted = [runs[i] for i in used]
+    by_name = {w.name: w for w in design.spec.site.workloads}
+    if "zero3_host" in constants and not any(r.plan.get("zero", by_name[r.workload].zero) == 3 for r in fitted):
+        raise _error(file, fitted[0].line, 1, "zero3_host is the time before each ZeRO-3 gather: none of the runs fitted is at ZeRO 3",
+                     "runs with zero 3, or --fit kernel_share")
     meas = np.array([r.step_s for r in fitted])
-    base_x = {"kernel_share": design.spec.catalog.stacks[base].kernel_share, "straggler_mean": 0.01}
+    base_x = {"kernel_share": design.spec.catalog.stacks[base].kernel_share, "straggler_mean": 0.01,
+              "zero3_host": float(design.spec.catalog.stacks[base].zero3_host) or 1e-3}
 
     def residual(v) -> np.ndarray:
         x = dict(zip(constants, v))
@@ -176,7 +186,7 @@ def fit(design, net, runs: list[Run], base: str, name: str, constants: tuple[str
 
     lo, hi = zip(*(BOUNDS[c] for c in constants))
     res = least_squares(residual, [base_x[c] for c in constants], bounds=(lo, hi), diff_step=1e-3, xtol=1e-6, ftol=1e-8)
-    x = {c: float(round(v, 4)) for c, v in zip(constants, res.x)}
+    x = {c: float(round(v, DIGITS[c])) for c, v in zip(constants, res.x)}
     d = with_stack(design, base, name, x)
     pred = predict(d, net, runs, name, scheme, lib)
     rows = [{"line": r.line, "workload": r.workload, "gpus": r.gpus, "measured_step_s": r.step_s, "predicted_step_s": float(p),
