@@ -70,3 +70,12 @@ def test_write_spec_is_the_searchs_not_the_measured_checks(tmp_path):
     r = twin_in_process("plan", ROOT / "sites" / "lab-2zone.yaml", "--write-spec", tmp_path / "x.yaml", "--measured",
                         ROOT / "scenarios" / "megatron-sc21-table2-384.csv")
     assert r.returncode == 2 and "--write-spec" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_write_spec_never_overwrites_the_spec_it_searched(tmp_path):
+    spec = tmp_path / "lab.yaml"
+    text = (ROOT / "sites" / "lab-2zone.yaml").read_text(encoding="utf-8")
+    spec.write_text(text, encoding="utf-8")
+    r = twin_in_process("plan", spec, "--top", "2", "--write-spec", spec)
+    assert r.returncode == 2 and "that is the spec searched" in r.stderr and "Traceback" not in r.stderr
+    assert spec.read_text(encoding="utf-8") == text

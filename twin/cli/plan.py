@@ -153,6 +153,8 @@ def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out,
             from twin.twins.plan import answer, problem, render
 
             spec = resolve_spec(Path(target))
+            if write_spec is not None and write_spec.resolve() == spec.resolve():  # before any work
+                return fail(f"--write-spec {write_spec}: that is the spec searched; write the copy to another file")
             say(f"compile {spec.name}")
             # as far as the job twin reads (placement, fabric, cable lengths): no addresses or config intent
             design = compile_design(spec, progress=lambda n: say(f"compile: {n}"), placement_method=placement_method, until="bom")
