@@ -74,3 +74,15 @@ def test_a_model_given_on_the_command_line_states_no_plan():
                      "sequence_length=4096", "global_batch=512") for x in ("--set", kv)))
     assert r.returncode == 0, r.stderr[-2000:]
     assert unwrap(r.stdout)["stated"] is None
+
+
+def test_an_ffn_derived_from_the_parameter_count_is_named_where_it_limits_tp():
+    """A model given with --set and no FFN: its FFN is derived from the parameter count (12,341 for 7e9 over 32
+    layers of 4,096), which only TP 1 divides; the answer says so, and where the FFN is stated it says nothing."""
+    sets = ("layers=32", "hidden_size=4096", "heads=32", "parameters=7e9", "sequence_length=4096", "global_batch=512")
+    args = ["plan", ROOT / "sites" / "lab-ib.yaml", "--gpus", "64", "--top", "2", *(x for kv in sets for x in ("--set", kv))]
+    r = twin_in_process(*args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "TP must divide the FFN, 12,341, derived from the parameter count" in r.stdout
+    r = twin_in_process(*args, "--set", "ffn_hidden_size=11008", "--json")
+    assert unwrap(r.stdout)["model"] == {"ffn_hidden_size": 11008, "heads": 32, "kv_heads": 32, "ffn_from": "stated"}

@@ -27,6 +27,10 @@ def text(res: dict) -> str:
              f"compute alone, {sp['bounded_by_exchanges']:,} with their model-parallel exchanges timed); "
              f"{sp['collectives_timed']:,} collectives timed on the fabric",
              "", f"{'#':>2}  {'step':>9}  {'fast':>9}  {'tokens/s':>11}  {'MFU':>5}  {'memory':>7}  plan"]
+    md = res.get("model") or {}
+    if sp["pruned"].get("tp") and md.get("ffn_from") == "parameters":  # why so few TP sizes: an FFN nobody stated
+        lines.insert(2, f"TP must divide the FFN, {md['ffn_hidden_size']:,}, derived from the parameter count (ffn_hidden_size is "
+                        f"not stated; --set ffn_hidden_size=N states it), {md['heads']} heads and {md['kv_heads']} KV heads")
     for n, e in enumerate(res["plans"], 1):
         lines.append(f"{n:>2}  {_ms(e['step_s']):>9}  {_ms(e['fast_step_s']):>9}  {e['tokens_per_s']:>11,.0f}  {e['mfu']:>5.1%}  "
                      f"{e['memory_GB']['total']:>5.1f}GB  {e['label']}")
