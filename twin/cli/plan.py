@@ -99,8 +99,8 @@ def register(app, out, err, print_diags, emit_json) -> None:
         Enumerates TP, CP, PP, DP, EP, virtual stages, micro-batch, recomputation, ZeRO stage, sequence parallelism,
         FP8 and the rank order with the global batch held; prunes plans that break a rule or do not fit in memory
         (counted by reason); scores the rest with a vectorised fast stage (branch and bound) and re-times the
-        leaders with the full job twin. Prints the leaders, why the pick wins, the best plan of each class, and
-        which leaders the model cannot tell apart.
+        leaders with the full job twin. Prints the leaders, why the pick wins, the best plan of each class, which
+        leaders the model cannot tell apart, and where the spec's own plan stands against the pick.
 
         Example: twin plan sites/selene-a100.yaml --workload gpt-18p4b
 
