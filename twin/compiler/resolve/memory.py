@@ -22,7 +22,8 @@ in flight; the last: the output layer and its FP32 logits):
   set while it is recomputed).
 - **In flight**: 1F1B holds ``min(m, PP)`` micro-batches of the first stage's layers; the interleaved
   schedule holds ``min(m v, 2 (PP - 1) + (v - 1) PP + 1)`` chunks of ``layers / (PP v)`` layers each
-  (Megatron-LM's warm-up on rank 0), i.e. about ``PP + (PP - 1) / v`` micro-batches' worth.
+  (Megatron-LM's warm-up on rank 0), i.e. about ``PP + (PP - 1) / v`` micro-batches' worth; where the first
+  stage is a layer short, the short chunk is its first, which the warm-up visits most (:func:`held_layers`).
 
 A plan fits when the total stays within the GPU's HBM less :data:`RESERVE_BYTES` (CUDA context, NCCL
 buffers, allocator fragmentation). Worked example (GPT-3 175B, 96 layers, h 12,288, at TP1 PP1 on 80 GB:
@@ -158,20 +159,6 @@ def layer_bytes_per_token(s, p: Plan) -> tuple[float, float]:
     return sum(kept.values()) + sum(keep_mlp.values()), full
 
 
-def inflight(p: Plan, layers: int = 0) -> float:
-    """Micro-batches' worth of the first stage's layers held at once (1F1B or interleaved): :func:`held_layers`
-    over the stage's layers (without ``layers``, every chunk taken as full)."""
-    first = stage_layers(layers, p.pp)[0] if layers else 0
-    if not first:  # no layers given, or a first stage with none (more stages than layers: refused where it is stated)
-        m, pp, v = p.microbatches, p.pp, p.virtual_stages
-        if pp == 1:
-            return 1.0
-        if p.dualpipe:
-            return float(min(m, pp + 1))
-        return float(min(m, pp)) if v == 1 else min(m * v, 2 * (pp - 1) + (v - 1) * pp + 1) / v
-    return held_layers(p, layers) / first
-
-
 def held_layers(p: Plan, layers: int) -> float:
     """Layer-micro-batches of activations the first stage holds at its peak: 1F1B holds ``min(m, PP)``
     micro-batches of its layers, DualPipe ``PP + 1`` (DeepSeek-V3 Table 2). The interleaved schedule's rank 0
@@ -247,8 +234,9 @@ def training(s, p: Plan, hbm: float) -> TrainingMemory:
     tokens = p.micro_batch * p.seq / p.cp
     kept, work = layer_bytes_per_token(s, p)
     first, _, last_layers = stage_layers(s.layers, p.pp)
-    held = inflight(p, s.layers)
-    acts = tokens * (kept * held_layers(p, s.layers) + (work - kept if kept < work else 0.0))
+    layer_mbs = held_layers(p, s.layers)
+    held = layer_mbs / first if first else 0.0  # micro-batches' worth of the stage's layers (none: more stages than layers, refused)
+    acts = tokens * (kept * layer_mbs + (work - kept if kept < work else 0.0))
     logits = tokens * 4 * s.vocab / p.tp * 2  # FP32 logits and their gradient on the last stage
     last = tokens * (kept * last_layers + work) + logits  # the last stage holds one micro-batch
     if p.pp > 1 and last > acts:

@@ -189,10 +189,10 @@ def answer(p: Problem, fixed: dict | None = None, top: int = 10, progress=None, 
     return {
         "site": p.design.spec.site.name, "workload": p.workload.name, "gpus": p.gpus, "stack": p.base.stack,
         "global_batch": p.workload.global_batch, "sequence_length": p.workload.sequence_length,
-        "hbm_GB": p.hbm / 1e9, "reserve_GB": memory.RESERVE_BYTES / 1e9,
+        "hbm_GB": p.hbm / 1e9, "reserve_GB": memory.RESERVE_BYTES / 1e9, "routing": {"scheme": p.scheme.kind, "qps": p.scheme.qps},
         "model": {"ffn_hidden_size": p.shape.ffn, "heads": p.shape.heads, "kv_heads": p.shape.kv_heads,
                   "ffn_from": "stated" if p.workload.ffn_hidden_size is not None else
-                  "4 x hidden" if p.shape.ffn == 4 * p.workload.hidden_size else "parameters"}, "routing": {"scheme": p.scheme.kind, "qps": p.scheme.qps},
+                  "4 x hidden" if p.shape.ffn == 4 * p.workload.hidden_size else "parameters"},
         "space": {"enumerated": s.space.enumerated, "pruned": s.pruned, "feasible": s.feasible,
                   "scored": int(s.scored.sum()), "bounded": int(s.feasible - s.scored.sum()),
                   "bounded_by_exchanges": int((~s.scored & ~np.isnan(s.tight)).sum()),
