@@ -39,8 +39,11 @@ def test_the_stack_sets_it_and_a_recipe_overrides_it():
     assert not stacks["megatron-lm-2021"].grad_reduce_fp32
     d = compiled("dgx-h100-pod")
     w = next(x for x in d.spec.site.workloads if x.name == "nemo-llama31-405b")
-    assert Recipe.of(w, stacks).grad_bytes == 4.0
-    assert Recipe.of(w.model_copy(update={"grad_reduce_fp32": False}), stacks).grad_bytes == 2.0
+    # the row states what its performance script ran ([megatron-bridge-perf-scripts]: grad_reduce_in_fp32 = False);
+    # without that line it takes the stack's, the recipes' FP32
+    assert w.grad_reduce_fp32 is False and Recipe.of(w, stacks).grad_bytes == 2.0
+    unstated = w.model_copy(update={"grad_reduce_fp32": None})
+    assert Recipe.of(unstated, stacks).grad_bytes == 4.0
 
 
 @pytest.fixture(scope="module")
