@@ -20,7 +20,7 @@ routing:
 jobs:
   - {workload: lab-llama-8b}
   - {workload: lab-llama-8b, plan: best, recipe: {recompute: none, fp8: none}}
-  - {workload: lab-llama-8b, plan: best, recipe: {tp: 8, recompute: none, fp8: none, global_batch: 128}, dims: tp-pp-cp-dp}
+  - {workload: lab-llama-8b, plan: best, recipe: {tp: 8, pp: 2, recompute: none, fp8: none, global_batch: 128}, dims: tp-dp-cp-pp}
 """
 
 
@@ -39,8 +39,10 @@ def test_plan_best_times_the_search_pick(lab):
         assert sp["enumerated"] == sp["feasible"] + sum(sp["pruned"].values())
     # the search's pick is never slower than the plan the workload wrote (same model, batch and settings)
     assert best["schemes"][0]["step_s"] <= written["schemes"][0]["step_s"] * (1 + 1e-9)
-    # the pins hold: TP 8 and the stated rank order; the recipe's global batch reached the search
-    assert plans[1]["plan"]["tp"] == 8 and plans[1]["plan"]["dims"] == "tp-pp-cp-dp" and pinned["tokens_per_step"] == 128 * 8192
+    # the pins hold: TP 8, PP 2 and the stated rank order (the pick's dimensions above 1 in its sequence, named with CP
+    # of size 1 in its place of tp-cp-pp-dp); the recipe's global batch reached the search
+    pick = plans[1]["plan"]
+    assert (pick["tp"], pick["pp"], pick["cp"]) == (8, 2, 1) and pick["dims"] == "tp-cp-dp-pp" and pinned["tokens_per_step"] == 128 * 8192
     # the pick is the best the search can find: the plan twin plan gives for the same question
     w = next(x for x in lab.spec.site.workloads if x.name == "lab-llama-8b")
     p = Problem.of(lab, w)

@@ -4,7 +4,7 @@ fat tree ([deepseek-v3-isca]), its model and what its stack does as workload inp
 Known answer (issue 34, [deepseek-v3] s3.2): PP 16 with EP 64 and no TP is in twin's top 3. Under DualPipe each GPU
 runs stage i one way and stage PP - 1 - i the other, so the output layer's weight is shared by the two end GPUs;
 timed as a 1F1B pipeline's last stage, PP 16 carried 3 layers and the whole head on one GPU and lost to TP 2.
-The whole space (13.2 M plans) takes about 80 s; here the axes DeepSeek states are pinned (no recomputation,
+The whole space (1.5 M plans in Megatron-Core's two rank orders) takes about 40 s; here the axes DeepSeek states are pinned (no recomputation,
 ZeRO 1, no CP, FP8 GEMMs) and TP, PP, EP, DP, virtual stages, micro-batch and rank order are searched.
 """
 

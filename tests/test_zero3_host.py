@@ -45,7 +45,7 @@ def problems():
 def test_the_stacks_share_megatrons_kernels():
     st = builtin().stacks
     assert st["megatron-deepspeed-2021"].kernel_share == st["megatron-lm-2021"].kernel_share
-    assert st["megatron-deepspeed-2021"].zero3_host == pytest.approx(4.192e-3)
+    assert st["megatron-deepspeed-2021"].zero3_host == pytest.approx(4.215e-3)
     assert all(st[k].zero3_host == 0 for k in st if k != "megatron-deepspeed-2021")
 
 

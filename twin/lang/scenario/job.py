@@ -11,14 +11,15 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from twin.lang.base import Model, Slug, pattern
-from twin.lang.site.workload_models import RECIPE_FIELDS, Stragglers
+from twin.lang.base import Model, Slug
+from twin.lang.site.workload_models import RECIPE_FIELDS, RankOrder, Stragglers, check_order
 
 
 class Job(Model):
     workload: Slug = Field(description="a workload name of the site spec")
     order: Literal["topology", "naive"] = Field("topology", description="rank order: topology-aware or shuffled servers")
-    dims: str = Field("tp-cp-pp-dp", pattern=pattern(r"^(tp|cp|pp|dp)(-(tp|cp|pp|dp)){3}$", "tp, cp, pp and dp in some order joined by '-', fastest first, such as 'tp-cp-pp-dp'"), description="rank decomposition, fastest first")
+    dims: RankOrder | None = Field(None, description="rank decomposition, fastest first (default: the first of its stack's "
+                                   "plans.orders, else tp-cp-pp-dp)")
     dp_overlap: float = Field(1.0, ge=0, le=1, description="share of the first forward / last backward micro-batch that hides the DP all-gather / reduce-scatter")
     kv_heads: int | None = Field(None, ge=1, description="GQA key/value heads (default: the workload's)")
     virtual_stages: int | None = Field(None, ge=1, le=64, description="interleaved pipeline stages per GPU (default: the workload's)")
@@ -37,6 +38,8 @@ class Job(Model):
 
     @model_validator(mode="after")
     def _recipe_fields(self) -> "Job":
+        if self.dims is not None:
+            check_order(self.dims)
         bad = sorted(set(self.recipe or {}) - set(RECIPE_FIELDS))
         if bad:
             raise ValueError(f"recipe: {', '.join(bad)} is not a recipe field (one of: {', '.join(RECIPE_FIELDS)})")

@@ -15,7 +15,7 @@ from twin.lang.site.cost_models import FacilityCost
 from twin.lang.site.portmap import PortMap
 from twin.lang.site.power import PhasePower
 from twin.lang.site.reliability_models import FailureClass
-from twin.lang.site.workload_models import Stragglers
+from twin.lang.site.workload_models import RankOrder, Stragglers, check_order
 from twin.lang.units import DATA_RATE, DATA_SIZE, LENGTH, MASS, POWER, PRICE, TIME, Length, PricePerLength, bounded
 
 # The physical domain of the catalog's figures (canonical units), each with room to spare above today's
@@ -82,6 +82,14 @@ class StackPlans(Model):
                                                     "ZeRO 2 and 3 with it; a stack that shards gradients beside its pipeline says so)")
     expert_parallel: bool = Field(True, description="it splits MoE experts over data-parallel ranks (EP)")
     fp8: bool = Field(True, description="it runs GEMMs in FP8 where the GPU has it")
+    orders: list[RankOrder] | None = Field(None, min_length=1, description="the rank orders the framework lays its groups out in, "
+                                           "fastest first; the first is what it does unless a job states dims (none: any order, "
+                                           "tp-cp-pp-dp by default)")
+
+    @field_validator("orders")
+    @classmethod
+    def _orders(cls, v):
+        return [check_order(o) for o in v] if v is not None else v
 
 
 class Stack(Model):

@@ -19,11 +19,11 @@ interleaving depth against layers per stage, memory against HBM) are in
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from twin.lang.base import Count, Model, Slug, Text
+from twin.lang.base import Count, Model, Slug, Text, pattern
 from twin.lang.units import DATA_SIZE, bounded
 
 RecomputeModule = Literal["core-attention", "attention", "mlp", "experts", "activation", "norm"]
@@ -33,6 +33,18 @@ RECIPE_FIELDS = ("tp", "cp", "pp", "dp", "ep", "sequence_length", "global_batch"
                  "sequence_parallel", "zero", "overlap_grad_reduce", "overlap_param_gather", "overlap_tp", "overlap_pp", "overlap_cp", "overlap_ep", "pipeline_schedule",
                  "zero3_bucket", "zero3_collectives", "grad_bucket", "grad_reduce_fp32", "fp8", "cp_comm", "stack", "stragglers", "dp_shard")
 DEFAULT_STACK = "meta-production-2024"  # the stack of a workload that names none (the twin says so in its result)
+DEFAULT_ORDER = "tp-cp-pp-dp"  # the rank order of a job whose stack names none ([llama3] s3.3.2: [TP, CP, PP, DP])
+RANK_DIMS = ("tp", "cp", "pp", "dp")
+RankOrder = Annotated[str, Field(pattern=pattern(r"^(tp|cp|pp|dp)(-(tp|cp|pp|dp)){3}$",
+                                                 "tp, cp, pp and dp, each once, joined by '-', fastest first, such as 'tp-cp-pp-dp'"),
+                                 description="rank order: tp, cp, pp and dp joined by '-', fastest first")]
+
+
+def check_order(order: str) -> str:
+    """``order`` if it names each of tp, cp, pp and dp once (the pattern alone lets one repeat)."""
+    if sorted(order.split("-")) != sorted(RANK_DIMS):
+        raise ValueError(f"rank order '{order}' must name each of tp, cp, pp and dp once, fastest first, such as 'tp-cp-pp-dp'")
+    return order
 Fp8Gemm = Literal["qkv", "proj", "fc1", "fc2", "experts", "output"]
 
 

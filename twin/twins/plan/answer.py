@@ -187,7 +187,7 @@ def answer(p: Problem, fixed: dict | None = None, top: int = 10, progress=None, 
         by_class[name] = e
     rule = next((v for k, v in by_class.items() if k.startswith("rule")), None)
     return {
-        "site": p.design.spec.site.name, "workload": p.workload.name, "gpus": p.gpus, "stack": p.base.stack,
+        "site": p.design.spec.site.name, "workload": p.workload.name, "gpus": p.gpus, "stack": p.base.stack, "dims": p.base.dims,
         "global_batch": p.workload.global_batch, "sequence_length": p.workload.sequence_length,
         "hbm_GB": p.hbm / 1e9, "reserve_GB": memory.RESERVE_BYTES / 1e9, "routing": {"scheme": p.scheme.kind, "qps": p.scheme.qps},
         "model": {"ffn_hidden_size": p.shape.ffn, "heads": p.shape.heads, "kv_heads": p.shape.kv_heads,

@@ -185,7 +185,7 @@ def plan_of(p: Problem, path, r: Run) -> dict:
     c["sp"] = c["sp"] if c["tp"] > 1 else 0  # the same plan: SP with TP 1 splits nothing
     c["zero"] = c["zero"] if c["dp"] * c["cp"] > 1 else 0  # ZeRO over one data-parallel rank shards nothing
     c["shard"] = _int(path, r, "dp_shard", 0)  # hybrid sharding (0: one shard over every data-parallel rank)
-    c["dims"] = _order(path, r, c, p.job.dims if p.job is not None else "tp-cp-pp-dp")
+    c["dims"] = _order(path, r, c, p.base.dims)
     c["order"] = ORDERS.index(c["dims"])
     c["m"] = w.global_batch // (c["dp"] * c["mb"]) if w.global_batch % (c["dp"] * c["mb"]) == 0 else 0
     why = rule_broken(p.axes(), c)

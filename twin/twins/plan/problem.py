@@ -84,6 +84,8 @@ class Problem:
         for axis, ok in (("cp", st.context_parallel), ("v", st.interleaved), ("ep", st.expert_parallel), ("fp8", st.fp8)):
             if not ok:
                 out[axis] = 0 if axis == "fp8" else 1
+        if st.orders:  # the rank orders its framework lays groups out in
+            out["order"] = list(st.orders)
         if self.base.pipeline_schedule == "dualpipe":  # its own bidirectional schedule: no interleaving, PP even
             from twin.twins.plan.space import divisors
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from twin.lang.site.workload_models import RECIPE_FIELDS
+from twin.lang.site.workload_models import DEFAULT_ORDER, RECIPE_FIELDS
+from twin.twins.plan.space import same_layout
 
 PLAN_FIELDS = ("tp", "cp", "pp", "dp", "ep", "virtual_stages", "micro_batch", "recompute", "zero", "sequence_parallel", "fp8")
 
@@ -132,7 +133,7 @@ def spec_with_pick(text: str, res: dict, names: set[str]) -> tuple[str, str]:
     body = yaml.safe_dump([fields], sort_keys=False, default_flow_style=False).splitlines()
     pad = " " * max(0, col - 2)
     lines = [f"{pad}# twin plan's pick for {res['workload']} on {res['gpus']:,} GPUs: {e['label']}, predicted step {e['step_s']:.4f} s"]
-    if plan["dims"] != "tp-cp-pp-dp":
+    if not same_layout(plan["dims"], res.get("dims", DEFAULT_ORDER), plan):
         lines.append(f"{pad}# its rank order ({plan['dims']}) is a scenario job's dims: twin plan --write states it")
     lines += [pad + x for x in body]
     src = text.splitlines(keepends=True)

@@ -129,6 +129,33 @@ def _allowed(ax: Axes, name: str, values: list) -> list:
     return values
 
 
+def order_allowed(ax: Axes, order: str, sizes: dict[str, int]) -> bool:
+    """Whether the pinned rank orders (a user's ``--fix order``, a stack's ``plans.orders``) allow ``order`` for a
+    plan of these sizes: the same layout when the dimensions above 1 come in the same sequence (a dimension of
+    size 1 sits anywhere).
+
+    >>> ax = Axes(gpus=16, layers=8, heads=8, kv_heads=8, ffn=64, seq=64, batch=8, fixed={"order": ["tp-cp-dp-pp"]})
+    >>> [order_allowed(ax, o, {"tp": 8, "cp": 1, "pp": 1, "dp": 2}) for o in ("tp-cp-pp-dp", "dp-cp-pp-tp")]
+    [True, False]
+    >>> order_allowed(ax, "tp-cp-pp-dp", {"tp": 4, "cp": 1, "pp": 2, "dp": 2})
+    False
+    """
+    if "order" not in ax.fixed:
+        return True
+    want = ax.fixed["order"]
+    return any(same_layout(w, order, sizes) for w in ([want] if isinstance(want, str) else want))
+
+
+def same_layout(a: str, b: str, sizes: dict[str, int]) -> bool:
+    """Whether rank orders ``a`` and ``b`` lay out a plan of these sizes alike: its dimensions above 1 in the same
+    sequence.
+
+    >>> same_layout("tp-cp-pp-dp", "tp-cp-dp-pp", {"tp": 8, "cp": 1, "pp": 1, "dp": 4})
+    True
+    """
+    return [d for d in a.split("-") if sizes[d] > 1] == [d for d in b.split("-") if sizes[d] > 1]
+
+
 def _per_plan(ax: Axes, tp: int, cp: int, pp: int, dp: int) -> tuple[int, int]:
     """(plans, of which ZeRO 2/3 with PP) one structure and one order stand for: recompute x ZeRO x SP x FP8,
     without the duplicates (SP with TP 1, ZeRO with one data-parallel rank)."""
@@ -154,9 +181,8 @@ def _structures(ax: Axes, pruned: dict[str, int]) -> tuple[list[tuple], int]:
                 longest = -(-ax.layers // pp) if ax.uneven else ax.layers // pp  # layers on the longest stage
                 vs = _allowed(ax, "v", [1] + [v for v in divisors(longest) if v > 1] if pp >= 2 else [1])
                 mbs = _allowed(ax, "micro_batch", [m for m in divisors(max(1, ax.batch // dp)) if m <= MAX_MICRO_BATCH])
-                orders = orders_of({"tp": tp, "cp": cp, "pp": pp, "dp": dp})
-                if "order" in ax.fixed:
-                    orders = [o for o in orders if _allowed(ax, "order", [ORDERS[o]])]
+                sizes = {"tp": tp, "cp": cp, "pp": pp, "dp": dp}
+                orders = [o for o in orders_of(sizes) if order_allowed(ax, ORDERS[o], sizes)]
                 plans, _ = _per_plan(ax, tp, cp, pp, dp)
                 for ep, v, mb, shard in ((e, v, m, sh) for e, v, m in itertools.product(eps, vs, mbs) for sh in _shards(ax, dp * cp, e)):
                     seen += 1

@@ -201,7 +201,7 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
     gpus = place_job(net, n, cfg.order, cfg.seed, down)
     if gpus is None:
         raise SpecError([error(src, path + ("workload",), f"job needs {n:,} GPUs, the case leaves {int((net.nic_leaf[net.gpu_nic] >= 0).sum()):,}")])
-    dims = cfg.dims.split("-")
+    dims = r.dims.split("-")
     sizes = {"tp": w.tp, "cp": w.cp, "pp": w.pp, "dp": w.dp}
     groups = rank_layout(gpus, sizes, dims)
     shape = compute.Shape.of(w, cfg.kv_heads)
@@ -245,7 +245,7 @@ def simulate_job(design, net, cfg, schemes, lib: Library, case, down: set[int], 
     measured = w.measured if w.measured is not None else (w.mfu * design.spec.chassis.gpu_peak_tflops if w.mfu else None)
     act = c.tokens_per_microbatch * shape.hidden * 2
     return {
-        "workload": w.name, "order": cfg.order, "dims": cfg.dims, "gpus": n,
+        "workload": w.name, "order": cfg.order, "dims": r.dims, "gpus": n,
         "parallelism": f"TP{w.tp} CP{w.cp} PP{w.pp} DP{w.dp}" + (f" EP{w.ep}" if w.ep > 1 else "")
         + (f", ZeRO shards of {r.dp_shard} x {w.dp * w.cp // r.dp_shard} replicas" if r.zero and 0 < r.dp_shard < w.dp * w.cp else ""),
         "sequence_length": w.sequence_length, "stack": r.stack, "stack_defaulted": r.stack_defaulted,

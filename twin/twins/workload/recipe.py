@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from twin.compiler.resolve import memory
-from twin.lang.site.workload_models import DEFAULT_STACK
+from twin.lang.site.workload_models import DEFAULT_ORDER, DEFAULT_STACK
 
 EXPANDS = {"attention": ("attention", "core-attention"), "mlp": ("mlp", "activation"), "experts": ("experts",),
            "core-attention": ("core-attention",), "activation": ("activation",), "norm": ("norm",)}
@@ -72,6 +72,7 @@ class Recipe:
     optimizer_bytes: float = 12.0  # the stack's optimizer state per parameter (memory.OPTIMIZER_BYTES unless the stack says more)
     grad_bytes: float = memory.BF16  # bytes of a gradient held and reduced over the data-parallel ranks (4: FP32, grad_reduce_fp32)
     dp_shard: int = 0  # hybrid sharding: ranks of DP x CP one ZeRO shard spans, replicated over the rest (0: one shard over all)
+    dims: str = DEFAULT_ORDER  # the rank order, fastest first: the job's, else the first its stack lays out (plans.orders)
 
     @classmethod
     def of(cls, w, stacks: dict, job=None) -> Recipe:
@@ -80,6 +81,7 @@ class Recipe:
         name = w.stack or DEFAULT_STACK
         st = stacks[name]
         v = (job.virtual_stages if job is not None and job.virtual_stages else None) or w.virtual_stages
+        dims = (getattr(job, "dims", None) if job is not None else None) or (st.plans.orders or [DEFAULT_ORDER])[0]
 
         def pick(name: str):  # the scenario job's, else the workload's, else the stack's: one order for every overlap
             for x in (job, w):
@@ -91,7 +93,7 @@ class Recipe:
         return cls(
             tp=w.tp, cp=w.cp, pp=w.pp, dp=w.dp, ep=w.ep, seq=w.sequence_length, global_batch=w.global_batch,
             micro_batch=w.micro_batch, virtual_stages=v, recompute=w.recompute_modules, sequence_parallel=w.sequence_parallel,
-            zero=w.zero, grad_bucket=w.grad_bucket, fp8=w.fp8_gemms, cp_comm=w.cp_comm,
+            zero=w.zero, grad_bucket=w.grad_bucket, fp8=w.fp8_gemms, cp_comm=w.cp_comm, dims=dims,
             overlap_grad_reduce=pick("overlap_grad_reduce"), overlap_param_gather=pick("overlap_param_gather"),
             overlap_tp=tuple(pick("overlap_tp")) if w.tp > 1 else (), overlap_pp=pick("overlap_pp"), overlap_cp=pick("overlap_cp"),
             overlap_ep=pick("overlap_ep"), pipeline_schedule=pick("pipeline_schedule"),
