@@ -302,9 +302,9 @@ def winner(rows: list[dict], name: str, what: str, unit_text: str) -> str:
 
     >>> rows = [{"variant": i, "label": f"v{i}", "_all": {"f": v}} for i, v in ((1, 100.0), (2, 98.0), (3, 90.0))]
     >>> winner(rows, "f", "f", "u")
-    "No variant leads on f by more than the job twin's stated error (2.4%): variants 1 (v1), 2 (v2) are within it of the best (100.0 u)."
+    "No variant leads on f by more than the job twin's stated error (2.3%): variants 1 (v1), 2 (v2) are within it of the best (100.0 u)."
     >>> winner(rows[:1] + rows[2:], "f", "f", "u")
-    "Most f: variant 1 (v1), 100.0 u, 11.1% ahead of variant 3, more than the job twin's stated error (2.4%)."
+    "Most f: variant 1 (v1), 100.0 u, 11.1% ahead of variant 3, more than the job twin's stated error (2.3%)."
     """
     from twin.twins.workload.validation import STATED_ERROR
 
