@@ -15,8 +15,9 @@ a change which widens them fails:
   largest pipeline bubbles ((p - 1) / (v m): 8.3% and 12.3%), 145.6B (7.3%) next at +5.7%; the twin is too slow
   where the bubble is large. Calibrated on all ten rows, the table's residuals span -3.7% to +5.3% (under the old
   rule of one sequence per micro-batch and one layer per chunk, -8.8% to +6.9%, and 9.1% held out).
-- Out of sample: [megatron-bridge-perf] (fitted on LLAMA3_8B) 70B +4.8%, 405B -10.1% (each row as the
-  performance scripts ran it: BF16 gradient reduction; the 405B's CP as Megatron-Core's K/V ring); [megatron-sc21] Table 2
+- Out of sample: [megatron-bridge-perf] (fitted on LLAMA3_8B) 70B +6.1%, 405B -7.1% (each row as the
+  performance scripts ran it: BF16 gradient reduction; the 405B's CP as Megatron-Core's K/V ring; the GEMMs
+  beside a ring exchange in TP chunks); [megatron-sc21] Table 2
   ZeRO-3 (on 384 GPUs, Megatron-LM's kernels and the stack's host time per gather) +0.8%, +4.2%; PTD-P (on 384
   GPUs) -1.0%, -3.2%.
 """
@@ -55,7 +56,7 @@ def test_calibrated_on_the_smallest_run_each_series_is_predicted_within_its_stat
     assert max(abs(err[w]) for w in ("gpt-3p6b", "gpt-7p5b", "gpt-18p4b")) < 0.02  # TP2-8 without a pipeline (9.1% before)
 
     # out of sample: the stacks set on their smallest row already, and PTD-P (Table 1's stack) refitted on its own
-    for key, bound in ((("nemo-h100", "megatron-core-2025"), 0.11), (("megatron-sc21-table2", "megatron-deepspeed-2021"), 0.05),
+    for key, bound in ((("nemo-h100", "megatron-core-2025"), 0.08), (("megatron-sc21-table2", "megatron-deepspeed-2021"), 0.05),
                        (("megatron-sc21-table2", "megatron-lm-2021"), 0.05)):
         assert not series[key]["open_set"] and series[key]["held_out"]["max_abs_error"] < bound, key
     # refitted on its 384-GPU row, the Megatron-DeepSpeed stack's kernel_share comes back to Megatron-LM 2021's own (its

@@ -54,9 +54,9 @@ def test_validation_table_holds_the_open_set():
     assert [r["open_set"] for r in nemo] == [True, False, False] and abs(nemo[0]["error"]) < 0.002
     oos = [r for r in every if not r["open_set"]]
     assert [r["group"] for r in oos] == ["nemo-h100"] * 2 + ["megatron-sc21-table2"] * 5 and s["out_of_sample"]["rows"] == 7
-    # the 70B row (-13.4% before TP overlap) within 10%; the 405B row, restated as the performance scripts ran it (BF16
-    # gradient reduction, Megatron-Core's K/V ring for CP), is 11.3% fast: the known gap the validation table names
-    assert abs(oos[0]["error"]) < 0.10 and abs(oos[1]["error"]) < 0.12, [(r["source"], r["error"]) for r in oos[:2]]
+    # the 70B row (-13.4% before TP overlap) and the 405B row (as its performance script ran it: BF16 gradient reduction,
+    # Megatron-Core's K/V ring for CP; +11.3% before the GEMMs beside a ring exchange ran in TP chunks) within 10%
+    assert abs(oos[0]["error"]) < 0.10 and abs(oos[1]["error"]) < 0.10, [(r["source"], r["error"]) for r in oos[:2]]
     # [megatron-sc21] Table 2 at a fixed batch of 1,536: ZeRO-3 (megatron-deepspeed-2021: Megatron-LM 2021's kernels, its
     # host time per gather set on the 384-GPU row) loses per-GPU throughput with scale as published (144 -> 88 -> 44, more
     # than 2.5x from 384 to 1,536 GPUs): each GPU gathers the whole model per step, one collective per parameter tensor,

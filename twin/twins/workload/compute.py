@@ -169,11 +169,14 @@ def total(works) -> Work:
     return out
 
 
-def _gemm(gpu: Gpu, m: float, n: float, k: float, backward: bool, fp8: bool) -> Work:
+def _gemm(gpu: Gpu, m: float, n: float, k: float, backward: bool, fp8: bool, chunks: int = 1) -> Work:
+    """A GEMM forward, or its data- and weight-gradient GEMMs backward; ``chunks`` > 1 runs the forward GEMM (the
+    data-gradient one, backward) as that many GEMMs of m / chunks rows, as a TP collective overlapped with it by
+    ring exchange does (each chunk's tiles quantized on their own)."""
     cast = gpu.memory(3 * m * k) * (2 if backward else 1) if fp8 and gpu.fp8_peak else 0.0
     if backward:  # data gradient (m x n) @ (n x k) and weight gradient (k x m) @ (m x n)
-        return Work(gpu.gemm(m, k, n, fp8) + gpu.gemm(k, n, m, fp8), 0.0, cast, 4 * m * n * k)
-    return Work(gpu.gemm(m, n, k, fp8), 0.0, cast, 2 * m * n * k)
+        return Work(chunks * gpu.gemm(m / chunks, k, n, fp8) + gpu.gemm(k, n, m, fp8), 0.0, cast, 4 * m * n * k)
+    return Work(chunks * gpu.gemm(m / chunks, n, k, fp8), 0.0, cast, 2 * m * n * k)
 
 
 def layer_gemms(s: Shape, tokens: float, tp: int) -> dict[str, tuple[float, float, float]]:
@@ -204,8 +207,10 @@ def core_attention(gpu: Gpu, s: Shape, tokens: float, context: float, kv_tokens:
 
 
 def layer_work(gpu: Gpu, s: Shape, tokens: float, context: float, tp: int, backward: bool, kv_tokens: float | None = None,
-               sequences: float = 1, fused: bool = True, sp: bool = True, fp8: tuple[str, ...] = ()) -> dict[str, Work]:
-    """One dense layer for ``tokens`` query tokens (of ``sequences`` sequences) on one GPU, by module.
+               sequences: float = 1, fused: bool = True, sp: bool = True, fp8: tuple[str, ...] = (),
+               ring: frozenset[str] = frozenset()) -> dict[str, Work]:
+    """One dense layer for ``tokens`` query tokens (of ``sequences`` sequences) on one GPU, by module; the GEMMs
+    named in ``ring`` run in TP chunks (:func:`ring_gemms`).
 
     ``context`` is the average number of keys each query attends to (half the sequence when causal);
     the kernel runs over ``kv_tokens`` keys per sequence (default 2 x context) and reads them from HBM
@@ -217,16 +222,39 @@ def layer_work(gpu: Gpu, s: Shape, tokens: float, context: float, tp: int, backw
     shard = tokens / tp if sp else tokens  # norms, residual adds and dropout run on the sequence-parallel shard
     drop = 1.0 if s.dropout else 0.0  # the dropout mask: one byte per element written forward, read backward
     rope = 2 * tokens * (h + s.kv_dim) / tp * BF16 if s.positions == "rope" else 0.0
+    def gemm(name: str) -> Work:
+        return _gemm(gpu, *g[name], backward, name in fp8, tp if name in ring else 1)
+
     out = {
-        "attention": _gemm(gpu, *g["qkv"], backward, "qkv" in fp8) + _gemm(gpu, *g["proj"], backward, "proj" in fp8)
-        + Work(memory_s=gpu.memory(mult * (rope + (3 * BF16 + drop) * h * shard))),
+        "attention": gemm("qkv") + gemm("proj") + Work(memory_s=gpu.memory(mult * (rope + (3 * BF16 + drop) * h * shard))),
         "core-attention": core_attention(gpu, s, tokens, context, kv_tokens, tp, backward, sequences, fused),
-        "mlp": _gemm(gpu, *g["fc1"], backward, "fc1" in fp8) + _gemm(gpu, *g["fc2"], backward, "fc2" in fp8)
+        "mlp": gemm("fc1") + gemm("fc2")
         + Work(memory_s=gpu.memory(mult * (0.0 if s.parallel_block else (3 * BF16 + drop) * h * shard))),
         "activation": Work(memory_s=gpu.memory(mult * BF16 * (3 if s.mlp == "swiglu" else 2) * tokens * s.ffn / tp)),
         "norm": Work(memory_s=gpu.memory(mult * BF16 * 2 * h * shard * (1 if s.parallel_block else 2))),
     }
     return out
+
+
+def ring_gemms(overlap_tp, tp: int, sp: bool, backward: bool) -> frozenset[str]:
+    """The GEMMs a pass runs in TP chunks: those whose TP collective (sequence parallelism) is overlapped with them.
+    Transformer Engine's userbuffers overlap each all-gather or reduce-scatter by ring exchange, as Megatron-Bridge's
+    H100 configurations run every one ([megatron-bridge-perf-scripts]): a GEMM of m rows runs as TP GEMMs of m / TP
+    rows, one per step of the ring, each with its own wave quantization ([megatron-bridge-perf-guide]: splits "may
+    degrade performance due to aggregated GEMM wave quantization"). Forward, the all-gather feeds the QKV and the
+    first MLP GEMM and the reduce-scatter follows the projection and the second; backward, the gradient's all-gather
+    feeds the projection's and the second MLP GEMM's data gradient (the weight gradients and the other data
+    gradients overlap theirs in bulk, unsplit).
+
+    >>> sorted(ring_gemms(("allgather", "reducescatter"), 8, True, False)), sorted(ring_gemms(("allgather",), 8, True, True))
+    (['fc1', 'fc2', 'proj', 'qkv'], ['fc2', 'proj'])
+    """
+    if tp < 2 or not sp:
+        return frozenset()
+    ag, rs = "allgather" in overlap_tp, "reducescatter" in overlap_tp
+    if backward:
+        return frozenset({"proj", "fc2"} if ag else ())
+    return frozenset(({"qkv", "fc1"} if ag else set()) | ({"proj", "fc2"} if rs else set()))
 
 
 def head_work(gpu: Gpu, s: Shape, tokens: float, tp: int, backward: bool, fp8: bool = False) -> Work:
@@ -299,8 +327,10 @@ def training(gpu: Gpu, s: Shape, r, moe_work=None) -> TrainingCompute:
     kv = min(seq, s.window) if s.window else seq
     fp8 = r.fp8
     redo = r.recomputed()
-    fwd_mod = layer_work(gpu, s, tokens, context, r.tp, False, kv, r.micro_batch, r.fused_attention, r.sequence_parallel, fp8)
-    bwd_mod = layer_work(gpu, s, tokens, context, r.tp, True, kv, r.micro_batch, r.fused_attention, r.sequence_parallel, fp8)
+    fwd_mod = layer_work(gpu, s, tokens, context, r.tp, False, kv, r.micro_batch, r.fused_attention, r.sequence_parallel, fp8,
+                         ring_gemms(r.overlap_tp, r.tp, r.sequence_parallel, False))
+    bwd_mod = layer_work(gpu, s, tokens, context, r.tp, True, kv, r.micro_batch, r.fused_attention, r.sequence_parallel, fp8,
+                         ring_gemms(r.overlap_tp, r.tp, r.sequence_parallel, True))
     dense_f, dense_b = total(fwd_mod.values()), total(bwd_mod.values())
     dense_r = total(w for k, w in fwd_mod.items() if k in redo)
     frac = s.moe_layers / s.layers if s.layers else 0.0
