@@ -17,7 +17,7 @@ from twin.lang.catalog import builtin
 from twin.lang.scenario.models import Case, Job
 from twin.twins.net import routing, topology
 from twin.twins.net.nccl import Library
-from twin.twins.plan import search
+from twin.twins.plan import answer, render, search
 from twin.twins.plan.problem import Problem, row
 from twin.twins.plan.space import ORDERS, same_layout
 from twin.twins.workload import jobs
@@ -69,6 +69,15 @@ def test_the_search_keeps_to_the_stacks_orders_and_a_pin_wins(lab_2021):
     got = {tuple(int(pinned.cols[k][i]) for k in ("tp", "cp", "pp", "dp", "order")) for i in range(len(pinned.bound))}
     assert got and all(same_layout(ORDERS[o], "tp-pp-cp-dp", {"tp": tp, "cp": cp, "pp": pp, "dp": dp}) for tp, cp, pp, dp, o in got)
     assert any(tp > 1 and dp > 1 and ORDERS[o] == "tp-cp-pp-dp" for tp, cp, pp, dp, o in got)  # the order the stack would not run
+
+
+def test_the_answer_says_why_the_orders_are_few(lab_2021):
+    lab, w = lab_2021
+    res = answer.answer(Problem.of(lab, w), {"recompute": "full", "pp": 2}, top=2)
+    assert res["space"]["stack_limits"]["order"] == ["tp-cp-dp-pp"]
+    assert "rank order: tp-cp-dp-pp, the one stack megatron-lm-2021 lays its groups out in" in render.text(res)
+    pinned = answer.answer(Problem.of(lab, w), {"recompute": "full", "pp": 2, "order": "tp-cp-pp-dp"}, top=2)
+    assert "rank order" not in render.text(pinned).splitlines()[2]
 
 
 def test_a_job_naming_a_dimension_twice_is_a_located_error(tmp_path):

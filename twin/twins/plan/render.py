@@ -28,6 +28,11 @@ def text(res: dict) -> str:
              f"compute alone, {sp['bounded_by_exchanges']:,} with their model-parallel exchanges timed); "
              f"{sp['collectives_timed']:,} collectives timed on the fabric",
              "", f"{'#':>2}  {'step':>9}  {'fast':>9}  {'tokens/s':>11}  {'MFU':>5}  {'memory':>7}  plan"]
+    order = sp.get("stack_limits", {}).get("order")
+    if order and "order" not in sp.get("pins", {}):  # why the rank orders are few: the framework lays ranks out so
+        one = len(order) == 1
+        lines.insert(2, f"rank order{'' if one else 's'}: {', '.join(order)}, the {'one' if one else 'ones'} stack {res['stack']} lays "
+                        "its groups out in (its plans: orders in the catalog; --fix order=... searches another)")
     md = res.get("model") or {}
     if sp["pruned"].get("tp") and md.get("ffn_from") == "parameters":  # why so few TP sizes: an FFN nobody stated
         lines.insert(2, f"TP must divide the FFN, {md['ffn_hidden_size']:,}, derived from the parameter count (ffn_hidden_size is "
