@@ -38,6 +38,7 @@ the 2.8 TB of model state alone is 35 GPUs' worth):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -74,6 +75,7 @@ class Plan:
     optimizer_bytes: float = OPTIMIZER_BYTES  # the stack's optimizer state per parameter (catalog stacks: optimizer_bytes)
     grad_bytes: float = BF16  # bytes per gradient held (4: FP32, the stack's grad_reduce_fp32)
     dp_shard: int = 0  # ranks of DP x CP one ZeRO shard spans (hybrid sharding); 0: all of them
+    recompute_share: float = 1.0  # the share of the stage's layers under ``recompute`` (recompute_layers); the rest keep all
 
     @classmethod
     def of(cls, w, fused_attention: bool = True, micro_batch: int | None = None, dualpipe: bool = False,
@@ -81,7 +83,8 @@ class Plan:
         mb = micro_batch or w.micro_batch
         return cls(w.sequence_length, mb, max(1, w.global_batch // (w.dp * mb)), w.tp, w.cp, w.pp, w.dp, w.ep,
                    w.virtual_stages, w.zero, w.sequence_parallel, w.recompute_modules, fused_attention, w.grad_bucket,
-                   dualpipe and w.pp > 1, optimizer_bytes, grad_bytes, getattr(w, "dp_shard", None) or 0)
+                   dualpipe and w.pp > 1, optimizer_bytes, grad_bytes, getattr(w, "dp_shard", None) or 0,
+                   getattr(w, "recompute_share", 1.0))
 
 
 @dataclass(frozen=True)
@@ -233,6 +236,8 @@ def training(s, p: Plan, hbm: float) -> TrainingMemory:
         weights = BF16 * (dense / shard + experts / eshard) + 2 * layer
     tokens = p.micro_batch * p.seq / p.cp
     kept, work = layer_bytes_per_token(s, p)
+    if p.recompute_share < 1.0:  # recompute_layers: the other layers keep everything
+        kept = p.recompute_share * kept + (1 - p.recompute_share) * layer_bytes_per_token(s, dataclasses.replace(p, recompute=()))[0]
     first, _, last_layers = stage_layers(s.layers, p.pp)
     layer_mbs = held_layers(p, s.layers)
     held = layer_mbs / first if first else 0.0  # micro-batches' worth of the stage's layers (none: more stages than layers, refused)

@@ -29,7 +29,7 @@ from twin.lang.units import DATA_SIZE, bounded
 RecomputeModule = Literal["core-attention", "attention", "mlp", "experts", "activation", "norm"]
 RECOMPUTE_POLICIES = {"none": (), "selective": ("core-attention",), "full": ("attention", "mlp", "experts", "norm")}
 # the fields of a workload's recipe and stack: what a scenario job may override (twin/lang/scenario/job.py ``recipe:``)
-RECIPE_FIELDS = ("tp", "cp", "pp", "dp", "ep", "sequence_length", "global_batch", "micro_batch", "virtual_stages", "recompute",
+RECIPE_FIELDS = ("tp", "cp", "pp", "dp", "ep", "sequence_length", "global_batch", "micro_batch", "virtual_stages", "recompute", "recompute_layers",
                  "sequence_parallel", "zero", "overlap_grad_reduce", "overlap_param_gather", "overlap_tp", "overlap_pp", "overlap_cp", "overlap_ep", "pipeline_schedule",
                  "zero3_bucket", "zero3_collectives", "grad_bucket", "grad_reduce_fp32", "fp8", "cp_comm", "stack", "stragglers", "dp_shard")
 DEFAULT_STACK = "meta-production-2024"  # the stack of a workload that names none (the twin says so in its result)
@@ -114,6 +114,10 @@ class TrainingJob(Model):
     recompute: Literal["none", "selective", "full"] | list[RecomputeModule] = Field(
         "none", description="activation recomputation: none, selective (core attention, Korthikanti et al. 2022), full (every "
         "layer), or the modules to recompute: core-attention, attention, mlp, experts, activation, norm")
+    recompute_layers: int | None = Field(None, ge=1, le=100_000, exclude_if=lambda v: v is None, description="with recompute: "
+                                         "full, only the first N layers of each model chunk are recomputed, the rest keep their "
+                                         "activations (Megatron-Core's recompute_method: block, recompute_num_layers: N); default: "
+                                         "every layer")
     sequence_parallel: bool = Field(True, description="Megatron sequence parallelism: norms and dropout on 1/TP of the tokens, "
                                     "TP exchanges as all-gather + reduce-scatter (false: all-reduce, Megatron-LM 2021)")
     zero: Literal[0, 1, 2, 3] = Field(0, description="data-parallel sharding: 0 DDP (all-reduce of gradients); 1 optimizer states "
@@ -162,6 +166,15 @@ class TrainingJob(Model):
         if self.heads is not None and self.kv_heads is not None and self.heads % self.kv_heads:
             raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
         return self
+
+    @property
+    def recompute_share(self) -> float:
+        """The share of a stage's layers recomputed: every one, or ``recompute_layers`` of each model chunk (at most
+        all of them) over the layers of a full stage's chunk."""
+        if not self.recompute_layers:
+            return 1.0
+        chunk = -(-self.layers // self.pp) / self.virtual_stages if self.layers else 1.0
+        return min(1.0, self.recompute_layers / chunk)
 
     @property
     def measured(self) -> float | None:

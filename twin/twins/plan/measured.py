@@ -199,6 +199,9 @@ def plan_of(p: Problem, path, r: Run) -> dict:
 def stated_plan(p: Problem) -> dict | str:
     """The workload's own plan as a plan of the space (DP from the GPU count), or why it is not one: the rule
     it breaks, as a measured row with every cell blank would be refused."""
+    if p.workload.recompute_layers:
+        return (f"it recomputes {p.workload.recompute_layers} layer(s) of each model chunk (recompute_layers), and the search "
+                "recomputes every layer or none")
     try:
         return plan_of(p, "plan", Run(0, {}, 0.0))
     except MeasuredError as e:

@@ -107,14 +107,15 @@ class Problem:
         recipe under its stack (overlaps, attention, bucket, stragglers) with the plan's fields."""
         return dataclasses.replace(
             self.base, tp=c["tp"], cp=c["cp"], pp=c["pp"], dp=c["dp"], ep=c["ep"], micro_batch=c["mb"], virtual_stages=c["v"],
-            recompute=RECOMPUTE_POLICIES[RECOMPUTE[c["rc"]]], sequence_parallel=bool(c["sp"]), zero=c["zero"],
+            recompute=RECOMPUTE_POLICIES[RECOMPUTE[c["rc"]]], recompute_share=1.0, sequence_parallel=bool(c["sp"]), zero=c["zero"],
             fp8=FP8_GEMMS if c["fp8"] else (), overlap_tp=self.base.overlap_tp if c["tp"] > 1 else (), notes=[],
             dp_shard=c.get("shard", 0))
 
     def workload_of(self, c: dict):
         """The site workload with one plan's fields (for the full job twin and for writing into a spec)."""
         upd = {"tp": c["tp"], "cp": c["cp"], "pp": c["pp"], "dp": c["dp"], "ep": c["ep"], "micro_batch": c["mb"],
-               "virtual_stages": c["v"], "recompute": RECOMPUTE[c["rc"]], "sequence_parallel": bool(c["sp"]), "zero": c["zero"],
+               "virtual_stages": c["v"], "recompute": RECOMPUTE[c["rc"]], "recompute_layers": None, "sequence_parallel": bool(c["sp"]),
+               "zero": c["zero"],
                "fp8": "linear" if c["fp8"] else "none", "dp_shard": c.get("shard") or None}
         return self.workload.model_copy(update=upd)
 

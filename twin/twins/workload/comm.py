@@ -174,7 +174,7 @@ def time_comm(net, g: Groups, r, s, c, scheme, lib, nvls: bool, cache: dict) -> 
         out["tp_s"] = sum(kinds[k][1] for k in ("tp_allgather", "tp_reducescatter", "tp_allreduce"))
     if r.cp > 1:
         kv = r.micro_batch * 2 * r.seq * s.kv_dim / min(r.tp, s.kv_heads) * BF16  # this GPU's K and V heads, whole sequence
-        redo = 1 if {"core-attention"} & r.recomputed() else 0
+        redo = r.recompute_share if {"core-attention"} & r.recomputed() else 0.0
         if r.cp_comm == "ring":
             p2p = timed("cp-ring", "sendrecv", ["direct"], [np.concatenate(g.cp)], [np.concatenate([np.roll(x, -1) for x in g.cp])])
             t1, l1 = p2p.at(kv / r.cp)
@@ -193,7 +193,7 @@ def time_comm(net, g: Groups, r, s, c, scheme, lib, nvls: bool, cache: dict) -> 
     if g.ep and c.moe_layers:
         a2a = timed("ep", "alltoall", [moe_mod.ep_algorithm(net, g.ep[0], s)], g.ep)
         t1, l1 = a2a.at(moe_mod.alltoall_bytes(s, r.tokens, r.tp))
-        n = 4 + (2 if "experts" in r.recomputed() else 0)
+        n = 4 + (2 * r.recompute_share if "experts" in r.recomputed() else 0)
         # overlapped (DualPipe): a layer's all-to-alls run beside another micro-batch's forward and backward of a
         # layer, exposed only where they outlast that compute
         each = max(0.0, n * t1 - c.layer_forward_s - c.layer_backward_s) if r.overlap_ep else n * t1
@@ -303,7 +303,7 @@ def _data_parallel(timed, g: Groups, r, s, c) -> tuple[float, float, float]:
     if r.zero3_collectives == "tensor":  # the same bytes in one collective per tensor: each pays the latency again
         t_l, t_s, l_l = t_l + (per - 1) * l_l, t_s + (per - 1) * l_l, per * l_l
     t_l += per * r.zero3_host_s  # the host's time before each gather, which the GPU waits out (the stack's zero3_host)
-    gathers = 2 + (1 if {"attention", "mlp"} & r.recomputed() else 0)
+    gathers = 2 + (r.recompute_share if {"attention", "mlp"} & r.recomputed() else 0)
     n = m * c.layers
     total = n * (gathers * t_l + t_s)
     # prefetch: the next layer's collectives behind this layer's compute, as far as the bucket lets them run ahead

@@ -344,6 +344,7 @@ def training(gpu: Gpu, s: Shape, r, moe_work=None) -> TrainingCompute:
         layer_r = dense_r.scaled(1 - frac) + moe_r.scaled(frac)
     else:
         layer_f, layer_b, layer_r = dense_f, dense_b, dense_r
+    layer_r = layer_r.scaled(r.recompute_share)  # recompute_layers: the first layers of each chunk only
     first, mid, last = stage_layers(s.layers, r.pp)
     hf = head_work(gpu, s, tokens, r.tp, False, "output" in fp8)
     hb = head_work(gpu, s, tokens, r.tp, True, "output" in fp8)

@@ -45,6 +45,7 @@ class Recipe:
     micro_batch: int = 1
     virtual_stages: int = 1
     recompute: tuple[str, ...] = ()
+    recompute_share: float = 1.0  # of a stage's layers, those recomputed (recompute_layers of each chunk; 1: every one)
     sequence_parallel: bool = True
     zero: int = 0
     overlap_grad_reduce: bool = True
@@ -92,7 +93,8 @@ class Recipe:
 
         return cls(
             tp=w.tp, cp=w.cp, pp=w.pp, dp=w.dp, ep=w.ep, seq=w.sequence_length, global_batch=w.global_batch,
-            micro_batch=w.micro_batch, virtual_stages=v, recompute=w.recompute_modules, sequence_parallel=w.sequence_parallel,
+            micro_batch=w.micro_batch, virtual_stages=v, recompute=w.recompute_modules, recompute_share=w.recompute_share,
+            sequence_parallel=w.sequence_parallel,
             zero=w.zero, grad_bucket=w.grad_bucket, fp8=w.fp8_gemms, cp_comm=w.cp_comm, dims=dims,
             overlap_grad_reduce=pick("overlap_grad_reduce"), overlap_param_gather=pick("overlap_param_gather"),
             overlap_tp=tuple(pick("overlap_tp")) if w.tp > 1 else (), overlap_pp=pick("overlap_pp"), overlap_cp=pick("overlap_cp"),
@@ -129,6 +131,8 @@ class Recipe:
         redo = self.recomputed()
         again = (("attention" in redo) + (("mlp" in redo) if not moe else ("experts" in redo))) if not parallel_block else \
             int(bool({"attention", "mlp"} & redo))
+        if self.recompute_share < 1.0:  # recompute_layers: the first layers of each chunk run their exchanges again
+            again = self.recompute_share * again
         if self.tp == 1:
             return {"allgather": 0, "reducescatter": 0, "allreduce": 0}
         if self.sequence_parallel:
