@@ -65,7 +65,7 @@ def render(data: dict, console: Console) -> None:
         for j in case["jobs"]:
             meas = j.get("measured_tflops_per_gpu")
             t = Table(title=f"{case['case']}: job {j['workload']} ({j['parallelism']}, {j['gpus']:,} GPUs, seq {j['sequence_length']:,}, "
-                            f"{j['order']} order; compute {j['compute_s']:.2f} s, bubble {j['bubble_s']:.2f} s; {job_setup(j)}"
+                            f"{j['order']} order, ranks {j.get('dims', '?')}; compute {j['compute_s']:.2f} s, bubble {j['bubble_s']:.2f} s; {job_setup(j)}"
                             + (f"; measured {meas:g} TFLOPs/GPU" if meas else "") + ")", title_justify="left")
             for col in ("scheme", "step s", "exposed comm s", "exposed %", "TP s", "CP s", "PP s", "DP s (exposed)", "latency % of comm", "TFLOPs/GPU", "MFU"):
                 t.add_column(col, justify="right")
