@@ -45,6 +45,8 @@ def check_order(order: str) -> str:
     if sorted(order.split("-")) != sorted(RANK_DIMS):
         raise ValueError(f"rank order '{order}' must name each of tp, cp, pp and dp once, fastest first, such as 'tp-cp-pp-dp'")
     return order
+
+
 Fp8Gemm = Literal["qkv", "proj", "fc1", "fc2", "experts", "output"]
 
 
