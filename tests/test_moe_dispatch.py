@@ -5,6 +5,8 @@ traffic's drop against one copy per expert."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -98,3 +100,17 @@ def test_dualpipe_reaches_the_step_and_the_search(lab, lab_net):
     assert two["bubble_s"] == pytest.approx((4 / 2 - 1) * (f + b / 2))
     assert two["bubble_s"] < one["bubble_s"]
     assert two["memory"]["weights_bytes"] == pytest.approx(2 * one["memory"]["weights_bytes"])
+
+
+def test_the_forwarding_runs_beside_the_network_phase(lab_net):
+    """DeepSeek-V3 s3.2.2: the network sends, the IB-to-NVLink forwarding and the NVLink receives run on warps of
+    their own at once, so the dispatch takes the longer of its two phases, not their sum."""
+    net, ranks = lab_net, np.arange(32)
+    p1, p2 = coll.plan(net, "alltoall", dispatch.algorithm(0.25), ranks)[0]
+    assert not p1.beside and p2.beside
+    c = coll.time_collective(net, "alltoall", dispatch.algorithm(0.25), ranks, E16, lib=Library()).cost
+    one = [dataclasses.replace(c, phases=[ph]) for ph in c.phases]  # each phase as a collective of its own
+    for size in (1e6, 1e8, 1e9):
+        alone = [x.time(size, "Simple") for x in one]
+        assert c.time(size, "Simple") == pytest.approx(max(alone), rel=1e-12) and max(alone) < sum(alone)
+    assert c.t_per_byte == pytest.approx(max(ph.repeat * ph.t_per_byte for ph in c.phases), rel=1e-12)

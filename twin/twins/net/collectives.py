@@ -93,6 +93,9 @@ def plan(net: Net, op: str, algorithm: str, ranks: np.ndarray, peers: np.ndarray
         phases = dispatch.phases(net, ranks, dispatch.share_of(algorithm), lambda s, d, f, label: _merge(net, s, d, f, label))
         phases[0].steps, phases[1].steps = 1, 1
         phases[0].net_steps, phases[0].posts, phases[0].conns = 1, max(0, _net_peers(net, ranks) - 1), lib.p2p_channels
+        # DeepSeek-V3 s3.2.2: IB sending, IB-to-NVLink forwarding and NVLink receiving run on their own warps at once,
+        # so the forwarding runs pipelined beside the network phase rather than after it
+        phases[1].beside = True
         return phases, "ring"
     if op == "alltoall":
         if n * (n - 1) > MAX_ALLTOALL_PAIRS:
@@ -136,7 +139,7 @@ def plan_groups(net: Net, op: str, algorithm: str, groups: list[np.ndarray], pee
         parts = [p[0][k] for p in plans if len(p[0]) > k]
         merged.append(Phase(np.concatenate([x.src for x in parts]), np.concatenate([x.dst for x in parts]),
                             np.concatenate([x.frac for x in parts]), ph.repeat, ph.label, ph.steps,
-                            max(x.net_steps for x in parts), max(x.posts for x in parts), ph.conns, ph.pxn, ph.ring))
+                            max(x.net_steps for x in parts), max(x.posts for x in parts), ph.conns, ph.pxn, ph.ring, ph.beside))
     return merged, family
 
 
@@ -314,6 +317,6 @@ def time_collective(
     nodes = len(np.unique(net.gpu_server[ranks]))
     cost = Cost(family, nodes, max(ph.conns for ph in phases), BUSBW_FACTOR[op](n),
                 [PhaseCost(p.repeat, p.t_per_byte, p.steps - p.net_steps, p.net_steps, p.posts, p.latency,
-                           float(ph.frac.max()) / max(1, ph.conns) if len(ph.frac) else 0.0, ph.ring)
+                           float(ph.frac.max()) / max(1, ph.conns) if len(ph.frac) else 0.0, ph.ring, ph.beside)
                  for p, ph in zip(out, phases)], lib)
     return Timing(op, algorithm, scheme.name, n, out, cost, blocks=reduced)

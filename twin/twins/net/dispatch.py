@@ -12,7 +12,9 @@ The all-to-all of ``S`` bytes per GPU (every copy of its tokens, ``top_k`` per t
    to each (``D`` domains in the group; ``share`` the copies that cross per token over ``top_k``: the
    distinct domains a token's experts lie on, capped at ``M``, over ``top_k``); and inside its own domain
    to each of its EP peers directly, ``S / n`` each (``n`` GPUs in the group);
-2. over NVLink, each counterpart to every EP peer in its domain, ``S / n`` for each remote sender.
+2. over NVLink, each counterpart to every EP peer in its domain, ``S / n`` for each remote sender, beside the
+   first phase: DeepSeek's kernels run the network sends, the forwarding and the NVLink receives on warps of
+   their own at once (s3.2.2), so the collective takes the longer of the two phases, not their sum.
 
 With routing uniform over the group, a token's ``top_k`` experts lie on ``D (1 - (1 - 1/D)^top_k)``
 distinct domains on average; node-limited routing caps that at ``M``:

@@ -115,6 +115,7 @@ class PhaseCost:
     path: float = 0.0  # s, the longest network path of the phase (switches + cables)
     flow_frac: float = 0.0
     ring: bool = False  # every step reuses the same links with new data (ring), else a pipeline (tree, p2p)
+    beside: bool = False  # runs pipelined with the phase before it (other links): the longer of the two counts
 
 
 @dataclass
@@ -138,7 +139,12 @@ class Cost:
 
     @property
     def t_per_byte(self) -> float:
-        return sum(ph.repeat * ph.t_per_byte for ph in self.phases)
+        return self._along([ph.repeat * ph.t_per_byte for ph in self.phases])
+
+    def _along(self, parts: list[float]) -> float:
+        """The phases' times in sequence, a phase ``beside`` the one before it (pipelined on other links) adding only
+        what it outlasts that one by."""
+        return _along(parts, [ph.beside for ph in self.phases])
 
     def _alphas(self, p: str) -> tuple[float, float]:
         nvl = NVL_STEP[self.algo][p]
@@ -166,18 +172,18 @@ class Cost:
             return min(self.time(size, q) for q in self.lib.protocols)
         a_nvl, a_net = self._alphas(p)
         scale = self._bw_scale(size, p) / (self.lib.eta * PROTO_BW[p])
-        t = BASE[self.algo][p]
+        parts = []
         for ph in self.phases:
             bw = size * ph.t_per_byte * scale  # one repeat (one step) at full rate
             d = size * ph.flow_frac
             tc = bw * min(1.0, CHUNK[p] / d) if d > 0 else 0.0
             a_n = a_net + ph.path
             if ph.ring:
-                t += ph.intra * max(a_nvl + tc, bw) + ph.net * max(a_n + tc, bw) + max(0, ph.repeat - ph.intra - ph.net) * bw
+                t = ph.intra * max(a_nvl + tc, bw) + ph.net * max(a_n + tc, bw) + max(0, ph.repeat - ph.intra - ph.net) * bw
             else:
-                t += ph.repeat * bw + ph.intra * a_nvl + ph.net * a_n + max(0, ph.intra + ph.net - 1) * tc
-            t += ph.posts * NET_OVERHEAD[p]
-        return t
+                t = ph.repeat * bw + ph.intra * a_nvl + ph.net * a_n + max(0, ph.intra + ph.net - 1) * tc
+            parts.append(t + ph.posts * NET_OVERHEAD[p])
+        return BASE[self.algo][p] + self._along(parts)
 
     def latency(self, p: str) -> float:
         """The collective's time at 1 byte under protocol ``p``: its latency floor."""
@@ -186,6 +192,26 @@ class Cost:
     def protocol(self, size: float) -> str:
         """The protocol NCCL would pick at this size (the fastest under the model)."""
         return min(self.lib.protocols, key=lambda q: self.time(size, q))
+
+
+def _along(parts, beside=None) -> float:
+    """Phase times in sequence; where ``beside[k]``, phase k runs pipelined with phase k - 1 and adds only what it
+    outlasts it by.
+
+    >>> _along([3.0, 2.0, 4.0], [False, True, False]), _along([3.0, 5.0], [False, True])
+    (7.0, 5.0)
+    """
+    parts = list(parts)
+    beside = beside or [False] * len(parts)
+    total, last = 0.0, 0.0
+    for t, b in zip(parts, beside, strict=True):
+        if b:
+            total += max(0.0, t - last)
+            last = max(last, t)
+        else:
+            total += t
+            last = t
+    return total
 
 
 def ll_grid_share(size: float, channels: int = INTRA_NODE_CHANNELS) -> float:

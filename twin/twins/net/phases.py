@@ -26,6 +26,7 @@ class Phase:
     conns: int = 1  # connections (NCCL channels) per transfer; each gets the scheme's QPs
     pxn: bool = False  # hand cross-rail network hops over NVLink to the destination rail's GPU
     ring: bool = False  # every step reuses the same links with new data (latency hides behind chunks)
+    beside: bool = False  # pipelined with the phase before it on other links: the collective takes the longer of the two
 
 
 def _by_server(net: Net, ranks: np.ndarray) -> list[np.ndarray]:
