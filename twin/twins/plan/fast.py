@@ -60,7 +60,8 @@ def evaluate(p, cols: dict[str, np.ndarray], coll: tables.Collectives, comp: dic
     if has_tp.any():
         intra = coll.tp_intra(cols, st, has_tp)
         per = np.zeros(n)
-        ov = {"allgather": "allgather" in b.overlap_tp, "reducescatter": "reducescatter" in b.overlap_tp}
+        can = p.tp_overlaps(tp, cols["sp"])  # userbuffers: sequence parallelism inside one NVLink domain
+        ov = {"allgather": ("allgather" in b.overlap_tp) & can, "reducescatter": ("reducescatter" in b.overlap_tp) & can}
         for is_moe, nl in ((False, layers - moe_layers), (True, moe_layers)):
             n_ag, n_rs, n_ar = _exchanges(cols, s.parallel_block, is_moe)
             live = has_tp & (nl > 0)
@@ -72,7 +73,7 @@ def evaluate(p, cols: dict[str, np.ndarray], coll: tables.Collectives, comp: dic
             # overlapped (userbuffers) as comm.time_comm: all but one TP chunk hides behind the layer's GEMMs
             budget = c["layer_gemm_s"] / np.maximum(1, n_ag + n_rs)
             hidden = np.maximum(t_ag / tp, t_ag - budget)
-            per += nl * (n_ag * (hidden if ov["allgather"] else t_ag) + n_rs * (hidden if ov["reducescatter"] else t_ag) + n_ar * t_ar)
+            per += nl * (n_ag * np.where(ov["allgather"], hidden, t_ag) + n_rs * np.where(ov["reducescatter"], hidden, t_ag) + n_ar * t_ar)
         out["tp_s"] = rounds * per
     redo_core = _redo("core-attention")[cols["rc"]].astype(float)
     has_cp = cp > 1

@@ -108,8 +108,17 @@ class Problem:
         return dataclasses.replace(
             self.base, tp=c["tp"], cp=c["cp"], pp=c["pp"], dp=c["dp"], ep=c["ep"], micro_batch=c["mb"], virtual_stages=c["v"],
             recompute=RECOMPUTE_POLICIES[RECOMPUTE[c["rc"]]], recompute_share=1.0, sequence_parallel=bool(c["sp"]), zero=c["zero"],
-            fp8=FP8_GEMMS if c["fp8"] else (), overlap_tp=self.base.overlap_tp if c["tp"] > 1 else (), notes=[],
+            fp8=FP8_GEMMS if c["fp8"] else (), overlap_tp=self.base.overlap_tp if self.tp_overlaps(c["tp"], c["sp"]) else (), notes=[],
             dp_shard=c.get("shard", 0))
+
+    def tp_overlaps(self, tp, sp) -> bool:
+        """Whether the stack's TP overlap applies to a plan: userbuffers split the all-gathers and reduce-scatters of
+        sequence parallelism inside one NVLink domain (they exchange through NVLink peer memory), as the workload
+        checks hold a stated plan to. Works on arrays."""
+        from twin.compiler.resolve.workload_checks import domain_of
+
+        domain = domain_of(self.design.spec) or np.iinfo(np.int64).max
+        return bool(self.base.overlap_tp) & (np.asarray(tp) > 1) & (np.asarray(sp) > 0) & (np.asarray(tp) <= domain)
 
     def workload_of(self, c: dict):
         """The site workload with one plan's fields (for the full job twin and for writing into a spec)."""

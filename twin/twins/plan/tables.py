@@ -150,15 +150,36 @@ def strides(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {d: out[:, i] for i, d in enumerate(DIMS)}
 
 
-def signature(net, groups: list[np.ndarray]) -> tuple:
+def signature(net, groups: list[np.ndarray], peers: list[np.ndarray] | None = None) -> tuple:
     """What a collective's time on the fabric depends on, read off its first group: its size, and how many
-    NVLink domains, rails, leaves, zones and buildings it spans. Layouts with one signature are timed once
-    (the fast stage's approximation; the full twin re-times the leaders on their own groups)."""
+    NVLink domains, rails, leaves, zones and buildings it spans; for point-to-point transfers (``peers``: a CP
+    ring's next rank, a pipeline's next stage), how many of its pairs cross each of those. Layouts with one
+    signature are timed once (the fast stage's approximation; the full twin re-times the leaders on their own
+    groups). Without the pairs, every layout's transfers over the same ranks (a CP ring over all of a job's
+    GPUs, whatever its size or stride) would share one timing.
+
+    >>> from types import SimpleNamespace as NS
+    >>> net = NS(gpu_server=np.arange(8) // 4, gpu_local=np.arange(8) % 4, gpu_rail=None, domain=np.arange(8) // 4,
+    ...          nic_leaf=np.zeros(8, int), gpu_nic=np.arange(8), server_zone=np.zeros(2, int), server_building=np.zeros(2, int))
+    >>> ranks = np.arange(8)
+    >>> near, far = [np.roll(ranks.reshape(2, 4), -1, axis=1).ravel()], [np.roll(ranks.reshape(4, 2).T, -1, axis=1).T.ravel()]
+    >>> signature(net, [ranks], near) == signature(net, [ranks], far), signature(net, [ranks]) == signature(net, [ranks])
+    (False, True)
+    """
     g = np.asarray(groups[0])
     srv = net.gpu_server[g]
     rail = net.gpu_local[g] if net.gpu_rail is None else net.gpu_rail[g]
-    return (len(g), len(groups), *(len(np.unique(x)) for x in (net.domain[g], rail, net.nic_leaf[net.gpu_nic[g]],
-                                                               net.server_zone[srv], net.server_building[srv])))
+    out = (len(g), len(groups), *(len(np.unique(x)) for x in (net.domain[g], rail, net.nic_leaf[net.gpu_nic[g]],
+                                                              net.server_zone[srv], net.server_building[srv])))
+    if peers is None:
+        return out
+    q = np.asarray(peers[0])
+    qsrv = net.gpu_server[q]
+    qrail = net.gpu_local[q] if net.gpu_rail is None else net.gpu_rail[q]
+    return out + tuple(int((a != b).sum()) for a, b in ((net.domain[g], net.domain[q]), (rail, qrail),
+                                                         (net.nic_leaf[net.gpu_nic[g]], net.nic_leaf[net.gpu_nic[q]]),
+                                                         (net.server_zone[srv], net.server_zone[qsrv]),
+                                                         (net.server_building[srv], net.server_building[qsrv])))
 
 
 class Collectives:
@@ -179,7 +200,7 @@ class Collectives:
         return rank_groups(self.p.ranks, sizes, ORDERS[rep["order"]].split("-"), over)
 
     def _time(self, what: str, op: str, algs: list[str], groups, peers=None) -> Timed | None:
-        sig = (what, *signature(self.p.net, groups))
+        sig = (what, *signature(self.p.net, groups, peers))
         if sig in self.by_sig:
             return self.by_sig[sig]
         if self.pending is not None:  # recording what a chunk needs (twin.twins.plan.parallel): timed later, on every core

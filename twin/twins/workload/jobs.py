@@ -30,10 +30,12 @@ workload's measured convention (``flops_convention``) and the measurement (never
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from twin.compiler.place.powercap import perf
-from twin.compiler.resolve import memory
+from twin.compiler.resolve import memory, workload_checks
 from twin.lang.diagnostics import SpecError
 from twin.lang.site.workload_models import DEFAULT_STACK
 from twin.lang.validator import error
@@ -110,7 +112,6 @@ def with_recipe(design, w, recipe: dict, src, path, checked: bool = True):
 
     from pydantic import TypeAdapter, ValidationError
 
-    from twin.compiler.resolve import workload_checks
     from twin.lang.site.workload_models import TrainingJob
 
     upd = {}
@@ -156,7 +157,13 @@ def _resolved(design, cfg, src, path, workload=None):
     if (w.stack or DEFAULT_STACK) not in stacks:
         raise SpecError([error(src, path + ("workload",), f"workload {w.name}: unknown software stack '{w.stack or DEFAULT_STACK}'",
                                "one of: " + ", ".join(sorted(stacks)))])
-    return design, w, Recipe.of(w, stacks, cfg)
+    r = Recipe.of(w, stacks, cfg)
+    domain = workload_checks.domain_of(design.spec)
+    if r.overlap_tp and (not r.sequence_parallel or (domain and r.tp > domain)):
+        # the stack's TP overlap (userbuffers) splits sequence parallelism's exchanges inside one NVLink domain only;
+        # a workload that states it beyond is refused by its checks, a stack's default simply does not apply
+        r = dataclasses.replace(r, overlap_tp=())
+    return design, w, r
 
 
 def refuse_before_fabric(design, cfg, schemes, src, path) -> None:
