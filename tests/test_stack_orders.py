@@ -87,4 +87,4 @@ def test_a_job_naming_a_dimension_twice_is_a_located_error(tmp_path):
     r = twin_in_process("simulate", str(ROOT / "sites" / "lab-2zone.yaml"), "--scenario", str(scn))
     assert r.returncode == 2, r.stdout[-800:] + r.stderr[-800:]
     out = r.stdout + r.stderr
-    assert "each of tp, cp, pp and dp once" in out and "line 5" in out or "twice.yaml:5" in out, out[-1500:]
+    assert "each of tp, cp, pp and dp once" in out and f"{scn}:5:" in out, out[-1500:]

@@ -72,7 +72,7 @@ def _recipe(spec: Spec, j, base: tuple) -> Iterator[Finding]:
             f"layer(s) ({j.layers} layers over PP{j.pp})", f"at most {per_stage}"
     if j.virtual_stages > 1 and j.pp == 1:
         yield E, base + ("virtual_stages",), "interleaving needs pipeline parallelism (PP > 1)", "virtual_stages: 1 or pp > 1"
-    chunk = -(-per_stage // j.virtual_stages)
+    chunk = j.chunk_layers
     if j.recompute_layers and j.recompute != "full":
         yield E, base + ("recompute_layers",), f"recompute_layers ({j.recompute_layers}) limits full recomputation to the first layers of " \
             f"each model chunk, but recompute is {j.recompute!r}", "recompute: full, or no recompute_layers"

@@ -170,13 +170,16 @@ class TrainingJob(Model):
         return self
 
     @property
+    def chunk_layers(self) -> int:
+        """Layers of a full stage's model chunk: ceil(ceil(layers / PP) / virtual stages)."""
+        per_stage = -(-self.layers // self.pp)
+        return -(-per_stage // self.virtual_stages)
+
+    @property
     def recompute_share(self) -> float:
-        """The share of a stage's layers recomputed: every one, or ``recompute_layers`` of each model chunk (at most
-        all of them) over the layers of a full stage's chunk."""
-        if not self.recompute_layers:
-            return 1.0
-        chunk = -(-self.layers // self.pp) / self.virtual_stages if self.layers else 1.0
-        return min(1.0, self.recompute_layers / chunk)
+        """The share of a stage's layers recomputed: every one, or ``recompute_layers`` of each model chunk's
+        :attr:`chunk_layers` (at most all of them)."""
+        return min(1.0, self.recompute_layers / self.chunk_layers) if self.recompute_layers else 1.0
 
     @property
     def measured(self) -> float | None:

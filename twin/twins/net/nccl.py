@@ -139,12 +139,7 @@ class Cost:
 
     @property
     def t_per_byte(self) -> float:
-        return self._along([ph.repeat * ph.t_per_byte for ph in self.phases])
-
-    def _along(self, parts: list[float]) -> float:
-        """The phases' times in sequence, a phase ``beside`` the one before it (pipelined on other links) adding only
-        what it outlasts that one by."""
-        return _along(parts, [ph.beside for ph in self.phases])
+        return _along([ph.repeat * ph.t_per_byte for ph in self.phases], [ph.beside for ph in self.phases])
 
     def _alphas(self, p: str) -> tuple[float, float]:
         nvl = NVL_STEP[self.algo][p]
@@ -183,7 +178,7 @@ class Cost:
             else:
                 t = ph.repeat * bw + ph.intra * a_nvl + ph.net * a_n + max(0, ph.intra + ph.net - 1) * tc
             parts.append(t + ph.posts * NET_OVERHEAD[p])
-        return BASE[self.algo][p] + self._along(parts)
+        return BASE[self.algo][p] + _along(parts, [ph.beside for ph in self.phases])
 
     def latency(self, p: str) -> float:
         """The collective's time at 1 byte under protocol ``p``: its latency floor."""
@@ -194,15 +189,13 @@ class Cost:
         return min(self.lib.protocols, key=lambda q: self.time(size, q))
 
 
-def _along(parts, beside=None) -> float:
-    """Phase times in sequence; where ``beside[k]``, phase k runs pipelined with phase k - 1 and adds only what it
-    outlasts it by.
+def _along(parts: list[float], beside: list[bool]) -> float:
+    """Phase times in sequence; where ``beside[k]``, phase k runs pipelined with phase k - 1 (on other links) and
+    adds only what it outlasts it by.
 
     >>> _along([3.0, 2.0, 4.0], [False, True, False]), _along([3.0, 5.0], [False, True])
     (7.0, 5.0)
     """
-    parts = list(parts)
-    beside = beside or [False] * len(parts)
     total, last = 0.0, 0.0
     for t, b in zip(parts, beside, strict=True):
         if b:

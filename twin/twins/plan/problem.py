@@ -17,7 +17,7 @@ from twin.compiler.resolve.transformer import Shape
 from twin.lang.site.workload_models import DEFAULT_STACK, RECOMPUTE_POLICIES
 from twin.twins.plan.space import ORDERS, RECOMPUTE, Axes
 from twin.twins.workload import jobs
-from twin.twins.workload.recipe import Recipe
+from twin.twins.workload.recipe import Recipe, tp_overlap_applies
 
 FP8_GEMMS = ("qkv", "proj", "fc1", "fc2", "experts")  # fp8: linear (the workload language's "every linear layer")
 
@@ -111,14 +111,12 @@ class Problem:
             fp8=FP8_GEMMS if c["fp8"] else (), overlap_tp=self.base.overlap_tp if self.tp_overlaps(c["tp"], c["sp"]) else (), notes=[],
             dp_shard=c.get("shard", 0))
 
-    def tp_overlaps(self, tp, sp) -> bool:
-        """Whether the stack's TP overlap applies to a plan: userbuffers split the all-gathers and reduce-scatters of
-        sequence parallelism inside one NVLink domain (they exchange through NVLink peer memory), as the workload
-        checks hold a stated plan to. Works on arrays."""
+    def tp_overlaps(self, tp, sp):
+        """Whether the stack's TP overlap applies to plans of these TP and SP (:func:`recipe.tp_overlap_applies`).
+        Works on arrays."""
         from twin.compiler.resolve.workload_checks import domain_of
 
-        domain = domain_of(self.design.spec) or np.iinfo(np.int64).max
-        return bool(self.base.overlap_tp) & (np.asarray(tp) > 1) & (np.asarray(sp) > 0) & (np.asarray(tp) <= domain)
+        return bool(self.base.overlap_tp) & tp_overlap_applies(tp, sp, domain_of(self.design.spec))
 
     def workload_of(self, c: dict):
         """The site workload with one plan's fields (for the full job twin and for writing into a spec)."""

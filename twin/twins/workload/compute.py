@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 
 from twin.compiler.resolve.memory import stage_layers
 from twin.compiler.resolve.transformer import Shape, megatron_core_flops, megatron_eq3_flops
+from twin.twins.workload.recipe import tp_overlap_applies
 
 BF16 = 2  # bytes per element of activations and weights
 ADAM_BYTES_PER_PARAM = 28  # read FP32 master, m, v and the BF16 gradient; write master, m, v, BF16 weight
@@ -249,7 +250,7 @@ def ring_gemms(overlap_tp, tp: int, sp: bool, backward: bool) -> frozenset[str]:
     >>> sorted(ring_gemms(("allgather", "reducescatter"), 8, True, False)), sorted(ring_gemms(("allgather",), 8, True, True))
     (['fc1', 'fc2', 'proj', 'qkv'], ['fc2', 'proj'])
     """
-    if tp < 2 or not sp:
+    if not tp_overlap_applies(tp, sp, 0):
         return frozenset()
     ag, rs = "allgather" in overlap_tp, "reducescatter" in overlap_tp
     if backward:

@@ -41,7 +41,7 @@ from twin.lang.site.workload_models import DEFAULT_STACK
 from twin.lang.validator import error
 from twin.twins.net.nccl import Library
 from twin.twins.workload import comm, compute, moe, stragglers
-from twin.twins.workload.recipe import Recipe
+from twin.twins.workload.recipe import Recipe, tp_overlap_applies
 from twin.twins.workload.timeline import StepProfile
 
 
@@ -158,8 +158,7 @@ def _resolved(design, cfg, src, path, workload=None):
         raise SpecError([error(src, path + ("workload",), f"workload {w.name}: unknown software stack '{w.stack or DEFAULT_STACK}'",
                                "one of: " + ", ".join(sorted(stacks)))])
     r = Recipe.of(w, stacks, cfg)
-    domain = workload_checks.domain_of(design.spec)
-    if r.overlap_tp and (not r.sequence_parallel or (domain and r.tp > domain)):
+    if r.overlap_tp and not tp_overlap_applies(r.tp, r.sequence_parallel, workload_checks.domain_of(design.spec)):
         # the stack's TP overlap (userbuffers) splits sequence parallelism's exchanges inside one NVLink domain only;
         # a workload that states it beyond is refused by its checks, a stack's default simply does not apply
         r = dataclasses.replace(r, overlap_tp=())

@@ -26,12 +26,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from twin.compiler.resolve import memory
 from twin.lang.site.workload_models import DEFAULT_ORDER, DEFAULT_STACK
 
 EXPANDS = {"attention": ("attention", "core-attention"), "mlp": ("mlp", "activation"), "experts": ("experts",),
            "core-attention": ("core-attention",), "activation": ("activation",), "norm": ("norm",)}
 
+
+
+def tp_overlap_applies(tp, sp, domain: int):
+    """Whether TP communication overlap (userbuffers) can split a plan's TP exchanges: sequence parallelism's
+    all-gathers and reduce-scatters, inside one NVLink domain of ``domain`` GPUs (0: unbounded), as the workload
+    checks hold a stated overlap to. Works on arrays.
+
+    >>> tp_overlap_applies(8, True, 8), tp_overlap_applies(16, True, 8), tp_overlap_applies(8, False, 8), tp_overlap_applies(1, True, 0)
+    (True, False, False, False)
+    """
+    tp = np.asarray(tp)
+    out = (tp > 1) & (np.asarray(sp) > 0) & ((tp <= domain) if domain else True)
+    return bool(out) if out.ndim == 0 else out
 
 @dataclass(frozen=True)
 class Recipe:
