@@ -37,15 +37,17 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's twin, whatever is installed
 GPT3_175B = ["parameters=175B", "layers=96", "hidden_size=12288", "heads=96", "global_batch=1536", "sequence_length=2048"]
-CASES = {  # name: (site, workload, GPUs, --set)
-    "lab llama-8b @128": ("lab-2zone", "lab-llama-8b", 128, []),
-    "gpt3-175b @1,024": ("selene-a100", "gpt-145p6b", 1024, GPT3_175B),
-    "gpt3-175b @1,024, every axis": ("selene-a100", "gpt-145p6b", 1024, [*GPT3_175B, "stack=meta-production-2024"]),
-    "gpt-145.6b @1,536": ("selene-a100", "gpt-145p6b", 1536, []),
-    "llama3-70b @1,152 NVL72 (13.6 M plans)": ("gb200-nvl72", "llama3-70b-tp8", 1152, []),
+CASES = {  # name: (site, workload, GPUs, --set, --fix)
+    "lab llama-8b @128": ("lab-2zone", "lab-llama-8b", 128, [], {}),
+    "gpt3-175b @1,024": ("selene-a100", "gpt-145p6b", 1024, GPT3_175B, {}),
+    "gpt3-175b @1,024, every axis": ("selene-a100", "gpt-145p6b", 1024, [*GPT3_175B, "stack=meta-production-2024"], {}),
+    "gpt-145.6b @1,536": ("selene-a100", "gpt-145p6b", 1536, [], {}),
+    "llama3-70b @1,152 NVL72": ("gb200-nvl72", "llama3-70b-tp8", 1152, [], {}),
+    # hybrid sharding searched as well (--fix dp_shard=0,8,72: one shard over every DP rank, 8, or one NVL72 rack)
+    "llama3-70b @1,152 NVL72, HSDP (20.5 M plans)": ("gb200-nvl72", "llama3-70b-tp8", 1152, [], {"dp_shard": [0, 8, 72]}),
 }
-LARGE = {"llama3-405b @8,192": ("meta-24k-roce", "llama3-405b-8k", 8192, []),  # minutes: with --large only
-         "llama3-405b @16,384": ("meta-24k-roce", "llama3-405b-16k", 16384, [])}
+LARGE = {"llama3-405b @8,192": ("meta-24k-roce", "llama3-405b-8k", 8192, [], {}),  # minutes: with --large only
+         "llama3-405b @16,384": ("meta-24k-roce", "llama3-405b-16k", 16384, [], {})}
 GOALS = {"plans_per_s_per_core": 1e6, "gpt3_search_s": 1.0, "12m_search_s": 10.0, "full_s": 30.0, "peak_GiB": 2.0}
 
 
@@ -56,7 +58,7 @@ def one(name: str, runs: int, top: int) -> dict:
     from twin.twins.plan import fast, search, tables
     from twin.twins.plan.problem import Problem, row
 
-    site, wname, gpus, sets = {**CASES, **LARGE}[name]
+    site, wname, gpus, sets, pins = {**CASES, **LARGE}[name]
     t0 = time.perf_counter()
     d = compile_design(ROOT / "sites" / f"{site}.yaml", placement_method="naive")
     compile_s = time.perf_counter() - t0
@@ -65,7 +67,7 @@ def one(name: str, runs: int, top: int) -> dict:
     for _ in range(runs):
         p = Problem.of(d, w, gpus)  # a fresh fabric and fresh tables each run: nothing cached between runs
         t0 = time.perf_counter()
-        s = search.search(p, keep=top, mask_fn=ans.classes(p))
+        s = search.search(p, pins, keep=top, mask_fn=ans.classes(p))
         search_s = time.perf_counter() - t0
         idx = s.best(None, top)
         t0 = time.perf_counter()

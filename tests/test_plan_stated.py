@@ -86,3 +86,24 @@ def test_an_ffn_derived_from_the_parameter_count_is_named_where_it_limits_tp():
     assert "TP must divide the FFN, 12,341, derived from the parameter count" in r.stdout
     r = twin_in_process(*args, "--set", "ffn_hidden_size=11008", "--json")
     assert unwrap(r.stdout)["model"] == {"ffn_hidden_size": 11008, "heads": 32, "kv_heads": 32, "ffn_from": "stated"}
+
+
+def test_a_bf16_stack_searches_no_fp8_and_says_so_of_a_written_fp8_plan(lab):
+    """Meta's 2024 stack trains in BF16 ([llama3] s3.3.2 states its utilisation as BF16 MFU): its search offers
+    no FP8 plan on an H100 that has FP8, and a workload that writes FP8 on it is told why its plan was not
+    searched; pinned with --fix, FP8 is searched anyway and the same plan is timed."""
+    from twin.twins.plan import search
+
+    w = next(x for x in lab.spec.site.workloads if x.name == "lab-llama-8b")
+    fp8 = w.model_copy(update={"fp8": "linear"})
+    p = Problem.of(lab, fp8)
+    assert p.base.stack == "meta-production-2024" and lab.spec.catalog.stacks[p.base.stack].plans.fp8 is False and p.gpu.fp8_peak
+    pins = {"tp": 8, "pp": 2, "cp": 1}
+    s = search.search(p, pins, keep=2)
+    assert s.cols["fp8"].max() == 0 and len(s.cols["fp8"]) > 0
+    lead = s.best(None, 1)
+    e = answer.stated_entry(p, s, stated_plan(p), None, {"step_s": float(s.step[lead[0]])}, [])
+    assert "FP8" in e["label"] and e["why_not"].startswith("stack meta-production-2024 does not run FP8 "), e
+    res = answer.answer(p, {**pins, "fp8": [0, 1]}, 2, None, stated_plan(p))
+    e2 = res["stated"]
+    assert "why_not" not in e2 and "FP8" in e2["label"] and e2["step_s"] >= res["plans"][0]["step_s"] > 0, e2

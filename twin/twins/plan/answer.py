@@ -128,6 +128,31 @@ def versus(a: dict, b: dict) -> list[dict]:
 KEYS = ("tp", "cp", "pp", "dp", "ep", "v", "mb", "rc", "zero", "sp", "fp8", "shard", "order")
 
 
+STACK_AXES = (("fp8", "fp8", "FP8"), ("cp", "cp", "context parallelism"), ("v", "v", "interleaved virtual stages"),
+              ("ep", "ep", "expert parallelism"), ("zero", "zero", "ZeRO stage"), ("sp", "sequence_parallel", "sequence parallelism"))
+
+
+def _outside(p: Problem, c: dict) -> str:
+    """Why a plan that fits is not in the space: the stack's own limits (catalog ``plans:``) first."""
+    lim = p.stack_limits()
+    stack = p.base.stack
+    for key, axis, name in STACK_AXES:
+        if axis in lim:
+            allowed = lim[axis] if isinstance(lim[axis], list) else [lim[axis]]
+            if c.get(key, 0) not in allowed:
+                what = name if key in ("fp8", "sp") else f"{name} {c.get(key, 0)}"
+                return (f"stack {stack} does not run {what} (its plans: in the catalog; "
+                        f"--fix {axis}={c.get(key, 0)} searches it anyway)")
+    if RECOMPUTE[c.get("rc", 0)] not in lim["recompute"]:
+        return f"stack {stack} does not run recompute={RECOMPUTE[c.get('rc', 0)]} (its plans: in the catalog)"
+    if "order" in lim:
+        from twin.twins.plan.space import ORDERS, order_allowed
+
+        if not order_allowed(p.axes(), ORDERS[c.get("order", 0)], {d: c.get(d, 1) for d in ("tp", "cp", "pp", "dp")}):
+            return f"stack {stack} does not lay its ranks out in {ORDERS[c.get('order', 0)]} (its plans: orders in the catalog)"
+    return "it breaks a rule of the space (the counts on the plans: line say which)"
+
+
 def stated_entry(p: Problem, s: search.Searched, c: dict | str | None, fixed: dict | None, pick: dict, entries: list[dict]) -> dict | None:
     """The workload's own plan ``c`` (a plan of the space's columns, or why it could not be stated) against the pick."""
     if c is None:
@@ -143,7 +168,7 @@ def stated_entry(p: Problem, s: search.Searched, c: dict | str | None, fixed: di
                                                     grad_bytes=p.base.grad_bytes), p.hbm)
         why = (f"it does not fit: {m.total / 1e9:.1f} GB per GPU, over the {(p.hbm - memory.RESERVE_BYTES) / 1e9:.1f} GB the "
                f"{memory.RESERVE_BYTES / 1e9:.0f} GB reserve leaves" if not m.fits else
-               "the pins (--fix) leave it out" if fixed else "it is not among the plans searched")
+               "the pins (--fix) leave it out" if fixed else _outside(p, c))
         return {"label": label(c), "why_not": why}
     i = int(found[0])
     full = full_twin(p, row(s.cols, i))
