@@ -7,7 +7,10 @@ scored by the fast stage in the order of their bound, in chunks; the search stop
 exceeds the ``keep``-th best fast step found, so no unscored plan could enter the leaders. A chunk is
 scored in two passes: first with its model-parallel collectives (TP, CP, EP, PP) and the data-parallel
 traffic free, a second, tighter lower bound; then in full, only the plans that bound leaves in the running
-(before there are leaders, the chunk's most promising plans by it are scored first, to make them). The
+(before there are leaders, the chunk's most promising plans are scored first, to make them). Once there are
+leaders, a collective not yet timed on the whole fabric enters the second bound first as its first group
+timed alone on an idle fabric (a few GPUs' flow simulation: the other groups' traffic can only slow it); a
+plan that bound already puts behind the leaders keeps it and is never timed in full. The
 data-parallel collectives of a large job are the costliest to time (flow simulations over every DP group
 at once), and a plan whose tensor-parallel exchanges alone lose never needs them. The plans it skips are counted (``bounded``): they were considered and shown slower, not
 left out.
@@ -27,7 +30,7 @@ import numpy as np
 from twin.compiler.resolve import memory
 from twin.twins.plan import fast, parallel, tables
 from twin.twins.plan.problem import Problem, row
-from twin.twins.plan.space import RULES, Space
+from twin.twins.plan.space import ORDERS, RULES, Space
 
 CHUNK = 64  # plans scored in the first round of a class; each round doubles
 
@@ -46,6 +49,7 @@ class Searched:
     pruned: dict[str, int]
     coll: tables.Collectives
     tight: np.ndarray  # the second bound (the step with data-parallel traffic free), NaN where not taken
+    exact: np.ndarray | None = None  # bool: ``tight`` timed on the whole fabric (else, where taken, the idle-fabric bound)
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -108,7 +112,7 @@ def search(p: Problem, fixed: dict | None = None, keep: int = 10, mask_fn=None, 
     parts = {k: np.full(n, np.nan) for k in (*fast.PARTS, "step_s", "exposed_s", "straggler_s", "dp_total_s")}
     scored = np.zeros(n, bool)
     coll = tables.Collectives(p)
-    s = Searched(p, space, cols, mem, bound, scored, parts, pruned, coll, np.full(n, np.nan), sec)
+    s = Searched(p, space, cols, mem, bound, scored, parts, pruned, coll, np.full(n, np.nan), exact=np.zeros(n, bool), seconds=sec)
     masks = {"all": np.ones(n, bool), **(mask_fn(cols, mem) if mask_fn else {})}
     with parallel.Timer(coll, workers) as timer:
         for name, mask in masks.items():
@@ -132,10 +136,12 @@ def _branch_and_bound(s: Searched, comp: dict, mask: np.ndarray, keep: int, prog
         chunk *= 2
         if not len(idx):
             continue
-        _second_bound(s, comp, idx, timer)  # the model-parallel collectives first (module docstring)
-        if len(best) < keep:  # no leaders yet: the chunk's most promising plans by that bound are scored first
-            _score(s, comp, idx[np.argsort(s.tight[idx], kind="stable")][:keep - len(best)], timer)
+        if len(best) < keep:  # no leaders yet: the chunk's most promising plans are scored first (_first)
+            first = _first(s, comp, idx, keep - len(best))
+            _second_bound(s, comp, first, timer)
+            _score(s, comp, first[~s.scored[first]], timer)
             best = s.best(mask, keep)
+        _second_bound(s, comp, idx, timer, s.step[best[-1]] if len(best) >= keep else None)  # the model-parallel collectives first
         if len(best) >= keep:
             idx = idx[s.tight[idx] <= s.step[best[-1]]]
         _score(s, comp, idx[~s.scored[idx]], timer)
@@ -167,14 +173,45 @@ def _outlook(s: Searched, order: np.ndarray, pos: int, mask: np.ndarray, keep: i
     return {"considered": pos, "of": len(order), "left": left, "eta_s": elapsed / max(pos, 1) * left}
 
 
-def _second_bound(s: Searched, comp: dict, idx: np.ndarray, timer) -> None:
+def _first(s: Searched, comp: dict, idx: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` plans of ``idx`` to score before there are leaders: the most promising by the idle-fabric bound,
+    among those in the job's own rank order where the chunk has some (a plan whose groups cross the fabric's
+    oversubscribed tier in their thousands can look best with one group alone; its full timing then makes a
+    loose first limit). Only the search's speed depends on this choice, never its result."""
+    own = idx[s.cols["order"][idx] == ORDERS.index(s.problem.base.dims)]
+    pool = own if len(own) else idx
+    return pool[np.argsort(_alone_bound(s, comp, pool, True), kind="stable")][:k]
+
+
+def _alone_bound(s: Searched, comp: dict, idx: np.ndarray, data_parallel: bool = False) -> np.ndarray:
+    """The step of the plans ``idx`` (by default with the data-parallel traffic free), every collective not
+    timed yet on the whole fabric timed by its first group alone (a lower bound: the other groups' traffic
+    only slows it; a step never falls as a collective's time grows)."""
+    sub, csub = {k: v[idx] for k, v in s.cols.items()}, {k: v[idx] for k, v in comp.items()}
+    s.coll.optimistic = True
+    try:
+        return fast.evaluate(s.problem, sub, s.coll, csub, data_parallel=data_parallel)["step_s"]
+    finally:
+        s.coll.optimistic = False
+
+
+def _second_bound(s: Searched, comp: dict, idx: np.ndarray, timer, limit: float | None = None) -> None:
     """The second bound of the plans of ``idx`` (their step with the data-parallel traffic free), taken once
-    per plan: a plan another class's search reaches again keeps it."""
-    new = idx[np.isnan(s.tight[idx])]
+    per plan: a plan another class's search reaches again keeps it. With the leaders' step ``limit``, the
+    collectives not timed yet are first bounded by one group of each on an idle fabric (a flow simulation of a
+    few GPUs instead of every group at once); a plan that bound puts over ``limit`` keeps it, and what only
+    such plans need is never timed on the whole fabric (a TP group spread over pods: thousands of groups
+    crossing the aggregation tier at once, to rule out a plan its own NICs already rule out)."""
+    new = idx[~s.exact[idx]]
+    if limit is not None and len(new):
+        rough = new[np.isnan(s.tight[new])]
+        s.tight[rough] = _alone_bound(s, comp, rough)
+        new = new[s.tight[new] <= limit]  # a plan the idle-fabric bound leaves under the leaders is timed in full
     if len(new):
         sub, csub = {k: v[new] for k, v in s.cols.items()}, {k: v[new] for k, v in comp.items()}
         timer.before(lambda: fast.evaluate(s.problem, sub, s.coll, csub, data_parallel=False))
         s.tight[new] = fast.evaluate(s.problem, sub, s.coll, csub, data_parallel=False)["step_s"]
+        s.exact[new] = True
 
 
 def _why_empty(space: Space) -> str:

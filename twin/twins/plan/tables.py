@@ -194,6 +194,8 @@ class Collectives:
         self.seconds: dict[str, float] = {}  # time spent tabulating, by collective (summed over the cores that timed)
         self.pending: dict | None = None  # while recording: signature -> what to time
         self.refused: dict[str, str] = {}  # collectives the network twin refused to time: what -> why
+        self.alone: dict[tuple, Timed] = {}  # signature -> its first group timed on an otherwise idle fabric
+        self.optimistic = False  # while set: a collective not timed yet answers with its first group alone (a bound)
 
     def groups(self, over: tuple[str, ...], rep: dict) -> list[np.ndarray]:
         sizes = {d: rep[d] for d in DIMS}
@@ -203,6 +205,10 @@ class Collectives:
         sig = (what, *signature(self.p.net, groups, peers))
         if sig in self.by_sig:
             return self.by_sig[sig]
+        if self.optimistic:  # a lower bound: every other group's traffic only slows it; transfers of pairs: free
+            if sig not in self.alone:
+                self.alone[sig] = Timed([]) if peers is not None else self.timed_now(op, algs, groups[:1])[0]
+            return self.alone[sig]
         if self.pending is not None:  # recording what a chunk needs (twin.twins.plan.parallel): timed later, on every core
             self.pending.setdefault(sig, (what, op, algs, groups, peers))
             return None
@@ -270,6 +276,8 @@ class Collectives:
             raise KeyError(what)
         if t is None:  # recorded, not timed yet: zero for now, never kept
             return Timed([])
+        if self.optimistic:  # possibly a bound: never kept
+            return t
         self.timed[k] = t
         return t
 
