@@ -148,3 +148,17 @@ def test_more_stages_than_layers_is_a_located_error(root):
     text = lab_with(root, GPT3.replace("layers: 96", "layers: 3").replace("    pp: 1\n    dp: 8", "    pp: 4\n    dp: 2"))
     (e,) = errors(text)
     assert e.line == _line(text, "pp: 4") and "PP4 over 3 layers" in e.message and "pp <= 3" in e.expected
+
+
+@pytest.mark.parametrize("stack, layers, warned", [
+    ("meta-production-2024", 126, False),  # [llama3] s3.3.2: 126 layers on 16 stages, the first and the last one short
+    ("meta-production-2024", 125, True),   # three layers short: a stage more than the ends is short
+    ("megatron-lm-2021", 126, True),       # a stack without uneven stages: 126 over 16 is unbalanced
+])
+def test_uneven_stages_warn_only_where_the_stack_does_not_balance_them(root, stack, layers, warned):
+    text = lab_with(root, GPT3.replace("layers: 96", f"layers: {layers}").replace("    pp: 1\n    dp: 8", "    pp: 16\n    dp: 1")
+                    .replace("global_batch: 64", "global_batch: 16").replace("stack: megatron-lm-2021", f"stack: {stack}")
+                    .replace("    tp: 1\n", "    tp: 8\n"))
+    spec, diags = validate_text(text, "w.yaml")
+    found = [d for d in diags if "do not split evenly over PP16" in d.message]
+    assert [d.line for d in found] == ([_line(text, "pp: 16")] if warned else []), [d.message for d in diags]

@@ -36,6 +36,20 @@ def domain_of(spec: Spec) -> int:
     return min(spec.chassis.domain, spec.chassis.gpus) if spec.chassis.gpus else 0
 
 
+def _ends_short(spec: Spec, j) -> bool:
+    """Whether the job's stack runs uneven stages (catalog ``plans: uneven_stages``) and its layers leave only the
+    first and the last stage short, by one layer each at most: the stages balanced as [llama3] s3.3.2 balances
+    126 layers over 16 (the embedding and the output layer in place of a layer), not unbalanced.
+
+    >>> from types import SimpleNamespace as NS
+    >>> spec = NS(catalog=NS(stacks={"s": NS(plans=NS(uneven_stages=True)), "t": NS(plans=NS(uneven_stages=False))}))
+    >>> [_ends_short(spec, NS(stack=s, layers=n, pp=16)) for s, n in (("s", 126), ("s", 127), ("s", 125), ("t", 126))]
+    [True, True, False, False]
+    """
+    st = spec.catalog.stacks.get(j.stack or DEFAULT_STACK)
+    return bool(st is not None and st.plans.uneven_stages and j.pp * -(-j.layers // j.pp) - j.layers <= 2)
+
+
 def _layout(spec: Spec, j, base: tuple) -> Iterator[Finding]:
     if j.gpus > spec.gpus:
         yield E, base, f"TP{j.tp} x CP{j.cp} x PP{j.pp} x DP{j.dp} = {j.gpus:,} GPUs, the site has {spec.gpus:,}", f"at most {spec.gpus:,} GPUs"
@@ -46,7 +60,7 @@ def _layout(spec: Spec, j, base: tuple) -> Iterator[Finding]:
         yield E, base + ("global_batch",), f"global batch {j.global_batch} does not divide over DP{j.dp}", f"a multiple of {j.dp}"
     if j.pp > j.layers:
         yield E, base + ("pp",), f"PP{j.pp} over {j.layers} layers: some stages would hold no layer", f"pp <= {j.layers}"
-    elif j.layers % j.pp:
+    elif j.layers % j.pp and not _ends_short(spec, j):
         yield W, base + ("pp",), f"{j.layers} layers do not split evenly over PP{j.pp}; stages are unbalanced", f"a divisor of {j.layers}"
     if j.hidden_size % j.tp:
         yield E, base + ("tp",), f"hidden size {j.hidden_size} does not split over TP{j.tp}", f"a divisor of {j.hidden_size}"
