@@ -162,6 +162,7 @@ def test_plan_answers_with_leaders_classes_and_a_scenario_that_reproduces_the_pi
 @pytest.mark.parametrize("args,needle", [
     (("--fix", "tp=eight"), "tp takes whole numbers"),
     (("--fix", "colour=red"), "AXIS=VALUE"),
+    (("--fix", "fp8=2"), "fp8 is on or off"),
     (("--set", "layers=-3"), "--set layers"),
     (("--workload", "nope"), "not a training workload"),
     (("--set", "hidden_size=400000", "--set", "layers=400"), "no plan fits"),

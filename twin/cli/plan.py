@@ -32,6 +32,8 @@ def parse_pins(pins: list[str]) -> dict:
                 x = {"true": "1", "false": "0", "yes": "1", "no": "0", "linear": "1", "none": "0"}.get(x, x) if k in ("sequence_parallel", "fp8") else x
                 if not x.isdigit() or len(x) > 7:
                     raise ValueError(f"--fix '{p}': {k} takes whole numbers (up to 7 digits)")
+                if k in ("sequence_parallel", "fp8") and x not in ("0", "1"):
+                    raise ValueError(f"--fix '{p}': {k} is on or off (1 or 0, true or false" + (", linear or none)" if k == "fp8" else ")"))
                 vals.append(int(x))
             elif k == "recompute" and x not in RECOMPUTE:
                 raise ValueError(f"--fix '{p}': recompute is one of {', '.join(RECOMPUTE)}")
