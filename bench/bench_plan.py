@@ -42,9 +42,10 @@ CASES = {  # name: (site, workload, GPUs, --set, --fix)
     "gpt3-175b @1,024": ("selene-a100", "gpt-145p6b", 1024, GPT3_175B, {}),
     "gpt3-175b @1,024, every axis": ("selene-a100", "gpt-145p6b", 1024, [*GPT3_175B, "stack=meta-production-2024"], {}),
     "gpt-145.6b @1,536": ("selene-a100", "gpt-145p6b", 1536, [], {}),
-    "llama3-70b @1,152 NVL72": ("gb200-nvl72", "llama3-70b-tp8", 1152, [], {}),
+    # under Meta's stack (every rank order; the site's own, Megatron-Core, lays ranks out in two)
+    "llama3-70b @1,152 NVL72": ("gb200-nvl72", "llama3-70b-tp8", 1152, ["stack=meta-production-2024"], {}),
     # hybrid sharding searched as well (--fix dp_shard=0,8,72: one shard over every DP rank, 8, or one NVL72 rack)
-    "llama3-70b @1,152 NVL72, HSDP (20.5 M plans)": ("gb200-nvl72", "llama3-70b-tp8", 1152, [], {"dp_shard": [0, 8, 72]}),
+    "llama3-70b @1,152 NVL72, HSDP (20.5 M plans)": ("gb200-nvl72", "llama3-70b-tp8", 1152, ["stack=meta-production-2024"], {"dp_shard": [0, 8, 72]}),
 }
 LARGE = {"llama3-405b @8,192": ("meta-24k-roce", "llama3-405b-8k", 8192, [], {}),  # minutes: with --large only
          "llama3-405b @16,384": ("meta-24k-roce", "llama3-405b-16k", 16384, [], {})}
