@@ -162,3 +162,15 @@ def test_uneven_stages_warn_only_where_the_stack_does_not_balance_them(root, sta
     spec, diags = validate_text(text, "w.yaml")
     found = [d for d in diags if "do not split evenly over PP16" in d.message]
     assert [d.line for d in found] == ([_line(text, "pp: 16")] if warned else []), [d.message for d in diags]
+
+
+def test_fp8_on_a_stack_that_trains_in_bf16_warns_where_it_is_written(root):
+    """Meta's 2024 stack trains in BF16 ([llama3] s3.3.2: BF16 MFU; its catalog plans: fp8: false): a workload that
+    writes FP8 on it is timed as written, with a warning at its fp8; on Megatron-Core (FP8 recipes) it is not."""
+    base = GPT3.replace("    tp: 1\n    pp: 1\n    dp: 8", "    tp: 8\n    pp: 1\n    dp: 1").replace("global_batch: 64", "global_batch: 8") + "    fp8: linear\n"
+    for stack, warned in (("meta-production-2024", True), ("megatron-core-2025", False)):
+        text = lab_with(root, base.replace("stack: megatron-lm-2021", f"stack: {stack}"))
+        spec, diags = validate_text(text, "w.yaml")
+        found = [d for d in diags if "trains in BF16" in d.message]
+        assert [(d.line, d.severity.value) for d in found] == ([(_line(text, "fp8: linear"), "warning")] if warned else []), \
+            [d.message for d in diags]

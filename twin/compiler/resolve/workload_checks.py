@@ -116,6 +116,9 @@ def _recipe(spec: Spec, j, base: tuple) -> Iterator[Finding]:
     fp8 = j.fp8_gemms
     if fp8 and not spec.chassis.gpu_peak_fp8_tflops:
         yield E, base + ("fp8",), f"FP8 GEMMs on {spec.chassis.gpu_model}, which has no FP8 peak in the catalog", "fp8: none, or a chassis with gpu_peak_fp8_tflops"
+    elif fp8 and name in stacks and not stacks[name].plans.fp8:
+        yield W, base + ("fp8",), f"FP8 GEMMs on stack {name}, which trains in BF16 (its plans: fp8: false): timed as stated, never searched", \
+            "fp8: none, or a stack that runs FP8"
     if isinstance(j.fp8, list) and "experts" in j.fp8 and j.moe is None:
         yield E, base + ("fp8",), "FP8 'experts', but the model has no MoE layer", "qkv, proj, fc1, fc2, output"
     if j.overlap_tp and (j.tp == 1 or not j.sequence_parallel):
