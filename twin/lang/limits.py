@@ -59,6 +59,13 @@ LIMITS: dict[str, Limit] = {x.name: x for x in (
     Limit("cluster_failures", 1_000_000, "failures", "failures a cluster run draws over its span (about 50 us each)"),
     Limit("trace_bytes", 2_000_000_000, "bytes", "size of a cluster trace file, read a block of lines at a time"),
     Limit("sweep_variants", 10_000, "variants", "variants of a sweep (the product of its axes) and values of one range"),
+    Limit("plan_gpus", 32_768, "GPUs in one plan search (search a slice of the job with --gpus: its TP, CP, PP and EP carry over)",
+          "GPUs of one plan search (twin plan, plan: best): every candidate's collectives are flow simulations over all of "
+          "them (16,384 GPUs take about 1.3 minutes on 2 cores, 124,416 more than 10); search a slice with --gpus, whose TP, CP, "
+          "PP and EP carry over"),
+    Limit("plan_candidates", 40_000_000, "plans to lay out",
+          "plans of one search that pass its structural rules, laid out before memory prunes them (about 60 bytes each: "
+          "20.5 M take 1.2 GiB); pin axes with --fix"),
 )}
 
 _ITEM = re.compile(r"^([a-z_]+)=([0-9][0-9_.eE+]*)$")

@@ -8,8 +8,8 @@ inherit the compiled fabric; only the groups go out and the timings come back), 
 with every timing in place. The result is the one the search gets on one core: the same collectives
 timed the same way, only at once.
 
-One core, or a process that may not have children (a sweep's Dask worker is a daemon), times them in
-place.
+One core, a process that may not have children (a sweep's Dask worker is a daemon), or a machine whose free
+memory holds no second copy of the search (:func:`affordable`), times them in place.
 """
 
 from __future__ import annotations
@@ -28,6 +28,21 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def affordable(workers: int) -> int:
+    """The workers the machine's free memory can hold: a forked worker may come to hold as much as the search
+    (the pages it writes are copied, and a flow simulation over the job's GPUs is the size of the fabric), so
+    no more than the memory available (``MemAvailable``) over the search's resident size; Linux only (else
+    ``workers``)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            avail = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+        with open("/proc/self/statm", encoding="ascii") as f:
+            rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, StopIteration, ValueError):
+        return workers
+    return max(1, min(workers, avail // max(rss, 1)))
 
 
 def _one(job):
@@ -63,6 +78,9 @@ class Timer:
         if len(need) < 2:
             return  # one is timed in place when the chunk is scored
         if self.pool is None:
+            self.workers = affordable(self.workers)  # no more copies of the search than the free memory holds
+            if self.workers < 2:
+                return  # every collective timed in place
             global _COLL
             _COLL = self.coll
             self.pool = mp.get_context("fork").Pool(self.workers)

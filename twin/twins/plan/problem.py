@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from twin.compiler.resolve.transformer import Shape
+from twin.lang import limits
 from twin.lang.site.workload_models import DEFAULT_STACK, RECOMPUTE_POLICIES
 from twin.twins.plan.space import ORDERS, RECOMPUTE, Axes
 from twin.twins.workload import jobs
@@ -51,6 +52,7 @@ class Problem:
         ``fabric=False`` skips compiling the fabric (the space and memory only); ``job``: a scenario's job whose
         overlaps and stragglers every plan keeps."""
         n = gpus or workload.gpus
+        limits.check("plan_gpus", n)  # before the fabric of n GPUs is compiled, and the collectives timed on it
         workload = workload.model_copy(update={"dp_shard": None})  # a plan axis (pinned to search it): each plan says its own
         stacks = design.spec.catalog.stacks
         if (workload.stack or DEFAULT_STACK) not in stacks:

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from twin.lang import limits
+
 DIMS = ("tp", "cp", "pp", "dp")
 ORDERS = tuple("-".join(p) for p in itertools.permutations(DIMS))  # rank orders, fastest first
 RECOMPUTE = ("none", "selective", "full")
@@ -226,13 +228,14 @@ def enumerate_space(ax: Axes) -> Space:
     structs, seen = _structures(ax, pruned)
     if not structs:
         return Space({k: np.zeros(0, np.int32) for k in (*NAMES, "m")}, pruned, seen)
-    st = np.array([s[:8] for s in structs], dtype=np.int32)
+    grid = np.array(list(itertools.product([RECOMPUTE.index(x) for x in _allowed(ax, "recompute", list(RECOMPUTE))],
+                                           _allowed(ax, "zero", [0, 1, 2, 3]), _allowed(ax, "sequence_parallel", [0, 1]),
+                                           _allowed(ax, "fp8", [0, 1] if ax.fp8 else [0]))), dtype=np.int32).reshape(-1, 4)
     n_orders = np.array([len(s[8]) for s in structs])
+    limits.check("plan_candidates", int(n_orders.sum()) * len(grid))  # before the columns are laid out
+    st = np.array([s[:8] for s in structs], dtype=np.int32)
     orders = np.fromiter((o for s in structs for o in s[8]), dtype=np.int32, count=int(n_orders.sum()))
     st = np.repeat(st, n_orders, axis=0)
-    rc = [RECOMPUTE.index(x) for x in _allowed(ax, "recompute", list(RECOMPUTE))]
-    grid = np.array(list(itertools.product(rc, _allowed(ax, "zero", [0, 1, 2, 3]), _allowed(ax, "sequence_parallel", [0, 1]),
-                                           _allowed(ax, "fp8", [0, 1] if ax.fp8 else [0]))), dtype=np.int32).reshape(-1, 4)
     n, g = len(st), len(grid)
     cols = {k: np.repeat(st[:, i], g) for i, k in enumerate(STRUCT)}
     for i, k in enumerate(("rc", "zero", "sp", "fp8")):
