@@ -64,3 +64,13 @@ def test_the_search_forks_no_more_workers_than_free_memory_holds(monkeypatch):
     monkeypatch.setattr(parallel, "open", lambda path, encoding=None: __import__("io").StringIO(
         "MemAvailable:    100000 kB\n" if path == "/proc/meminfo" else "100000 1000 0 0 0 0 0\n"), raising=False)
     assert parallel.affordable(8) == 8 and parallel.affordable(2) == 2
+
+
+def test_twin_plan_refuses_a_search_too_large_before_compiling_the_site(monkeypatch):
+    from tests.conftest import twin_in_process
+
+    monkeypatch.setenv("TWIN_LIMITS", "plan_gpus=64")
+    r = twin_in_process("plan", ROOT / "sites" / "lab-2zone.yaml")
+    assert r.returncode == 2 and "128 GPUs in one plan search" in r.stderr and "--gpus" in r.stderr and "Traceback" not in r.stderr
+    r = twin_in_process("plan", ROOT / "sites" / "lab-2zone.yaml", "--gpus", "64", "--top", "2", "--fix", "tp=8", "--fix", "pp=2")
+    assert r.returncode == 0, r.stderr[-1500:]

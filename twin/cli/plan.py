@@ -151,15 +151,23 @@ def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out,
     try:
         with steps(err, not as_json, "load the compiler") as say:
             from twin.cli.simulate import resolve_spec
-            from twin.compiler.pipeline import compile_design
+            from twin.compiler.pipeline import check, compile_design
+            from twin.lang import limits
             from twin.twins.plan import answer, problem, render
 
             spec = resolve_spec(Path(target))
             if write_spec is not None and write_spec.resolve() == spec.resolve():  # before any work
                 return fail(f"--write-spec {write_spec}: that is the spec searched; write the copy to another file")
+            say(f"validate {spec.name}")
+            checked = check(spec)
+            first = [x for x in (checked.spec.site.workloads if checked.spec else []) if getattr(x, "kind", "training") == "training"]
+            named = next((x for x in first if x.name == workload), None) if workload else (first[0] if first else None)
+            if gpus or named is not None:  # the search's size checked before the site is compiled
+                limits.check("plan_gpus", gpus or named.gpus)
             say(f"compile {spec.name}")
             # as far as the job twin reads (placement, fabric, cable lengths): no addresses or config intent
-            design = compile_design(spec, progress=lambda n: say(f"compile: {n}"), placement_method=placement_method, until="bom")
+            design = compile_design(spec, progress=lambda n: say(f"compile: {n}"), placement_method=placement_method, until="bom",
+                                    checked=checked)
             ws = [w for w in design.spec.site.workloads if getattr(w, "kind", "training") == "training"]
             if not ws and not (sets and gpus):
                 return fail(f"{spec}: the site has no training workload to plan: name one under workloads:, or give the model with "
