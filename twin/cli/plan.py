@@ -159,22 +159,21 @@ def run_plan(target, workload, gpus, sets, pins, top, plot, write, as_json, out,
             if write_spec is not None and write_spec.resolve() == spec.resolve():  # before any work
                 return fail(f"--write-spec {write_spec}: that is the spec searched; write the copy to another file")
             say(f"validate {spec.name}")
-            checked = check(spec)
-            first = [x for x in (checked.spec.site.workloads if checked.spec else []) if getattr(x, "kind", "training") == "training"]
-            named = next((x for x in first if x.name == workload), None) if workload else (first[0] if first else None)
-            if gpus or named is not None:  # the search's size checked before the site is compiled
-                limits.check("plan_gpus", gpus or named.gpus)
+            checked = check(spec)  # the workload chosen and the search's size checked before the site is compiled
+            if checked.spec is not None:
+                ws = [x for x in checked.spec.site.workloads if getattr(x, "kind", "training") == "training"]
+                if not ws and not (sets and gpus):
+                    return fail(f"{spec}: the site has no training workload to plan: name one under workloads:, or give the model with "
+                                "--set (layers, hidden_size, heads, sequence_length, global_batch, ...) and the GPU count with --gpus")
+                w = (next((x for x in ws if x.name == workload), None) if workload else ws[0]) if ws else None
+                if w is None and ws:
+                    return fail(f"--workload '{workload}': not a training workload of the site (one of: {', '.join(x.name for x in ws)})")
+                limits.check("plan_gpus", gpus or w.gpus)  # Problem.of checks it again once --set has laid its fields over
             say(f"compile {spec.name}")
-            # as far as the job twin reads (placement, fabric, cable lengths): no addresses or config intent
+            # as far as the job twin reads (placement, fabric, cable lengths): no addresses or config intent (a spec
+            # that did not validate raises its diagnostics here)
             design = compile_design(spec, progress=lambda n: say(f"compile: {n}"), placement_method=placement_method, until="bom",
                                     checked=checked)
-            ws = [w for w in design.spec.site.workloads if getattr(w, "kind", "training") == "training"]
-            if not ws and not (sets and gpus):
-                return fail(f"{spec}: the site has no training workload to plan: name one under workloads:, or give the model with "
-                            "--set (layers, hidden_size, heads, sequence_length, global_batch, ...) and the GPU count with --gpus")
-            w = (next((x for x in ws if x.name == workload), None) if workload else ws[0]) if ws else None
-            if w is None and ws:
-                return fail(f"--workload '{workload}': not a training workload of the site (one of: {', '.join(x.name for x in ws)})")
             w = with_sets(design, w, sets, gpus)
             say(f"compile the fabric of {gpus or w.gpus:,} GPUs")
             p = problem.Problem.of(design, w, gpus)

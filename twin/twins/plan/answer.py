@@ -28,7 +28,7 @@ from twin.lang.scenario.job import Case
 from twin.twins.plan import search
 from twin.twins.plan.fast import PARTS
 from twin.twins.plan.problem import Problem, row
-from twin.twins.plan.space import RECOMPUTE
+from twin.twins.plan.space import ORDERS, RECOMPUTE, order_allowed
 from twin.twins.plan.tables import strides
 from twin.twins.workload import jobs
 from twin.twins.workload.validation import STATED_ERROR
@@ -146,8 +146,6 @@ def _outside(p: Problem, c: dict) -> str:
     if RECOMPUTE[c.get("rc", 0)] not in lim["recompute"]:
         return f"stack {stack} does not run recompute={RECOMPUTE[c.get('rc', 0)]} (its plans: in the catalog)"
     if "order" in lim:
-        from twin.twins.plan.space import ORDERS, order_allowed
-
         if not order_allowed(p.axes(), ORDERS[c.get("order", 0)], {d: c.get(d, 1) for d in ("tp", "cp", "pp", "dp")}):
             return f"stack {stack} does not lay its ranks out in {ORDERS[c.get('order', 0)]} (its plans: orders in the catalog)"
     return "it breaks a rule of the space (the counts on the plans: line say which)"

@@ -54,7 +54,7 @@ class Searched:
     pruned: dict[str, int]
     coll: tables.Collectives
     tight: np.ndarray  # the second bound (the step with data-parallel traffic free), NaN where not taken
-    exact: np.ndarray | None = None  # bool: ``tight`` timed on the whole fabric (else, where taken, the idle-fabric bound)
+    exact: np.ndarray  # bool: ``tight`` timed on the whole fabric (else, where taken, the idle-fabric bound)
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -117,7 +117,7 @@ def search(p: Problem, fixed: dict | None = None, keep: int = 10, mask_fn=None, 
     parts = {k: np.full(n, np.nan) for k in (*fast.PARTS, "step_s", "exposed_s", "straggler_s", "dp_total_s")}
     scored = np.zeros(n, bool)
     coll = tables.Collectives(p)
-    s = Searched(p, space, cols, mem, bound, scored, parts, pruned, coll, np.full(n, np.nan), exact=np.zeros(n, bool), seconds=sec)
+    s = Searched(p, space, cols, mem, bound, scored, parts, pruned, coll, np.full(n, np.nan), np.zeros(n, bool), sec)
     masks = {"all": np.ones(n, bool), **(mask_fn(cols, mem) if mask_fn else {})}
     with parallel.Timer(coll, workers) as timer:
         for name, mask in masks.items():
